@@ -1,0 +1,34 @@
+// Request bodies of SPEC.md 4.1 and 4.3-4.5. Unknown fields are refused (SPEC.md 1 rule 6).
+import Type from 'typebox';
+import { Currency, MinorAmountInput, Uuid } from './common.ts';
+
+const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });
+const OptionalNullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+
+const purchaseFields = {
+  merchant: Text(200),
+  amountMinor: MinorAmountInput,
+  reason: Text(2000),
+  currency: Type.Optional(Type.Union([Currency, Type.Null()])),
+  category: OptionalNullable(Type.String({ maxLength: 100 })),
+  merchantDomain: OptionalNullable(Type.String({ maxLength: 253 })),
+};
+
+export const PurchaseRequestBody = Type.Object(
+  { ...purchaseFields, metadata: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])) },
+  { additionalProperties: false },
+);
+
+export const CurrentPoliciesSimulationBody = Type.Object(
+  { ...purchaseFields, agentId: Type.Optional(Type.Union([Uuid, Type.Null()])) },
+  { additionalProperties: false },
+);
+
+export const VersionSimulationBody = Type.Object({ ...purchaseFields, policyVersionId: Uuid }, { additionalProperties: false });
+
+export type PurchaseRequestBody = Type.Static<typeof PurchaseRequestBody>;
+export type CurrentPoliciesSimulationBody = Type.Static<typeof CurrentPoliciesSimulationBody>;
+export type VersionSimulationBody = Type.Static<typeof VersionSimulationBody>;
+
+/** Idempotency-Key: 1..255 printable ASCII (DESIGN.md section 3). */
+export const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;

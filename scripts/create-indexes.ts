@@ -1,0 +1,14 @@
+// Procfile `release` step: create every index (idempotent) before new code serves traffic.
+import { loadConfig } from '../src/config.ts';
+import { openStore } from '../src/store/open-store.ts';
+import { createIndexes } from '../src/store/indexes.ts';
+
+const config = loadConfig();
+if (!config.mongodbUri) {
+  process.stdout.write('MONGODB_URI is not set: the embedded engine creates its indexes at start; nothing to do.\n');
+  process.exit(0);
+}
+const store = await openStore({ mongodbUri: config.mongodbUri });
+await createIndexes(store.db);
+await store.close();
+process.stdout.write('indexes created\n');

@@ -1,0 +1,59 @@
+// The operator API under /admin (DESIGN.md section 5): outside the /v1 contract, for the people who
+// run the service. Thin handlers over commands.
+import Router from '@koa/router';
+import Type from 'typebox';
+import type { AppDeps } from '../app-deps.ts';
+import { LIMITS, jsonBody } from '../http/body.ts';
+import { notFound } from '../http/errors.ts';
+import { uuidParam } from '../http/params.ts';
+import { compile } from '../http/validate.ts';
+import { applyManifest } from '../manifests/apply.ts';
+import { changeAgentStatus } from '../agents/change-status.ts';
+import { presentAgent } from '../agents/routes.ts';
+import { AgentStatus } from '../../schemas/common.ts';
+import { requireAdmin } from './auth.ts';
+import { manifestBody } from './manifest-body.ts';
+
+const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
+const OrganizationPatch = compile(
+  Type.Object({ status: Type.Union([Type.Literal('ACTIVE'), Type.Literal('SUSPENDED')]) }, { additionalProperties: false }),
+);
+
+export function adminRoutes(deps: AppDeps): Router {
+  const c = deps.collections;
+  const router = new Router({ prefix: '/admin' });
+  router.use(requireAdmin(deps.config.adminToken));
+
+  router.post('/manifests', manifestBody, async (ctx) => {
+    ctx.body = await applyManifest({ store: deps.store, collections: c, now: deps.now }, ctx.state.body);
+  });
+
+  router.patch('/agents/:agentId', jsonBody(LIMITS.standard), async (ctx) => {
+    const id = uuidParam(ctx, 'agentId', 'agent');
+    const { status } = AgentPatch.parse(ctx.state.body);
+    const agent = await deps.store.withTransaction(async (session) => {
+      const found = await c.agents.findOne({ _id: id }, { session });
+      if (!found) throw notFound('agent');
+      return changeAgentStatus({ db: deps.store.db, collections: c }, session, found, status, deps.now());
+    });
+    ctx.body = { agent: presentAgent(agent) };
+  });
+
+  router.patch('/organizations/:organizationId', jsonBody(LIMITS.standard), async (ctx) => {
+    const id = uuidParam(ctx, 'organizationId', 'organization');
+    const { status } = OrganizationPatch.parse(ctx.state.body);
+    const org = await c.organizations.findOneAndUpdate({ _id: id }, { $set: { status, updatedAt: deps.now() } }, { returnDocument: 'after' });
+    if (!org) throw notFound('organization');
+    ctx.body = { organization: { id: org._id, handle: org.handle, name: org.name, status: org.status } };
+  });
+
+  router.delete('/api-keys/:apiKeyId', async (ctx) => {
+    const id = uuidParam(ctx, 'apiKeyId', 'API key');
+    const now = deps.now();
+    const key = await c.apiKeys.findOneAndUpdate({ _id: id, revokedAt: null }, { $set: { revokedAt: now } }, { returnDocument: 'after' });
+    const final = key ?? (await c.apiKeys.findOne({ _id: id }));
+    if (!final) throw notFound('API key');
+    ctx.body = { apiKey: { id: final._id, prefix: final.prefix, revokedAt: final.revokedAt?.toISOString() ?? null } };
+  });
+  return router;
+}

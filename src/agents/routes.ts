@@ -1,0 +1,26 @@
+// GET /v1/agents (SPEC.md 4.10): read-only, organization-scoped keys, unpaginated.
+import Router from '@koa/router';
+import type { AppDeps } from '../app-deps.ts';
+import { requireOrganizationKey } from '../http/auth.ts';
+import type { AgentDoc } from '../store/collections.ts';
+
+export const presentAgent = (a: AgentDoc) => ({
+  id: a._id,
+  name: a.name,
+  description: a.description,
+  status: a.status,
+  createdAt: a.createdAt.toISOString(),
+  updatedAt: a.updatedAt.toISOString(),
+});
+
+export function agentRoutes(deps: AppDeps): Router {
+  const router = new Router();
+  router.get('/v1/agents', requireOrganizationKey, async (ctx) => {
+    const agents = await deps.collections.agents
+      .find({ organizationId: ctx.state.organization._id })
+      .sort({ createdAt: 1, _id: 1 })
+      .toArray();
+    ctx.body = { agents: agents.map(presentAgent) };
+  });
+  return router;
+}

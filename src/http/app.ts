@@ -1,0 +1,56 @@
+// createApp(deps): the Koa application. No I/O happens here; main.ts and the tests supply deps.
+import Koa from 'koa';
+import type { Context, Next } from 'koa';
+import { randomUUID } from 'node:crypto';
+import type { AppDeps } from '../app-deps.ts';
+import { withRequestId } from '../log.ts';
+import { errorMiddleware } from './error-middleware.ts';
+import { authenticate } from './auth.ts';
+import { adminRoutes } from '../admin/routes.ts';
+import { agentRoutes } from '../agents/routes.ts';
+import { policyRoutes, refuseAuthoring } from '../policies/routes.ts';
+import type Router from '@koa/router';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+function requestContext(deps: AppDeps) {
+  return async (ctx: Context, next: Next) => {
+    const given = ctx.get('x-request-id');
+    const requestId = REQUEST_ID.test(given) ? given : randomUUID();
+    ctx.set('X-Request-Id', requestId);
+    const started = performance.now();
+    await withRequestId(requestId, async () => {
+      try {
+        await next();
+      } finally {
+        deps.log.info('request', { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round((performance.now() - started) * 10) / 10 });
+      }
+    });
+  };
+}
+
+/** Applies a middleware only to paths under a prefix. */
+const under = (prefix: string, mw: (ctx: Context, next: Next) => unknown) => (ctx: Context, next: Next) =>
+  ctx.path === prefix || ctx.path.startsWith(prefix + '/') ? mw(ctx, next) : next();
+
+export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
+  const app = new Koa({ proxy: true });
+  app.use(requestContext(deps));
+  app.use(errorMiddleware(deps.log));
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/health' && ctx.method === 'GET') {
+      ctx.body = { status: 'ok', store: deps.store.engine };
+      return;
+    }
+    return next();
+  });
+  const admin = adminRoutes(deps);
+  app.use(admin.routes());
+  app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now })));
+  app.use(under('/v1', refuseAuthoring));
+  for (const router of [agentRoutes(deps), policyRoutes(deps), ...extraRouters]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
+  return app;
+}

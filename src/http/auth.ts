@@ -1,0 +1,111 @@
+// Authentication and the credential matrix of SPEC.md 5.3. `authenticate` turns the bearer credential
+// into a Principal (or a 401/403); the guards below say which principals an operation accepts.
+import type { Context, Next } from 'koa';
+import { ApiError, forbidden, unauthorized } from './errors.ts';
+import { classifyKey, hashesMatch } from '../credentials/api-keys.ts';
+import type { Collections } from '../store/collections.ts';
+
+export type Scope = 'purchase:check' | 'purchase:read' | 'purchase:request';
+
+export type Principal =
+  | { kind: 'API_KEY'; organizationId: string; apiKeyId: string; prefix: string; agentId: string | null }
+  | {
+      kind: 'CONNECTION';
+      organizationId: string;
+      connectionId: string;
+      agentId: string;
+      scopes: Scope[];
+      application: string;
+      grantedBy: { name: string };
+    };
+
+/** Resolves `cmp_oat_` access tokens; supplied by the OAuth capability. */
+export type TokenResolver = (token: string, now: Date) => Promise<Principal>;
+
+export interface AuthDeps {
+  collections: Collections;
+  now: () => Date;
+  resolveAccessToken?: TokenResolver;
+}
+
+const invalidKey = () => unauthorized('invalid_api_key', 'The API key is not recognised.');
+
+export async function principalFor(header: string | undefined, deps: AuthDeps): Promise<Principal> {
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header ?? '');
+  if (!match) throw unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.');
+  const credential = match[1];
+  const now = deps.now();
+
+  if (credential.startsWith('cmp_oat_')) {
+    if (!deps.resolveAccessToken) throw unauthorized('invalid_token', 'The access token is not valid.');
+    return deps.resolveAccessToken(credential, now);
+  }
+  const shape = classifyKey(credential);
+  if (shape.kind === 'other-environment') {
+    throw unauthorized('wrong_environment', 'This key belongs to a different environment.');
+  }
+  if (shape.kind === 'unrecognised') throw invalidKey();
+
+  const key = await deps.collections.apiKeys.findOne({ prefix: shape.prefix });
+  if (!key || !hashesMatch(credential, key.hash)) throw invalidKey();
+  if (key.revokedAt) throw unauthorized('api_key_revoked', 'This API key has been revoked.');
+  if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
+    throw unauthorized('api_key_expired', 'This API key has expired.');
+  }
+  return { kind: 'API_KEY', organizationId: key.organizationId, apiKeyId: key._id, prefix: key.prefix, agentId: key.agentId };
+}
+
+/** Koa middleware: authenticates, then refuses suspended organisations (403 organization_suspended). */
+export function authenticate(deps: AuthDeps) {
+  return async (ctx: Context, next: Next) => {
+    const principal = await principalFor(ctx.get('authorization') || undefined, deps);
+    const org = await deps.collections.organizations.findOne({ _id: principal.organizationId });
+    if (!org) throw invalidKey();
+    if (org.status === 'SUSPENDED') throw forbidden('organization_suspended', 'This organisation is suspended.');
+    ctx.state.principal = principal;
+    ctx.state.organization = org;
+    return next();
+  };
+}
+
+export const principalOf = (ctx: Context): Principal => ctx.state.principal as Principal;
+
+/** Policies, versions, agents, webhooks, draft and version simulations (SPEC.md 5.3 row 3). */
+export function requireOrganizationKey(ctx: Context, next: Next) {
+  const p = principalOf(ctx);
+  if (p.kind === 'CONNECTION') throw forbidden('oauth_not_permitted', 'Connections cannot call this operation.');
+  if (p.agentId !== null) {
+    throw forbidden('api_key_not_organization_scoped', 'This operation needs an organization-scoped API key.');
+  }
+  return next();
+}
+
+/** Submit and read purchases: an agent-bound key, or a connection holding `scope`. */
+export function requireAgentIdentity(scope: Scope) {
+  return (ctx: Context, next: Next) => {
+    const p = principalOf(ctx);
+    if (p.kind === 'CONNECTION') {
+      if (!p.scopes.includes(scope)) throw insufficientScope(scope);
+      return next();
+    }
+    if (p.agentId === null) throw forbidden('api_key_not_bound_to_agent', 'This operation needs an API key bound to an agent.');
+    return next();
+  };
+}
+
+/** Current-policies simulation: any API key, or a connection with `purchase:check`. */
+export function requireSimulationAccess(ctx: Context, next: Next) {
+  const p = principalOf(ctx);
+  if (p.kind === 'CONNECTION' && !p.scopes.includes('purchase:check')) throw insufficientScope('purchase:check');
+  return next();
+}
+
+export const insufficientScope = (scope: Scope) =>
+  new ApiError(403, 'insufficient_scope', `This connection lacks the ${scope} scope.`, undefined, {
+    'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
+  });
+
+/** SPEC.md 1 rule 2: no credential of any kind may author policy through /v1. */
+export function refusePolicyAuthoring(_ctx: Context, _next: Next): never {
+  throw forbidden('api_key_not_permitted', 'Policies are authored outside the API; no credential may change them here.');
+}

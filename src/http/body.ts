@@ -1,0 +1,69 @@
+// Request bodies: JSON only for writes (415 otherwise), size limits of SPEC.md section 8 (413),
+// malformed JSON is 400 `malformed_json`. The raw text is kept because purchases store it verbatim.
+import type { Context, Next } from 'koa';
+import { koaBody } from 'koa-body';
+import { ApiError } from './errors.ts';
+
+export const LIMITS = {
+  standard: 64 * 1024, // purchases, policies, simulations
+  webhooks: 16 * 1024, // webhook management
+} as const;
+
+const isJson = (ctx: Context) => {
+  const type = ctx.request.type; // media type without parameters, lower-cased
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+};
+
+const hasBody = (ctx: Context) => {
+  const length = ctx.get('content-length');
+  return (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
+};
+
+/**
+ * Parses a JSON body. With `optional`, an absent body is allowed (rotate-secret) and yields undefined;
+ * a body that is present must still be JSON.
+ */
+export function jsonBody(limit: number, { optional = false }: { optional?: boolean } = {}) {
+  const parse = koaBody({
+    json: true,
+    urlencoded: false,
+    text: false,
+    multipart: false,
+    jsonLimit: limit,
+    jsonStrict: false,
+    includeUnparsed: true,
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+    onError: (err: Error) => {
+      throw err;
+    },
+  });
+  return async (ctx: Context, next: Next) => {
+    if (optional && !hasBody(ctx)) {
+      ctx.state.body = undefined;
+      return next();
+    }
+    if (!isJson(ctx)) {
+      throw new ApiError(415, 'unsupported_media_type', 'Send the body as Content-Type: application/json.');
+    }
+    const declared = Number(ctx.get('content-length') || '0');
+    if (declared > limit) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
+    try {
+      await parse(ctx, async () => {});
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      if (status === 413) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
+      throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
+    }
+    const raw = (ctx.request as unknown as { rawBody?: string }).rawBody ?? '';
+    if (raw.trim() === '') {
+      if (optional) {
+        ctx.state.body = undefined;
+        return next();
+      }
+      throw new ApiError(400, 'malformed_json', 'The request body is empty; send a JSON object.');
+    }
+    ctx.state.rawBody = raw;
+    ctx.state.body = ctx.request.body;
+    return next();
+  };
+}

@@ -1,0 +1,53 @@
+// One error hierarchy (DESIGN.md 6a): every expected failure carries its HTTP status and the
+// stable code of SPEC.md section 7. The error middleware renders them; anything else is a 500.
+
+export interface ErrorIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly issues?: ErrorIssue[];
+  readonly headers?: Record<string, string>;
+
+  constructor(status: number, code: string, message: string, issues?: ErrorIssue[], headers?: Record<string, string>) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    if (issues) this.issues = issues;
+    if (headers) this.headers = headers;
+  }
+
+  toBody(): { error: { code: string; message: string; issues?: ErrorIssue[] } } {
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        ...(this.issues ? { issues: this.issues } : {}),
+      },
+    };
+  }
+}
+
+export const invalidRequest = (issues: ErrorIssue[], message = 'The request is not valid.') =>
+  new ApiError(400, 'invalid_request', message, issues);
+
+export const notFound = (what = 'resource') => new ApiError(404, 'not_found', `No such ${what}.`);
+
+export const unauthorized = (code: string, message: string) => new ApiError(401, code, message);
+
+export const forbidden = (code: string, message: string) => new ApiError(403, code, message);
+
+export const conflict = (code: string, message: string) => new ApiError(409, code, message);
+
+/** Raised by command handlers when a versioned document changed under us; the command is retried. */
+export class VersionConflict extends Error {
+  constructor(what: string) {
+    super(`version conflict on ${what}`);
+    this.name = 'VersionConflict';
+  }
+}

@@ -1,0 +1,116 @@
+// TypeBox validators compiled once at module level; failures become `invalid_request` with one
+// ErrorIssue per problem (SPEC.md section 7). Unknown fields: issue code UNKNOWN_FIELD (DESIGN.md 3).
+import type { TSchema, Static } from 'typebox';
+import { Compile } from 'typebox/compile';
+import { invalidRequest, type ErrorIssue } from './errors.ts';
+
+export interface Validator<T extends TSchema> {
+  check(value: unknown): value is Static<T>;
+  /** Returns the value typed, or throws 400 invalid_request listing every issue. */
+  parse(value: unknown, rootPath?: string): Static<T>;
+  issues(value: unknown, rootPath?: string): ErrorIssue[];
+}
+
+interface TbError {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message: string;
+}
+
+const pointerToPath = (pointer: string): string =>
+  pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+
+const join = (base: string, tail: string) => (base && tail ? `${base}.${tail}` : base || tail);
+
+function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
+  const issues: ErrorIssue[] = [];
+  const seen = new Set<string>();
+  // Branch errors of a union are noise once the union itself failed: keep the union's verdict.
+  const unionPaths = new Set(errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.instancePath));
+  for (const e of errors) {
+    const path = pointerToPath(e.instancePath);
+    let issue: ErrorIssue | null = null;
+    switch (e.keyword) {
+      case 'additionalProperties': {
+        for (const field of (e.params.additionalProperties as string[]) ?? []) {
+          issues.push({ path: join(rootPath, join(path, field)), code: 'UNKNOWN_FIELD', message: `Unknown field "${field}".` });
+        }
+        continue;
+      }
+      case 'boolean': // the `false` schema behind additionalProperties: reported above
+        continue;
+      case 'required': {
+        for (const field of (e.params.requiredProperties as string[]) ?? [e.params.missingProperty as string]) {
+          if (field === undefined) continue;
+          issues.push({ path: join(rootPath, join(path, field)), code: 'REQUIRED', message: `"${field}" is required.` });
+        }
+        continue;
+      }
+      case 'anyOf':
+      case 'oneOf':
+        issue = { path: join(rootPath, path), code: 'INVALID_TYPE', message: `"${path || 'body'}" has the wrong type or form.` };
+        break;
+      default: {
+        if (unionPaths.has(e.instancePath)) continue;
+        issue = { path: join(rootPath, path), code: codeFor(e.keyword), message: `"${path || 'body'}" ${e.message}.` };
+      }
+    }
+    const key = `${issue.path}|${issue.code}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      issues.push(issue);
+    }
+  }
+  return issues;
+}
+
+function codeFor(keyword: string): string {
+  switch (keyword) {
+    case 'type':
+      return 'INVALID_TYPE';
+    case 'minLength':
+      return 'TOO_SHORT';
+    case 'maxLength':
+      return 'TOO_LONG';
+    case 'minItems':
+      return 'TOO_FEW_ITEMS';
+    case 'maxItems':
+      return 'TOO_MANY_ITEMS';
+    case 'pattern':
+    case 'format':
+      return 'INVALID_FORMAT';
+    case 'enum':
+    case 'const':
+      return 'INVALID_VALUE';
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return 'OUT_OF_RANGE';
+    case 'uniqueItems':
+      return 'DUPLICATE_ITEMS';
+    default:
+      return 'INVALID';
+  }
+}
+
+export function compile<T extends TSchema>(schema: T): Validator<T> {
+  const compiled = Compile(schema);
+  const issues = (value: unknown, rootPath = '') => toIssues([...compiled.Errors(value)] as TbError[], rootPath);
+  return {
+    check: (value: unknown): value is Static<T> => compiled.Check(value),
+    issues,
+    parse(value: unknown, rootPath = ''): Static<T> {
+      if (compiled.Check(value)) return value as Static<T>;
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        throw invalidRequest([{ path: rootPath || 'body', code: 'INVALID_TYPE', message: 'The body must be a JSON object.' }]);
+      }
+      throw invalidRequest(issues(value, rootPath));
+    },
+  };
+}

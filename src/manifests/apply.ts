@@ -1,0 +1,246 @@
+// Applies an organisation manifest (DESIGN.md section 5) in one transaction: create or update by
+// handle, never duplicate. A changed policy gets a new version (numbered here), activated only when
+// asked; keys are issued once and their secret appears only in this call's result.
+import { createHash } from 'node:crypto';
+import type { Manifest, ManifestPolicy } from '../../schemas/manifest.ts';
+import { invalidRequest } from '../http/errors.ts';
+import { newRandomId } from '../ids.ts';
+import { merchantKey } from '../engine/merchant-key.ts';
+import { parseMinor, toStored } from '../money.ts';
+import { issueApiKey } from '../credentials/api-keys.ts';
+import { changeAgentStatus, type AgentStatusHook } from '../agents/change-status.ts';
+import { projectPolicy } from '../policies/projection.ts';
+import type { Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
+import type { Store, StoreSession } from '../store/store.ts';
+import { checkManifest } from './check.ts';
+
+export interface ApplyDeps {
+  store: Store;
+  collections: Collections;
+  now: () => Date;
+  onAgentArchived?: AgentStatusHook;
+}
+
+export interface ApplyResult {
+  organization: { id: string; handle: string };
+  agents: Record<string, { id: string }>;
+  people: Record<string, { id: string }>;
+  policies: Record<string, { id: string; activeVersionId: string | null; draftVersionId: string | null }>;
+  apiKeys: Record<string, { id: string; prefix: string; key?: string }>;
+}
+
+interface VersionContent {
+  currencies: string[];
+  rules: Omit<RuleDoc, 'id'>[];
+  merchants: Omit<MerchantEntryDoc, 'id'>[];
+}
+
+function versionContent(p: ManifestPolicy): VersionContent {
+  return {
+    currencies: [...p.currencies],
+    rules: p.rules.map((r) => ({
+      ruleType: r.ruleType,
+      effect: r.effect,
+      periodKind: r.periodKind,
+      amountMinor: toStored(parseMinor(r.amountMinor)!),
+      currency: r.currency ?? null,
+    })),
+    merchants: (p.merchants ?? []).map((m) => ({ listType: m.listType, merchantKey: merchantKey(m.label), label: m.label })),
+  };
+}
+
+/** Order-insensitive digest: the same rules in another order are the same version. */
+function contentHash(c: VersionContent): string {
+  const canonical = {
+    currencies: [...c.currencies].sort(),
+    rules: c.rules.map((r) => JSON.stringify([r.ruleType, r.effect, r.periodKind, r.amountMinor, r.currency])).sort(),
+    merchants: c.merchants.map((m) => JSON.stringify([m.listType, m.merchantKey, m.label])).sort(),
+  };
+  return createHash('sha256').update(JSON.stringify(canonical)).digest('hex');
+}
+
+export async function applyManifest(deps: ApplyDeps, input: unknown): Promise<ApplyResult> {
+  const c = deps.collections;
+  const handle = (input as Manifest)?.organization?.handle;
+  const existingOrg = typeof handle === 'string' ? await c.organizations.findOne({ handle }) : null;
+  const existingAgents = existingOrg
+    ? new Set((await c.agents.find({ organizationId: existingOrg._id }).toArray()).map((a) => a.handle))
+    : new Set<string>();
+  const issues = checkManifest(input, existingAgents);
+  if (issues.length > 0) throw invalidRequest(issues, 'The manifest is not valid; nothing was applied.');
+  const manifest = input as Manifest;
+  const now = deps.now();
+
+  return deps.store.withTransaction(async (session) => {
+    const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {} };
+    const o = manifest.organization;
+    const org = await c.organizations.findOne({ handle: o.handle }, { session });
+    const orgFields = { name: o.name, currency: o.currency, timezone: o.timezone, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
+    let orgId: string;
+    if (org) {
+      orgId = org._id;
+      if (changed(org, orgFields)) await c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now } }, { session });
+    } else {
+      orgId = newRandomId();
+      await c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session });
+    }
+    result.organization.id = orgId;
+
+    for (const p of manifest.people ?? []) {
+      const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
+      const fields = { name: p.name, email: p.email.toLowerCase() };
+      if (existing) {
+        if (changed(existing, fields)) await c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
+        result.people[p.handle] = { id: existing._id };
+      } else {
+        const id = newRandomId();
+        await c.people.insertOne({ _id: id, organizationId: orgId, handle: p.handle, ...fields, passwordHash: null, createdAt: now, updatedAt: now }, { session });
+        result.people[p.handle] = { id };
+      }
+    }
+
+    const agentIds = new Map<string, string>();
+    for (const a of await c.agents.find({ organizationId: orgId }, { session }).toArray()) agentIds.set(a.handle, a._id);
+    for (const a of manifest.agents ?? []) {
+      const existing = await c.agents.findOne({ organizationId: orgId, handle: a.handle }, { session });
+      const fields = { name: a.name, description: a.description ?? null };
+      if (existing) {
+        if (changed(existing, fields)) await c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
+        if (a.status && a.status !== existing.status) {
+          await changeAgentStatus({ db: deps.store.db, collections: c, onArchived: deps.onAgentArchived }, session, { ...existing, ...fields }, a.status, now);
+        }
+        result.agents[a.handle] = { id: existing._id };
+      } else {
+        const id = newRandomId();
+        await c.agents.insertOne({ _id: id, organizationId: orgId, handle: a.handle, ...fields, status: a.status ?? 'ENABLED', createdAt: now, updatedAt: now }, { session });
+        agentIds.set(a.handle, id);
+        result.agents[a.handle] = { id };
+      }
+    }
+
+    for (const p of manifest.policies ?? []) {
+      result.policies[p.handle] = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+    }
+
+    for (const k of manifest.apiKeys ?? []) {
+      const existing = await c.apiKeys.findOne({ organizationId: orgId, handle: k.handle }, { session });
+      const agentId = k.agent ? agentIds.get(k.agent)! : null;
+      const expiresAt = k.expiresAt ? new Date(k.expiresAt) : null;
+      if (existing) {
+        if (existing.agentId !== agentId) {
+          throw invalidRequest([{ path: `apiKeys.${k.handle}.agent`, code: 'KEY_BINDING_IMMUTABLE', message: 'A key cannot be rebound; revoke it and issue one under a new handle.' }], 'The manifest is not valid; nothing was applied.');
+        }
+        const set: Record<string, unknown> = {};
+        if ((existing.expiresAt?.getTime() ?? null) !== (expiresAt?.getTime() ?? null)) set.expiresAt = expiresAt;
+        if (k.revoked && !existing.revokedAt) set.revokedAt = now;
+        if (Object.keys(set).length > 0) await c.apiKeys.updateOne({ _id: existing._id }, { $set: set }, { session });
+        result.apiKeys[k.handle] = { id: existing._id, prefix: existing.prefix };
+      } else {
+        const issued = issueApiKey();
+        const id = newRandomId();
+        await c.apiKeys.insertOne(
+          { _id: id, organizationId: orgId, agentId, handle: k.handle, prefix: issued.prefix, hash: issued.hash, expiresAt, revokedAt: k.revoked ? now : null, createdAt: now },
+          { session },
+        );
+        result.apiKeys[k.handle] = { id, prefix: issued.prefix, key: issued.key };
+      }
+    }
+    return result;
+  });
+}
+
+async function applyPolicy(
+  c: Collections,
+  session: StoreSession,
+  organizationId: string,
+  p: ManifestPolicy,
+  agentId: (handle: string) => string,
+  now: Date,
+): Promise<ApplyResult['policies'][string]> {
+  const content = versionContent(p);
+  const hash = contentHash(content);
+  const activate = p.activate ?? true;
+  const status = p.status ?? 'ACTIVE';
+  const fields = {
+    name: p.name,
+    description: p.description ?? null,
+    scopeType: p.scope,
+    agentIds: (p.agents ?? []).map(agentId),
+    status,
+  };
+  let policy = await c.policies.findOne({ organizationId, handle: p.handle }, { session });
+  let touched = false;
+  if (!policy) {
+    policy = { _id: newRandomId(), organizationId, handle: p.handle, ...fields, activeVersionId: null, draftVersionId: null, createdAt: now, updatedAt: now, archivedAt: status === 'ARCHIVED' ? now : null };
+    await c.policies.insertOne(policy, { session });
+    touched = true;
+  } else if (changed(policy, fields)) {
+    const archivedAt = status === 'ARCHIVED' ? (policy.archivedAt ?? now) : null;
+    await c.policies.updateOne({ _id: policy._id }, { $set: { ...fields, archivedAt, updatedAt: now } }, { session });
+    policy = { ...policy, ...fields, archivedAt, updatedAt: now };
+    touched = true;
+  }
+
+  const versions = await c.policyVersions.find({ policyId: policy._id }, { session }).toArray();
+  const active = versions.find((v) => v.status === 'ACTIVE') ?? null;
+  const draft = versions.find((v) => v.status === 'DRAFT') ?? null;
+  const withIds = {
+    currencies: content.currencies,
+    currencyScope: 'EXPLICIT',
+    rules: content.rules.map((r) => ({ id: newRandomId(), ...r })),
+    merchants: content.merchants.map((m) => ({ id: newRandomId(), ...m })),
+    contentHash: hash,
+  };
+
+  let target: PolicyVersionDoc | null = null; // the version to activate, if asked
+  if (active && active.contentHash === hash) {
+    target = null;
+  } else if (draft && draft.contentHash === hash) {
+    target = draft;
+  } else if (draft) {
+    // Drafts are editable (SPEC.md 3.2): the manifest rewrites the policy's one draft in place.
+    await c.policyVersions.updateOne({ _id: draft._id }, { $set: withIds }, { session });
+    target = { ...draft, ...withIds };
+    touched = true;
+  } else {
+    const versionNumber = versions.reduce((max, v) => Math.max(max, v.versionNumber), 0) + 1;
+    target = { _id: newRandomId(), policyId: policy._id, organizationId, versionNumber, status: 'DRAFT', ...withIds, createdAt: now, activatedAt: null, archivedAt: null };
+    await c.policyVersions.insertOne(target, { session });
+    await c.policies.updateOne({ _id: policy._id }, { $set: { draftVersionId: target._id, updatedAt: now } }, { session });
+    policy = { ...policy, draftVersionId: target._id, updatedAt: now };
+    touched = true;
+  }
+
+  if (target && activate) {
+    await activateVersion(c, session, policy, target, active, now);
+    policy = { ...policy, activeVersionId: target._id, draftVersionId: null, updatedAt: now };
+    touched = true;
+  } else if (target && policy.draftVersionId !== target._id) {
+    await c.policies.updateOne({ _id: policy._id }, { $set: { draftVersionId: target._id } }, { session });
+    policy = { ...policy, draftVersionId: target._id };
+  }
+  if (touched) await projectPolicy(c, session, policy._id);
+  return { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId };
+}
+
+/** ACTIVE is immutable and unique per policy (SPEC.md 3.2): the previous active version is archived. */
+export async function activateVersion(
+  c: Collections,
+  session: StoreSession,
+  policy: PolicyDoc,
+  version: PolicyVersionDoc,
+  previous: PolicyVersionDoc | null,
+  now: Date,
+): Promise<void> {
+  if (previous && previous._id !== version._id) {
+    await c.policyVersions.updateOne({ _id: previous._id }, { $set: { status: 'ARCHIVED', archivedAt: now } }, { session });
+  }
+  await c.policyVersions.updateOne({ _id: version._id }, { $set: { status: 'ACTIVE', activatedAt: now } }, { session });
+  await c.policies.updateOne({ _id: policy._id }, { $set: { activeVersionId: version._id, draftVersionId: null, updatedAt: now } }, { session });
+}
+
+function changed(doc: object, fields: Record<string, unknown>): boolean {
+  const d = doc as Record<string, unknown>;
+  return Object.entries(fields).some(([k, v]) => JSON.stringify(d[k]) !== JSON.stringify(v));
+}
+

@@ -1,0 +1,28 @@
+// Money is exact: integers of minor units. BigInt in arithmetic, decimal strings on the wire,
+// plain integers (at most 2^53-1) in storage so analysts can $sum them (DESIGN.md section 2).
+
+export const MAX_STORED_MINOR = BigInt(Number.MAX_SAFE_INTEGER);
+const MINOR_PATTERN = /^-?\d+$/;
+
+/** Parses a wire MinorAmount (decimal string or JSON integer). Returns null when not a whole number. */
+export function parseMinor(value: unknown): bigint | null {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number') {
+    return Number.isSafeInteger(value) ? BigInt(value) : null;
+  }
+  if (typeof value === 'string' && MINOR_PATTERN.test(value) && value.length <= 40) return BigInt(value);
+  return null;
+}
+
+export const toWire = (amount: bigint | number): string => amount.toString();
+
+/** For storage: refuses anything a double cannot hold exactly. */
+export function toStored(amount: bigint): number {
+  if (amount > MAX_STORED_MINOR || amount < -MAX_STORED_MINOR) {
+    throw new RangeError(`amount ${amount} exceeds the storable range`);
+  }
+  return Number(amount);
+}
+
+export const fromStored = (amount: number | bigint | undefined | null): bigint =>
+  amount === undefined || amount === null ? 0n : BigInt(amount);

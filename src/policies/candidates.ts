@@ -1,0 +1,48 @@
+// The policies the engine reads for an agent, mapped from stored documents into engine candidates.
+// ACTIVE versions are immutable (SPEC.md 3.2), so their mapped form is cached by id.
+import type { PolicyCandidate, PolicyVersionInput } from '../engine/types.ts';
+import type { Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
+import type { StoreSession } from '../store/store.ts';
+
+const activeCache = new Map<string, PolicyVersionInput>();
+const CACHE_LIMIT = 5000;
+
+export function toEngineVersion(v: PolicyVersionDoc): PolicyVersionInput {
+  return {
+    id: v._id,
+    versionNumber: v.versionNumber,
+    status: v.status,
+    currencies: v.currencies,
+    currencyScope: v.currencyScope,
+    rules: v.rules.map((r) => ({ ...r, amountMinor: BigInt(r.amountMinor) })),
+    merchants: v.merchants,
+  };
+}
+
+export function toCandidate(p: PolicyDoc, version: PolicyVersionInput): PolicyCandidate {
+  return { policyId: p._id, policyName: p.name, policyStatus: p.status, scopeType: p.scopeType, agentIds: p.agentIds, version };
+}
+
+/** Policies in force that govern the agent: ACTIVE, with an ACTIVE version, scoped to the organisation or listing the agent. */
+export async function candidatesFor(
+  c: Collections,
+  organizationId: string,
+  agentId: string,
+  session?: StoreSession,
+): Promise<PolicyCandidate[]> {
+  const opts = session ? { session } : {};
+  const policies = await c.policies
+    .find({ organizationId, status: 'ACTIVE', activeVersionId: { $ne: null }, $or: [{ scopeType: 'ORGANIZATION' }, { agentIds: agentId }] }, opts)
+    .toArray();
+  const wanted = policies.map((p) => p.activeVersionId!).filter((id) => !activeCache.has(id));
+  if (wanted.length > 0) {
+    const versions = await c.policyVersions.find({ _id: { $in: wanted } }, opts).toArray();
+    if (activeCache.size + versions.length > CACHE_LIMIT) activeCache.clear();
+    for (const v of versions) if (v.status !== 'DRAFT') activeCache.set(v._id, toEngineVersion(v));
+  }
+  return policies.flatMap((p) => {
+    const version = activeCache.get(p.activeVersionId!);
+    // A version is cached only once it is ACTIVE or ARCHIVED, and those never change again.
+    return version ? [toCandidate(p, { ...version, status: 'ACTIVE' })] : [];
+  });
+}

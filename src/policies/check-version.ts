@@ -1,0 +1,64 @@
+// Activation's own check of a policy version (SPEC.md 4.9), pure: issues make a version unacceptable,
+// warnings do not. The issue codes are listed in README.md ("Policy validation").
+import type { PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
+
+export interface PolicyIssue {
+  code: string;
+  message: string;
+  path?: string;
+}
+
+/** Two rules can meet on one purchase when their currencies can be the same. */
+const overlap = (a: RuleDoc, b: RuleDoc) => a.currency === null || b.currency === null || a.currency === b.currency;
+
+export function checkVersion(v: PolicyVersionDoc): { issues: PolicyIssue[]; warnings: PolicyIssue[] } {
+  const issues: PolicyIssue[] = [];
+  const warnings: PolicyIssue[] = [];
+  const indexed = v.rules.map((rule, i) => ({ rule, path: `rules.${i}` }));
+  const maxima = indexed.filter(({ rule }) => rule.ruleType === 'AMOUNT_LIMIT' && rule.effect === 'BLOCK');
+  const thresholds = indexed.filter(({ rule }) => rule.ruleType === 'AMOUNT_LIMIT' && rule.effect === 'REQUIRE_APPROVAL');
+
+  for (const { rule, path } of indexed) {
+    if (rule.currency !== null && !v.currencies.includes(rule.currency)) {
+      issues.push({ code: 'RULE_CURRENCY_NOT_COVERED', path: `${path}.currency`, message: `The rule is in ${rule.currency}, which this version does not cover (${v.currencies.join(', ')}).` });
+    }
+  }
+  for (const t of thresholds) {
+    for (const m of maxima) {
+      if (overlap(t.rule, m.rule) && t.rule.amountMinor > m.rule.amountMinor) {
+        issues.push({ code: 'APPROVAL_THRESHOLD_ABOVE_MAXIMUM', path: t.path, message: `The approval threshold (${t.rule.amountMinor}) is above the per-purchase maximum (${m.rule.amountMinor}), so it can never apply.` });
+      }
+    }
+  }
+
+  const allowed = v.merchants.filter((m) => m.listType === 'ALLOW');
+  const blocked = new Set(v.merchants.filter((m) => m.listType === 'BLOCK').map((m) => m.merchantKey));
+  if (allowed.length > 0 && allowed.every((m) => blocked.has(m.merchantKey))) {
+    issues.push({ code: 'RULES_NEVER_APPROVE', path: 'merchants', message: 'Every allow-listed merchant is also blocked, so no purchase could ever be approved.' });
+  }
+  for (const m of allowed) {
+    if (blocked.has(m.merchantKey) && allowed.some((a) => !blocked.has(a.merchantKey))) {
+      warnings.push({ code: 'MERCHANT_ON_BOTH_LISTS', path: 'merchants', message: `${m.label} is on both the allow and the block list; the block wins.` });
+    }
+  }
+
+  const budgets = indexed.filter(({ rule }) => rule.ruleType === 'SPEND_LIMIT' && rule.effect === 'BLOCK');
+  for (const b of budgets) {
+    for (const m of maxima) {
+      if (overlap(b.rule, m.rule) && b.rule.amountMinor < m.rule.amountMinor) {
+        warnings.push({ code: 'BUDGET_BELOW_MAXIMUM', path: b.path, message: `The ${b.rule.periodKind === 'DAY' ? 'daily' : 'monthly'} budget (${b.rule.amountMinor}) is below the per-purchase maximum (${m.rule.amountMinor}).` });
+      }
+    }
+    if (b.rule.periodKind === 'MONTH') {
+      for (const d of budgets) {
+        if (d.rule.periodKind === 'DAY' && overlap(b.rule, d.rule) && b.rule.amountMinor < d.rule.amountMinor) {
+          warnings.push({ code: 'MONTHLY_BELOW_DAILY', path: b.path, message: `The monthly budget (${b.rule.amountMinor}) is below the daily budget (${d.rule.amountMinor}).` });
+        }
+      }
+    }
+  }
+  if (v.rules.length === 0 && v.merchants.length === 0) {
+    warnings.push({ code: 'NO_RULES', message: 'The version has no rules: every purchase in its currencies would be approved.' });
+  }
+  return { issues, warnings };
+}

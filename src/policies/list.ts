@@ -1,0 +1,29 @@
+// GET /v1/policies (SPEC.md 4.6): reads the policy_views read model.
+import type { Collections, PolicyStatus } from '../store/collections.ts';
+
+export interface ListPoliciesQuery {
+  organizationId: string;
+  status?: PolicyStatus;
+  search?: string;
+  page: number;
+  pageSize: number;
+}
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export async function listPolicies(c: Collections, q: ListPoliciesQuery) {
+  const filter: Record<string, unknown> = { organizationId: q.organizationId };
+  if (q.status) filter.status = q.status;
+  if (q.search) filter.nameLower = { $regex: escapeRegex(q.search.toLowerCase()) };
+  const total = await c.policyViews.countDocuments(filter);
+  const rows = await c.policyViews
+    .find(filter)
+    .sort({ createdAt: -1, _id: -1 })
+    .skip((q.page - 1) * q.pageSize)
+    .limit(q.pageSize)
+    .toArray();
+  return {
+    policies: rows.map((r) => r.summary),
+    pagination: { page: q.page, pageSize: q.pageSize, total, totalPages: Math.max(1, Math.ceil(total / q.pageSize)) },
+  };
+}

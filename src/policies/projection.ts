@@ -1,0 +1,22 @@
+// Keeps the `policy_views` read model in step with a policy, in the caller's transaction.
+import type { Collections } from '../store/collections.ts';
+import type { StoreSession } from '../store/store.ts';
+import { policySummary } from './present.ts';
+
+export async function projectPolicy(c: Collections, session: StoreSession, policyId: string): Promise<void> {
+  const policy = await c.policies.findOne({ _id: policyId }, { session });
+  if (!policy) return;
+  const active = policy.activeVersionId ? await c.policyVersions.findOne({ _id: policy.activeVersionId }, { session }) : null;
+  await c.policyViews.replaceOne(
+    { _id: policy._id },
+    {
+      _id: policy._id,
+      organizationId: policy.organizationId,
+      nameLower: policy.name.toLowerCase(),
+      status: policy.status,
+      createdAt: policy.createdAt,
+      summary: policySummary(policy, active),
+    },
+    { upsert: true, session },
+  );
+}

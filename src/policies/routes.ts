@@ -1,0 +1,80 @@
+// Read-only policy endpoints (SPEC.md 4.6-4.9) and the refusal of policy authoring (SPEC.md 1 rule 2).
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import type { AppDeps } from '../app-deps.ts';
+import { refusePolicyAuthoring, requireOrganizationKey } from '../http/auth.ts';
+import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { queryValue, uuidParam } from '../http/params.ts';
+import type { PolicyStatus } from '../store/collections.ts';
+import { listPolicies } from './list.ts';
+import { getPolicy, getPolicyVersion, getPolicyVersionDoc } from './read.ts';
+import { checkVersion } from './check-version.ts';
+import { versionFull } from './present.ts';
+import { budgetImpact } from './budget-impact.ts';
+
+const STATUSES: PolicyStatus[] = ['ACTIVE', 'DISABLED', 'ARCHIVED'];
+const LIST_PARAMS = new Set(['status', 'search', 'page', 'pageSize']);
+const SEARCH_MAX = 200;
+
+function positiveInt(value: string | undefined, name: string, fallback: number, issues: ErrorIssue[]): number {
+  if (value === undefined) return fallback;
+  if (!/^\d{1,9}$/.test(value) || Number(value) < 1) {
+    issues.push({ path: name, code: 'INVALID_INTEGER', message: `${name} must be a whole number of at least 1.` });
+    return fallback;
+  }
+  return Number(value);
+}
+
+function parseListQuery(ctx: Context) {
+  const issues: ErrorIssue[] = [];
+  for (const name of Object.keys(ctx.query)) {
+    if (!LIST_PARAMS.has(name)) issues.push({ path: name, code: 'UNKNOWN_FIELD', message: `Unknown query parameter "${name}".` });
+  }
+  const status = queryValue(ctx, 'status');
+  if (status !== undefined && !STATUSES.includes(status as PolicyStatus)) {
+    issues.push({ path: 'status', code: 'INVALID_VALUE', message: `status is one of ${STATUSES.join(', ')}.` });
+  }
+  const page = positiveInt(queryValue(ctx, 'page'), 'page', 1, issues);
+  const pageSize = Math.min(100, positiveInt(queryValue(ctx, 'pageSize'), 'pageSize', 25, issues));
+  if (issues.length > 0) throw invalidRequest(issues);
+  const search = (queryValue(ctx, 'search') ?? '').trim().slice(0, SEARCH_MAX);
+  return { status: status as PolicyStatus | undefined, search: search || undefined, page, pageSize };
+}
+
+const isAuthoring = (ctx: Context) =>
+  ['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) &&
+  /^\/v1\/policies(\/|$)/.test(ctx.path) &&
+  !(ctx.method === 'POST' && /^\/v1\/policies\/[^/]+\/versions\/[^/]+\/validate\/?$/.test(ctx.path));
+
+/** Mounted after authentication: every credential is refused, whatever it is. */
+export function refuseAuthoring(ctx: Context, next: Next) {
+  return isAuthoring(ctx) ? refusePolicyAuthoring(ctx, next) : next();
+}
+
+export function policyRoutes(deps: AppDeps): Router {
+  const c = deps.collections;
+  const router = new Router();
+  const orgId = (ctx: Context): string => ctx.state.organization._id;
+
+  router.get('/v1/policies', requireOrganizationKey, async (ctx) => {
+    ctx.body = await listPolicies(c, { organizationId: orgId(ctx), ...parseListQuery(ctx) });
+  });
+  router.get('/v1/policies/:policyId', requireOrganizationKey, async (ctx) => {
+    ctx.body = await getPolicy(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'));
+  });
+  router.get('/v1/policies/:policyId/versions/:versionId', requireOrganizationKey, async (ctx) => {
+    ctx.body = await getPolicyVersion(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
+  });
+  router.post('/v1/policies/:policyId/versions/:versionId/validate', requireOrganizationKey, async (ctx) => {
+    const version = await getPolicyVersionDoc(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
+    const { issues, warnings } = checkVersion(version);
+    ctx.body = {
+      valid: issues.length === 0,
+      issues,
+      warnings,
+      budgetImpact: await budgetImpact(deps, ctx.state.organization, version),
+      version: versionFull(version),
+    };
+  });
+  return router;
+}

@@ -1,0 +1,136 @@
+// Every collection the service uses, with the shape of its documents. Write-side documents are owned
+// by the capability that writes them; read models (`*_views`, `analytics_*`) are shaped for a question.
+// Amounts are stored as plain integers of minor units (at most 2^53-1); timestamps as Date.
+import type { StoreDb, StoreCollection } from './store.ts';
+
+export type OrganizationStatus = 'ACTIVE' | 'SUSPENDED';
+export type AgentStatus = 'ENABLED' | 'DISABLED' | 'ARCHIVED';
+export type PolicyStatus = 'ACTIVE' | 'DISABLED' | 'ARCHIVED';
+export type VersionStatus = 'DRAFT' | 'ACTIVE' | 'ARCHIVED';
+
+export interface OrganizationDoc {
+  _id: string;
+  handle: string;
+  name: string;
+  currency: string;
+  timezone: string;
+  approvalTtl: string;
+  status: OrganizationStatus;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface PersonDoc {
+  _id: string;
+  organizationId: string;
+  handle: string;
+  name: string;
+  email: string;
+  passwordHash: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface AgentDoc {
+  _id: string;
+  organizationId: string;
+  handle: string;
+  name: string;
+  description: string | null;
+  status: AgentStatus;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface RuleDoc {
+  id: string;
+  ruleType: 'AMOUNT_LIMIT' | 'SPEND_LIMIT';
+  effect: 'BLOCK' | 'REQUIRE_APPROVAL';
+  periodKind: 'PER_REQUEST' | 'DAY' | 'MONTH';
+  amountMinor: number;
+  currency: string | null;
+}
+
+export interface MerchantEntryDoc {
+  id: string;
+  listType: 'ALLOW' | 'BLOCK';
+  merchantKey: string;
+  label: string;
+}
+
+export interface PolicyDoc {
+  _id: string;
+  organizationId: string;
+  handle: string;
+  name: string;
+  description: string | null;
+  scopeType: 'ORGANIZATION' | 'AGENT';
+  agentIds: string[];
+  status: PolicyStatus;
+  activeVersionId: string | null;
+  draftVersionId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  archivedAt: Date | null;
+}
+
+export interface PolicyVersionDoc {
+  _id: string;
+  policyId: string;
+  organizationId: string;
+  versionNumber: number;
+  status: VersionStatus;
+  currencies: string[];
+  currencyScope: string | null;
+  rules: RuleDoc[];
+  merchants: MerchantEntryDoc[];
+  /** Canonical digest of currencies, rules and merchants: an unchanged manifest changes nothing. */
+  contentHash: string;
+  createdAt: Date;
+  activatedAt: Date | null;
+  archivedAt: Date | null;
+}
+
+export interface ApiKeyDoc {
+  _id: string;
+  organizationId: string;
+  agentId: string | null;
+  handle: string;
+  prefix: string;
+  hash: string;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  createdAt: Date;
+}
+
+/** Read model answering GET /v1/policies: the PolicySummary, plus what filtering needs. */
+export interface PolicyViewDoc {
+  _id: string;
+  organizationId: string;
+  nameLower: string;
+  status: PolicyStatus;
+  createdAt: Date;
+  summary: Record<string, unknown>;
+}
+
+export interface Collections {
+  organizations: StoreCollection<OrganizationDoc>;
+  people: StoreCollection<PersonDoc>;
+  agents: StoreCollection<AgentDoc>;
+  policies: StoreCollection<PolicyDoc>;
+  policyVersions: StoreCollection<PolicyVersionDoc>;
+  apiKeys: StoreCollection<ApiKeyDoc>;
+  policyViews: StoreCollection<PolicyViewDoc>;
+}
+
+export function collections(db: StoreDb): Collections {
+  return {
+    organizations: db.collection<OrganizationDoc>('organizations'),
+    people: db.collection<PersonDoc>('people'),
+    agents: db.collection<AgentDoc>('agents'),
+    policies: db.collection<PolicyDoc>('policies'),
+    policyVersions: db.collection<PolicyVersionDoc>('policy_versions'),
+    apiKeys: db.collection<ApiKeyDoc>('api_keys'),
+    policyViews: db.collection<PolicyViewDoc>('policy_views'),
+  };
+}

@@ -1,0 +1,84 @@
+// Boots the real application on an ephemeral port against a fresh store (embedded, or MongoDB when
+// TEST_MONGODB_URI is set), and gives tests a small fetch wrapper.
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { loadConfig } from '../../src/config.ts';
+import { silentLogger } from '../../src/log.ts';
+import { collections } from '../../src/store/collections.ts';
+import { createIndexes } from '../../src/store/indexes.ts';
+import { createApp } from '../../src/http/app.ts';
+import type { AppDeps } from '../../src/app-deps.ts';
+import type { Store } from '../../src/store/store.ts';
+import { testStore } from './store.ts';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export interface RequestOptions {
+  method?: string;
+  key?: string | null;
+  body?: unknown;
+  /** Sent as-is, without JSON encoding. */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface TestApp {
+  url: string;
+  deps: AppDeps;
+  store: Store;
+  request(path: string, options?: RequestOptions): Promise<ApiResponse>;
+  admin(path: string, options?: Omit<RequestOptions, 'key'>): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+export async function startApp(
+  options: { env?: Record<string, string>; store?: Store; now?: () => Date } = {},
+): Promise<TestApp> {
+  const store = options.store ?? (await testStore());
+  await createIndexes(store.db);
+  const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
+  const deps: AppDeps = { config, store, collections: collections(store.db), log: silentLogger, now: options.now ?? (() => new Date()) };
+  const server = createApp(deps).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const request = async (path: string, o: RequestOptions = {}): Promise<ApiResponse> => {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.key) headers.authorization = `Bearer ${o.key}`;
+    let body: string | Buffer | undefined;
+    if (o.raw !== undefined) body = o.raw;
+    else if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(url + path, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+
+  return {
+    url,
+    deps,
+    store,
+    request,
+    admin: (path, o = {}) => request(path, { ...o, key: ADMIN_TOKEN }),
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (!options.store) await store.close();
+    },
+  };
+}

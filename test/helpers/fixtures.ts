@@ -1,0 +1,64 @@
+// A realistic organisation, applied through the operator API like a person would.
+import type { TestApp } from './app.ts';
+
+export function acmeManifest(handle = 'acme') {
+  return {
+    organization: { handle, name: 'Acme Robotics', currency: 'EUR', timezone: 'Europe/Berlin', approvalTtl: 'PT24H', status: 'ACTIVE' },
+    people: [{ handle: 'ana', name: 'Ana Admin', email: `ana@${handle}.example` }],
+    agents: [
+      { handle: 'buyer', name: 'Office buyer', description: 'Buys office supplies', status: 'ENABLED' },
+      { handle: 'travel', name: 'Travel booker', description: null, status: 'ENABLED' },
+    ],
+    policies: [
+      {
+        handle: 'office',
+        name: 'Office supplies',
+        description: null,
+        status: 'ACTIVE',
+        scope: 'ORGANIZATION',
+        currencies: ['EUR'],
+        activate: true,
+        rules: [
+          { ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '50000' },
+          { ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '20000' },
+          { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '200000', currency: 'EUR' },
+        ],
+        merchants: [{ listType: 'BLOCK', label: 'Shady Goods Ltd' }],
+      },
+      {
+        handle: 'travel-usd',
+        name: 'Travel in dollars',
+        description: 'Only the travel agent, only USD',
+        status: 'ACTIVE',
+        scope: 'AGENT',
+        agents: ['travel'],
+        currencies: ['USD'],
+        activate: true,
+        rules: [{ ruleType: 'SPEND_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'MONTH', amountMinor: '1000000' }],
+        merchants: [],
+      },
+    ],
+    apiKeys: [{ handle: 'buyer-key', agent: 'buyer' }, { handle: 'travel-key', agent: 'travel' }, { handle: 'admin-key' }],
+  };
+}
+
+export interface AppliedOrg {
+  organizationId: string;
+  agents: Record<string, { id: string }>;
+  policies: Record<string, { id: string; activeVersionId: string | null; draftVersionId: string | null }>;
+  keys: Record<string, string>;
+  keyIds: Record<string, string>;
+  result: any;
+}
+
+export async function applyManifest(app: TestApp, manifest: object = acmeManifest()): Promise<AppliedOrg> {
+  const res = await app.admin('/admin/manifests', { body: manifest });
+  if (res.status !== 200) throw new Error(`manifest refused: ${res.status} ${res.text}`);
+  const keys: Record<string, string> = {};
+  const keyIds: Record<string, string> = {};
+  for (const [handle, k] of Object.entries(res.body.apiKeys as Record<string, { id: string; key?: string }>)) {
+    if (k.key) keys[handle] = k.key;
+    keyIds[handle] = k.id;
+  }
+  return { organizationId: res.body.organization.id, agents: res.body.agents, policies: res.body.policies, keys, keyIds, result: res.body };
+}

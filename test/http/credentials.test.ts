@@ -1,0 +1,154 @@
+// The credential matrix of SPEC.md 5.1/5.3 and the 401/403 codes of section 7, through real HTTP.
+import test from 'ava';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+
+let app: TestApp;
+let acme: AppliedOrg;
+
+test.before(async () => {
+  app = await startApp();
+  const manifest = acmeManifest();
+  manifest.apiKeys.push(
+    { handle: 'expired-key', expiresAt: '2020-01-01T00:00:00.000Z' } as never,
+    { handle: 'doomed-key' } as never,
+  );
+  acme = await applyManifest(app, manifest);
+});
+test.after.always(() => app?.close());
+
+const code = (res: { body: any }) => res.body?.error?.code;
+
+test('no credential, or not a bearer credential, is 401 unauthorized', async (t) => {
+  for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }, { authorization: '' }]) {
+    const res = await app.request('/v1/agents', { headers });
+    t.is(res.status, 401);
+    t.is(code(res), 'unauthorized');
+    t.is(typeof res.body.error.message, 'string');
+  }
+});
+
+test('an unknown or malformed key is 401 invalid_api_key', async (t) => {
+  const forged = acme.keys['admin-key'].slice(0, -4) + 'AAAA';
+  for (const key of ['cmp_live_000000000000_' + 'A'.repeat(43), 'not-a-key', forged, 'cmp_live_short']) {
+    const res = await app.request('/v1/agents', { key });
+    t.is(res.status, 401, key);
+    t.is(code(res), 'invalid_api_key');
+  }
+});
+
+test('a key of another environment is 401 wrong_environment', async (t) => {
+  const res = await app.request('/v1/agents', { key: 'cmp_test_abcdefabcdef_' + 'B'.repeat(43) });
+  t.is(res.status, 401);
+  t.is(code(res), 'wrong_environment');
+});
+
+test('an unknown access token is 401 invalid_token', async (t) => {
+  const res = await app.request('/v1/agents', { key: 'cmp_oat_' + 'C'.repeat(43) });
+  t.is(res.status, 401);
+  t.is(code(res), 'invalid_token');
+});
+
+test('an expired key is 401 api_key_expired', async (t) => {
+  const res = await app.request('/v1/agents', { key: acme.keys['expired-key'] });
+  t.is(res.status, 401);
+  t.is(code(res), 'api_key_expired');
+});
+
+test('a key revoked through the operator API is refused on the next call', async (t) => {
+  const key = acme.keys['doomed-key'];
+  t.is((await app.request('/v1/agents', { key })).status, 200);
+  const revoke = await app.admin(`/admin/api-keys/${acme.keyIds['doomed-key']}`, { method: 'DELETE' });
+  t.is(revoke.status, 200);
+  t.truthy(revoke.body.apiKey.revokedAt);
+  const res = await app.request('/v1/agents', { key });
+  t.is(res.status, 401);
+  t.is(code(res), 'api_key_revoked');
+});
+
+test('agent-bound keys are refused on organisation operations with api_key_not_organization_scoped', async (t) => {
+  const key = acme.keys['buyer-key'];
+  const policyId = acme.policies.office.id;
+  const versionId = acme.policies.office.activeVersionId;
+  for (const [method, path] of [
+    ['GET', '/v1/agents'],
+    ['GET', '/v1/policies'],
+    ['GET', `/v1/policies/${policyId}`],
+    ['GET', `/v1/policies/${policyId}/versions/${versionId}`],
+    ['POST', `/v1/policies/${policyId}/versions/${versionId}/validate`],
+  ]) {
+    const res = await app.request(path, { method, key });
+    t.is(res.status, 403, `${method} ${path}`);
+    t.is(code(res), 'api_key_not_organization_scoped');
+  }
+});
+
+test('organization-scoped keys reach the organisation operations', async (t) => {
+  const key = acme.keys['admin-key'];
+  const policyId = acme.policies.office.id;
+  const versionId = acme.policies.office.activeVersionId;
+  for (const [method, path] of [
+    ['GET', '/v1/agents'],
+    ['GET', '/v1/policies'],
+    ['GET', `/v1/policies/${policyId}`],
+    ['GET', `/v1/policies/${policyId}/versions/${versionId}`],
+    ['POST', `/v1/policies/${policyId}/versions/${versionId}/validate`],
+  ]) {
+    const res = await app.request(path, { method, key });
+    t.is(res.status, 200, `${method} ${path}`);
+  }
+});
+
+test('no credential may author policy: 403 api_key_not_permitted for every kind', async (t) => {
+  const policyId = acme.policies.office.id;
+  const versionId = acme.policies.office.activeVersionId;
+  const attempts: [string, string][] = [
+    ['POST', '/v1/policies'],
+    ['PUT', `/v1/policies/${policyId}`],
+    ['PATCH', `/v1/policies/${policyId}`],
+    ['DELETE', `/v1/policies/${policyId}`],
+    ['POST', `/v1/policies/${policyId}/versions`],
+    ['POST', `/v1/policies/${policyId}/versions/${versionId}/activate`],
+    ['PATCH', `/v1/policies/${policyId}/versions/${versionId}`],
+    ['DELETE', `/v1/policies/${policyId}/versions/${versionId}`],
+  ];
+  for (const key of [acme.keys['admin-key'], acme.keys['buyer-key']]) {
+    for (const [method, path] of attempts) {
+      const res = await app.request(path, { method, key, body: { name: 'x' } });
+      t.is(res.status, 403, `${method} ${path}`);
+      t.is(code(res), 'api_key_not_permitted');
+    }
+  }
+});
+
+test('a suspended organisation is refused with 403 organization_suspended, and reinstated', async (t) => {
+  const other = await applyManifest(app, acmeManifest('suspendable'));
+  const key = other.keys['admin-key'];
+  const suspend = await app.admin(`/admin/organizations/${other.organizationId}`, { method: 'PATCH', body: { status: 'SUSPENDED' } });
+  t.is(suspend.status, 200);
+  for (const k of [key, other.keys['buyer-key']]) {
+    const res = await app.request('/v1/agents', { key: k });
+    t.is(res.status, 403);
+    t.is(code(res), 'organization_suspended');
+  }
+  await app.admin(`/admin/organizations/${other.organizationId}`, { method: 'PATCH', body: { status: 'ACTIVE' } });
+  t.is((await app.request('/v1/agents', { key })).status, 200);
+});
+
+test('keys are stored as digests: no stored document contains a secret', async (t) => {
+  const docs = await app.deps.collections.apiKeys.find({ organizationId: acme.organizationId }).toArray();
+  t.true(docs.length >= 3);
+  const dump = JSON.stringify(docs);
+  for (const key of Object.values(acme.keys)) {
+    t.false(dump.includes(key));
+    t.true(dump.includes(key.slice(0, 21)), 'the public prefix is kept for display');
+  }
+});
+
+test('the operator API accepts only ADMIN_TOKEN', async (t) => {
+  for (const key of [acme.keys['admin-key'], 'wrong-token-wrong-token-wrong', null]) {
+    const res = await app.request('/admin/manifests', { key, body: acmeManifest('x') });
+    t.is(res.status, 401);
+    t.is(code(res), 'unauthorized');
+  }
+});

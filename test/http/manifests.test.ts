@@ -1,0 +1,129 @@
+// Organisation manifests and the operator API (DESIGN.md section 5) through real HTTP.
+import test from 'ava';
+import { stringify } from 'yaml';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startApp();
+});
+test.after.always(() => app?.close());
+
+const counts = async () => {
+  const out: Record<string, number> = {};
+  for (const name of ['organizations', 'people', 'agents', 'policies', 'policy_versions', 'api_keys', 'policy_views', 'events']) {
+    out[name] = await app.store.db.collection(name).countDocuments({});
+  }
+  return out;
+};
+
+test('applying the same manifest twice changes nothing and shows no key again', async (t) => {
+  const manifest = acmeManifest('twice');
+  const first = await applyManifest(app, manifest);
+  t.is(Object.keys(first.keys).length, 3);
+  for (const k of Object.values(first.keys)) t.regex(k, /^cmp_live_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/);
+  const before = await counts();
+  const second = await app.admin('/admin/manifests', { body: manifest });
+  t.is(second.status, 200);
+  t.deepEqual(await counts(), before);
+  t.is(second.body.organization.id, first.organizationId);
+  t.deepEqual(second.body.policies, first.policies);
+  for (const [handle, k] of Object.entries(second.body.apiKeys as Record<string, any>)) {
+    t.is(k.key, undefined, `${handle} secret is shown only once`);
+    t.is(k.prefix, first.result.apiKeys[handle].prefix);
+  }
+});
+
+test('a changed policy gets a new version; activate:false leaves it DRAFT until activated', async (t) => {
+  const manifest = acmeManifest('versions');
+  const first = await applyManifest(app, manifest);
+  const key = first.keys['admin-key'];
+  const office = manifest.policies[0] as any;
+  office.rules[0].amountMinor = '60000';
+  office.activate = false;
+  const second = await applyManifest(app, manifest);
+  t.is(second.policies.office.activeVersionId, first.policies.office.activeVersionId);
+  t.truthy(second.policies.office.draftVersionId);
+  let res = await app.request(`/v1/policies/${first.policies.office.id}`, { key });
+  t.deepEqual(res.body.policy.versions.map((v: any) => [v.versionNumber, v.status]), [[2, 'DRAFT'], [1, 'ACTIVE']]);
+
+  office.activate = true;
+  const third = await applyManifest(app, manifest);
+  t.is(third.policies.office.activeVersionId, second.policies.office.draftVersionId);
+  t.is(third.policies.office.draftVersionId, null);
+  res = await app.request(`/v1/policies/${first.policies.office.id}`, { key });
+  t.deepEqual(res.body.policy.versions.map((v: any) => [v.versionNumber, v.status]), [[2, 'ACTIVE'], [1, 'ARCHIVED']]);
+  t.truthy(res.body.policy.versions[1].archivedAt);
+  t.is(res.body.policy.activeVersion.versionNumber, 2);
+
+  // Reordering rules is not a change.
+  office.rules.reverse();
+  const fourth = await applyManifest(app, manifest);
+  t.deepEqual(fourth.policies, third.policies);
+});
+
+test('an invalid manifest is refused whole, listing every problem, and nothing is written', async (t) => {
+  const manifest: any = acmeManifest('invalid');
+  manifest.organization.currency = 'EUROS';
+  manifest.organization.timezone = 'Mars/Olympus';
+  manifest.policies[0].rules[0].amountMinor = '-5';
+  manifest.policies[1].agents = ['ghost'];
+  manifest.apiKeys.push({ handle: 'buyer-key', agent: 'buyer' });
+  manifest.surprise = true;
+  const before = await counts();
+  const res = await app.admin('/admin/manifests', { body: manifest });
+  t.is(res.status, 400);
+  t.is(res.body.error.code, 'invalid_request');
+  t.true(res.body.error.issues.some((i: any) => i.code === 'UNKNOWN_FIELD' && i.path === 'surprise'));
+  t.true(res.body.error.issues.some((i: any) => i.path === 'organization.currency'));
+  delete manifest.surprise;
+  manifest.organization.currency = 'XYZ';
+  const res2 = await app.admin('/admin/manifests', { body: manifest });
+  t.is(res2.status, 400);
+  const codes = res2.body.error.issues.map((i: any) => i.code).sort();
+  t.deepEqual(codes, ['AMOUNT_NOT_POSITIVE', 'CURRENCY_NOT_ISO_4217', 'DUPLICATE_HANDLE', 'INVALID_TIMEZONE', 'UNKNOWN_AGENT']);
+  t.deepEqual(await counts(), before);
+});
+
+test('a manifest may be YAML', async (t) => {
+  const res = await app.admin('/admin/manifests', { raw: stringify(acmeManifest('yaml-org')), headers: { 'content-type': 'application/yaml' } });
+  t.is(res.status, 200);
+  t.is(res.body.organization.handle, 'yaml-org');
+  t.truthy(res.body.apiKeys['buyer-key'].key);
+});
+
+test('operator bodies: 415 for other media types, 400 malformed_json, 413 over the limit', async (t) => {
+  const wrongType = await app.admin('/admin/manifests', { raw: '{}', headers: { 'content-type': 'text/plain' } });
+  t.is(wrongType.status, 415);
+  t.is(wrongType.body.error.code, 'unsupported_media_type');
+  const broken = await app.admin('/admin/manifests', { raw: '{"organization": ', headers: { 'content-type': 'application/json' } });
+  t.is(broken.status, 400);
+  t.is(broken.body.error.code, 'malformed_json');
+  const huge = await app.admin('/admin/manifests', { raw: JSON.stringify({ pad: 'x'.repeat(1100 * 1024) }), headers: { 'content-type': 'application/json' } });
+  t.is(huge.status, 413);
+  t.is(huge.body.error.code, 'payload_too_large');
+});
+
+test('changing an agent’s status records agent.disabled and agent.archived events', async (t) => {
+  const org = await applyManifest(app, acmeManifest('events'));
+  const agentId = org.agents.buyer.id;
+  const disabled = await app.admin(`/admin/agents/${agentId}`, { method: 'PATCH', body: { status: 'DISABLED' } });
+  t.is(disabled.status, 200);
+  t.is(disabled.body.agent.status, 'DISABLED');
+  const archived = await app.admin(`/admin/agents/${agentId}`, { method: 'PATCH', body: { status: 'ARCHIVED' } });
+  t.is(archived.body.agent.status, 'ARCHIVED');
+  const events = await app.store.db.collection('events').find({ organizationId: org.organizationId }).sort({ _id: 1 }).toArray();
+  t.deepEqual(events.map((e: any) => e.type), ['agent.disabled', 'agent.archived']);
+  t.is(events[0].data.agentId, agentId);
+  const list = await app.request('/v1/agents', { key: org.keys['admin-key'] });
+  t.is(list.body.agents.find((a: any) => a.id === agentId).status, 'ARCHIVED');
+
+  const bad = await app.admin(`/admin/agents/${agentId}`, { method: 'PATCH', body: { status: 'ASLEEP' } });
+  t.is(bad.status, 400);
+  t.is(bad.body.error.code, 'invalid_request');
+  const unknown = await app.admin('/admin/agents/0190aaaa-0000-7000-8000-000000000000', { method: 'PATCH', body: { status: 'ENABLED' } });
+  t.is(unknown.status, 404);
+  const noType = await app.admin(`/admin/agents/${agentId}`, { method: 'PATCH', raw: '{"status":"ENABLED"}' });
+  t.is(noType.status, 415);
+});

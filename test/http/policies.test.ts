@@ -1,0 +1,198 @@
+// GET /v1/agents, /v1/policies..., validate (SPEC.md 4.6-4.10) through real HTTP.
+import test from 'ava';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+let app: TestApp;
+let acme: AppliedOrg;
+let globex: AppliedOrg;
+let key: string;
+
+test.before(async () => {
+  app = await startApp();
+  const manifest = acmeManifest();
+  for (let i = 0; i < 30; i++) {
+    manifest.policies.push({
+      handle: `bulk-${i}`,
+      name: `Bulk policy ${String(i).padStart(2, '0')}${i % 10 === 0 ? ' (Cloud)' : ''}`,
+      description: null,
+      status: i % 3 === 0 ? 'DISABLED' : 'ACTIVE',
+      scope: 'ORGANIZATION',
+      currencies: ['EUR'],
+      activate: true,
+      rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: String(1000 + i) }],
+      merchants: [],
+    } as never);
+  }
+  manifest.policies.push({
+    handle: 'broken',
+    name: 'Broken draft',
+    description: 'Invalid on purpose',
+    status: 'ACTIVE',
+    scope: 'AGENT',
+    agents: ['buyer'],
+    currencies: ['EUR'],
+    activate: false,
+    rules: [
+      { ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '1000' },
+      { ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '5000' },
+      { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '9000', currency: 'GBP' },
+    ],
+    merchants: [
+      { listType: 'ALLOW', label: 'Paper  Co.' },
+      { listType: 'BLOCK', label: 'PAPER CO' },
+    ],
+  } as never);
+  acme = await applyManifest(app, manifest);
+  globex = await applyManifest(app, acmeManifest('globex'));
+  key = acme.keys['admin-key'];
+});
+test.after.always(() => app?.close());
+
+test('GET /v1/agents lists the organisation’s agents in the Agent shape', async (t) => {
+  const res = await app.request('/v1/agents', { key });
+  t.is(res.status, 200);
+  t.deepEqual(res.body.agents.map((a: any) => a.name).sort(), ['Office buyer', 'Travel booker']);
+  for (const a of res.body.agents) {
+    t.regex(a.id, UUID);
+    t.regex(a.createdAt, TIMESTAMP);
+    t.regex(a.updatedAt, TIMESTAMP);
+    t.is(a.status, 'ENABLED');
+    t.true('description' in a);
+  }
+  t.is(res.body.agents.find((a: any) => a.name === 'Travel booker').description, null);
+});
+
+test('tenants are isolated: another organisation’s agents and policies do not exist', async (t) => {
+  const otherKey = globex.keys['admin-key'];
+  const agents = await app.request('/v1/agents', { key: otherKey });
+  t.false(agents.body.agents.some((a: any) => a.id === acme.agents.buyer.id));
+  const policy = await app.request(`/v1/policies/${acme.policies.office.id}`, { key: otherKey });
+  t.is(policy.status, 404);
+  t.is(policy.body.error.code, 'not_found');
+  const version = await app.request(`/v1/policies/${acme.policies.office.id}/versions/${acme.policies.office.activeVersionId}`, { key: otherKey });
+  t.is(version.status, 404);
+  const validate = await app.request(`/v1/policies/${acme.policies.office.id}/versions/${acme.policies.office.activeVersionId}/validate`, { method: 'POST', key: otherKey });
+  t.is(validate.status, 404);
+  const missing = await app.request('/v1/policies/0190aaaa-0000-7000-8000-000000000000', { key: otherKey });
+  t.deepEqual(policy.body, missing.body);
+});
+
+test('GET /v1/policies pages newest first with the pagination object', async (t) => {
+  const first = await app.request('/v1/policies', { key });
+  t.is(first.status, 200);
+  t.is(first.body.policies.length, 25);
+  t.deepEqual(first.body.pagination, { page: 1, pageSize: 25, total: 33, totalPages: 2 });
+  const second = await app.request('/v1/policies?page=2', { key });
+  t.is(second.body.policies.length, 8);
+  const ids = [...first.body.policies, ...second.body.policies].map((p: any) => p.id);
+  t.is(new Set(ids).size, 33);
+  const beyond = await app.request('/v1/policies?page=9', { key });
+  t.is(beyond.status, 200);
+  t.deepEqual(beyond.body.policies, []);
+  t.is(beyond.body.pagination.totalPages, 2);
+  const created = [...first.body.policies, ...second.body.policies].map((p: any) => p.createdAt);
+  t.deepEqual(created, [...created].sort().reverse());
+});
+
+test('pageSize above 100 is clamped; malformed values are 400 invalid_request', async (t) => {
+  const clamped = await app.request('/v1/policies?pageSize=500', { key });
+  t.is(clamped.status, 200);
+  t.is(clamped.body.pagination.pageSize, 100);
+  t.is(clamped.body.policies.length, 33);
+  for (const q of ['pageSize=abc', 'pageSize=0', 'page=0', 'page=-1', 'page=1.5', 'status=RUNNING', 'colour=blue']) {
+    const res = await app.request(`/v1/policies?${q}`, { key });
+    t.is(res.status, 400, q);
+    t.is(res.body.error.code, 'invalid_request');
+    t.true(res.body.error.issues.length > 0);
+  }
+});
+
+test('status filter and case-insensitive plain-text search', async (t) => {
+  const disabled = await app.request('/v1/policies?status=DISABLED&pageSize=100', { key });
+  t.is(disabled.body.pagination.total, 10);
+  t.true(disabled.body.policies.every((p: any) => p.status === 'DISABLED' && p.inForce === false));
+  const search = await app.request(`/v1/policies?search=${encodeURIComponent('  (cloud) ')}`, { key });
+  t.is(search.body.pagination.total, 3);
+  const regexy = await app.request(`/v1/policies?search=${encodeURIComponent('.*')}`, { key });
+  t.is(regexy.body.pagination.total, 0, 'search is plain text, not a pattern');
+  const empty = await app.request('/v1/policies?search=', { key });
+  t.is(empty.body.pagination.total, 33);
+  const long = await app.request(`/v1/policies?search=${'x'.repeat(5000)}`, { key });
+  t.is(long.status, 200);
+});
+
+test('a policy summary has every field of SPEC.md 2.6', async (t) => {
+  const res = await app.request(`/v1/policies/${acme.policies.office.id}`, { key });
+  t.is(res.status, 200);
+  const p = res.body.policy;
+  t.is(p.name, 'Office supplies');
+  t.is(p.scopeType, 'ORGANIZATION');
+  t.is(p.status, 'ACTIVE');
+  t.true(p.inForce);
+  t.is(p.description, null);
+  t.is(p.archivedAt, null);
+  t.deepEqual(p.agentIds, []);
+  t.is(p.versions.length, 1);
+  const v = p.activeVersion;
+  t.like(v, { versionNumber: 1, status: 'ACTIVE', currencies: ['EUR'], currencyScope: 'EXPLICIT', ruleCount: 3, merchantCount: 1, archivedAt: null });
+  t.regex(v.activatedAt, TIMESTAMP);
+  const travel = await app.request(`/v1/policies/${acme.policies['travel-usd'].id}`, { key });
+  t.deepEqual(travel.body.policy.agentIds, [acme.agents.travel.id]);
+});
+
+test('a version carries its rules with MinorAmount strings and merchants with normalised keys', async (t) => {
+  const res = await app.request(`/v1/policies/${acme.policies.broken.id}/versions/${acme.policies.broken.draftVersionId}`, { key });
+  t.is(res.status, 200);
+  const v = res.body.version;
+  t.is(v.status, 'DRAFT');
+  t.is(v.policyId, acme.policies.broken.id);
+  t.is(v.activatedAt, null);
+  t.deepEqual(v.rules.map((r: any) => r.amountMinor), ['1000', '5000', '9000']);
+  t.deepEqual(v.rules.map((r: any) => r.currency), [null, null, 'GBP']);
+  for (const r of v.rules) t.regex(r.id, UUID);
+  t.deepEqual(v.merchants.map((m: any) => [m.listType, m.merchantKey, m.label]), [
+    ['ALLOW', 'paper co', 'Paper  Co.'],
+    ['BLOCK', 'paper co', 'PAPER CO'],
+  ]);
+});
+
+test('a draft-only policy is not in force', async (t) => {
+  const res = await app.request(`/v1/policies/${acme.policies.broken.id}`, { key });
+  t.is(res.body.policy.activeVersion, null);
+  t.false(res.body.policy.inForce);
+});
+
+test('validate reports the problems of a version and writes nothing', async (t) => {
+  const path = `/v1/policies/${acme.policies.broken.id}/versions/${acme.policies.broken.draftVersionId}/validate`;
+  const before = await app.request(`/v1/policies/${acme.policies.broken.id}`, { key });
+  const res = await app.request(path, { method: 'POST', key });
+  t.is(res.status, 200);
+  t.false(res.body.valid);
+  const codes = res.body.issues.map((i: any) => i.code).sort();
+  t.deepEqual(codes, ['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'RULES_NEVER_APPROVE', 'RULE_CURRENCY_NOT_COVERED']);
+  for (const issue of res.body.issues) t.is(typeof issue.message, 'string');
+  t.true(Array.isArray(res.body.warnings));
+  t.deepEqual(res.body.budgetImpact, []);
+  t.is(res.body.version.id, acme.policies.broken.draftVersionId);
+  const after = await app.request(`/v1/policies/${acme.policies.broken.id}`, { key });
+  t.deepEqual(after.body, before.body);
+
+  const good = await app.request(`/v1/policies/${acme.policies.office.id}/versions/${acme.policies.office.activeVersionId}/validate`, { method: 'POST', key });
+  t.true(good.body.valid);
+  t.deepEqual(good.body.issues, []);
+});
+
+test('malformed and unknown ids are the same 404', async (t) => {
+  for (const path of ['/v1/policies/not-a-uuid', '/v1/policies/0190aaaa-0000-7000-8000-000000000000', `/v1/policies/${acme.policies.office.id}/versions/nope`]) {
+    const res = await app.request(path, { key });
+    t.is(res.status, 404, path);
+    t.is(res.body.error.code, 'not_found');
+  }
+  const route = await app.request('/v1/nothing-here', { key });
+  t.is(route.status, 404);
+  t.is(route.body.error.code, 'not_found');
+});
