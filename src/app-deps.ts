@@ -3,6 +3,8 @@ import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Store } from './store/store.ts';
 import type { Collections } from './store/collections.ts';
+import type { AgentMailboxes } from './commands/agent-mailbox.ts';
+import type { Scheduler } from './jobs/scheduler.ts';
 
 export interface AppDeps {
   config: Config;
@@ -10,4 +12,8 @@ export interface AppDeps {
   collections: Collections;
   log: Logger;
   now: () => Date;
+  /** One mailbox per agent in this process (DESIGN.md 1). */
+  mailboxes: AgentMailboxes;
+  /** Puts one-off jobs on the schedule (approval expiry, webhook attempts). */
+  scheduler: Scheduler;
 }

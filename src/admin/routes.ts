@@ -13,8 +13,19 @@ import { presentAgent } from '../agents/routes.ts';
 import { AgentStatus } from '../../schemas/common.ts';
 import { requireAdmin } from './auth.ts';
 import { manifestBody } from './manifest-body.ts';
+import { answerApproval } from '../approvals/answer.ts';
 
 const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
+const Answer = compile(
+  Type.Object(
+    {
+      answer: Type.Union([Type.Literal('APPROVE'), Type.Literal('REJECT')]),
+      person: Type.String({ minLength: 1, maxLength: 64 }),
+      comment: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Null()])),
+    },
+    { additionalProperties: false },
+  ),
+);
 const OrganizationPatch = compile(
   Type.Object({ status: Type.Union([Type.Literal('ACTIVE'), Type.Literal('SUSPENDED')]) }, { additionalProperties: false }),
 );
@@ -25,7 +36,7 @@ export function adminRoutes(deps: AppDeps): Router {
   router.use(requireAdmin(deps.config.adminToken));
 
   router.post('/manifests', manifestBody, async (ctx) => {
-    ctx.body = await applyManifest({ store: deps.store, collections: c, now: deps.now }, ctx.state.body);
+    ctx.body = await applyManifest(deps, ctx.state.body);
   });
 
   router.patch('/agents/:agentId', jsonBody(LIMITS.standard), async (ctx) => {
@@ -34,7 +45,7 @@ export function adminRoutes(deps: AppDeps): Router {
     const agent = await deps.store.withTransaction(async (session) => {
       const found = await c.agents.findOne({ _id: id }, { session });
       if (!found) throw notFound('agent');
-      return changeAgentStatus({ db: deps.store.db, collections: c }, session, found, status, deps.now());
+      return changeAgentStatus(deps, session, found, status, deps.now());
     });
     ctx.body = { agent: presentAgent(agent) };
   });
@@ -45,6 +56,12 @@ export function adminRoutes(deps: AppDeps): Router {
     const org = await c.organizations.findOneAndUpdate({ _id: id }, { $set: { status, updatedAt: deps.now() } }, { returnDocument: 'after' });
     if (!org) throw notFound('organization');
     ctx.body = { organization: { id: org._id, handle: org.handle, name: org.name, status: org.status } };
+  });
+
+  router.post('/purchase-requests/:purchaseRequestId/answer', jsonBody(LIMITS.standard), async (ctx) => {
+    const id = uuidParam(ctx, 'purchaseRequestId', 'purchase request');
+    const body = Answer.parse(ctx.state.body);
+    ctx.body = await answerApproval(deps, { purchaseId: id, answer: body.answer, personHandle: body.person, comment: body.comment ?? null });
   });
 
   router.delete('/api-keys/:apiKeyId', async (ctx) => {

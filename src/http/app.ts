@@ -9,6 +9,8 @@ import { authenticate } from './auth.ts';
 import { adminRoutes } from '../admin/routes.ts';
 import { agentRoutes } from '../agents/routes.ts';
 import { policyRoutes, refuseAuthoring } from '../policies/routes.ts';
+import { purchaseRoutes } from '../purchases/routes.ts';
+import { simulationRoutes } from '../simulations/routes.ts';
 import type Router from '@koa/router';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -48,7 +50,7 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   app.use(admin.routes());
   app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now })));
   app.use(under('/v1', refuseAuthoring));
-  for (const router of [agentRoutes(deps), policyRoutes(deps), ...extraRouters]) {
+  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), ...extraRouters]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

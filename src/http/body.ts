@@ -32,7 +32,8 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
     jsonLimit: limit,
     jsonStrict: false,
     includeUnparsed: true,
-    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'],
+    // koa-body types these as its own enum; the strings are its values.
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as unknown as NonNullable<Parameters<typeof koaBody>[0]>['parsedMethods'],
     onError: (err: Error) => {
       throw err;
     },

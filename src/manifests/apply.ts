@@ -8,18 +8,13 @@ import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
 import { issueApiKey } from '../credentials/api-keys.ts';
-import { changeAgentStatus, type AgentStatusHook } from '../agents/change-status.ts';
+import { changeAgentStatus } from '../agents/change-status.ts';
+import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
 import type { Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
-import type { Store, StoreSession } from '../store/store.ts';
+import type { StoreSession } from '../store/store.ts';
 import { checkManifest } from './check.ts';
 
-export interface ApplyDeps {
-  store: Store;
-  collections: Collections;
-  now: () => Date;
-  onAgentArchived?: AgentStatusHook;
-}
 
 export interface ApplyResult {
   organization: { id: string; handle: string };
@@ -59,7 +54,7 @@ function contentHash(c: VersionContent): string {
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex');
 }
 
-export async function applyManifest(deps: ApplyDeps, input: unknown): Promise<ApplyResult> {
+export async function applyManifest(deps: AppDeps, input: unknown): Promise<ApplyResult> {
   const c = deps.collections;
   const handle = (input as Manifest)?.organization?.handle;
   const existingOrg = typeof handle === 'string' ? await c.organizations.findOne({ handle }) : null;
@@ -107,7 +102,7 @@ export async function applyManifest(deps: ApplyDeps, input: unknown): Promise<Ap
       if (existing) {
         if (changed(existing, fields)) await c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
         if (a.status && a.status !== existing.status) {
-          await changeAgentStatus({ db: deps.store.db, collections: c, onArchived: deps.onAgentArchived }, session, { ...existing, ...fields }, a.status, now);
+          await changeAgentStatus(deps, session, { ...existing, ...fields }, a.status, now);
         }
         result.agents[a.handle] = { id: existing._id };
       } else {

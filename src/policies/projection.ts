@@ -10,7 +10,6 @@ export async function projectPolicy(c: Collections, session: StoreSession, polic
   await c.policyViews.replaceOne(
     { _id: policy._id },
     {
-      _id: policy._id,
       organizationId: policy.organizationId,
       nameLower: policy.name.toLowerCase(),
       status: policy.status,

@@ -17,6 +17,19 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'api_keys', keys: { prefix: 1 }, options: { unique: true } },
   { collection: 'api_keys', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
   { collection: 'policy_views', keys: { organizationId: 1, createdAt: -1 } },
+  { collection: 'purchases', keys: { organizationId: 1, agentId: 1, requestedAt: -1 } },
+  { collection: 'decisions', keys: { purchaseId: 1 } },
+  { collection: 'approvals', keys: { state: 1, expiresAt: 1 } },
+  { collection: 'approvals', keys: { agentId: 1, state: 1 } },
+  { collection: 'idempotency_keys', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'budget_windows', keys: { organizationId: 1, policyId: 1, periodKind: 1, periodKey: 1 } },
+  { collection: 'events', keys: { dispatchedAt: 1, _id: 1 } },
+  { collection: 'purchase_views', keys: { submitterId: 1, requestedAt: -1, _id: -1 } },
+  { collection: 'purchase_views', keys: { agentId: 1 } },
+  { collection: 'analytics_purchases', keys: { organizationId: 1, monthKey: 1, agentId: 1 } },
+  { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, dayKey: 1 } },
+  { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, monthKey: 1 } },
+  { collection: 'analytics_daily_spend', keys: { organizationId: 1, dayKey: 1 } },
 ];
 
 export async function createIndexes(db: StoreDb): Promise<void> {

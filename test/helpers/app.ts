@@ -3,12 +3,14 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
-import { silentLogger } from '../../src/log.ts';
+import { createLogger } from '../../src/log.ts';
 import { collections } from '../../src/store/collections.ts';
 import { createIndexes } from '../../src/store/indexes.ts';
 import { createApp } from '../../src/http/app.ts';
+import { AgentMailboxes } from '../../src/commands/agent-mailbox.ts';
 import type { AppDeps } from '../../src/app-deps.ts';
 import type { Store } from '../../src/store/store.ts';
+import { noScheduler, type Scheduler } from '../../src/jobs/scheduler.ts';
 import { testStore } from './store.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -39,12 +41,12 @@ export interface TestApp {
 }
 
 export async function startApp(
-  options: { env?: Record<string, string>; store?: Store; now?: () => Date } = {},
+  options: { env?: Record<string, string>; store?: Store; now?: () => Date; scheduler?: Scheduler } = {},
 ): Promise<TestApp> {
   const store = options.store ?? (await testStore());
   await createIndexes(store.db);
   const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
-  const deps: AppDeps = { config, store, collections: collections(store.db), log: silentLogger, now: options.now ?? (() => new Date()) };
+  const deps: AppDeps = { config, store, collections: collections(store.db), log: createLogger('error', (line) => process.stderr.write(line + '\n')), now: options.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler: options.scheduler ?? noScheduler };
   const server = createApp(deps).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

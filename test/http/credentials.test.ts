@@ -20,7 +20,7 @@ test.after.always(() => app?.close());
 const code = (res: { body: any }) => res.body?.error?.code;
 
 test('no credential, or not a bearer credential, is 401 unauthorized', async (t) => {
-  for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }, { authorization: '' }]) {
+  for (const headers of [{}, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer' }, { authorization: '' }] as Record<string, string>[]) {
     const res = await app.request('/v1/agents', { headers });
     t.is(res.status, 401);
     t.is(code(res), 'unauthorized');

@@ -1,0 +1,107 @@
+// answerApproval: a person answers a pending purchase (DESIGN.md 4 item 7, SPEC.md 3.1). The answer
+// re-evaluates against the policies in force now; the hold becomes spend or is released; the approval,
+// the purchase, a decision of kind APPROVAL_REEVALUATION, the event and the read models are written in
+// one transaction. The approval's version filter makes an answer racing the expiry lose cleanly.
+import type { AppDeps } from '../app-deps.ts';
+import { ApiError, VersionConflict, invalidRequest, notFound } from '../http/errors.ts';
+import { reevaluate } from '../engine/reevaluate.ts';
+import { windowKeysFor } from '../engine/periods.ts';
+import type { EngineInput } from '../engine/types.ts';
+import { candidatesFor } from '../policies/candidates.ts';
+import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
+import { recordEvent } from '../events/outbox.ts';
+import { runCommand } from '../commands/run-command.ts';
+import { fromStored } from '../money.ts';
+import { purchaseCollections } from '../purchases/documents.ts';
+import { decisionDocument, purchaseEvent } from '../purchases/submit.ts';
+import { projectPurchase } from '../purchases/projection.ts';
+import { readback } from '../purchases/present.ts';
+
+export interface AnswerCommand {
+  purchaseId: string;
+  answer: 'APPROVE' | 'REJECT';
+  personHandle: string;
+  comment: string | null;
+}
+
+export const notPending = (state: string) =>
+  new ApiError(409, 'approval_not_pending', `This purchase is not waiting for an answer (approval ${state}); nothing was changed.`);
+
+export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
+  const pc = purchaseCollections(deps.store.db);
+  const first = await pc.purchases.findOne({ _id: cmd.purchaseId });
+  if (!first) throw notFound('purchase request');
+  return deps.mailboxes.run(first.agentId, () =>
+    runCommand(deps.store, async (session) => {
+      const now = deps.now();
+      const purchase = await pc.purchases.findOne({ _id: cmd.purchaseId }, { session });
+      if (!purchase) throw notFound('purchase request');
+      const approval = purchase.approvalId ? await pc.approvals.findOne({ _id: purchase.approvalId }, { session }) : null;
+      if (!approval) throw new ApiError(409, 'approval_not_pending', 'Nobody was asked about this purchase; there is nothing to answer.');
+      if (approval.state !== 'PENDING') throw notPending(approval.state);
+      if (approval.expiresAt.getTime() <= now.getTime()) throw notPending('past its expiry');
+      const person = await deps.collections.people.findOne({ organizationId: purchase.organizationId, handle: cmd.personHandle }, { session });
+      if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
+      const org = await deps.collections.organizations.findOne({ _id: purchase.organizationId }, { session });
+      const agent = await deps.collections.agents.findOne({ _id: purchase.agentId }, { session });
+      if (!org || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);
+
+      const candidates = await candidatesFor(deps.collections, org._id, agent._id, session);
+      const base: Omit<EngineInput, 'windows'> = {
+        mode: 'CURRENT_POLICIES',
+        purchase: { merchantKey: purchase.merchantKey, merchant: purchase.merchant, amountMinor: fromStored(purchase.amountMinor), currency: purchase.currency, category: purchase.category },
+        agent: { id: agent._id, status: agent.status },
+        policies: candidates,
+        now: now.toISOString(),
+        timeZone: org.timezone,
+        periodInstant: purchase.requestedAt.toISOString(),
+      };
+      const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds);
+      const result = reevaluate(
+        { ...base, windows: loaded.states },
+        { answer: cmd.answer, escalatedVersionIds: approval.escalatedVersionIds, heldWindowIds: purchase.windowIds, escalationReasonCodes: approval.escalationReasonCodes },
+      );
+
+      const approved = result.outcome === 'APPROVED';
+      const updated = await pc.approvals.updateOne(
+        { _id: approval._id, version: approval.version, state: 'PENDING' },
+        { $set: { state: approved ? 'APPROVED' : 'REJECTED', resolvedAt: now, resolvedBy: { name: person.name, personId: person._id }, comment: cmd.comment, version: approval.version + 1 } },
+        { session },
+      );
+      if (updated.matchedCount === 0) throw new VersionConflict(`approval ${approval._id}`);
+      const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
+      const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, result.effects.budget, result.effects.crossings, now, policyNames);
+
+      const decision = decisionDocument(result, purchase._id, org._id, 'APPROVAL_REEVALUATION', now);
+      await pc.decisions.insertOne(decision, { session });
+      const next = {
+        ...purchase,
+        status: result.outcome,
+        resolvedAt: now,
+        decisionId: decision._id,
+        policyVersionIds: result.policiesConsidered.map((p) => p.policyVersionId),
+        windowIds: approved ? windowIds : [],
+        version: purchase.version + 1,
+      };
+      const moved = await pc.purchases.updateOne(
+        { _id: purchase._id, version: purchase.version },
+        { $set: { status: next.status, resolvedAt: now, decisionId: decision._id, policyVersionIds: next.policyVersionIds, windowIds: next.windowIds, version: next.version } },
+        { session },
+      );
+      if (moved.matchedCount === 0) throw new VersionConflict(`purchase ${purchase._id}`);
+      const resolvedApproval = { ...approval, state: approved ? ('APPROVED' as const) : ('REJECTED' as const), resolvedAt: now, resolvedBy: { name: person.name, personId: person._id }, comment: cmd.comment, version: approval.version + 1 };
+      await recordEvent(deps.store.db, session, purchaseEvent(next, decision, resolvedApproval));
+      const agentView = { id: agent._id, name: agent.name, status: agent.status };
+      await projectPurchase(deps.store.db, session, {
+        purchase: next,
+        decision,
+        approval: resolvedApproval,
+        agent: agentView,
+        policyIds: result.policiesConsidered.map((p) => p.policyId),
+        timeZone: org.timezone,
+        previousStatus: purchase.status,
+      });
+      return { purchase: readback(next, agentView, decision, resolvedApproval) };
+    }),
+  );
+}

@@ -1,0 +1,59 @@
+// Shared by the web and worker entry points: configuration checked, store connected and indexed,
+// Agenda ready on the same connection, dependencies built once (DESIGN.md 6a).
+import type { Agenda } from 'agenda';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createLogger } from './log.ts';
+import { openStore } from './store/open-store.ts';
+import { collections } from './store/collections.ts';
+import { createIndexes } from './store/indexes.ts';
+import { AgentMailboxes } from './commands/agent-mailbox.ts';
+import { createAgenda } from './jobs/agenda.ts';
+import { agendaScheduler } from './jobs/scheduler.ts';
+import type { AppDeps } from './app-deps.ts';
+
+export function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+export async function bootstrap(config: Config): Promise<{ deps: AppDeps; agenda: Agenda }> {
+  const log = createLogger(config.logLevel);
+  const store = await openStore({ mongodbUri: config.mongodbUri ?? undefined });
+  await createIndexes(store.db);
+  log.info('store ready', { engine: store.engine });
+  const agenda = await createAgenda(store, { processEvery: process.env.JOBS_PROCESS_EVERY || '5 seconds' });
+  const deps: AppDeps = {
+    config,
+    store,
+    collections: collections(store.db),
+    log,
+    now: () => new Date(),
+    mailboxes: new AgentMailboxes(),
+    scheduler: agendaScheduler(agenda),
+  };
+  return { deps, agenda };
+}
+
+export function onShutdown(stop: (signal: string) => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    stop(signal).then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`shutdown failed: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on('SIGINT', () => handler('SIGINT'));
+}

@@ -1,0 +1,203 @@
+// Budget window documents (SPEC.md 2.6, DESIGN.md 1): one per (policy, currency, DAY|MONTH period).
+// Every write checks the document's `version`; a matched count of 0, or a lost race to create it,
+// is a VersionConflict and the whole command is retried. Amounts are stored as integers.
+import type { BudgetCrossing, BudgetEffect, WindowKey, WindowState } from '../engine/types.ts';
+import { windowId } from '../engine/periods.ts';
+import { VersionConflict } from '../http/errors.ts';
+import { fromStored, toStored } from '../money.ts';
+import type { StoreDb, StoreSession } from '../store/store.ts';
+import { isDuplicateKey } from '../store/is-duplicate-key.ts';
+import { recordEvent } from '../events/outbox.ts';
+
+export interface BudgetWindowDoc {
+  _id: string;
+  organizationId: string;
+  policyId: string;
+  currency: string;
+  periodKind: 'DAY' | 'MONTH';
+  periodKey: string;
+  periodStart: Date;
+  periodEnd: Date;
+  committedMinor: number;
+  heldMinor: number;
+  openingBalanceMinor: number;
+  /** `${kind}:${policyRuleId}` of the budget events already emitted for this window. */
+  notified: string[];
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const windowsCollection = (db: StoreDb) => db.collection<BudgetWindowDoc>('budget_windows');
+
+/** What was read, so that the write can check nobody changed it meanwhile. */
+export interface LoadedWindows {
+  states: Map<string, WindowState>;
+  docs: Map<string, BudgetWindowDoc>;
+  /** Windows that do not exist yet, with the opening balance they would start from. */
+  missing: Map<string, { key: WindowKey; openingBalanceMinor: bigint }>;
+}
+
+export const stateOf = (doc: BudgetWindowDoc): WindowState => ({
+  budgetCounterId: doc._id,
+  committedMinor: fromStored(doc.committedMinor),
+  heldMinor: fromStored(doc.heldMinor),
+  openingBalanceMinor: fromStored(doc.openingBalanceMinor),
+});
+
+/**
+ * Spend already approved under a policy in a period that no window accounted for: a SPEND_LIMIT that
+ * appears mid-period (a new version) starts from it (DESIGN.md 4 item 6), read from the analysts'
+ * purchases read model.
+ */
+export async function attributableSpend(
+  db: StoreDb,
+  key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>,
+  session?: StoreSession,
+): Promise<bigint> {
+  const period = key.periodKind === 'DAY' ? { dayKey: key.periodKey } : { monthKey: key.periodKey };
+  const rows = await db
+    .collection('analytics_purchases')
+    .aggregate(
+      [
+        { $match: { policyIds: key.policyId, currency: key.currency, status: 'APPROVED', ...period } },
+        { $group: { _id: null, total: { $sum: '$amountMinor' } } },
+      ],
+      session ? { session } : {},
+    )
+    .toArray();
+  return BigInt(rows[0]?.total ?? 0);
+}
+
+/** Loads the windows of `keys`, plus windows known only by id (those a pending purchase holds). */
+export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: StoreSession, heldIds: string[] = []): Promise<LoadedWindows> {
+  const loaded: LoadedWindows = { states: new Map(), docs: new Map(), missing: new Map() };
+  const ids = [...new Set([...keys.map(windowId), ...heldIds])];
+  if (ids.length === 0) return loaded;
+  const docs = await windowsCollection(db).find({ _id: { $in: ids } }, session ? { session } : {}).toArray();
+  for (const doc of docs) {
+    loaded.docs.set(doc._id, doc);
+    loaded.states.set(doc._id, stateOf(doc));
+  }
+  for (const key of keys) {
+    const id = windowId(key);
+    if (loaded.docs.has(id) || loaded.missing.has(id)) continue;
+    const openingBalanceMinor = await attributableSpend(db, key, session);
+    loaded.missing.set(id, { key, openingBalanceMinor });
+    loaded.states.set(id, { budgetCounterId: null, committedMinor: 0n, heldMinor: 0n, openingBalanceMinor });
+  }
+  return loaded;
+}
+
+const DELTAS: Record<BudgetEffect['operation'], { held: bigint; committed: bigint }> = {
+  COMMIT: { held: 0n, committed: 1n },
+  HOLD: { held: 1n, committed: 0n },
+  CONVERT_HOLD: { held: -1n, committed: 1n },
+  RELEASE_HOLD: { held: -1n, committed: 0n },
+};
+
+/**
+ * Writes the engine's budget effects and emits each crossing's event once per window and limit.
+ * Returns the ids of the windows written.
+ */
+export async function applyBudgetEffects(
+  db: StoreDb,
+  session: StoreSession,
+  organizationId: string,
+  loaded: LoadedWindows,
+  effects: BudgetEffect[],
+  crossings: BudgetCrossing[],
+  now: Date,
+  policyNames: ReadonlyMap<string, string>,
+): Promise<string[]> {
+  const windows = windowsCollection(db);
+  const byWindow = new Map<string, { held: bigint; committed: bigint; key: WindowKey | null }>();
+  for (const e of effects) {
+    const d = DELTAS[e.operation];
+    const acc = byWindow.get(e.windowId) ?? { held: 0n, committed: 0n, key: e.window };
+    acc.held += d.held * e.amountMinor;
+    acc.committed += d.committed * e.amountMinor;
+    byWindow.set(e.windowId, acc);
+  }
+  const newlyNotified = new Map<string, string[]>();
+  for (const c of crossings) {
+    const tag = `${c.kind}:${c.policyRuleId}`;
+    const already = loaded.docs.get(c.windowId)?.notified ?? [];
+    const pending = newlyNotified.get(c.windowId) ?? [];
+    if (already.includes(tag) || pending.includes(tag)) continue;
+    pending.push(tag);
+    newlyNotified.set(c.windowId, pending);
+    await recordEvent(db, session, {
+      type: c.kind === 'THRESHOLD_REACHED' ? 'budget.threshold_reached' : 'budget.exhausted',
+      organizationId,
+      createdAt: now,
+      data: {
+        budgetWindowId: c.windowId,
+        policyId: c.window.policyId,
+        policyName: policyNames.get(c.window.policyId) ?? null,
+        policyVersionId: c.window.policyVersionId,
+        policyRuleId: c.policyRuleId,
+        effect: c.effect,
+        currency: c.window.currency,
+        periodKind: c.window.periodKind,
+        periodKey: c.window.periodKey,
+        limitMinor: c.limitMinor.toString(),
+        usedMinor: c.usedAfterMinor.toString(),
+        thresholdPercent: c.kind === 'THRESHOLD_REACHED' ? 80 : 100,
+      },
+    });
+  }
+
+  for (const [id, delta] of byWindow) {
+    const doc = loaded.docs.get(id);
+    const notified = newlyNotified.get(id) ?? [];
+    if (doc) {
+      const held = fromStored(doc.heldMinor) + delta.held;
+      const committed = fromStored(doc.committedMinor) + delta.committed;
+      const result = await windows.updateOne(
+        { _id: id, version: doc.version },
+        {
+          $set: {
+            heldMinor: toStored(held < 0n ? 0n : held),
+            committedMinor: toStored(committed),
+            notified: [...doc.notified, ...notified],
+            version: doc.version + 1,
+            updatedAt: now,
+          },
+        },
+        { session },
+      );
+      if (result.matchedCount === 0) throw new VersionConflict(`budget window ${id}`);
+      continue;
+    }
+    const missing = loaded.missing.get(id);
+    const key = missing?.key ?? delta.key;
+    if (!key) continue; // releasing a hold on a window that no longer exists: nothing holds it
+    try {
+      await windows.insertOne(
+        {
+          _id: id,
+          organizationId,
+          policyId: key.policyId,
+          currency: key.currency,
+          periodKind: key.periodKind,
+          periodKey: key.periodKey,
+          periodStart: new Date(key.periodStart),
+          periodEnd: new Date(key.periodEnd),
+          committedMinor: toStored(delta.committed),
+          heldMinor: toStored(delta.held < 0n ? 0n : delta.held),
+          openingBalanceMinor: toStored(missing?.openingBalanceMinor ?? 0n),
+          notified,
+          version: 1,
+          createdAt: now,
+          updatedAt: now,
+        },
+        { session },
+      );
+    } catch (err) {
+      if (isDuplicateKey(err)) throw new VersionConflict(`budget window ${id}`);
+      throw err;
+    }
+  }
+  return [...byWindow.keys()];
+}

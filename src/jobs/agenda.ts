@@ -1,0 +1,24 @@
+// Agenda 6 on our own store connection (DESIGN.md 8): connect the store first, then create Agenda
+// and await `ready`. MongoBackend reuses the connection and leaves it open on stop. On the embedded
+// engine `store.db.raw` offers the same Db surface, so the same code runs on both.
+import { Agenda } from 'agenda';
+import { MongoBackend } from '@agendajs/mongo-backend';
+import type { Store } from '../store/store.ts';
+
+export interface JobsOptions {
+  /** How often due jobs are polled for. */
+  processEvery?: number | string;
+  /** How long a job's lock lasts before another worker may take it again (jobs must be idempotent). */
+  lockLifetimeMs?: number;
+}
+
+export async function createAgenda(store: Store, options: JobsOptions = {}): Promise<Agenda> {
+  const agenda = new Agenda({
+    backend: new MongoBackend({ mongo: store.db.raw }),
+    processEvery: options.processEvery ?? '5 seconds',
+    defaultLockLifetime: options.lockLifetimeMs ?? 60_000,
+    removeOnComplete: true,
+  });
+  await agenda.ready;
+  return agenda;
+}

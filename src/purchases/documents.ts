@@ -1,0 +1,94 @@
+// Write-side documents of a purchase: the request (with its verbatim body as evidence), each
+// decision made about it, and the approval a person answers. Read models live in projection.ts.
+import type { StoreDb } from '../store/store.ts';
+import type { ReasonCode } from '../engine/types.ts';
+
+export type PurchaseStatus = 'EVALUATING' | 'PENDING_APPROVAL' | 'APPROVED' | 'REJECTED' | 'EXPIRED' | 'CANCELLED';
+export type Origin = 'DASHBOARD' | 'API' | 'MCP';
+
+export type SubmittedVia =
+  | { type: 'API_KEY'; apiKeyPrefix: string }
+  | { type: 'CONNECTION'; connectionId: string; application: string; grantedBy: { name: string } };
+
+export interface PurchaseDoc {
+  _id: string;
+  organizationId: string;
+  agentId: string;
+  /** The credential that submitted it: the only one that may read it back (SPEC.md 4.2). */
+  submitterId: string;
+  submittedVia: SubmittedVia;
+  origin: Origin;
+  merchant: string;
+  merchantKey: string;
+  merchantDomain: string | null;
+  reason: string;
+  category: string | null;
+  amountMinor: number;
+  currency: string;
+  metadata: Record<string, unknown> | null;
+  /** The request body exactly as received (SPEC.md 8: stored verbatim as evidence). */
+  requestBody: string;
+  status: PurchaseStatus;
+  requestedAt: Date;
+  resolvedAt: Date | null;
+  decisionId: string;
+  approvalId: string | null;
+  /** Versions evaluated against when the decision in force was made. */
+  policyVersionIds: string[];
+  /** Windows holding (or committed with) this purchase's amount. */
+  windowIds: string[];
+  version: number;
+}
+
+export interface StoredRuleEvaluation {
+  [field: string]: unknown;
+}
+
+export interface DecisionDoc {
+  _id: string;
+  purchaseId: string;
+  organizationId: string;
+  kind: 'INITIAL' | 'APPROVAL_REEVALUATION' | 'APPROVAL_EXPIRED' | 'APPROVAL_CANCELLED';
+  outcome: 'APPROVED' | 'REJECTED' | 'REQUIRES_APPROVAL';
+  reasonCodes: ReasonCode[];
+  explanation: string;
+  evaluatedAt: Date;
+  engineVersion: string;
+  policyVersions: { policyVersionId: string; applicabilityReason: string }[];
+  ruleEvaluations: StoredRuleEvaluation[];
+}
+
+export type ApprovalState = 'PENDING' | 'APPROVED' | 'REJECTED' | 'EXPIRED' | 'CANCELLED';
+
+export interface ApprovalDoc {
+  _id: string;
+  purchaseId: string;
+  organizationId: string;
+  agentId: string;
+  state: ApprovalState;
+  escalationReasonCodes: ReasonCode[];
+  escalatedVersionIds: string[];
+  expiresAt: Date;
+  createdAt: Date;
+  resolvedAt: Date | null;
+  resolvedBy: { name: string; personId: string } | null;
+  comment: string | null;
+  version: number;
+}
+
+export interface IdempotencyDoc {
+  _id: string;
+  requestHash: string;
+  purchaseId: string;
+  response: Record<string, unknown>;
+  createdAt: Date;
+  /** TTL index: kept at least 24 hours (DESIGN.md section 3). */
+  expiresAt: Date;
+}
+
+export const purchaseCollections = (db: StoreDb) => ({
+  purchases: db.collection<PurchaseDoc>('purchases'),
+  decisions: db.collection<DecisionDoc>('decisions'),
+  approvals: db.collection<ApprovalDoc>('approvals'),
+  idempotency: db.collection<IdempotencyDoc>('idempotency_keys'),
+});

@@ -1,0 +1,83 @@
+// Wire shapes of SPEC.md 2.3-2.5 and 4.1, built from engine results and stored documents.
+import type { Decision, RuleEvaluation } from '../engine/types.ts';
+import type { ApprovalDoc, DecisionDoc, PurchaseDoc } from './documents.ts';
+
+const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
+
+/** RuleEvaluation with MinorAmount strings (SPEC.md 2.7). */
+export function ruleEvaluationWire(e: RuleEvaluation) {
+  return {
+    rule: e.rule,
+    outcome: e.outcome,
+    role: e.role,
+    currency: e.currency,
+    headroomMinor: str(e.headroomMinor),
+    limitMinor: str(e.limitMinor),
+    observedMinor: str(e.observedMinor),
+    message: e.message,
+    reasonCode: e.reasonCode,
+    policyMerchantEntryId: e.policyMerchantEntryId,
+    policyRuleId: e.policyRuleId,
+    policyVersionId: e.policyVersionId,
+    policyId: e.policyId,
+    policyName: e.policyName,
+  };
+}
+
+export const policyVersionsOf = (d: Decision) =>
+  d.policiesConsidered.map((p) => ({ policyVersionId: p.policyVersionId, applicabilityReason: p.applicabilityReason }));
+
+export const decisionWire = (d: DecisionDoc) => ({
+  id: d._id,
+  outcome: d.outcome,
+  reasonCodes: d.reasonCodes,
+  explanation: d.explanation,
+  evaluatedAt: d.evaluatedAt.toISOString(),
+  engineVersion: d.engineVersion,
+});
+
+export function submissionResponse(p: PurchaseDoc, d: DecisionDoc, approval: ApprovalDoc | null) {
+  return {
+    purchaseRequest: { id: p._id, status: p.status, amountMinor: String(p.amountMinor), currency: p.currency },
+    decision: decisionWire(d),
+    approval: { required: approval !== null, expiresAt: approval ? approval.expiresAt.toISOString() : null },
+    policyVersions: d.policyVersions,
+    ruleEvaluations: d.ruleEvaluations,
+    replayed: false,
+  };
+}
+
+export function approvalWire(a: ApprovalDoc | null) {
+  if (!a) return null;
+  return {
+    state: a.state,
+    isPending: a.state === 'PENDING',
+    escalationReasonCodes: a.escalationReasonCodes,
+    expiresAt: a.expiresAt.toISOString(),
+    resolvedAt: a.resolvedAt ? a.resolvedAt.toISOString() : null,
+    resolvedBy: a.resolvedBy ? { name: a.resolvedBy.name } : null,
+    comment: a.comment,
+  };
+}
+
+/** PurchaseReadback (SPEC.md 2.5), as stored in the purchase_views read model. */
+export function readback(p: PurchaseDoc, agent: { id: string; name: string; status: string }, d: DecisionDoc, a: ApprovalDoc | null) {
+  return {
+    id: p._id,
+    status: p.status,
+    merchant: p.merchant,
+    reason: p.reason,
+    amountMinor: String(p.amountMinor),
+    currency: p.currency,
+    requestedAt: p.requestedAt.toISOString(),
+    agent,
+    category: p.category,
+    merchantDomain: p.merchantDomain,
+    resolvedAt: p.resolvedAt ? p.resolvedAt.toISOString() : null,
+    origin: p.origin,
+    initiatedBy: null,
+    submittedVia: p.submittedVia,
+    decision: { ...decisionWire(d), kind: d.kind },
+    approval: approvalWire(a),
+  };
+}

@@ -1,0 +1,13 @@
+// GET /v1/purchase-requests/{id} (SPEC.md 4.2): reads the purchase_views read model. Only the
+// credential that submitted a purchase may read it; everything else is the same 404. Writes nothing.
+import type { StoreDb } from '../store/store.ts';
+import type { Principal } from '../http/auth.ts';
+import { notFound } from '../http/errors.ts';
+import { views } from './projection.ts';
+
+export async function getPurchase(db: StoreDb, principal: Principal, purchaseId: string) {
+  const submitterId = principal.kind === 'API_KEY' ? principal.apiKeyId : principal.connectionId;
+  const view = await views(db).purchaseViews.findOne({ _id: purchaseId, organizationId: principal.organizationId, submitterId });
+  if (!view) throw notFound('purchase request');
+  return { purchase: view.readback };
+}

@@ -1,0 +1,50 @@
+// POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (SPEC.md 4.1, 4.2). Thin: parse,
+// check the credential, hand over to the command or the query.
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { requireAgentIdentity, principalOf } from '../http/auth.ts';
+import { LIMITS, jsonBody } from '../http/body.ts';
+import { invalidRequest } from '../http/errors.ts';
+import { uuidParam } from '../http/params.ts';
+import { compile } from '../http/validate.ts';
+import { IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
+import { purchaseInput } from './input.ts';
+import { submitPurchase, type SubmitDeps } from './submit.ts';
+import { getPurchase } from './read.ts';
+import { scheduleExpiry } from '../approvals/schedule.ts';
+
+const body = compile(PurchaseRequestBody);
+
+function idempotencyKey(ctx: Context): string | null {
+  const raw = ctx.get('idempotency-key');
+  if (raw === '' && ctx.headers['idempotency-key'] === undefined) return null;
+  if (!IDEMPOTENCY_KEY.test(raw)) {
+    throw invalidRequest([{ path: 'Idempotency-Key', code: 'INVALID_IDEMPOTENCY_KEY', message: 'Idempotency-Key is 1 to 255 printable ASCII characters.' }]);
+  }
+  return raw;
+}
+
+export function purchaseRoutes(deps: SubmitDeps): Router {
+  const router = new Router();
+  router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), async (ctx) => {
+    const key = idempotencyKey(ctx);
+    const parsed = body.parse(ctx.state.body);
+    const organization = ctx.state.organization;
+    const result = await submitPurchase(deps, {
+      organization,
+      principal: principalOf(ctx),
+      purchase: purchaseInput(parsed, organization.currency),
+      body: parsed as Record<string, unknown>,
+      rawBody: ctx.state.rawBody,
+      idempotencyKey: key,
+      origin: 'API',
+    });
+    await scheduleExpiry(deps, result);
+    ctx.status = result.status;
+    ctx.body = result.body;
+  });
+  router.get('/v1/purchase-requests/:purchaseRequestId', requireAgentIdentity('purchase:read'), async (ctx) => {
+    ctx.body = await getPurchase(deps.store.db, principalOf(ctx), uuidParam(ctx, 'purchaseRequestId', 'purchase request'));
+  });
+  return router;
+}

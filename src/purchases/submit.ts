@@ -1,0 +1,233 @@
+// submitPurchase: the command behind POST /v1/purchase-requests (SPEC.md 4.1, DESIGN.md 1).
+// Runs in the agent's mailbox, as one transaction: read the agent, the policies in force and the
+// budget windows; decide (pure); write the purchase, its decision, approval, budget windows,
+// idempotency record, outbox events and read models; commit. Or nothing.
+import { createHash } from 'node:crypto';
+import { Duration } from 'luxon';
+import type { AppDeps } from '../app-deps.ts';
+import type { Principal } from '../http/auth.ts';
+import { VersionConflict, conflict } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import { decide } from '../engine/decide.ts';
+import { windowKeysFor } from '../engine/periods.ts';
+import type { Decision, EngineInput } from '../engine/types.ts';
+import { candidatesFor } from '../policies/candidates.ts';
+import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
+import { recordEvent } from '../events/outbox.ts';
+import { runCommand } from '../commands/run-command.ts';
+import { isDuplicateKey } from '../store/is-duplicate-key.ts';
+import type { OrganizationDoc } from '../store/collections.ts';
+import type { StoreSession } from '../store/store.ts';
+import { toStored } from '../money.ts';
+import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
+import type { PurchaseInput } from './input.ts';
+import { policyVersionsOf, ruleEvaluationWire, submissionResponse } from './present.ts';
+import { projectPurchase } from './projection.ts';
+
+const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+export type SubmitDeps = AppDeps;
+
+export interface SubmitCommand {
+  organization: OrganizationDoc;
+  principal: Principal;
+  purchase: PurchaseInput;
+  /** The parsed body, for idempotency comparison; metadata is kept as evidence only. */
+  body: Record<string, unknown>;
+  rawBody: string;
+  idempotencyKey: string | null;
+  origin: Origin;
+}
+
+export interface SubmitResult {
+  status: 200 | 201;
+  body: Record<string, unknown>;
+  /** Set when a new pending approval was created: its expiry must be scheduled after commit. */
+  approvalId?: string | null;
+  expiresAt?: Date | null;
+}
+
+/** 'Same body' means the same JSON after canonicalisation: key order is ignored (DESIGN.md 3). */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const submitterOf = (p: Principal) => (p.kind === 'API_KEY' ? p.apiKeyId : p.connectionId);
+
+function submittedVia(p: Principal): SubmittedVia {
+  return p.kind === 'API_KEY'
+    ? { type: 'API_KEY', apiKeyPrefix: p.prefix }
+    : { type: 'CONNECTION', connectionId: p.connectionId, application: p.application, grantedBy: p.grantedBy };
+}
+
+export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
+  const agentId = cmd.principal.agentId!;
+  const pc = purchaseCollections(deps.store.db);
+  const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
+  const requestHash = createHash('sha256').update(canonicalJson(cmd.body)).digest('hex');
+
+  const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
+    if (idemId === null) return null;
+    const found = await pc.idempotency.findOne({ _id: idemId }, session ? { session } : {});
+    if (!found) return null;
+    if (found.requestHash !== requestHash) {
+      throw conflict('idempotency_key_reuse', 'This Idempotency-Key was used with a different body.');
+    }
+    return { status: 200, body: { ...found.response, replayed: true } };
+  };
+
+  const early = await replay();
+  if (early) return early;
+
+  return deps.mailboxes.run(agentId, () =>
+    runCommand(deps.store, async (session) => {
+      const again = await replay(session);
+      if (again) return again;
+      const now = deps.now();
+      const org = cmd.organization;
+      const agent = await deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }, { session });
+      if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
+      const candidates = await candidatesFor(deps.collections, org._id, agentId, session);
+      const base: Omit<EngineInput, 'windows'> = {
+        mode: 'CURRENT_POLICIES',
+        purchase: { merchantKey: cmd.purchase.merchantKey, merchant: cmd.purchase.merchant, amountMinor: cmd.purchase.amountMinor, currency: cmd.purchase.currency, category: cmd.purchase.category },
+        agent: { id: agent._id, status: agent.status },
+        policies: candidates,
+        now: now.toISOString(),
+        timeZone: org.timezone,
+      };
+      const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
+      const decision = decide({ ...base, windows: loaded.states });
+
+      const purchaseId = newId();
+      const decisionDoc = decisionDocument(decision, purchaseId, org._id, 'INITIAL', now);
+      const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, purchaseId, org, agentId, now) : null;
+      const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
+      const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, decision.effects.budget, decision.effects.crossings, now, policyNames);
+      const purchase: PurchaseDoc = {
+        _id: purchaseId,
+        organizationId: org._id,
+        agentId,
+        submitterId: submitterOf(cmd.principal),
+        submittedVia: submittedVia(cmd.principal),
+        origin: cmd.origin,
+        merchant: cmd.purchase.merchant,
+        merchantKey: cmd.purchase.merchantKey,
+        merchantDomain: cmd.purchase.merchantDomain,
+        reason: cmd.purchase.reason,
+        category: cmd.purchase.category,
+        amountMinor: toStored(cmd.purchase.amountMinor),
+        currency: cmd.purchase.currency,
+        metadata: (cmd.body.metadata as Record<string, unknown> | null | undefined) ?? null,
+        requestBody: cmd.rawBody,
+        status: decision.outcome === 'REQUIRES_APPROVAL' ? 'PENDING_APPROVAL' : decision.outcome,
+        requestedAt: now,
+        resolvedAt: decision.outcome === 'REQUIRES_APPROVAL' ? null : now,
+        decisionId: decisionDoc._id,
+        approvalId: approval?._id ?? null,
+        policyVersionIds: decision.policiesConsidered.map((p) => p.policyVersionId),
+        windowIds,
+        version: 1,
+      };
+      await pc.purchases.insertOne(purchase, { session });
+      await pc.decisions.insertOne(decisionDoc, { session });
+      if (approval) await pc.approvals.insertOne(approval, { session });
+      await recordEvent(deps.store.db, session, purchaseEvent(purchase, decisionDoc, approval));
+      await projectPurchase(deps.store.db, session, {
+        purchase,
+        decision: decisionDoc,
+        approval,
+        agent: { id: agent._id, name: agent.name, status: agent.status },
+        policyIds: decision.policiesConsidered.map((p) => p.policyId),
+        timeZone: org.timezone,
+        previousStatus: null,
+      });
+      const response = submissionResponse(purchase, decisionDoc, approval);
+      if (idemId !== null) {
+        try {
+          await pc.idempotency.insertOne(
+            { _id: idemId, requestHash, purchaseId, response, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
+            { session },
+          );
+        } catch (err) {
+          // Another process won the race for this key: retry, and the retry replays its decision.
+          if (isDuplicateKey(err)) throw new VersionConflict(`idempotency key ${idemId}`);
+          throw err;
+        }
+      }
+      return { status: 201 as const, body: response, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
+    }),
+  );
+}
+
+export function decisionDocument(decision: Decision, purchaseId: string, organizationId: string, kind: DecisionDoc['kind'], now: Date): DecisionDoc {
+  return {
+    _id: newId(),
+    purchaseId,
+    organizationId,
+    kind,
+    outcome: decision.outcome,
+    reasonCodes: decision.reasonCodes,
+    explanation: decision.explanation,
+    evaluatedAt: now,
+    engineVersion: decision.engineVersion,
+    policyVersions: policyVersionsOf(decision),
+    ruleEvaluations: decision.ruleEvaluations.map(ruleEvaluationWire),
+  };
+}
+
+function approvalDocument(decision: Decision, purchaseId: string, org: OrganizationDoc, agentId: string, now: Date): ApprovalDoc {
+  const ttl = Duration.fromISO(org.approvalTtl);
+  return {
+    _id: newId(),
+    purchaseId,
+    organizationId: org._id,
+    agentId,
+    state: 'PENDING',
+    escalationReasonCodes: decision.escalationReasonCodes,
+    escalatedVersionIds: decision.policiesConsidered.map((p) => p.policyVersionId),
+    expiresAt: new Date(now.getTime() + ttl.as('milliseconds')),
+    createdAt: now,
+    resolvedAt: null,
+    resolvedBy: null,
+    comment: null,
+    version: 1,
+  };
+}
+
+/** Every purchase event carries what is needed to order by (purchaseRequestId, createdAt) (SPEC.md 6.2). */
+export function purchaseEvent(p: PurchaseDoc, d: DecisionDoc, approval: ApprovalDoc | null) {
+  const common = {
+    purchaseRequestId: p._id,
+    agentId: p.agentId,
+    status: p.status,
+    amountMinor: String(p.amountMinor),
+    currency: p.currency,
+    merchant: p.merchant,
+    decisionId: d._id,
+    outcome: d.outcome,
+    reasonCodes: d.reasonCodes,
+  };
+  if (d.outcome === 'REQUIRES_APPROVAL') {
+    return {
+      type: 'purchase.approval_required' as const,
+      organizationId: p.organizationId,
+      createdAt: d.evaluatedAt,
+      data: { ...common, approvalRequestId: approval!._id, escalationReasonCodes: approval!.escalationReasonCodes, expiresAt: approval!.expiresAt.toISOString() },
+    };
+  }
+  const byHuman = d.kind === 'APPROVAL_REEVALUATION' && approval !== null;
+  return {
+    type: d.outcome === 'APPROVED' ? ('purchase.approved' as const) : ('purchase.rejected' as const),
+    organizationId: p.organizationId,
+    createdAt: d.evaluatedAt,
+    data: { ...common, resolvedBy: byHuman ? 'HUMAN' : 'ENGINE', approvalRequestId: byHuman ? approval!._id : null },
+  };
+}

@@ -1,0 +1,25 @@
+// startWorker(deps): defines every job, declares the recurring ones (from the worker only, DESIGN.md 8)
+// and starts processing. Returns a stop function that finishes or releases the jobs in hand.
+import type { Agenda } from 'agenda';
+import type { AppDeps } from '../app-deps.ts';
+import { defineApprovalJobs, EXPIRE_DUE_APPROVALS } from '../approvals/jobs.ts';
+
+export interface WorkerOptions {
+  /** How often the overdue-approval sweep runs (human interval, e.g. '1 minute'). */
+  sweepEvery?: string;
+}
+
+export type JobDefiner = (agenda: Agenda, deps: AppDeps) => void | Promise<void>;
+
+export async function startWorker(deps: AppDeps, agenda: Agenda, options: WorkerOptions = {}, extra: JobDefiner[] = []): Promise<() => Promise<void>> {
+  defineApprovalJobs(agenda, deps);
+  for (const define of extra) await define(agenda, deps);
+  await agenda.every(options.sweepEvery ?? '1 minute', EXPIRE_DUE_APPROVALS);
+  await agenda.start();
+  deps.log.info('worker started');
+  return async () => {
+    // Finish the jobs in hand (bounded), then release whatever is left for another worker.
+    await agenda.drain(15_000);
+    deps.log.info('worker stopped');
+  };
+}
