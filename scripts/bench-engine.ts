@@ -1,0 +1,68 @@
+// Micro-benchmark of the decision engine: evaluations per second for a realistic organisation
+// (10 policies with amount limits, daily and monthly budgets, merchant lists of about 50 entries).
+// Run: ./node_modules/.bin/node scripts/bench-engine.ts [iterations]
+import { decide } from '../src/engine/decide.ts';
+import { merchantKey } from '../src/engine/merchant-key.ts';
+import { windowKeysFor, windowId } from '../src/engine/periods.ts';
+import type { EngineInput, MerchantEntry, PolicyCandidate, Rule, WindowState } from '../src/engine/types.ts';
+
+function realisticInput(): EngineInput {
+  const policies: PolicyCandidate[] = [];
+  for (let p = 0; p < 10; p++) {
+    const rules: Rule[] = [
+      { id: `r${p}-max`, ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: 500_000n, currency: null },
+      { id: `r${p}-ask`, ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: 100_000n, currency: 'EUR' },
+      { id: `r${p}-day`, ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: 2_000_000n, currency: null },
+      { id: `r${p}-month`, ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'MONTH', amountMinor: 20_000_000n, currency: 'EUR' },
+      { id: `r${p}-month-ask`, ruleType: 'SPEND_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'MONTH', amountMinor: 15_000_000n, currency: null },
+    ];
+    const merchants: MerchantEntry[] = [];
+    for (let m = 0; m < 50; m++) {
+      const label = `Merchant number ${m} of policy ${p}`;
+      merchants.push({ id: `m${p}-${m}`, listType: p % 3 === 0 && m < 25 ? 'ALLOW' : 'BLOCK', merchantKey: merchantKey(label), label });
+    }
+    if (p % 3 === 0) merchants.push({ id: `m${p}-acme`, listType: 'ALLOW', merchantKey: 'acme supplies', label: 'Acme Supplies' });
+    policies.push({
+      policyId: `policy-${p}`,
+      policyName: `Policy ${p}`,
+      policyStatus: 'ACTIVE',
+      scopeType: p < 6 ? 'ORGANIZATION' : 'AGENT',
+      agentIds: ['agent-1', 'agent-2'],
+      version: { id: `policy-${p}-v3`, versionNumber: 3, status: 'ACTIVE', currencies: ['EUR', 'USD'], currencyScope: 'EXPLICIT', rules, merchants },
+    });
+  }
+  const base: Omit<EngineInput, 'windows'> = {
+    mode: 'CURRENT_POLICIES',
+    purchase: { merchant: 'Acme Supplies', merchantKey: 'acme supplies', amountMinor: 45_000n, currency: 'EUR', category: 'office' },
+    agent: { id: 'agent-1', status: 'ENABLED' },
+    policies,
+    now: '2026-11-21T10:00:00.000Z',
+    timeZone: 'Europe/Berlin',
+  };
+  const windows = new Map<string, WindowState>();
+  for (const key of windowKeysFor(base)) {
+    windows.set(windowId(key), { budgetCounterId: `counter-${windowId(key)}`, committedMinor: 1_000_000n, heldMinor: 50_000n, openingBalanceMinor: 0n });
+  }
+  return { ...base, windows };
+}
+
+export function benchEngine(iterations: number): { evaluationsPerSecond: number; outcome: string; windows: number } {
+  const input = realisticInput();
+  let outcome = '';
+  for (let i = 0; i < Math.min(1_000, iterations); i++) outcome = decide(input).outcome; // warm-up
+  const started = performance.now();
+  for (let i = 0; i < iterations; i++) {
+    // A fresh `now` each time, as in production, so that the period cache is exercised, not bypassed.
+    outcome = decide({ ...input, now: new Date(Date.UTC(2026, 10, 21, 10, 0, 0, i % 1000)).toISOString() }).outcome;
+  }
+  const seconds = (performance.now() - started) / 1_000;
+  return { evaluationsPerSecond: Math.round(iterations / seconds), outcome, windows: input.windows.size };
+}
+
+if (import.meta.main) {
+  const iterations = Number(process.argv[2] ?? 20_000);
+  const result = benchEngine(iterations);
+  console.log(
+    `decide: ${result.evaluationsPerSecond.toLocaleString('en')} evaluations/s (${iterations} iterations, 10 policies, ${result.windows} budget windows, outcome ${result.outcome})`,
+  );
+}

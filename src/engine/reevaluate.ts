@@ -1,0 +1,139 @@
+// A person's answer to a pending purchase re-evaluates it against the policies then in force
+// (DESIGN.md 4 item 7; decision kind APPROVAL_REEVALUATION, SPEC.md 2.5).
+//
+// What "the versions in force changed so that the purchase would no longer be approved" means here:
+// the person's approval covers the escalations of the versions that were in force at escalation
+// (escalatedVersionIds). Evaluated now, with the purchase's own hold taken out of the windows:
+//   - anything blocks                                  -> REJECTED, POLICY_CHANGED_SINCE_ESCALATION + the blocking reasons
+//   - nothing blocks, nothing escalates                -> APPROVED (whatever changed, it would be approved outright)
+//   - every rule that escalates belongs to a version
+//     in escalatedVersionIds                           -> APPROVED (the person approved exactly those)
+//   - some rule escalates in a version that was not in
+//     force at escalation (a new policy or version)    -> REJECTED, POLICY_CHANGED_SINCE_ESCALATION
+// A version that changed or appeared but passes, or one that left force, does not matter. A version that
+// was in force and now escalates for another reason as well (its budget filled meanwhile) is still the
+// version the person approved, so the approval stands; a BLOCK limit that filled meanwhile blocks.
+import { formatMinor } from './currency.ts';
+import { decide, orderReasons } from './decide.ts';
+import type { BudgetEffect, Decision, EngineInput, ReasonCode, WindowState } from './types.ts';
+
+export interface ReevaluationRequest {
+  answer: 'APPROVE' | 'REJECT';
+  /** policyVersionIds the purchase was evaluated against when it was escalated (policiesConsidered then). */
+  escalatedVersionIds: readonly string[];
+  /** windowIds the purchase's HOLD effects went to. Their heldMinor in input.windows still include the hold. */
+  heldWindowIds: readonly string[];
+  /** The escalation's reasons (approval.escalationReasonCodes); reported when a person rejects a purchase that no longer needs approval. */
+  escalationReasonCodes: readonly ReasonCode[];
+}
+
+export interface Reevaluation extends Omit<Decision, 'outcome'> {
+  /** A person's answer always settles the purchase. */
+  outcome: 'APPROVED' | 'REJECTED';
+  kind: 'APPROVAL_REEVALUATION';
+  answer: 'APPROVE' | 'REJECT';
+  /** Whether the set of versions in force differs from escalatedVersionIds. */
+  versionsChanged: boolean;
+  /** The plain evaluation now, own hold excluded, before the person's answer is applied. */
+  evaluation: Decision;
+}
+
+/**
+ * Input must describe the purchase as submitted, the policies in force now, and the windows as stored.
+ * Pass `periodInstant` = the time the purchase was held, so that it is evaluated in the windows holding it.
+ */
+export function reevaluate(input: EngineInput, request: ReevaluationRequest): Reevaluation {
+  const amount = input.purchase.amountMinor;
+  const held = new Set(request.heldWindowIds);
+  const windows = new Map<string, WindowState>(input.windows);
+  for (const id of held) {
+    const state = windows.get(id);
+    if (state === undefined) continue;
+    const heldMinor = state.heldMinor - amount;
+    windows.set(id, { ...state, heldMinor: heldMinor < 0n ? 0n : heldMinor });
+  }
+  const evaluation = decide({ ...input, windows });
+
+  const escalated = new Set(request.escalatedVersionIds);
+  const now = evaluation.policiesConsidered.map((policy) => policy.policyVersionId);
+  const versionsChanged = now.length !== escalated.size || now.some((id) => !escalated.has(id));
+  const subject = `${formatMinor(amount, input.purchase.currency)} at ${input.purchase.merchant || input.purchase.merchantKey}`;
+
+  let outcome: 'APPROVED' | 'REJECTED';
+  let reasonCodes: ReasonCode[];
+  let explanation: string;
+  if (request.answer === 'REJECT') {
+    outcome = 'REJECTED';
+    reasonCodes =
+      evaluation.outcome === 'APPROVED' ? orderReasons(request.escalationReasonCodes) : evaluation.reasonCodes;
+    explanation = `Rejected: a person declined ${subject}.`;
+  } else if (evaluation.outcome === 'REJECTED') {
+    outcome = 'REJECTED';
+    reasonCodes = orderReasons(['POLICY_CHANGED_SINCE_ESCALATION', ...evaluation.reasonCodes]);
+    explanation = `Rejected although a person approved it, because a block applies now: ${evaluation.explanation.replace(/^Rejected: /, '')}`;
+  } else if (evaluation.outcome === 'APPROVED') {
+    outcome = 'APPROVED';
+    reasonCodes = evaluation.reasonCodes;
+    explanation = `Approved: a person approved ${subject}, and it is within the rules in force.`;
+  } else {
+    const unapproved = new Set<string>();
+    for (const rule of evaluation.ruleEvaluations) {
+      if (rule.outcome === 'ESCALATE' && !escalated.has(rule.policyVersionId!)) unapproved.add(rule.policyName!);
+    }
+    if (unapproved.size === 0) {
+      outcome = 'APPROVED';
+      reasonCodes = evaluation.escalationReasonCodes;
+      explanation = `Approved: a person approved ${subject}.`;
+    } else {
+      outcome = 'REJECTED';
+      reasonCodes = ['POLICY_CHANGED_SINCE_ESCALATION'];
+      const names = [...unapproved].sort().join(', ');
+      explanation = `Rejected: the policies changed after a person was asked, and ${names} now ${unapproved.size === 1 ? 'asks' : 'ask'} for an approval the person did not give for ${subject}.`;
+    }
+  }
+
+  const keys = new Map(evaluation.budgets.map((budget) => [budget.windowId, budget]));
+  const budget: BudgetEffect[] = [];
+  for (const id of held) {
+    const current = keys.get(id);
+    budget.push({
+      // Approval turns the hold into spend even in a window the policies no longer read: the money is spent.
+      operation: outcome === 'APPROVED' ? 'CONVERT_HOLD' : 'RELEASE_HOLD',
+      windowId: id,
+      window: current
+        ? {
+            policyId: current.policyId,
+            policyVersionId: current.policyVersionId,
+            currency: current.currency,
+            periodKind: current.periodKind,
+            periodKey: current.periodKey,
+            periodStart: current.periodStart,
+            periodEnd: current.periodEnd,
+          }
+        : null,
+      budgetCounterId: input.windows.get(id)?.budgetCounterId ?? null,
+      amountMinor: amount,
+    });
+  }
+  // Windows the purchase counts toward now but that never held it (a policy that came into force since).
+  const crossings = [];
+  if (outcome === 'APPROVED') {
+    for (const effect of evaluation.effects.budget) {
+      if (!held.has(effect.windowId)) budget.push({ ...effect, operation: 'COMMIT' });
+    }
+    for (const crossing of evaluation.effects.crossings) if (!held.has(crossing.windowId)) crossings.push(crossing);
+  }
+
+  return {
+    ...evaluation,
+    kind: 'APPROVAL_REEVALUATION',
+    answer: request.answer,
+    versionsChanged,
+    evaluation,
+    outcome,
+    reasonCodes,
+    explanation,
+    escalationReasonCodes: [],
+    effects: { budget, crossings },
+  };
+}

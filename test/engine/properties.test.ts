@@ -1,0 +1,311 @@
+// Property tests of decide() and reevaluate() against a naive reference reading of DESIGN.md section 4.
+import test from 'ava';
+import fc from 'fast-check';
+import { DateTime } from 'luxon';
+import { decide } from '../../src/engine/decide.ts';
+import { merchantKey } from '../../src/engine/merchant-key.ts';
+import { reevaluate } from '../../src/engine/reevaluate.ts';
+import {
+  REASON_CODES,
+  type Decision,
+  type EngineInput,
+  type MerchantEntry,
+  type PolicyCandidate,
+  type ReasonCode,
+  type Rule,
+  type WindowState,
+} from '../../src/engine/types.ts';
+
+const LABELS = ['Acme Supplies', 'ACME supplies!', 'Shady Goods', 'Paper Co', 'Airline'];
+const CURRENCIES = ['EUR', 'USD', 'JPY'];
+const ZONES = ['Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'UTC'];
+const REFUSALS: ReasonCode[] = ['AGENT_DISABLED', 'NO_APPLICABLE_POLICY', 'CURRENCY_NOT_COVERED'];
+const AGENT_ID = 'agent-1';
+
+// Half of the amounts come from a coarse grid so that totals land exactly on limits often.
+const grid = (max: bigint) => fc.bigInt({ min: 0n, max: max / 500n }).map((n) => n * 500n);
+const amount = fc.oneof(grid(3_000n), fc.bigInt({ min: 0n, max: 3_000n }));
+
+const ruleArb = fc.oneof(
+  fc.record({
+    ruleType: fc.constant('AMOUNT_LIMIT' as const),
+    effect: fc.constantFrom('BLOCK' as const, 'REQUIRE_APPROVAL' as const),
+    periodKind: fc.constant('PER_REQUEST' as const),
+    amountMinor: amount,
+    currency: fc.constantFrom(null, null, 'EUR', 'USD'),
+  }),
+  fc.record({
+    ruleType: fc.constant('SPEND_LIMIT' as const),
+    effect: fc.constantFrom('BLOCK' as const, 'REQUIRE_APPROVAL' as const),
+    periodKind: fc.constantFrom('DAY' as const, 'MONTH' as const, 'DAY' as const, 'PER_REQUEST' as const),
+    amountMinor: amount,
+    currency: fc.constantFrom(null, null, 'EUR', 'USD'),
+  }),
+);
+
+const mostly = <T, U>(usual: T, ...rare: U[]) =>
+  fc.oneof({ arbitrary: fc.constant<T | U>(usual), weight: 6 }, { arbitrary: fc.constantFrom<T | U>(...rare), weight: 1 });
+
+const merchantArb = fc.record({ listType: fc.constantFrom('ALLOW' as const, 'BLOCK' as const), label: fc.constantFrom(...LABELS) });
+
+const policyArb = fc.record({
+  status: mostly('ACTIVE' as const, 'DISABLED' as const, 'ARCHIVED' as const),
+  versionStatus: mostly('ACTIVE' as const, 'DRAFT' as const, 'ARCHIVED' as const),
+  scopeType: fc.constantFrom('ORGANIZATION' as const, 'ORGANIZATION' as const, 'AGENT' as const),
+  listsAgent: fc.boolean(),
+  currencies: fc.oneof({ arbitrary: fc.constant(['EUR']), weight: 3 }, { arbitrary: fc.subarray(CURRENCIES), weight: 2 }),
+  rules: fc.array(ruleArb, { maxLength: 4 }),
+  merchants: fc.oneof({ arbitrary: fc.array(merchantArb, { maxLength: 0 }), weight: 2 }, { arbitrary: fc.array(merchantArb, { maxLength: 4 }), weight: 1 }),
+});
+
+const windowArb = fc.record({ committedMinor: amount, heldMinor: amount, openingBalanceMinor: fc.oneof(grid(1_000n), fc.bigInt({ min: 0n, max: 1_000n })) });
+
+const inputArb = fc
+  .record({
+    mode: fc.constantFrom('CURRENT_POLICIES' as const, 'CURRENT_POLICIES' as const, 'CURRENT_POLICIES' as const, 'DRAFT_POLICY' as const, 'POLICY_VERSION' as const),
+    agentStatus: mostly('ENABLED' as const, 'DISABLED' as const, 'ARCHIVED' as const),
+    policies: fc.oneof({ arbitrary: fc.array(policyArb, { minLength: 1, maxLength: 4 }), weight: 9 }, { arbitrary: fc.array(policyArb, { maxLength: 0 }), weight: 1 }),
+    amount: fc.oneof(grid(3_000n), fc.bigInt({ min: 0n, max: 3_000n })).map((n) => (n === 0n ? 500n : n)),
+    currency: mostly('EUR', 'USD', 'JPY'),
+    merchant: fc.constantFrom(...LABELS, 'Somebody Else'),
+    windows: fc.array(fc.option(windowArb, { freq: 3 }), { minLength: 24, maxLength: 24 }),
+    now: fc.date({ min: new Date('2025-01-01T00:00:00Z'), max: new Date('2027-12-31T00:00:00Z'), noInvalidDate: true }),
+    timeZone: fc.constantFrom(...ZONES),
+  })
+  .map((g): EngineInput => {
+    const now = g.now.toISOString();
+    const policies: PolicyCandidate[] = g.policies.map((p, i) => ({
+      policyId: `policy-${i}`,
+      policyName: `Policy ${i}`,
+      policyStatus: p.status,
+      scopeType: p.scopeType,
+      agentIds: p.listsAgent ? ['agent-0', AGENT_ID] : ['agent-0'],
+      version: {
+        id: `policy-${i}-v1`,
+        versionNumber: 1,
+        status: p.versionStatus,
+        currencies: p.currencies,
+        currencyScope: 'EXPLICIT',
+        rules: p.rules.map((r, j): Rule => ({ id: `rule-${i}-${j}`, ...r })),
+        merchants: p.merchants.map((m, j): MerchantEntry => ({ id: `entry-${i}-${j}`, listType: m.listType, label: m.label, merchantKey: merchantKey(m.label) })),
+      },
+    }));
+    // Give some of the windows the purchase may touch a state; the others are missing (all zero).
+    const windows = new Map<string, WindowState>();
+    const local = DateTime.fromISO(now, { zone: g.timeZone });
+    policies.forEach((p, i) => {
+      const periods = [`${g.currency}:DAY:${local.toFormat('yyyy-MM-dd')}`, `${g.currency}:MONTH:${local.toFormat('yyyy-MM')}`];
+      periods.forEach((period, k) => {
+        const state = g.windows[(i * 2 + k) % g.windows.length];
+        if (state) windows.set(`${p.policyId}:${period}`, { budgetCounterId: `counter-${i}-${k}`, ...state });
+      });
+    });
+    const single = g.mode !== 'CURRENT_POLICIES';
+    return {
+      mode: g.mode,
+      purchase: { merchant: g.merchant, merchantKey: merchantKey(g.merchant), amountMinor: g.amount, currency: g.currency, category: null },
+      agent: single ? null : { id: AGENT_ID, status: g.agentStatus },
+      policies: single ? policies.slice(0, 1) : policies,
+      windows,
+      now,
+      timeZone: g.timeZone,
+    };
+  });
+
+/** The reference: DESIGN.md section 4 read as plainly as possible. */
+function reference(input: EngineInput): { outcome: Decision['outcome']; reasons: ReasonCode[]; blockLimitsOk: (extra: bigint) => boolean } {
+  const ordered = (codes: Set<ReasonCode>) => REASON_CODES.filter((code) => codes.has(code));
+  const refuse = (code: ReasonCode) => ({ outcome: 'REJECTED' as const, reasons: [code], blockLimitsOk: () => true });
+  const current = input.mode === 'CURRENT_POLICIES';
+  if (current && input.agent?.status !== 'ENABLED') return refuse('AGENT_DISABLED');
+  const applicable = input.policies.filter(
+    (p) =>
+      !current ||
+      (p.policyStatus === 'ACTIVE' &&
+        p.version.status === 'ACTIVE' &&
+        (p.scopeType === 'ORGANIZATION' || p.agentIds.includes(input.agent!.id))),
+  );
+  if (applicable.length === 0) return refuse('NO_APPLICABLE_POLICY');
+  const { currency, amountMinor, merchantKey: key } = input.purchase;
+  const covering = applicable.filter((p) => p.version.currencies.includes(currency));
+  if (covering.length === 0) return refuse('CURRENCY_NOT_COVERED');
+  const blocks = new Set<ReasonCode>();
+  const escalations = new Set<ReasonCode>();
+  const spendBlocks: Array<{ used: bigint; limit: bigint }> = [];
+  const local = DateTime.fromISO(input.now, { zone: input.timeZone });
+  for (const p of covering) {
+    const { merchants, rules } = p.version;
+    if (merchants.some((m) => m.listType === 'BLOCK' && m.merchantKey === key)) blocks.add('MERCHANT_BLOCKED');
+    const allows = merchants.filter((m) => m.listType === 'ALLOW');
+    if (allows.length > 0 && !allows.some((m) => m.merchantKey === key)) blocks.add('MERCHANT_NOT_ALLOW_LISTED');
+    for (const r of rules) {
+      if (r.currency !== null && r.currency !== currency) continue;
+      const target = r.effect === 'BLOCK' ? blocks : escalations;
+      if (r.ruleType === 'SPEND_LIMIT' && r.periodKind !== 'PER_REQUEST') {
+        const periodKey = local.toFormat(r.periodKind === 'DAY' ? 'yyyy-MM-dd' : 'yyyy-MM');
+        const state = input.windows.get(`${p.policyId}:${currency}:${r.periodKind}:${periodKey}`);
+        const used = state ? state.committedMinor + state.heldMinor + state.openingBalanceMinor : 0n;
+        if (r.effect === 'BLOCK') spendBlocks.push({ used, limit: r.amountMinor });
+        if (used + amountMinor > r.amountMinor) target.add(r.periodKind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED');
+      } else if (amountMinor > r.amountMinor) {
+        target.add(r.effect === 'BLOCK' ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED');
+      }
+    }
+  }
+  const blockLimitsOk = (extra: bigint) => spendBlocks.every(({ used, limit }) => used + extra <= limit);
+  if (blocks.size > 0) return { outcome: 'REJECTED', reasons: ordered(blocks), blockLimitsOk };
+  if (escalations.size > 0) return { outcome: 'REQUIRES_APPROVAL', reasons: ordered(escalations), blockLimitsOk };
+  return { outcome: 'APPROVED', reasons: ['WITHIN_POLICY'], blockLimitsOk };
+}
+
+const RUNS = { numRuns: 600 };
+
+test('property: decide agrees with the reference reading of DESIGN.md 4', (t) => {
+  fc.assert(
+    fc.property(inputArb, (input) => {
+      const decision = decide(input);
+      const expected = reference(input);
+      return decision.outcome === expected.outcome && JSON.stringify(decision.reasonCodes) === JSON.stringify(expected.reasons);
+    }),
+    RUNS,
+  );
+  t.pass();
+});
+
+test('property: never APPROVED when a BLOCK rule is exceeded, and an approval never takes a window past a BLOCK limit', (t) => {
+  fc.assert(
+    fc.property(inputArb, (input) => {
+      const decision = decide(input);
+      if (decision.outcome === 'REJECTED') return true;
+      const noBlock = decision.ruleEvaluations.every((e) => e.outcome !== 'BLOCK');
+      // Every window the purchase is committed or held in stays within each of its BLOCK limits.
+      const withinBudgets = decision.budgets.every((b) =>
+        b.limits.every((l) => l.effect !== 'BLOCK' || b.current.reservedMinor + b.current.openingBalanceMinor + input.purchase.amountMinor <= l.limitMinor),
+      );
+      return noBlock && withinBudgets && reference(input).blockLimitsOk(input.purchase.amountMinor);
+    }),
+    RUNS,
+  );
+  t.pass();
+});
+
+test('property: REJECTED iff there is a blocking reason; REJECTED has no effects', (t) => {
+  fc.assert(
+    fc.property(inputArb, (input) => {
+      const decision = decide(input);
+      const refused = decision.reasonCodes.some((code) => REFUSALS.includes(code));
+      const blocked = decision.ruleEvaluations.filter((e) => e.outcome === 'BLOCK');
+      const rejected = decision.outcome === 'REJECTED';
+      if (rejected !== (refused || blocked.length > 0)) return false;
+      if (!rejected) return decision.effects.budget.length === decision.budgets.length;
+      const explained = decision.reasonCodes.every((code) => REFUSALS.includes(code) || blocked.some((e) => e.reasonCode === code));
+      return explained && decision.effects.budget.length === 0 && decision.effects.crossings.length === 0 && decision.escalationReasonCodes.length === 0;
+    }),
+    RUNS,
+  );
+  t.pass();
+});
+
+const shuffled = <T>(items: readonly T[], keys: number[]): T[] =>
+  items
+    .map((item, i) => ({ item, key: keys[i % Math.max(keys.length, 1)] ?? 0, i }))
+    .sort((a, b) => a.key - b.key || b.i - a.i)
+    .map(({ item }) => item);
+
+const canonical = (decision: Decision) => ({
+  outcome: decision.outcome,
+  reasonCodes: decision.reasonCodes,
+  escalationReasonCodes: decision.escalationReasonCodes,
+  explanation: decision.explanation,
+  policiesConsidered: decision.policiesConsidered,
+  excluded: decision.policiesExcludedByCurrencyScope,
+  evaluations: decision.ruleEvaluations.map((e) => JSON.stringify(e, (_, v) => (typeof v === 'bigint' ? `${v}` : v))).sort(),
+  effects: decision.effects.budget.map((e) => `${e.operation} ${e.windowId} ${e.amountMinor}`).sort(),
+  crossings: decision.effects.crossings.map((c) => `${c.kind} ${c.windowId} ${c.policyRuleId}`).sort(),
+});
+
+test('property: the decision does not depend on the order of policies, rules or merchant entries', (t) => {
+  fc.assert(
+    fc.property(inputArb, fc.array(fc.integer(), { minLength: 1, maxLength: 8 }), (input, keys) => {
+      const reordered: EngineInput = {
+        ...input,
+        policies: shuffled(input.policies, keys).map((p) => ({
+          ...p,
+          version: { ...p.version, rules: shuffled(p.version.rules, keys.slice(1)), merchants: shuffled(p.version.merchants, [...keys].reverse()) },
+        })),
+      };
+      t.deepEqual(canonical(decide(reordered)), canonical(decide(input)));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('property: an unchanged escalation approved by a person is approved, and its holds become spend', (t) => {
+  fc.assert(
+    fc.property(inputArb, (input) => {
+      const submitted = decide(input);
+      if (submitted.outcome !== 'REQUIRES_APPROVAL') return true;
+      const windows = new Map(input.windows);
+      for (const effect of submitted.effects.budget) {
+        const state = windows.get(effect.windowId) ?? { budgetCounterId: null, committedMinor: 0n, heldMinor: 0n, openingBalanceMinor: 0n };
+        windows.set(effect.windowId, { ...state, heldMinor: state.heldMinor + effect.amountMinor });
+      }
+      const request = {
+        escalatedVersionIds: submitted.policiesConsidered.map((p) => p.policyVersionId),
+        heldWindowIds: submitted.effects.budget.map((e) => e.windowId),
+        escalationReasonCodes: submitted.escalationReasonCodes,
+      };
+      const later = { ...input, windows, now: new Date(Date.parse(input.now) + 86_400_000).toISOString(), periodInstant: input.now };
+      const approved = reevaluate(later, { ...request, answer: 'APPROVE' });
+      const rejected = reevaluate(later, { ...request, answer: 'REJECT' });
+      return (
+        approved.outcome === 'APPROVED' &&
+        !approved.versionsChanged &&
+        approved.effects.budget.every((e) => e.operation === 'CONVERT_HOLD') &&
+        approved.effects.budget.length === request.heldWindowIds.length &&
+        approved.effects.crossings.length === 0 &&
+        rejected.outcome === 'REJECTED' &&
+        rejected.effects.budget.every((e) => e.operation === 'RELEASE_HOLD') &&
+        JSON.stringify(rejected.reasonCodes) === JSON.stringify(submitted.escalationReasonCodes)
+      );
+    }),
+    RUNS,
+  );
+  t.pass();
+});
+
+// Wider inputs: any amounts, zones, currencies, merchant text, empty lists, duplicate ids.
+const allCurrencies = Intl.supportedValuesOf('currency');
+const wideInputArb = fc
+  .record({
+    base: inputArb,
+    amount: fc.bigInt({ min: 0n, max: 2n ** 62n }),
+    limits: fc.array(fc.bigInt({ min: 0n, max: 2n ** 62n }), { minLength: 1, maxLength: 8 }),
+    currency: fc.constantFrom(...allCurrencies),
+    merchant: fc.string({ maxLength: 30 }),
+    timeZone: fc.constantFrom(...ZONES, 'Pacific/Chatham', 'America/Santiago', 'Australia/Lord_Howe', 'Asia/Kathmandu'),
+  })
+  .map(({ base, amount, limits, currency, merchant, timeZone }): EngineInput => ({
+    ...base,
+    timeZone,
+    purchase: { merchant, merchantKey: merchantKey(merchant), amountMinor: amount, currency, category: 'anything' },
+    policies: base.policies.map((p, i) => ({
+      ...p,
+      version: {
+        ...p.version,
+        currencies: i % 2 === 0 ? [...p.version.currencies, currency] : p.version.currencies,
+        rules: p.version.rules.map((r, j) => ({ ...r, amountMinor: limits[j % limits.length], currency: r.currency && j % 2 ? currency : r.currency })),
+      },
+    })),
+  }));
+
+test('property: decide never throws for a valid input, and always explains itself', (t) => {
+  fc.assert(
+    fc.property(wideInputArb, (input) => {
+      const decision = decide(input);
+      return decision.explanation.length > 0 && decision.reasonCodes.length > 0 && decision.explanation.endsWith('.');
+    }),
+    { numRuns: 500 },
+  );
+  t.pass();
+});
