@@ -52,9 +52,14 @@ function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
         continue;
       }
       case 'anyOf':
-      case 'oneOf':
-        issue = { path: join(rootPath, path), code: 'INVALID_TYPE', message: `"${path || 'body'}" has the wrong type or form.` };
+      case 'oneOf': {
+        // When a branch of the right type failed on its content (pattern, length...), say that.
+        const specific = errors.find((c) => c.instancePath === e.instancePath && !['type', 'anyOf', 'oneOf', 'const', 'enum'].includes(c.keyword));
+        issue = specific
+          ? { path: join(rootPath, path), code: codeFor(specific.keyword), message: `"${path || 'body'}" ${specific.message}.` }
+          : { path: join(rootPath, path), code: 'INVALID_TYPE', message: `"${path || 'body'}" has the wrong type or form.` };
         break;
+      }
       default: {
         if (unionPaths.has(e.instancePath)) continue;
         issue = { path: join(rootPath, path), code: codeFor(e.keyword), message: `"${path || 'body'}" ${e.message}.` };

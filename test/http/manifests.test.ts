@@ -18,7 +18,7 @@ const counts = async () => {
   return out;
 };
 
-test('applying the same manifest twice changes nothing and shows no key again', async (t) => {
+test.serial('applying the same manifest twice changes nothing and shows no key again', async (t) => {
   const manifest = acmeManifest('twice');
   const first = await applyManifest(app, manifest);
   t.is(Object.keys(first.keys).length, 3);
@@ -63,7 +63,7 @@ test('a changed policy gets a new version; activate:false leaves it DRAFT until 
   t.deepEqual(fourth.policies, third.policies);
 });
 
-test('an invalid manifest is refused whole, listing every problem, and nothing is written', async (t) => {
+test.serial('an invalid manifest is refused whole, listing every problem, and nothing is written', async (t) => {
   const manifest: any = acmeManifest('invalid');
   manifest.organization.currency = 'EUROS';
   manifest.organization.timezone = 'Mars/Olympus';
