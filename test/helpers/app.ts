@@ -10,7 +10,9 @@ import { createApp } from '../../src/http/app.ts';
 import { AgentMailboxes } from '../../src/commands/agent-mailbox.ts';
 import type { AppDeps } from '../../src/app-deps.ts';
 import type { Store } from '../../src/store/store.ts';
-import { noScheduler, type Scheduler } from '../../src/jobs/scheduler.ts';
+import { agendaScheduler, noScheduler, type Scheduler } from '../../src/jobs/scheduler.ts';
+import { createAgenda } from '../../src/jobs/agenda.ts';
+import { startWorker } from '../../src/worker/start-worker.ts';
 import { testStore } from './store.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -41,12 +43,21 @@ export interface TestApp {
 }
 
 export async function startApp(
-  options: { env?: Record<string, string>; store?: Store; now?: () => Date; scheduler?: Scheduler } = {},
+  options: {
+    env?: Record<string, string>;
+    store?: Store;
+    now?: () => Date;
+    scheduler?: Scheduler;
+    /** Runs the real Agenda worker in this process, polling often so tests need not wait long. */
+    jobs?: { sweepEvery?: string };
+  } = {},
 ): Promise<TestApp> {
   const store = options.store ?? (await testStore());
   await createIndexes(store.db);
+  const agenda = options.jobs ? await createAgenda(store, { processEvery: 100 }) : null;
   const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
-  const deps: AppDeps = { config, store, collections: collections(store.db), log: createLogger('error', (line) => process.stderr.write(line + '\n')), now: options.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler: options.scheduler ?? noScheduler };
+  const deps: AppDeps = { config, store, collections: collections(store.db), log: createLogger('error', (line) => process.stderr.write(line + '\n')), now: options.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler: options.scheduler ?? (agenda ? agendaScheduler(agenda) : noScheduler) };
+  const stopWorker = agenda ? await startWorker(deps, agenda, { sweepEvery: options.jobs?.sweepEvery ?? '1 second' }) : null;
   const server = createApp(deps).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -78,6 +89,7 @@ export async function startApp(
     request,
     admin: (path, o = {}) => request(path, { ...o, key: ADMIN_TOKEN }),
     async close() {
+      if (stopWorker) await stopWorker();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (!options.store) await store.close();
