@@ -1,0 +1,98 @@
+// The operator CLI: `npm run admin -- <command> ...`, a thin client of the /admin API.
+// Reads SERVICE_URL (default http://localhost:3000) and ADMIN_TOKEN from the environment.
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+
+const USAGE = `Usage: npm run admin -- <command> [arguments]
+
+  apply <manifest.yaml|manifest.json>          apply an organisation manifest (keys are printed once)
+  answer <purchaseRequestId> approve|reject --person <handle> [--comment <text>]
+  agent-status <agentId> ENABLED|DISABLED|ARCHIVED
+  org-status <organizationId> ACTIVE|SUSPENDED
+  revoke-key <apiKeyId>
+  set-password <personId>                      reads the new password from standard input
+  connections <organizationId>                 list connections
+  revoke-connection <connectionId>
+
+Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required).`;
+
+type Call = { method: string; path: string; body?: string; contentType?: string };
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+export async function buildCall(argv: string[]): Promise<Call> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { person: { type: 'string' }, comment: { type: 'string' } } });
+  const [command, a, b] = positionals;
+  const json = (body: unknown) => JSON.stringify(body);
+  switch (command) {
+    case 'apply': {
+      if (!a) break;
+      const text = await readFile(a, 'utf8');
+      return { method: 'POST', path: '/admin/manifests', body: text, contentType: /\.json$/i.test(a) ? 'application/json' : 'application/yaml' };
+    }
+    case 'answer': {
+      if (!a || !b || !values.person) break;
+      const answer = b.toUpperCase() === 'APPROVE' ? 'APPROVE' : b.toUpperCase() === 'REJECT' ? 'REJECT' : null;
+      if (!answer) break;
+      return { method: 'POST', path: `/admin/purchase-requests/${a}/answer`, body: json({ answer, person: values.person, comment: values.comment ?? null }) };
+    }
+    case 'agent-status':
+      if (a && b) return { method: 'PATCH', path: `/admin/agents/${a}`, body: json({ status: b.toUpperCase() }) };
+      break;
+    case 'org-status':
+      if (a && b) return { method: 'PATCH', path: `/admin/organizations/${a}`, body: json({ status: b.toUpperCase() }) };
+      break;
+    case 'revoke-key':
+      if (a) return { method: 'DELETE', path: `/admin/api-keys/${a}` };
+      break;
+    case 'set-password':
+      if (a) return { method: 'PUT', path: `/admin/people/${a}/password`, body: json({ password: await readStdin() }) };
+      break;
+    case 'connections':
+      if (a) return { method: 'GET', path: `/admin/connections?organizationId=${encodeURIComponent(a)}` };
+      break;
+    case 'revoke-connection':
+      if (a) return { method: 'DELETE', path: `/admin/connections/${a}` };
+      break;
+  }
+  throw new UsageError();
+}
+
+class UsageError extends Error {}
+
+async function main() {
+  const token = process.env.ADMIN_TOKEN;
+  const base = (process.env.SERVICE_URL || 'http://localhost:3000').replace(/\/+$/, '');
+  let call: Call;
+  try {
+    call = await buildCall(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(USAGE + '\n');
+      process.exit(2);
+    }
+    throw err;
+  }
+  if (!token) {
+    process.stderr.write('ADMIN_TOKEN is not set (the embedded default prints one at start).\n');
+    process.exit(2);
+  }
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (call.body !== undefined) headers['content-type'] = call.contentType ?? 'application/json';
+  const res = await fetch(base + call.path, { method: call.method, headers, body: call.body });
+  const text = await res.text();
+  let out = text;
+  try {
+    out = JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    // not JSON: print as is
+  }
+  (res.ok ? process.stdout : process.stderr).write(out + '\n');
+  process.exit(res.ok ? 0 : 1);
+}
+
+if (import.meta.main) await main();
