@@ -1,0 +1,54 @@
+// The same source runs under Deno (DESIGN.md 7): boot the service with the `deno` npm package's
+// binary on the embedded engine, apply a manifest, list agents and get a real purchase decision.
+import test from 'ava';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { acmeManifest } from '../helpers/fixtures.ts';
+
+const DENO = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TOKEN = 'deno-admin-token-0123456789abcdef';
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+test('under Deno: GET /v1/agents answers 200 and a purchase is decided', async (t) => {
+  const port = await freePort();
+  const child = spawn(DENO, ['run', '--allow-all', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+      if (ok) break;
+      if (Date.now() > deadline || child.exitCode !== null) return t.fail(`Deno did not start:\n${output}`);
+      await sleep(250);
+    }
+    const applied = await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(acmeManifest('deno')) }).then((r) => r.json());
+    const agents = await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${applied.apiKeys['admin-key'].key}` } });
+    t.is(agents.status, 200);
+    t.is(((await agents.json()) as any).agents.length, 2);
+    const decided = await fetch(`${base}/v1/purchase-requests`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${applied.apiKeys['buyer-key'].key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ merchant: 'Paper Co', amountMinor: '1999', reason: 'paper' }),
+    });
+    t.is(decided.status, 201);
+    const body = (await decided.json()) as any;
+    t.is(body.decision.outcome, 'APPROVED');
+    t.deepEqual(body.decision.reasonCodes, ['WITHIN_POLICY']);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+});
