@@ -1,0 +1,53 @@
+// Read models for analysts (README "Analysts' read models"). Amounts are integers of minor units
+// (so $sum works); day and month keys are in the organisation's time zone.
+import Type from 'typebox';
+
+const Id = Type.String({ format: 'uuid' });
+const DateTime = Type.Unsafe<Date>({ bsonType: 'date', type: 'string', format: 'date-time', description: 'BSON date' });
+
+export const AnalyticsPurchase = Type.Object(
+  {
+    _id: Id,
+    organizationId: Id,
+    agentId: Id,
+    agentName: Type.String(),
+    merchant: Type.String(),
+    merchantKey: Type.String(),
+    category: Type.Union([Type.String(), Type.Null()]),
+    amountMinor: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+    currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+    status: Type.Union(['EVALUATING', 'PENDING_APPROVAL', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED'].map((s) => Type.Literal(s))),
+    outcome: Type.Union(['APPROVED', 'REJECTED', 'REQUIRES_APPROVAL'].map((s) => Type.Literal(s))),
+    reasonCodes: Type.Array(Type.String()),
+    decisionKind: Type.String({ description: 'INITIAL, APPROVAL_REEVALUATION, APPROVAL_EXPIRED or APPROVAL_CANCELLED' }),
+    policyIds: Type.Array(Id, { description: 'policies that governed and covered the purchase' }),
+    policyVersionIds: Type.Array(Id),
+    origin: Type.Union(['DASHBOARD', 'API', 'MCP'].map((s) => Type.Literal(s))),
+    requestedAt: DateTime,
+    resolvedAt: Type.Union([DateTime, Type.Null()]),
+    dayKey: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+    monthKey: Type.String({ pattern: '^\\d{4}-\\d{2}$' }),
+  },
+  { additionalProperties: false, title: 'analytics_purchases', description: 'One document per purchase request.' },
+);
+
+const Count = Type.Integer({ minimum: 0 });
+export const AnalyticsDailySpend = Type.Object(
+  {
+    _id: Type.String({ description: '<organizationId>:<agentId>:<currency>:<dayKey>' }),
+    organizationId: Id,
+    agentId: Id,
+    currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+    dayKey: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+    monthKey: Type.String({ pattern: '^\\d{4}-\\d{2}$' }),
+    requestedCount: Count,
+    approvedCount: Count,
+    approvedMinor: Type.Integer({ minimum: 0 }),
+    rejectedCount: Count,
+    pendingCount: Count,
+    pendingMinor: Type.Integer({ minimum: 0 }),
+    expiredCount: Count,
+    cancelledCount: Count,
+  },
+  { additionalProperties: false, title: 'analytics_daily_spend', description: 'Totals per organisation, agent, currency and day.' },
+);

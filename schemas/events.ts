@@ -1,0 +1,57 @@
+// The `data` of every event type (SPEC.md 6.2). Receivers must ignore fields they do not know.
+import Type from 'typebox';
+
+const Id = Type.String({ format: 'uuid' });
+const Minor = Type.String({ pattern: '^-?\\d+$' });
+const Instant = Type.String({ format: 'date-time' });
+
+const purchaseCommon = {
+  purchaseRequestId: Id,
+  agentId: Id,
+  status: Type.String(),
+  amountMinor: Minor,
+  currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+  merchant: Type.String(),
+};
+const decided = { ...purchaseCommon, decisionId: Id, outcome: Type.String(), reasonCodes: Type.Array(Type.String()) };
+
+export const EventData = {
+  'purchase.approval_required': Type.Object({ ...decided, approvalRequestId: Id, escalationReasonCodes: Type.Array(Type.String()), expiresAt: Instant }),
+  'purchase.approved': Type.Object({ ...decided, resolvedBy: Type.Union([Type.Literal('ENGINE'), Type.Literal('HUMAN')]), approvalRequestId: Type.Union([Id, Type.Null()]) }),
+  'purchase.rejected': Type.Object({ ...decided, resolvedBy: Type.Union([Type.Literal('ENGINE'), Type.Literal('HUMAN')]), approvalRequestId: Type.Union([Id, Type.Null()]) }),
+  'purchase.approval_expired': Type.Object({ ...purchaseCommon, approvalRequestId: Id, expiresAt: Instant }),
+  'budget.threshold_reached': Type.Object({
+    budgetWindowId: Type.String(),
+    policyId: Id,
+    policyName: Type.Union([Type.String(), Type.Null()]),
+    policyVersionId: Id,
+    policyRuleId: Id,
+    effect: Type.String(),
+    currency: Type.String(),
+    periodKind: Type.String(),
+    periodKey: Type.String(),
+    limitMinor: Minor,
+    usedMinor: Minor,
+    thresholdPercent: Type.Literal(80),
+  }),
+  'budget.exhausted': Type.Object({
+    budgetWindowId: Type.String(),
+    policyId: Id,
+    policyName: Type.Union([Type.String(), Type.Null()]),
+    policyVersionId: Id,
+    policyRuleId: Id,
+    effect: Type.String(),
+    currency: Type.String(),
+    periodKind: Type.String(),
+    periodKey: Type.String(),
+    limitMinor: Minor,
+    usedMinor: Minor,
+    thresholdPercent: Type.Literal(100),
+  }),
+  'agent.disabled': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('DISABLED') }),
+  'agent.archived': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('ARCHIVED') }),
+  'connection.created': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), scopes: Type.Array(Type.String()), grantedBy: Type.Object({ name: Type.String() }) }),
+  'connection.revoked': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), reason: Type.String() }),
+  'security.connection_token_reuse_detected': Type.Object({ connectionId: Id, agentId: Id, application: Type.String() }),
+  'webhook.test': Type.Object({ webhookId: Id, message: Type.String() }),
+} as const;
