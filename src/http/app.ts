@@ -12,6 +12,8 @@ import { policyRoutes, refuseAuthoring } from '../policies/routes.ts';
 import { purchaseRoutes } from '../purchases/routes.ts';
 import { simulationRoutes } from '../simulations/routes.ts';
 import type Router from '@koa/router';
+import { connectionRouters } from '../oauth/mount.ts';
+import { connectionTokenResolver } from '../connections/resolve-token.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -48,9 +50,9 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   });
   const admin = adminRoutes(deps);
   app.use(admin.routes());
-  app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now })));
+  app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
   app.use(under('/v1', refuseAuthoring));
-  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), ...extraRouters]) {
+  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), ...connectionRouters(deps), ...extraRouters]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

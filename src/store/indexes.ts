@@ -30,6 +30,14 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, dayKey: 1 } },
   { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, monthKey: 1 } },
   { collection: 'analytics_daily_spend', keys: { organizationId: 1, dayKey: 1 } },
+  // Connections (OAuth 2.0 and MCP)
+  { collection: 'connections', keys: { organizationId: 1, createdAt: -1 } },
+  { collection: 'oauth_authorization_requests', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'oauth_codes', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'oauth_access_tokens', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'oauth_access_tokens', keys: { connectionId: 1 } },
+  { collection: 'oauth_refresh_tokens', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'oauth_refresh_tokens', keys: { connectionId: 1 } },
 ];
 
 export async function createIndexes(db: StoreDb): Promise<void> {

@@ -1,0 +1,55 @@
+// list_purchases (SPEC.md 4.19): the purchases this connection submitted, newest first, from the
+// purchase_views read model, paged by an opaque cursor (the position of the last purchase returned).
+import type { StoreDb } from '../store/store.ts';
+import { invalidRequest } from '../http/errors.ts';
+import { isUuid } from '../ids.ts';
+import { views, type PurchaseViewDoc } from '../purchases/projection.ts';
+import type { ConnectionPrincipal } from '../connections/resolve-token.ts';
+
+export const LIST_LIMIT_MIN = 1;
+export const LIST_LIMIT_MAX = 50; // SPEC.md 8
+export const LIST_LIMIT_DEFAULT = 20;
+
+interface Position {
+  requestedAt: Date;
+  id: string;
+}
+
+export function encodeCursor(p: Position): string {
+  return Buffer.from(JSON.stringify({ v: 1, t: p.requestedAt.toISOString(), id: p.id })).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): Position | null {
+  if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) return null;
+  try {
+    const raw = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; t?: unknown; id?: unknown };
+    if (raw.v !== 1 || typeof raw.t !== 'string' || !isUuid(raw.id)) return null;
+    const requestedAt = new Date(raw.t);
+    if (Number.isNaN(requestedAt.getTime()) || requestedAt.toISOString() !== raw.t) return null;
+    return { requestedAt, id: raw.id };
+  } catch {
+    return null;
+  }
+}
+
+export async function listConnectionPurchases(db: StoreDb, principal: ConnectionPrincipal, input: { limit?: number; cursor?: string | null }) {
+  const limit = input.limit ?? LIST_LIMIT_DEFAULT;
+  if (!Number.isInteger(limit) || limit < LIST_LIMIT_MIN || limit > LIST_LIMIT_MAX) {
+    throw invalidRequest([{ path: 'limit', code: 'OUT_OF_RANGE', message: `limit is a whole number from ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX}.` }]);
+  }
+  const filter: Record<string, unknown> = { organizationId: principal.organizationId, submitterId: principal.connectionId };
+  if (input.cursor !== undefined && input.cursor !== null && input.cursor !== '') {
+    const after = decodeCursor(input.cursor);
+    if (!after) throw invalidRequest([{ path: 'cursor', code: 'INVALID_CURSOR', message: 'cursor is not one this tool returned; omit it to start from the newest purchase.' }]);
+    filter.$or = [{ requestedAt: { $lt: after.requestedAt } }, { requestedAt: after.requestedAt, _id: { $lt: after.id } }];
+  }
+  const rows: PurchaseViewDoc[] = await views(db).purchaseViews.find(filter).sort({ requestedAt: -1, _id: -1 }).limit(limit + 1).toArray();
+  const hasMore = rows.length > limit;
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    purchases: page.map((r) => r.readback),
+    nextCursor: hasMore && last ? encodeCursor({ requestedAt: last.requestedAt, id: last._id }) : null,
+    hasMore,
+  };
+}

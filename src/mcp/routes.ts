@@ -1,0 +1,117 @@
+// The MCP endpoint at {base_url}/mcp (SPEC.md 1, 4.19): Streamable HTTP with the official SDK in
+// stateless mode, one McpServer per request, bridged into Koa; and its OAuth protected resource
+// metadata (RFC 9728). Per request:
+//   1. Origin, when sent, must be this service's own origin (MCP transport security; DNS rebinding).
+//   2. Bearer access token (RFC 6750) resolved like on /v1; 401 carries
+//      `WWW-Authenticate: Bearer resource_metadata=...` so a client can discover the authorization
+//      server (RFC 9728 5.1). The token's audience must be exactly {base_url}/mcp (RFC 8707).
+//   3. A tools/call for a tool the connection's scopes do not reach is a 403 insufficient_scope
+//      challenge naming the scope (RFC 6750 3.1), so a client can ask the person for more.
+//   4. The JSON-RPC message goes to a fresh server + transport; both are closed with the response.
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AppDeps } from '../app-deps.ts';
+import { ApiError, forbidden } from '../http/errors.ts';
+import { LIMITS, jsonBody } from '../http/body.ts';
+import { invalidToken, resolveConnectionToken } from '../connections/resolve-token.ts';
+import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../oauth/issuer.ts';
+import { SCOPES } from '../oauth/scopes.ts';
+import { buildMcpServer, TOOL_SCOPES } from './tools.ts';
+
+export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>) {
+  return {
+    resource: mcpResourceOf(deps.config),
+    authorization_servers: [issuerOf(deps.config)],
+    scopes_supported: [...SCOPES],
+    bearer_methods_supported: ['header'],
+    resource_name: 'Spend control',
+  };
+}
+
+function challenge(deps: AppDeps, extra = ''): Record<string, string> {
+  return { 'WWW-Authenticate': `Bearer ${extra}resource_metadata="${protectedResourceMetadataUrl(deps.config)}"` };
+}
+
+function checkOrigin(ctx: Context, deps: AppDeps): void {
+  const origin = ctx.get('origin');
+  if (origin === '') return;
+  if (origin !== new URL(deps.config.baseUrl).origin) {
+    throw forbidden('origin_not_allowed', 'Requests to the MCP endpoint from this web origin are not allowed.');
+  }
+}
+
+async function authenticateMcp(ctx: Context, deps: AppDeps) {
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('authorization'));
+  if (!match) throw new ApiError(401, 'unauthorized', 'Connect through OAuth and send Authorization: Bearer <access token>.', undefined, challenge(deps));
+  const rejected = () => invalidToken(challenge(deps, 'error="invalid_token", '));
+  let resolved;
+  try {
+    resolved = await resolveConnectionToken({ db: deps.store.db, collections: deps.collections }, match[1], deps.now());
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'invalid_token') throw rejected();
+    throw err;
+  }
+  // RFC 8707 / MCP authorization: a token for another audience is not valid here.
+  if (resolved.resource !== mcpResourceOf(deps.config)) throw rejected();
+  const organization = await deps.collections.organizations.findOne({ _id: resolved.principal.organizationId });
+  if (!organization) throw rejected();
+  if (organization.status === 'SUSPENDED') throw forbidden('organization_suspended', 'This organisation is suspended.');
+  return { principal: resolved.principal, organization };
+}
+
+/** The scope a JSON-RPC message needs that the connection lacks, if any (batches included). */
+function missingScope(body: unknown, scopes: readonly string[]): string | null {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (message === null || typeof message !== 'object') continue;
+    const m = message as { method?: unknown; params?: { name?: unknown } };
+    if (m.method !== 'tools/call' || typeof m.params?.name !== 'string') continue;
+    const needed = Object.hasOwn(TOOL_SCOPES, m.params.name) ? TOOL_SCOPES[m.params.name] : undefined;
+    if (needed && !scopes.includes(needed)) return needed;
+  }
+  return null;
+}
+
+export function mcpRoutes(deps: AppDeps): Router {
+  const router = new Router();
+
+  for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
+    router.get(path, (ctx) => {
+      ctx.set('Access-Control-Allow-Origin', '*');
+      ctx.body = protectedResourceMetadata(deps);
+    });
+  }
+
+  router.post('/mcp', async (ctx, next) => {
+    checkOrigin(ctx, deps);
+    const { principal, organization } = await authenticateMcp(ctx, deps);
+    ctx.state.mcp = { principal, organization };
+    return next();
+  }, jsonBody(LIMITS.standard), async (ctx) => {
+    const { principal, organization } = ctx.state.mcp as Awaited<ReturnType<typeof authenticateMcp>>;
+    const lacking = missingScope(ctx.state.body, principal.scopes);
+    if (lacking) {
+      throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking} scope.`, undefined, challenge(deps, `error="insufficient_scope", scope="${lacking}", `));
+    }
+    const server = buildMcpServer({ deps, principal, organization });
+    // Stateless (no session id) and plain JSON responses: every call is one HTTP exchange.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    ctx.res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    ctx.respond = false;
+    await transport.handleRequest(ctx.req, ctx.res, ctx.state.body);
+  });
+
+  // Stateless: there is no server-initiated stream to GET and no session to DELETE.
+  router.all('/mcp', (ctx) => {
+    checkOrigin(ctx, deps);
+    ctx.set('Allow', 'POST');
+    ctx.status = 405;
+    ctx.body = { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless; use POST.' }, id: null };
+  });
+
+  return router;
+}

@@ -1,0 +1,244 @@
+// The MCP tools (SPEC.md 4.19), registered on a fresh McpServer for each HTTP request, for one
+// connection. Only the tools its scopes allow are registered, so only those are listed. Each tool
+// has an input and an output schema; every failure is an MCP tool error (`isError: true`) whose
+// text is SPEC.md 7's error body, so an assistant (or its developer) can branch on `error.code`.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod';
+import type { AppDeps } from '../app-deps.ts';
+import type { Scope } from '../http/auth.ts';
+import { ApiError, type ErrorIssue } from '../http/errors.ts';
+import { compile } from '../http/validate.ts';
+import { isUuid } from '../ids.ts';
+import type { OrganizationDoc } from '../store/collections.ts';
+import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
+import { purchaseInput } from '../purchases/input.ts';
+import { submitPurchase } from '../purchases/submit.ts';
+import { getPurchase } from '../purchases/read.ts';
+import { simulateCurrentPolicies } from '../simulations/simulate.ts';
+import type { ConnectionPrincipal } from '../connections/resolve-token.ts';
+import { LIST_LIMIT_MAX, LIST_LIMIT_MIN, listConnectionPurchases } from './list-purchases.ts';
+
+export const TOOL_SCOPES: Record<string, Scope> = {
+  list_purchases: 'purchase:read',
+  get_purchase: 'purchase:read',
+  check_purchase: 'purchase:check',
+  request_purchase: 'purchase:request',
+};
+
+const submissionBody = compile(PurchaseRequestBody);
+const simulationBody = compile(CurrentPoliciesSimulationBody);
+
+// ---- schemas ---------------------------------------------------------------------------------
+
+const purchaseFields = {
+  merchant: z.string().min(1).max(200).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
+  amountMinor: z
+    .union([z.string().regex(/^-?\d+$/), z.number().int()])
+    .describe('The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.'),
+  reason: z.string().min(1).max(2000).describe('Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.'),
+  currency: z.string().regex(/^[A-Z]{3}$/).nullable().optional().describe('ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.'),
+  category: z.string().max(100).nullable().optional().describe('Optional category, e.g. "office-supplies".'),
+  merchantDomain: z.string().max(253).nullable().optional().describe('Optional web domain of the merchant, recorded as evidence only.'),
+};
+
+const Decision = z.looseObject({
+  id: z.string(),
+  outcome: z.string().describe('APPROVED, REJECTED or REQUIRES_APPROVAL (more values may be added).'),
+  reasonCodes: z.array(z.string()),
+  explanation: z.string(),
+  evaluatedAt: z.string(),
+  engineVersion: z.string(),
+});
+
+const Readback = z.looseObject({
+  id: z.string(),
+  status: z.string().describe('EVALUATING, PENDING_APPROVAL, APPROVED, REJECTED, EXPIRED or CANCELLED.'),
+  merchant: z.string(),
+  reason: z.string(),
+  amountMinor: z.string(),
+  currency: z.string(),
+  requestedAt: z.string(),
+  agent: z.looseObject({ id: z.string(), name: z.string(), status: z.string() }),
+  decision: Decision.extend({ kind: z.string() }).nullable().optional(),
+  approval: z.looseObject({ state: z.string(), isPending: z.boolean(), expiresAt: z.string() }).nullable().optional(),
+});
+
+const SubmissionOutput = z.looseObject({
+  purchaseRequest: z.looseObject({ id: z.string(), status: z.string(), amountMinor: z.string(), currency: z.string() }),
+  decision: Decision,
+  approval: z.looseObject({ required: z.boolean(), expiresAt: z.string().nullable() }),
+  policyVersions: z.array(z.looseObject({ policyVersionId: z.string(), applicabilityReason: z.string() })),
+  ruleEvaluations: z.array(z.looseObject({})),
+  replayed: z.boolean(),
+});
+
+const SimulationOutput = z.looseObject({
+  simulation: z.looseObject({ isSimulation: z.literal(true), mode: z.string(), disclaimer: z.string(), simulatedAt: z.string() }),
+  simulatedDecision: z.looseObject({ outcome: z.string(), wouldRequireApproval: z.boolean(), reasonCodes: z.array(z.string()), explanation: z.string() }),
+  ruleEvaluations: z.array(z.looseObject({})),
+  budgets: z.array(z.looseObject({})),
+});
+
+// ---- results ---------------------------------------------------------------------------------
+
+const plain = <T>(value: T): Record<string, unknown> => JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+
+export function toolResult(value: unknown): CallToolResult {
+  const structured = plain(value);
+  return { structuredContent: structured, content: [{ type: 'text', text: JSON.stringify(structured) }] };
+}
+
+export function toolError(error: ApiError): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(error.toBody()) }] };
+}
+
+/**
+ * The SDK reports schema failures as one message, a line per problem ("... at amountMinor",
+ * 'Unrecognized key: "x"'); turn each line into an ErrorIssue (SPEC.md 7; DESIGN.md 3's UNKNOWN_FIELD).
+ */
+export function sdkIssues(message: string): ErrorIssue[] {
+  const detail = message.replace(/^.*?Invalid arguments for tool \S+: /s, '');
+  const issues = detail.split('\n').filter((l) => l.trim() !== '').flatMap((line): ErrorIssue[] => {
+    const unknown = /^Unrecognized keys?: (.+)$/.exec(line);
+    if (unknown) return [...unknown[1].matchAll(/"([^"]+)"/g)].map((m) => ({ path: m[1], code: 'UNKNOWN_FIELD', message: `Unknown field "${m[1]}".` }));
+    const at = / at (\S+)$/.exec(line);
+    return [{ path: at ? at[1] : '', code: 'INVALID_ARGUMENT', message: line }];
+  });
+  return issues.length > 0 ? issues : [{ path: '', code: 'INVALID_ARGUMENT', message }];
+}
+
+// ---- the server ------------------------------------------------------------------------------
+
+export interface ToolContext {
+  deps: AppDeps;
+  principal: ConnectionPrincipal;
+  organization: OrganizationDoc;
+}
+
+export function buildMcpServer(ctx: ToolContext): McpServer {
+  const { deps, principal, organization } = ctx;
+  const server = new McpServer(
+    { name: 'spend-control', title: 'Spend control', version: '1.0.0' },
+    {
+      capabilities: { tools: {} },
+      instructions:
+        `You act as the agent chosen when this connection was made. Before buying anything, call check_purchase; ` +
+        `to actually ask for the purchase, call request_purchase and follow decision.outcome: APPROVED means go ahead, ` +
+        `REJECTED means do not buy (explain decision.explanation to the person), REQUIRES_APPROVAL means a person must decide: ` +
+        `check later with get_purchase. Amounts are whole minor units as strings ("1999" = 19.99).`,
+    },
+  );
+
+  // Everything a tool does goes through here: SPEC.md errors become tool errors, anything else is
+  // logged and reported as internal_error.
+  const run = async (work: () => Promise<unknown>): Promise<CallToolResult> => {
+    try {
+      return toolResult(await work());
+    } catch (err) {
+      if (err instanceof ApiError) return toolError(err);
+      deps.log.error('mcp tool failed', { err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) });
+      return toolError(new ApiError(500, 'internal_error', 'Something went wrong on our side. It is safe to retry request_purchase with the same idempotencyKey.'));
+    }
+  };
+  // Input the SDK itself refuses (types, unknown fields) is reported in SPEC.md's shape as well.
+  (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message: string) =>
+    /Input validation error/.test(message)
+      ? toolError(new ApiError(400, 'invalid_request', 'The tool arguments are not valid.', sdkIssues(message)))
+      : toolError(new ApiError(404, 'not_found', message));
+
+  const allowed = (scope: Scope) => principal.scopes.includes(scope);
+
+  if (allowed('purchase:read')) {
+    server.registerTool(
+      'list_purchases',
+      {
+        title: 'List my purchases',
+        description:
+          'Lists the purchases this connection requested, newest first, with their current status and decision. ' +
+          'Returns {purchases, nextCursor, hasMore}; when hasMore is true, call again with cursor set to nextCursor for older ones.',
+        inputSchema: z.strictObject({
+          limit: z.number().int().min(LIST_LIMIT_MIN).max(LIST_LIMIT_MAX).optional().describe(`How many purchases to return, ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX} (default 20).`),
+          cursor: z.string().max(200).nullable().optional().describe('The nextCursor of a previous call, to continue after it; omit for the newest purchases.'),
+        }),
+        outputSchema: z.strictObject({ purchases: z.array(Readback), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      (args) => run(() => listConnectionPurchases(deps.store.db, principal, args)),
+    );
+    server.registerTool(
+      'get_purchase',
+      {
+        title: 'Get one purchase',
+        description:
+          'Reads one purchase this connection requested, by its id (purchaseRequest.id from request_purchase): status, decision in force, and approval. ' +
+          'Use it to learn whether a purchase that REQUIRES_APPROVAL has been approved. Purchases requested by anyone else are not found.',
+        inputSchema: z.strictObject({ purchaseRequestId: z.string().max(100).describe('The purchase request id (a UUID).') }),
+        outputSchema: z.strictObject({ purchase: Readback }),
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      (args) =>
+        run(async () => {
+          // A malformed id is the same 404 as an unknown one (SPEC.md 7).
+          if (!isUuid(args.purchaseRequestId)) throw new ApiError(404, 'not_found', 'No such purchase request.');
+          return getPurchase(deps.store.db, principal, args.purchaseRequestId.toLowerCase());
+        }),
+    );
+  }
+
+  if (allowed('purchase:check')) {
+    server.registerTool(
+      'check_purchase',
+      {
+        title: 'Check a purchase (simulation)',
+        description:
+          'Asks whether a purchase would be allowed by the policies in force right now, without recording anything or reserving budget. ' +
+          'simulatedDecision.outcome is APPROVED, REJECTED or REQUIRES_APPROVAL, with reasonCodes and an explanation. A real request may still be decided differently later.',
+        inputSchema: z.strictObject(purchaseFields),
+        outputSchema: SimulationOutput,
+        annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+      },
+      (args) =>
+        run(async () => {
+          const body = simulationBody.parse(args);
+          return simulateCurrentPolicies(deps, organization, principal.agentId, purchaseInput(body, organization.currency));
+        }),
+    );
+  }
+
+  if (allowed('purchase:request')) {
+    server.registerTool(
+      'request_purchase',
+      {
+        title: 'Request a purchase',
+        description:
+          'Requests a real purchase as this connection\'s agent. The policies decide at once: decision.outcome APPROVED (go ahead), REJECTED (do not buy), ' +
+          'or REQUIRES_APPROVAL (a person must approve first; check later with get_purchase). The request and its decision are recorded, and an approved amount counts against budgets. ' +
+          'Pass an idempotencyKey to retry safely: the same key with the same details returns the first decision instead of requesting twice.',
+        inputSchema: z.strictObject({
+          ...purchaseFields,
+          metadata: z.record(z.string(), z.unknown()).nullable().optional().describe('Optional details recorded with the request (order number, cart id...). No policy reads them.'),
+          idempotencyKey: z.string().min(1).max(255).regex(IDEMPOTENCY_KEY).optional().describe('Optional key (1 to 255 printable ASCII characters) making retries safe.'),
+        }),
+        outputSchema: SubmissionOutput,
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      },
+      (args) =>
+        run(async () => {
+          const { idempotencyKey, ...fields } = args;
+          const body = submissionBody.parse(fields);
+          const result = await submitPurchase(deps, {
+            organization,
+            principal,
+            purchase: purchaseInput(body, organization.currency),
+            body: body as Record<string, unknown>,
+            rawBody: JSON.stringify(fields),
+            idempotencyKey: idempotencyKey ?? null,
+            origin: 'MCP',
+          });
+          return result.body;
+        }),
+    );
+  }
+  return server;
+}

@@ -1,0 +1,156 @@
+// The MCP endpoint with the SDK's own Client and Streamable HTTP transport: tools listed by scope,
+// each tool's results and errors (MCP tool errors carrying SPEC.md codes), list_purchases paging,
+// and the HTTP-level protections (401 challenge, audience, Origin, insufficient_scope challenge).
+import test from 'ava';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { TestApp } from '../helpers/app.ts';
+import { credentialDigest } from '../../src/oauth/credentials.ts';
+import { connect, fetchJson, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
+
+let app: TestApp;
+let meta: MetadataServer;
+let org: Org;
+let full: Awaited<ReturnType<typeof connect>>;
+let readOnly: Awaited<ReturnType<typeof connect>>;
+let pager: Awaited<ReturnType<typeof connect>>;
+
+test.before(async () => {
+  app = await startConnectionsApp();
+  meta = await startMetadataServer('MCP Tester');
+  org = await setUpOrg(app);
+  full = await connect(app, org, meta.clientId);
+  readOnly = await connect(app, org, meta.clientId, { scope: 'purchase:read' });
+  pager = await connect(app, org, meta.clientId, { scope: 'purchase:read purchase:request' });
+});
+test.after.always(async () => {
+  await meta?.close();
+  await app?.close();
+});
+
+async function client(token: string) {
+  const c = new Client({ name: 'mcp-test', version: '1.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return c;
+}
+
+const errorOf = (value: unknown) => {
+  const result = value as { isError?: unknown; content?: unknown };
+  if (result.isError !== true) throw new Error(`expected a tool error, got ${JSON.stringify(result)}`);
+  return JSON.parse((result.content as { text: string }[])[0].text).error as { code: string; message: string; issues?: { path: string; code: string }[] };
+};
+
+const rpc = (body: unknown, headers: Record<string, string> = {}) =>
+  fetchJson(`${app.url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+
+test('only the tools the scopes allow are listed', async (t) => {
+  const c = await client(readOnly.access_token);
+  t.deepEqual((await c.listTools()).tools.map((x) => x.name).sort(), ['get_purchase', 'list_purchases']);
+  // Calling one the scopes do not reach is an insufficient_scope challenge naming the scope.
+  const res = await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_purchase', arguments: {} } }, { authorization: `Bearer ${readOnly.access_token}` });
+  t.is(res.status, 403);
+  t.is((await res.json()).error.code, 'insufficient_scope');
+  const challenge = res.headers.get('www-authenticate') ?? '';
+  t.regex(challenge, /error="insufficient_scope"/);
+  t.regex(challenge, /scope="purchase:request"/);
+  t.regex(challenge, /resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp"/);
+  await c.close();
+});
+
+test('request_purchase, get_purchase and list_purchases: newest first, paged by cursor', async (t) => {
+  const c = await client(pager.access_token);
+  const ids: string[] = [];
+  for (const [i, amount] of ['100', '200', '300', '25000'].entries()) {
+    const r = await c.callTool({ name: 'request_purchase', arguments: { merchant: `Shop ${i}`, amountMinor: amount, reason: 'Supplies', metadata: { order: i } } });
+    t.falsy(r.isError);
+    ids.push((r.structuredContent as any).purchaseRequest.id);
+  }
+  const big = await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: ids[3] } });
+  t.is((big.structuredContent as any).purchase.status, 'PENDING_APPROVAL');
+  t.is((big.structuredContent as any).purchase.approval.isPending, true);
+  const seen: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = (await c.callTool({ name: 'list_purchases', arguments: { limit: 3, ...(cursor ? { cursor } : {}) } })).structuredContent as any;
+    seen.push(...page.purchases.map((p: any) => p.id));
+    t.is(page.hasMore, page.nextCursor !== null);
+    cursor = page.nextCursor ?? undefined;
+    pages++;
+  } while (cursor);
+  t.is(pages, 2);
+  t.deepEqual(seen, [...ids].reverse());
+  // Another connection sees none of them, and cannot read them.
+  const other = await client(readOnly.access_token);
+  t.deepEqual(((await other.callTool({ name: 'list_purchases', arguments: {} })).structuredContent as any).purchases, []);
+  t.is(errorOf(await other.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: ids[0] } })).code, 'not_found');
+  await Promise.all([c.close(), other.close()]);
+});
+
+test('request_purchase honours idempotencyKey: same details replay, different details conflict', async (t) => {
+  const c = await client(full.access_token);
+  const args = { merchant: 'Staples', amountMinor: 999, reason: 'Pens', idempotencyKey: 'mcp-key-1' };
+  const first = (await c.callTool({ name: 'request_purchase', arguments: args })).structuredContent as any;
+  const again = (await c.callTool({ name: 'request_purchase', arguments: args })).structuredContent as any;
+  t.false(first.replayed);
+  t.true(again.replayed);
+  t.is(again.purchaseRequest.id, first.purchaseRequest.id);
+  t.is(errorOf(await c.callTool({ name: 'request_purchase', arguments: { ...args, amountMinor: 1000 } })).code, 'idempotency_key_reuse');
+  const readback = (await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: first.purchaseRequest.id } })).structuredContent as any;
+  t.is(readback.purchase.origin, 'MCP');
+  await c.close();
+});
+
+test('tool errors carry SPEC.md codes', async (t) => {
+  const c = await client(full.access_token);
+  const blocked = (await c.callTool({ name: 'check_purchase', arguments: { merchant: 'Shady Goods Ltd', amountMinor: '100', reason: 'Cheap' } })).structuredContent as any;
+  t.is(blocked.simulatedDecision.outcome, 'REJECTED', 'a refusal is an answer, not an error');
+  const zero = errorOf(await c.callTool({ name: 'check_purchase', arguments: { merchant: 'Staples', amountMinor: '0', reason: 'Pens' } }));
+  t.is(zero.code, 'invalid_request');
+  t.is(zero.issues?.[0].code, 'AMOUNT_NOT_POSITIVE');
+  const unknownField = errorOf(await c.callTool({ name: 'check_purchase', arguments: { merchant: 'Staples', amountMinor: '5', reason: 'Pens', agentId: org.agents.travel.id } }));
+  t.is(unknownField.code, 'invalid_request');
+  t.deepEqual(unknownField.issues?.map((i) => [i.path, i.code]), [['agentId', 'UNKNOWN_FIELD']]);
+  const badAmount = errorOf(await c.callTool({ name: 'check_purchase', arguments: { merchant: 'Staples', amountMinor: '1.50', reason: 'Pens' } }));
+  t.is(badAmount.issues?.[0].path, 'amountMinor');
+  t.is(errorOf(await c.callTool({ name: 'list_purchases', arguments: { limit: 51 } })).code, 'invalid_request');
+  t.is(errorOf(await c.callTool({ name: 'list_purchases', arguments: { cursor: 'bm90LWEtY3Vyc29y' } })).issues?.[0].code, 'INVALID_CURSOR');
+  t.is(errorOf(await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: 'nope' } })).code, 'not_found');
+  await c.close();
+});
+
+// Serial: it briefly changes a token's audience, which must not disturb the other tests.
+test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', async (t) => {
+  const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+  const none = await rpc(list);
+  t.is(none.status, 401);
+  t.regex(none.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"$/);
+  const bad = await rpc(list, { authorization: `Bearer cmp_oat_${'x'.repeat(43)}` });
+  t.is(bad.status, 401);
+  t.is((await bad.json()).error.code, 'invalid_token');
+  t.regex(bad.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+  const apiKey = await rpc(list, { authorization: `Bearer ${org.keys['buyer-key']}` });
+  t.is(apiKey.status, 401, 'API keys do not reach MCP');
+
+  // A token whose audience is not this endpoint (RFC 8707) is not valid here.
+  const tokens = app.store.db.collection<{ _id: string; resource: string }>('oauth_access_tokens');
+  await tokens.updateOne({ _id: credentialDigest(readOnly.access_token) }, { $set: { resource: 'https://other.example/mcp' } });
+  t.is((await rpc(list, { authorization: `Bearer ${readOnly.access_token}` })).status, 401);
+  await tokens.updateOne({ _id: credentialDigest(readOnly.access_token) }, { $set: { resource: `${app.url}/mcp` } });
+
+  const evil = await rpc(list, { authorization: `Bearer ${full.access_token}`, origin: 'https://evil.example' });
+  t.is(evil.status, 403);
+  const own = await rpc(list, { authorization: `Bearer ${full.access_token}`, origin: app.url });
+  t.is(own.status, 200);
+  t.is((await own.json()).result.tools.length, 4);
+  const get = await fetchJson(`${app.url}/mcp`, { headers: { authorization: `Bearer ${full.access_token}`, accept: 'text/event-stream' } });
+  t.is(get.status, 405);
+
+  const prm = await (await fetchJson(`${app.url}/.well-known/oauth-protected-resource/mcp`)).json();
+  t.deepEqual(prm.scopes_supported, ['purchase:check', 'purchase:read', 'purchase:request']);
+  t.is(prm.resource, `${app.url}/mcp`);
+});

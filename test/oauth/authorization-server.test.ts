@@ -1,0 +1,280 @@
+// The authorization and token endpoints' refusals (SPEC.md 5.2; RFC 6749, 7636, 8707, 9207, 7009),
+// the sign-in and consent pages' protections, and the operator API for passwords and connections.
+import test from 'ava';
+import type { TestApp } from '../helpers/app.ts';
+import {
+  fetchJson, Browser, PASSWORD, REDIRECT_URI, authorizeUrl, clock, connect, eventsOf, hiddenField, pkce, setUpOrg, signInToConsent,
+  startConnectionsApp, startMetadataServer, tokenForm, type MetadataServer, type Org,
+} from './helpers.ts';
+
+let app: TestApp;
+let meta: MetadataServer;
+let org: Org;
+const time = clock();
+
+test.before(async () => {
+  app = await startConnectionsApp({ now: time.now });
+  meta = await startMetadataServer();
+  org = await setUpOrg(app);
+});
+test.after.always(async () => {
+  await meta?.close();
+  await app?.close();
+});
+
+const resource = () => `${app.url}/mcp`;
+
+async function codeFor(extra: Record<string, string | null> = {}) {
+  const p = pkce();
+  const { browser, consentHtml } = await signInToConsent(app, org, authorizeUrl(app, meta.clientId, p, extra));
+  const res = await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(consentHtml, 'request'), csrf: hiddenField(consentHtml, 'csrf'), agent: org.agents.buyer.id, decision: 'approve' });
+  const code = new URL(res.headers.get('location')!).searchParams.get('code')!;
+  return { code, verifier: p.verifier };
+}
+
+const exchange = (code: string, verifier: string, extra: Record<string, string> = {}) =>
+  tokenForm(app, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, client_id: meta.clientId, resource: resource(), ...extra });
+
+// ---- the authorization endpoint -----------------------------------------------------------------
+
+test('a resource other than the MCP endpoint is invalid_target, sent back with state and iss', async (t) => {
+  const res = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { resource: `${app.url}/v1`, state: 'abc' }), { redirect: 'manual' });
+  t.is(res.status, 303);
+  const back = new URL(res.headers.get('location')!);
+  t.is(back.origin + back.pathname, REDIRECT_URI);
+  t.is(back.searchParams.get('error'), 'invalid_target');
+  t.is(back.searchParams.get('state'), 'abc');
+  t.is(back.searchParams.get('iss'), app.url);
+  const missing = new URL((await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { resource: null }), { redirect: 'manual' })).headers.get('location')!);
+  t.is(missing.searchParams.get('error'), 'invalid_target');
+});
+
+test('PKCE is required, S256 only; unknown scopes and response types are refused', async (t) => {
+  const errorOf = async (extra: Record<string, string | null>) =>
+    new URL((await fetchJson(authorizeUrl(app, meta.clientId, pkce(), extra), { redirect: 'manual' })).headers.get('location')!).searchParams.get('error');
+  t.is(await errorOf({ code_challenge: null }), 'invalid_request');
+  t.is(await errorOf({ code_challenge_method: 'plain' }), 'invalid_request');
+  t.is(await errorOf({ code_challenge_method: null }), 'invalid_request');
+  t.is(await errorOf({ scope: 'purchase:read policies:write' }), 'invalid_scope');
+  t.is(await errorOf({ response_type: 'token' }), 'unsupported_response_type');
+});
+
+test('an unregistered redirect_uri or a bad client_id is shown as a page, never redirected to', async (t) => {
+  const evil = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { redirect_uri: 'https://evil.example/cb' }), { redirect: 'manual' });
+  t.is(evil.status, 400);
+  t.is(evil.headers.get('location'), null);
+  t.regex(await evil.text(), /not one that Test Assistant registered/);
+
+  // Loopback redirect URIs match on any port (RFC 8252 7.3), but only the path registered.
+  const otherPath = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { redirect_uri: 'http://127.0.0.1:9999/other' }), { redirect: 'manual' });
+  t.is(otherPath.status, 400);
+  const otherPort = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { redirect_uri: 'http://127.0.0.1:9999/callback' }), { redirect: 'manual' });
+  t.is(otherPort.status, 200);
+
+  const mismatched = meta.serve('/wrong-id.json', { client_id: 'https://someone-else.example/client.json', redirect_uris: [REDIRECT_URI] });
+  meta.serve('/redirect-target.json', { client_id: `${meta.origin}/moved.json`, redirect_uris: [REDIRECT_URI] });
+  const redirecting = meta.serve('/moved.json', '', 302, { location: `${meta.origin}/redirect-target.json` });
+  const hugeDoc = meta.serve('/huge.json', { client_id: `${meta.origin}/huge.json`, redirect_uris: [REDIRECT_URI], client_name: 'x'.repeat(20_000) });
+  for (const [clientId, why] of [
+    [mismatched, /does not equal the URL/],
+    [redirecting, /redirects are not followed/],
+    [hugeDoc, /larger than/],
+    [`${meta.origin}/missing.json`, /HTTP 404/],
+    ['http://example.com/client.json', /not a permitted URL|loopback/],
+    ['https://10.0.0.1/client.json', /not a permitted URL/],
+    ['not a url', /not a permitted URL/],
+  ] as const) {
+    const res = await fetchJson(authorizeUrl(app, clientId, pkce()), { redirect: 'manual' });
+    t.is(res.status, 400, clientId);
+    t.is(res.headers.get('location'), null);
+    t.regex(await res.text(), why, clientId);
+  }
+  t.true(meta.hits.includes('/moved.json'));
+  t.false(meta.hits.includes('/redirect-target.json'), 'the redirect was not followed');
+});
+
+// ---- sign-in and consent pages ---------------------------------------------------------------
+
+test('the pages refuse posts without the browser cookie or the CSRF token', async (t) => {
+  const browser = new Browser();
+  const html = await (await browser.fetch(authorizeUrl(app, meta.clientId, pkce()))).text();
+  const request = hiddenField(html, 'request');
+  const csrf = hiddenField(html, 'csrf');
+  // Another browser (no cookie) posting a valid form: refused.
+  const stranger = await new Browser().post(`${app.url}/oauth/sign-in`, { request, csrf, email: org.email, password: PASSWORD });
+  t.is(stranger.status, 400);
+  t.regex(await stranger.text(), /expired/);
+  // The right browser without the CSRF token: refused.
+  const forged = await browser.post(`${app.url}/oauth/sign-in`, { request, csrf: 'x'.repeat(43), email: org.email, password: PASSWORD });
+  t.is(forged.status, 400);
+  // A wrong password: the form again, with an announced error, and no way forward.
+  const wrong = await browser.post(`${app.url}/oauth/sign-in`, { request, csrf, email: org.email, password: 'not the password at all' });
+  t.is(wrong.status, 401);
+  const wrongHtml = await wrong.text();
+  t.regex(wrongHtml, /role="alert"/);
+  t.regex(wrongHtml, /aria-invalid="true"/);
+  t.is(wrong.headers.get('x-frame-options'), 'DENY');
+  // The consent page for a request nobody signed in on.
+  const consent = await browser.fetch(`${app.url}/oauth/consent?request=${request}`);
+  t.is(consent.status, 400);
+});
+
+test('a consent form cannot be answered from another browser, nor twice', async (t) => {
+  const { browser, consentHtml } = await signInToConsent(app, org, authorizeUrl(app, meta.clientId, pkce()));
+  const fields = { request: hiddenField(consentHtml, 'request'), csrf: hiddenField(consentHtml, 'csrf'), agent: org.agents.buyer.id, decision: 'approve' };
+  t.is((await new Browser().post(`${app.url}/oauth/consent`, fields)).status, 400);
+  t.is((await browser.post(`${app.url}/oauth/consent`, { ...fields, agent: '00000000-0000-4000-8000-000000000000' })).status, 400, 'an agent not offered');
+  t.is((await browser.post(`${app.url}/oauth/consent`, fields)).status, 303);
+  t.is((await browser.post(`${app.url}/oauth/consent`, fields)).status, 400, 'single use');
+});
+
+test.serial('the consent page offers only ENABLED agents of the person\'s organisation', async (t) => {
+  await app.admin(`/admin/agents/${org.agents.travel.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
+  try {
+    const { consentHtml } = await signInToConsent(app, org, authorizeUrl(app, meta.clientId, pkce(), { scope: 'purchase:read' }));
+    t.true(consentHtml.includes(org.agents.buyer.id));
+    t.false(consentHtml.includes(org.agents.travel.id));
+    t.regex(consentHtml, /See what happened to the purchases it requested/);
+    t.notRegex(consentHtml, /Request purchases as the agent/);
+  } finally {
+    await app.admin(`/admin/agents/${org.agents.travel.id}`, { method: 'PATCH', body: { status: 'ENABLED' } });
+  }
+});
+
+test('cancelling on the sign-in page returns access_denied without signing in', async (t) => {
+  const browser = new Browser();
+  const html = await (await browser.fetch(authorizeUrl(app, meta.clientId, pkce(), { state: 'cancel-me' }))).text();
+  t.regex(html, /Cancel and return to Test Assistant/);
+  const res = await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(html, 'request'), csrf: hiddenField(html, 'csrf'), decision: 'deny' });
+  t.is(res.status, 303);
+  const back = new URL(res.headers.get('location')!);
+  t.is(back.searchParams.get('error'), 'access_denied');
+  t.is(back.searchParams.get('state'), 'cancel-me');
+  t.is(back.searchParams.get('iss'), app.url);
+  // Approving needs a signed-in person.
+  const html2 = await (await browser.fetch(authorizeUrl(app, meta.clientId, pkce()))).text();
+  const approve = await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(html2, 'request'), csrf: hiddenField(html2, 'csrf'), agent: org.agents.buyer.id, decision: 'approve' });
+  t.is(approve.status, 400);
+});
+
+// ---- the token endpoint ----------------------------------------------------------------------
+
+test('the code exchange: invalid_target, wrong verifier, wrong redirect_uri, wrong client are refused; no-store always', async (t) => {
+  const { code, verifier } = await codeFor();
+  const target = await exchange(code, verifier, { resource: `${app.url}/v1` });
+  t.is(target.status, 400);
+  t.is((await target.json()).error, 'invalid_target');
+  t.is(target.headers.get('cache-control'), 'no-store');
+  const bad = await exchange(code, pkce().verifier);
+  t.is((await bad.json()).error, 'invalid_grant');
+  const redirect = await exchange(code, verifier, { redirect_uri: 'http://127.0.0.1:1/callback' });
+  t.is((await redirect.json()).error, 'invalid_grant');
+  const client = await exchange(code, verifier, { client_id: `${meta.origin}/other.json` });
+  t.is((await client.json()).error, 'invalid_grant');
+  const unsupported = await tokenForm(app, { grant_type: 'password', client_id: meta.clientId });
+  t.is((await unsupported.json()).error, 'unsupported_grant_type');
+  const wrongType = await fetchJson(`${app.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  t.is((await wrongType.json()).error, 'invalid_request');
+  // Nothing above consumed the code.
+  const ok = await exchange(code, verifier);
+  t.is(ok.status, 200);
+  t.is(ok.headers.get('cache-control'), 'no-store');
+});
+
+test('a code is single-use: a second exchange is invalid_grant and revokes the connection', async (t) => {
+  const { code, verifier } = await codeFor();
+  const first = await (await exchange(code, verifier)).json();
+  const second = await exchange(code, verifier);
+  t.is((await second.json()).error, 'invalid_grant');
+  const res = await app.request('/v1/simulations/current-policies', { key: first.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  t.is(res.status, 403);
+  t.is(res.body.error.code, 'connection_unauthorized');
+});
+
+// Serial (AVA runs serial tests before the others): moving the clock must not expire another test's code.
+test.serial('a code expires after 60 seconds', async (t) => {
+  const { code, verifier } = await codeFor();
+  time.advance(61_000);
+  const res = await exchange(code, verifier);
+  t.is((await res.json()).error, 'invalid_grant');
+});
+
+test('refresh: rotation, scope narrowing only, another client refused', async (t) => {
+  const tokens = await connect(app, org, meta.clientId, { scope: 'purchase:read purchase:check' });
+  const other = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: `${meta.origin}/other.json` });
+  t.is((await other.json()).error, 'invalid_grant');
+  const widen = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId, scope: 'purchase:request' });
+  t.is((await widen.json()).error, 'invalid_scope');
+  const target = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId, resource: 'https://elsewhere.example/mcp' });
+  t.is((await target.json()).error, 'invalid_target');
+  const narrowed = await (await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId, scope: 'purchase:read' })).json();
+  t.is(narrowed.scope, 'purchase:read');
+  const sim = await app.request('/v1/simulations/current-policies', { key: narrowed.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  t.is(sim.body.error.code, 'insufficient_scope');
+});
+
+test('RFC 7009 revocation of a refresh token ends the connection', async (t) => {
+  const tokens = await connect(app, org, meta.clientId);
+  const before = (await eventsOf(app, 'connection.revoked')).length;
+  const res = await fetchJson(`${app.url}/oauth/revoke`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: tokens.refresh_token, token_type_hint: 'refresh_token', client_id: meta.clientId }),
+  });
+  t.is(res.status, 200);
+  t.is((await eventsOf(app, 'connection.revoked')).length, before + 1);
+  const sim = await app.request('/v1/simulations/current-policies', { key: tokens.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  t.is(sim.body.error.code, 'connection_unauthorized');
+  const unknown = await fetchJson(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=nonsense&client_id=${encodeURIComponent(meta.clientId)}` });
+  t.is(unknown.status, 200, 'unknown tokens are not an error (RFC 7009 2.2)');
+});
+
+// ---- the operator API ----------------------------------------------------------------------
+
+test('operator API: passwords are at least 12 characters; connections are listed and revoked once', async (t) => {
+  const short = await app.admin(`/admin/people/${org.personId}/password`, { method: 'PUT', body: { password: 'short' } });
+  t.is(short.status, 400);
+  t.is(short.body.error.code, 'invalid_request');
+  const unknown = await app.admin('/admin/people/00000000-0000-4000-8000-000000000000/password', { method: 'PUT', body: { password: PASSWORD } });
+  t.is(unknown.status, 404);
+  const noAdmin = await app.request(`/admin/people/${org.personId}/password`, { method: 'PUT', body: { password: PASSWORD } });
+  t.is(noAdmin.status, 401);
+  const stored = await app.deps.collections.people.findOne({ _id: org.personId });
+  t.regex(stored!.passwordHash!, /^scrypt\$/);
+  t.false(stored!.passwordHash!.includes(PASSWORD));
+
+  const tokens = await connect(app, org, meta.clientId, { agentId: org.agents.travel.id });
+  const list = await app.admin(`/admin/connections?organizationId=${org.organizationId}`);
+  t.is(list.status, 200);
+  const mine = list.body.connections.find((c: any) => c.id === tokens.connectionId);
+  t.like(mine, { application: 'Test Assistant', clientId: meta.clientId, agent: { id: org.agents.travel.id, name: 'Travel booker' }, grantedBy: { name: 'Ana Admin' }, revokedAt: null });
+  t.is((await app.admin('/admin/connections')).status, 400);
+
+  const before = (await eventsOf(app, 'connection.revoked')).length;
+  const revoked = await app.admin(`/admin/connections/${tokens.connectionId}`, { method: 'DELETE' });
+  t.is(revoked.status, 200);
+  t.is(revoked.body.connection.revokedReason, 'OPERATOR');
+  t.truthy(revoked.body.connection.revokedAt);
+  t.is((await app.admin(`/admin/connections/${tokens.connectionId}`, { method: 'DELETE' })).status, 200);
+  t.is((await eventsOf(app, 'connection.revoked')).length, before + 1, 'one event for one revocation');
+  t.is((await app.admin('/admin/connections/00000000-0000-4000-8000-000000000000', { method: 'DELETE' })).status, 404);
+  const refresh = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId });
+  t.is((await refresh.json()).error, 'invalid_grant');
+});
+
+test('authorization server metadata (RFC 8414)', async (t) => {
+  const res = await fetchJson(`${app.url}/.well-known/oauth-authorization-server`);
+  const m = await res.json();
+  t.like(m, {
+    issuer: app.url,
+    authorization_endpoint: `${app.url}/oauth/authorize`,
+    token_endpoint: `${app.url}/oauth/token`,
+    revocation_endpoint: `${app.url}/oauth/revoke`,
+    code_challenge_methods_supported: ['S256'],
+    client_id_metadata_document_supported: true,
+    authorization_response_iss_parameter_supported: true,
+  });
+  t.deepEqual(m.token_endpoint_auth_methods_supported, ['none']);
+  t.deepEqual(m.response_types_supported, ['code']);
+  t.deepEqual(m.scopes_supported, ['purchase:check', 'purchase:read', 'purchase:request']);
+});

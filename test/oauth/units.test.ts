@@ -1,0 +1,164 @@
+// The pure parts of the connections capability.
+import test from 'ava';
+import fc from 'fast-check';
+import { createHash } from 'node:crypto';
+import { findRegisteredRedirect, isAcceptableRedirectUri, redirectUriMatches } from '../../src/oauth/redirect-uri.ts';
+import { parseScopes } from '../../src/oauth/scopes.ts';
+import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, REFRESH_TOKEN_PREFIX, credentialDigest, hasShape, newCredential } from '../../src/oauth/credentials.ts';
+import { verifierMatches } from '../../src/oauth/token.ts';
+import { hashPassword, verifyPassword } from '../../src/oauth/password.ts';
+import { decodeCursor, encodeCursor } from '../../src/mcp/list-purchases.ts';
+import { checkClientIdUrl, parseClientMetadata, fetchClientMetadata } from '../../src/oauth/client-metadata.ts';
+import { parseForm } from '../../src/oauth/form.ts';
+import { authorizationResponseUrl } from '../../src/oauth/authorize.ts';
+import { escapeHtml } from '../../src/oauth/pages.ts';
+import { sdkIssues } from '../../src/mcp/tools.ts';
+
+test('credentials: prefix, 32 random bytes, digest lookup', (t) => {
+  for (const prefix of [ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, CODE_PREFIX] as const) {
+    const a = newCredential(prefix);
+    t.true(a.startsWith(prefix));
+    t.is(Buffer.from(a.slice(prefix.length), 'base64url').length, 32);
+    t.true(hasShape(a, prefix));
+    t.not(a, newCredential(prefix));
+    t.is(credentialDigest(a), createHash('sha256').update(a).digest('hex'));
+  }
+  t.false(hasShape(newCredential(ACCESS_TOKEN_PREFIX), REFRESH_TOKEN_PREFIX));
+  t.false(hasShape('cmp_oat_short', ACCESS_TOKEN_PREFIX));
+});
+
+test('redirect URIs: exact match, loopback port-agnostic only on http loopback', (t) => {
+  t.true(redirectUriMatches('https://app.example/cb', 'https://app.example/cb'));
+  t.false(redirectUriMatches('https://app.example/cb/', 'https://app.example/cb'));
+  t.false(redirectUriMatches('https://app.example:8443/cb', 'https://app.example/cb'));
+  t.false(redirectUriMatches('https://app.example/cb?x=1', 'https://app.example/cb'));
+  t.true(redirectUriMatches('http://127.0.0.1:5555/cb', 'http://127.0.0.1/cb'));
+  t.true(redirectUriMatches('http://[::1]:5555/cb', 'http://[::1]:1/cb'));
+  t.true(redirectUriMatches('http://localhost:3/cb', 'http://localhost/cb'));
+  t.false(redirectUriMatches('http://127.0.0.1:5555/other', 'http://127.0.0.1/cb'));
+  t.false(redirectUriMatches('http://localhost:5555/cb', 'http://127.0.0.1/cb'), 'host names are not interchangeable');
+  t.false(redirectUriMatches('http://127.0.0.1:5555/cb#x', 'http://127.0.0.1/cb'));
+  t.false(redirectUriMatches('http://user@127.0.0.1:5555/cb', 'http://127.0.0.1/cb'));
+  t.is(findRegisteredRedirect('http://127.0.0.1:9/cb', ['https://a.example/cb', 'http://127.0.0.1/cb']), 'http://127.0.0.1/cb');
+  t.true(isAcceptableRedirectUri('com.example.app:/oauth'));
+  t.false(isAcceptableRedirectUri('http://app.example/cb'));
+  t.false(isAcceptableRedirectUri('javascript:alert(1)'));
+  t.false(isAcceptableRedirectUri('https://app.example/cb#frag'));
+});
+
+test('redirect URIs: a non-loopback URI matches only itself (property)', (t) => {
+  fc.assert(
+    fc.property(fc.webUrl({ validSchemes: ['https'] }), fc.webUrl({ validSchemes: ['https', 'http'] }), (a, b) => {
+      if (redirectUriMatches(a, b)) return a === b;
+      return true;
+    }),
+  );
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 65535 }), fc.integer({ min: 1, max: 65535 }), fc.webPath(), (p1, p2, path) => {
+      const p = path.startsWith('/') ? path : `/${path}`;
+      return redirectUriMatches(`http://127.0.0.1:${p1}${p}`, `http://127.0.0.1:${p2}${p}`);
+    }),
+  );
+  t.pass();
+});
+
+test('scopes: known ones in canonical order; unknown or none refused', (t) => {
+  t.deepEqual(parseScopes('purchase:request  purchase:check'), { ok: true, scopes: ['purchase:check', 'purchase:request'] });
+  t.false(parseScopes('purchase:read admin').ok);
+  t.false(parseScopes('').ok);
+});
+
+test('PKCE S256: the verifier must hash to the challenge (RFC 7636 appendix B)', (t) => {
+  t.true(verifierMatches('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'));
+  t.false(verifierMatches('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXj', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'));
+  t.false(verifierMatches('short', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'));
+});
+
+test('passwords: scrypt, salted, verified in constant time, malformed hashes never match', async (t) => {
+  const h1 = await hashPassword('a long enough password');
+  const h2 = await hashPassword('a long enough password');
+  t.not(h1, h2);
+  t.regex(h1, /^scrypt\$131072\$8\$1\$/);
+  t.true(await verifyPassword('a long enough password', h1));
+  t.false(await verifyPassword('a long enough passwore', h1));
+  t.false(await verifyPassword('a long enough password', 'plain'));
+  t.false(await verifyPassword('a long enough password', 'scrypt$99999999$8$1$AAAA$BBBB'));
+});
+
+test('list cursor: opaque, round-trips, refuses tampering', (t) => {
+  const pos = { requestedAt: new Date('2026-03-01T10:00:00.123Z'), id: '01900000-0000-7000-8000-000000000001' };
+  const c = encodeCursor(pos);
+  t.regex(c, /^[A-Za-z0-9_-]+$/);
+  t.deepEqual(decodeCursor(c), pos);
+  t.is(decodeCursor('not a cursor'), null);
+  t.is(decodeCursor(Buffer.from('{"v":1,"t":"yesterday","id":"x"}').toString('base64url')), null);
+});
+
+test('client_id URLs: the webhook destination rules plus the draft\'s', (t) => {
+  t.true(checkClientIdUrl('https://claude.ai/oauth/client.json', false).ok);
+  for (const bad of [
+    'http://claude.ai/client.json',
+    'https://claude.ai/',
+    'https://claude.ai',
+    'https://claude.ai:8443/client.json',
+    'https://user@claude.ai/client.json',
+    'https://127.0.0.1/client.json',
+    'https://localhost/client.json',
+    'https://claude.ai/a/../client.json',
+    'https://claude.ai/client.json#x',
+    'http://127.0.0.1:8080/client.json',
+  ]) t.false(checkClientIdUrl(bad, false).ok, bad);
+  // Local development only: loopback, any port, http allowed.
+  t.true(checkClientIdUrl('http://127.0.0.1:8080/client.json', true).ok);
+  t.true(checkClientIdUrl('https://localhost:8443/client.json', true).ok);
+  t.false(checkClientIdUrl('http://10.0.0.1:8080/client.json', true).ok);
+});
+
+test('client metadata documents: must name themselves, register acceptable redirect URIs, be public clients', (t) => {
+  const id = 'https://app.example/client.json';
+  const url = new URL(id);
+  const ok = parseClientMetadata(id, url, { client_id: id, client_name: 'App\u202e evil', redirect_uris: ['https://app.example/cb'] });
+  t.true(ok.ok);
+  if (ok.ok) t.is(ok.metadata.clientName, 'App evil', 'bidi and control characters removed');
+  const nameless = parseClientMetadata(id, url, { client_id: id, redirect_uris: ['https://app.example/cb'] });
+  t.true(nameless.ok && nameless.metadata.clientName === 'app.example');
+  t.false(parseClientMetadata(id, url, { client_id: 'https://other.example/client.json', redirect_uris: ['https://app.example/cb'] }).ok);
+  t.false(parseClientMetadata(id, url, { client_id: id, redirect_uris: [] }).ok);
+  t.false(parseClientMetadata(id, url, { client_id: id, redirect_uris: ['http://app.example/cb'] }).ok);
+  t.false(parseClientMetadata(id, url, { client_id: id, redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'client_secret_basic' }).ok);
+  t.false(parseClientMetadata(id, url, { client_id: id, redirect_uris: ['https://app.example/cb'], client_secret: 's' }).ok);
+  t.false(parseClientMetadata(id, url, [id]).ok);
+});
+
+test('client metadata fetch refuses a name resolving to a private address before connecting', async (t) => {
+  const result = await fetchClientMetadata('https://client.example.com/client.json', {
+    allowLocal: false,
+    lookup: async () => [{ address: '10.1.2.3', family: 4 }],
+  });
+  t.false(result.ok);
+  if (!result.ok) t.regex(result.reason, /not publicly routable/);
+});
+
+test('forms: duplicate parameters are refused, empty ones are absent', (t) => {
+  const f = parseForm('a=1&b=&c=3');
+  t.true(f.ok);
+  if (f.ok) {
+    t.is(f.get('a'), '1');
+    t.is(f.get('b'), undefined);
+  }
+  t.false(parseForm('a=1&a=2').ok);
+});
+
+test('authorization responses always carry iss, keep the redirect URI\'s own query, and escape', (t) => {
+  const url = new URL(authorizationResponseUrl('https://app.example/cb?tenant=1', { code: 'c&d', state: null }, 'https://svc.example'));
+  t.is(url.searchParams.get('tenant'), '1');
+  t.is(url.searchParams.get('code'), 'c&d');
+  t.false(url.searchParams.has('state'));
+  t.is(url.searchParams.get('iss'), 'https://svc.example');
+  t.is(escapeHtml(`<script>"'&`), '&lt;script&gt;&quot;&#39;&amp;');
+});
+
+test('SDK schema failures become SPEC.md issues', (t) => {
+  const issues = sdkIssues('MCP error -32602: Input validation error: Invalid arguments for tool check_purchase: Invalid string at amountMinor\nUnrecognized keys: "a", "b"');
+  t.deepEqual(issues.map((i) => [i.path, i.code]), [['amountMinor', 'INVALID_ARGUMENT'], ['a', 'UNKNOWN_FIELD'], ['b', 'UNKNOWN_FIELD']]);
+});

@@ -1,0 +1,136 @@
+// Connection tokens on /v1 (SPEC.md 5.3): what each scope reaches, oauth_not_permitted elsewhere,
+// connection_unauthorized for a revoked connection or a disabled agent, invalid_token for bad or
+// expired tokens, and purchases readable only by the credential that submitted them.
+import test from 'ava';
+import type { TestApp } from '../helpers/app.ts';
+import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from './helpers.ts';
+
+let app: TestApp;
+let meta: MetadataServer;
+let org: Org;
+let full: Awaited<ReturnType<typeof connect>>;
+let other: Awaited<ReturnType<typeof connect>>;
+let checkOnly: Awaited<ReturnType<typeof connect>>;
+const time = clock();
+
+const purchase = { merchant: 'Staples', amountMinor: '1250', reason: 'Printer paper' };
+
+test.before(async () => {
+  app = await startConnectionsApp({ now: time.now });
+  meta = await startMetadataServer('Desk Assistant');
+  org = await setUpOrg(app);
+  full = await connect(app, org, meta.clientId);
+  other = await connect(app, org, meta.clientId);
+  checkOnly = await connect(app, org, meta.clientId, { scope: 'purchase:check' });
+});
+test.after.always(async () => {
+  await meta?.close();
+  await app?.close();
+});
+
+test('a connection submits and reads back its purchase; submittedVia names the connection', async (t) => {
+  const submitted = await app.request('/v1/purchase-requests', { key: full.access_token, body: purchase, headers: { 'idempotency-key': 'k-1' } });
+  t.is(submitted.status, 201);
+  const id = submitted.body.purchaseRequest.id;
+  const read = await app.request(`/v1/purchase-requests/${id}`, { key: full.access_token });
+  t.is(read.status, 200);
+  t.is(read.body.purchase.origin, 'API');
+  t.is(read.body.purchase.agent.id, org.agents.buyer.id);
+  t.deepEqual(read.body.purchase.submittedVia, { type: 'CONNECTION', connectionId: full.connectionId, application: 'Desk Assistant', grantedBy: { name: 'Ana Admin' } });
+  const replay = await app.request('/v1/purchase-requests', { key: full.access_token, body: purchase, headers: { 'idempotency-key': 'k-1' } });
+  t.is(replay.status, 200);
+  t.true(replay.body.replayed);
+});
+
+test('a purchase is readable only by the credential that submitted it (404 for everyone else)', async (t) => {
+  const mine = (await app.request('/v1/purchase-requests', { key: full.access_token, body: purchase })).body.purchaseRequest.id;
+  const byKey = (await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: purchase })).body.purchaseRequest.id;
+  // Another connection of the same person, agent and application.
+  const cross = await app.request(`/v1/purchase-requests/${mine}`, { key: other.access_token });
+  t.is(cross.status, 404);
+  t.is(cross.body.error.code, 'not_found');
+  // An API key's purchase, even one bound to the same agent.
+  t.is((await app.request(`/v1/purchase-requests/${byKey}`, { key: full.access_token })).status, 404);
+  // And the other way round.
+  t.is((await app.request(`/v1/purchase-requests/${mine}`, { key: org.keys['buyer-key'] })).status, 404);
+  t.is((await app.request('/v1/purchase-requests/not-a-uuid', { key: full.access_token })).status, 404);
+});
+
+test('purchase:check only: simulations as its agent; submitting or reading is insufficient_scope', async (t) => {
+  const sim = await app.request('/v1/simulations/current-policies', { key: checkOnly.access_token, body: purchase });
+  t.is(sim.status, 200);
+  t.is(sim.body.agent.id, org.agents.buyer.id);
+  const withAgent = await app.request('/v1/simulations/current-policies', { key: checkOnly.access_token, body: { ...purchase, agentId: org.agents.travel.id } });
+  t.is(withAgent.status, 400);
+  t.is(withAgent.body.error.issues[0].code, 'AGENT_ID_NOT_PERMITTED');
+  const submit = await app.request('/v1/purchase-requests', { key: checkOnly.access_token, body: purchase });
+  t.is(submit.status, 403);
+  t.is(submit.body.error.code, 'insufficient_scope');
+  t.regex(submit.headers.get('www-authenticate') ?? '', /insufficient_scope/);
+  const read = await app.request('/v1/purchase-requests/00000000-0000-7000-8000-000000000000', { key: checkOnly.access_token });
+  t.is(read.body.error.code, 'insufficient_scope');
+});
+
+test('every other /v1 operation is oauth_not_permitted, whatever the scopes', async (t) => {
+  for (const [method, path, body] of [
+    ['GET', '/v1/agents', undefined],
+    ['GET', '/v1/policies', undefined],
+    ['GET', '/v1/webhooks', undefined],
+    ['POST', '/v1/simulations/draft-policy', { ...purchase, policyVersionId: '00000000-0000-7000-8000-000000000000' }],
+  ] as const) {
+    const res = await app.request(path, { method, key: full.access_token, body });
+    t.is(res.status, 403, path);
+    t.is(res.body.error.code, 'oauth_not_permitted', path);
+  }
+});
+
+test('an unknown, malformed or expired token is 401 invalid_token', async (t) => {
+  for (const key of ['cmp_oat_' + 'A'.repeat(43), 'cmp_oat_short', full.refresh_token]) {
+    const res = await app.request('/v1/simulations/current-policies', { key, body: purchase });
+    t.is(res.status, 401, key.slice(0, 12));
+    t.is(res.body.error.code, key.startsWith('cmp_oat_') ? 'invalid_token' : 'invalid_api_key');
+  }
+});
+
+test.serial('an access token expires after 60 minutes', async (t) => {
+  const fresh = await connect(app, org, meta.clientId);
+  time.advance(59 * 60_000);
+  t.is((await app.request('/v1/simulations/current-policies', { key: fresh.access_token, body: purchase })).status, 200);
+  time.advance(2 * 60_000);
+  const res = await app.request('/v1/simulations/current-policies', { key: fresh.access_token, body: purchase });
+  t.is(res.status, 401);
+  t.is(res.body.error.code, 'invalid_token');
+  time.advance(-61 * 60_000);
+});
+
+test.serial('an agent no longer ENABLED makes its connections connection_unauthorized until re-enabled', async (t) => {
+  await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
+  const res = await app.request('/v1/simulations/current-policies', { key: full.access_token, body: purchase });
+  t.is(res.status, 403);
+  t.is(res.body.error.code, 'connection_unauthorized');
+  await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'ENABLED' } });
+  t.is((await app.request('/v1/simulations/current-policies', { key: full.access_token, body: purchase })).status, 200);
+});
+
+test('a connection revoked by an operator is refused on the next call', async (t) => {
+  const doomed = await connect(app, org, meta.clientId);
+  t.is((await app.request('/v1/simulations/current-policies', { key: doomed.access_token, body: purchase })).status, 200);
+  t.is((await app.admin(`/admin/connections/${doomed.connectionId}`, { method: 'DELETE' })).status, 200);
+  const res = await app.request('/v1/simulations/current-policies', { key: doomed.access_token, body: purchase });
+  t.is(res.status, 403);
+  t.is(res.body.error.code, 'connection_unauthorized');
+  const event = (await app.store.db.collection<{ _id: string; type: string; data: Record<string, unknown> }>('events').find({ type: 'connection.revoked' }).toArray()).find(
+    (e) => e.data.connectionId === doomed.connectionId,
+  );
+  t.is(event?.data.reason, 'OPERATOR');
+});
+
+test('a suspended organisation refuses its connections', async (t) => {
+  // A second organisation, so suspending it disturbs no other test.
+  const beta = await setUpOrg(app, 'beta');
+  const conn = await connect(app, beta, meta.clientId);
+  await app.admin(`/admin/organizations/${beta.organizationId}`, { method: 'PATCH', body: { status: 'SUSPENDED' } });
+  const res = await app.request('/v1/simulations/current-policies', { key: conn.access_token, body: purchase });
+  t.is(res.status, 403);
+  t.is(res.body.error.code, 'organization_suspended');
+});
