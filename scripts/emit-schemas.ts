@@ -6,6 +6,7 @@ import { Manifest } from '../schemas/manifest.ts';
 import { PurchaseRequestBody, CurrentPoliciesSimulationBody, VersionSimulationBody } from '../schemas/purchases.ts';
 import { AnalyticsDailySpend, AnalyticsPurchase } from '../schemas/analytics.ts';
 import { EventData } from '../schemas/events.ts';
+import { CreateWebhookBody, RotateSecretBody, UpdateWebhookBody } from '../schemas/webhooks.ts';
 
 const out = fileURLToPath(new URL('../schemas/json/', import.meta.url));
 const files: Record<string, unknown> = {
@@ -13,6 +14,9 @@ const files: Record<string, unknown> = {
   'purchase-request-body.json': PurchaseRequestBody,
   'simulation-current-policies-body.json': CurrentPoliciesSimulationBody,
   'simulation-version-body.json': VersionSimulationBody,
+  'webhook-create-body.json': CreateWebhookBody,
+  'webhook-update-body.json': UpdateWebhookBody,
+  'webhook-rotate-secret-body.json': RotateSecretBody,
   'analytics-purchase.json': AnalyticsPurchase,
   'analytics-daily-spend.json': AnalyticsDailySpend,
   'event-data.json': { $schema: 'https://json-schema.org/draft/2020-12/schema', title: 'Event data by type', type: 'object', properties: EventData },

@@ -1,5 +1,6 @@
 // Configuration comes from the environment only, checked once at start (DESIGN.md 6a: composition root).
 // A bad value stops the process with a message naming the variable.
+import { parseEncryptionKey } from './webhooks/secrets.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -23,6 +24,7 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
 
 const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
@@ -75,13 +77,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (webhookUnsafeAllowLocal && nodeEnv === 'production') {
     throw new ConfigError('WEBHOOK_UNSAFE_ALLOW_LOCAL', 'is refused when NODE_ENV=production');
   }
+  const webhookEncryptionKey = env.WEBHOOK_ENCRYPTION_KEY || null;
+  if (webhookEncryptionKey !== null) {
+    try {
+      parseEncryptionKey(webhookEncryptionKey);
+    } catch {
+      throw new ConfigError('WEBHOOK_ENCRYPTION_KEY', 'must be 32 bytes written as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)');
+    }
+  }
   return {
     port,
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),
     mongodbUri,
     adminToken,
-    webhookEncryptionKey: env.WEBHOOK_ENCRYPTION_KEY || null,
+    webhookEncryptionKey,
     webhookUnsafeAllowLocal,
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
     nodeEnv,

@@ -17,6 +17,11 @@ if (embedded && config.adminToken === null) {
   // Printed once, on purpose: the embedded default is for a person at a terminal.
   process.stdout.write(`\nOperator API token (generated for this process): ${config.adminToken}\n\n`);
 }
+if (embedded && config.webhookEncryptionKey === null) {
+  // The embedded store forgets everything at exit, so a key that lives as long as the process is enough.
+  config = { ...config, webhookEncryptionKey: randomBytes(32).toString('hex') };
+  process.stdout.write('Webhook signing secrets are sealed with a key generated for this process (set WEBHOOK_ENCRYPTION_KEY to choose one).\n');
+}
 const { deps, agenda } = await bootstrap(config);
 if (!embedded && config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 

@@ -11,6 +11,7 @@ import { agentRoutes } from '../agents/routes.ts';
 import { policyRoutes, refuseAuthoring } from '../policies/routes.ts';
 import { purchaseRoutes } from '../purchases/routes.ts';
 import { simulationRoutes } from '../simulations/routes.ts';
+import { webhookRoutes } from '../webhooks/routes.ts';
 import type Router from '@koa/router';
 import { connectionRouters } from '../oauth/mount.ts';
 import { connectionTokenResolver } from '../connections/resolve-token.ts';
@@ -52,7 +53,7 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   app.use(admin.routes());
   app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
   app.use(under('/v1', refuseAuthoring));
-  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), ...connectionRouters(deps), ...extraRouters]) {
+  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), ...extraRouters]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

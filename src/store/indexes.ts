@@ -38,6 +38,12 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'oauth_access_tokens', keys: { connectionId: 1 } },
   { collection: 'oauth_refresh_tokens', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   { collection: 'oauth_refresh_tokens', keys: { connectionId: 1 } },
+  // Webhooks (src/webhooks/documents.ts WEBHOOK_INDEXES)
+  { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1 } },
+  { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },
+  { collection: 'webhook_deliveries', keys: { eventId: 1, endpointId: 1 }, options: { unique: true } },
+  { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },
+  { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1 } },
 ];
 
 export async function createIndexes(db: StoreDb): Promise<void> {

@@ -47,7 +47,7 @@ test('a person approves: the hold becomes spend and the readback says who and wh
   const id = created.body.purchaseRequest.id;
   t.is((await dayWindow(org))!.heldMinor, 30000);
   const approval = await app.store.db.collection('approvals').findOne({ purchaseId: id });
-  t.is(await scheduledExpiries(approval!._id), 1, 'its expiry is on the Agenda schedule');
+  t.is(await scheduledExpiries(String(approval!._id)), 1, 'its expiry is on the Agenda schedule');
   const pending = await read(org, id);
   t.like(pending, { status: 'PENDING_APPROVAL', resolvedAt: null });
   t.like(pending.approval, { state: 'PENDING', isPending: true });
@@ -120,7 +120,7 @@ test('a crash between commit and scheduling loses no expiry: the recurring sweep
     t.is(created.status, 201, 'a scheduling failure never fails the committed submission');
     const id = created.body.purchaseRequest.id;
     const approval = await app.store.db.collection('approvals').findOne({ purchaseId: id });
-    t.is(await scheduledExpiries(approval!._id), 0, 'no expiry job was scheduled');
+    t.is(await scheduledExpiries(String(approval!._id)), 0, 'no expiry job was scheduled');
     const expired = await until(() => crashing.request(`/v1/purchase-requests/${id}`, { key: org.keys['a-key'] }).then((r) => r.body.purchase), (p) => p.status === 'EXPIRED');
     t.is(expired.status, 'EXPIRED');
   } finally {
@@ -139,7 +139,7 @@ test('an answer racing the expiry: exactly one wins and the budget agrees with i
     const late = { ...app.deps, now: () => new Date(expiresAt.getTime() + 1) };
     const [answered, expired] = await Promise.allSettled([
       answerApproval(early, { purchaseId: id, answer: 'APPROVE', personHandle: 'ana', comment: null }),
-      expireApproval(late, approval!._id),
+      expireApproval(late, String(approval!._id)),
     ]);
     const answerWon = answered.status === 'fulfilled';
     const expiryWon = expired.status === 'fulfilled' && expired.value === true;

@@ -34,7 +34,7 @@ test('under Deno: GET /v1/agents answers 200 and a purchase is decided', async (
       if (Date.now() > deadline || child.exitCode !== null) return t.fail(`Deno did not start:\n${output}`);
       await sleep(250);
     }
-    const applied = await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(acmeManifest('deno')) }).then((r) => r.json());
+    const applied = await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(acmeManifest('deno')) }).then((r) => r.json() as Promise<any>);
     const agents = await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${applied.apiKeys['admin-key'].key}` } });
     t.is(agents.status, 200);
     t.is(((await agents.json()) as any).agents.length, 2);

@@ -154,7 +154,7 @@ test('engine decisions emit purchase.approved / purchase.rejected with resolvedB
     t.is(e!.type, type);
     t.is(e!.data.resolvedBy, 'ENGINE');
     t.is(e!.data.approvalRequestId, null);
-    t.regex(e!._id, UUID);
+    t.regex(String(e!._id), UUID);
   }
 });
 

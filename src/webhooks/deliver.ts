@@ -1,0 +1,230 @@
+// One delivery attempt (SPEC.md 6.3-6.6), in five steps. HTTP happens outside any transaction.
+//
+//   1. Claim: one findOneAndUpdate takes a PENDING, due delivery whose lease is free and gives it a
+//      lease token, so two workers (or a per-attempt job racing the sweep) never send the same
+//      attempt at once. A worker that dies mid-attempt loses its lease after LEASE_MS and the sweep
+//      makes the attempt again (at least once, SPEC.md 6.3 rule 1).
+//   2. Re-read the endpoint: revoked, or disabled (except for `webhook.test`), means the delivery
+//      is CANCELLED and nothing is sent (README: a re-enabled endpoint gets no old deliveries).
+//   3. Decrypt the signing secrets: current, plus previous while its 24-hour overlap lasts.
+//   4. Sign the stored body bytes with a fresh timestamp (6.3 rule 3, 6.4) and send them with
+//      send.ts, which re-checks the destination rules (6.6) against a fresh DNS answer and connects
+//      only to the addresses it checked.
+//   5. Record the outcome on the delivery (while still holding the lease) and on the endpoint, in
+//      one transaction, then schedule the next attempt (6.5) if there is one. Failures never change
+//      the endpoint's status.
+import type { AppDeps } from '../app-deps.ts';
+import { runCommand } from '../commands/run-command.ts';
+import { newRandomId } from '../ids.ts';
+import type { StoreSession } from '../store/store.ts';
+import { NO_LEASE, webhookCollections, type DeliveryStatus, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
+import { scheduleAttempts } from './queue.ts';
+import { encryptionKeyOrNull, webhookRuntime } from './runtime.ts';
+import { nextAttemptAt } from './schedule.ts';
+import { decryptSecret } from './secrets.ts';
+import type { AttemptResult } from './send.ts';
+import { deliveryHeaders } from './signing.ts';
+
+/** Beyond the 10 s request timeout: an attempt still holding its lease after this has died. */
+const LEASE_MARGIN_MS = 50_000;
+
+/** Not one of send.ts's classes: the worker could not sign (no usable WEBHOOK_ENCRYPTION_KEY). */
+export const SIGNING_UNAVAILABLE = 'SIGNING_UNAVAILABLE';
+
+export type AttemptOutcome =
+  | { kind: 'NOT_DUE' }
+  | { kind: 'CANCELLED' }
+  | { kind: 'LOST_LEASE' }
+  | { kind: 'ATTEMPTED'; attempt: number; status: DeliveryStatus; result: AttemptResult; nextAttemptAt: Date | null };
+
+/** The secrets that sign right now, newest first (two entries during a rotation overlap). */
+export function signingSecrets(endpoint: WebhookEndpointDoc, key: Buffer, now: Date): string[] {
+  const s = endpoint.secrets;
+  if (!s) return [];
+  const secrets = [decryptSecret(key, s.current, endpoint._id)];
+  if (s.previous && s.previousExpiresAt && s.previousExpiresAt.getTime() > now.getTime()) {
+    secrets.push(decryptSecret(key, s.previous, endpoint._id));
+  }
+  return secrets;
+}
+
+/**
+ * REVOKED receives nothing more. DISABLED receives only `webhook.test` deliveries, so a receiver
+ * can be checked before the endpoint is enabled again; its other deliveries are cancelled.
+ */
+const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType'>): boolean =>
+  endpoint.status === 'ACTIVE' || (endpoint.status === 'DISABLED' && delivery.eventType === 'webhook.test');
+
+const statusFor = (result: AttemptResult, next: Date | null): DeliveryStatus => {
+  if (result.verdict === 'SUCCESS') return 'DELIVERED';
+  if (result.verdict === 'PERMANENT') return 'FAILED';
+  return next === null ? 'EXHAUSTED' : 'PENDING';
+};
+
+export async function attemptDelivery(deps: AppDeps, deliveryId: string): Promise<AttemptOutcome> {
+  const { deliveries, endpoints } = webhookCollections(deps.store.db);
+  const runtime = webhookRuntime(deps);
+
+  // Step 1.
+  const claimedAt = deps.now();
+  const token = newRandomId();
+  const claimed = (await deliveries.findOneAndUpdate(
+    { _id: deliveryId, status: 'PENDING', nextAttemptAt: { $lte: claimedAt }, leaseUntil: { $lte: claimedAt } },
+    { $set: { leaseUntil: new Date(claimedAt.getTime() + runtime.timeoutMs + LEASE_MARGIN_MS), leaseToken: token } },
+    { returnDocument: 'after' },
+  )) as WebhookDeliveryDoc | null;
+  if (!claimed) return { kind: 'NOT_DUE' };
+  const held = { _id: claimed._id, leaseToken: token, status: 'PENDING' as const };
+
+  // Step 2.
+  const endpoint = await endpoints.findOne({ _id: claimed.endpointId });
+  if (!endpoint || !endpoint.secrets || !mayReceive(endpoint, claimed)) {
+    await deliveries.updateOne(held, { $set: { status: 'CANCELLED', nextAttemptAt: null, leaseUntil: NO_LEASE, leaseToken: null } });
+    return { kind: 'CANCELLED' };
+  }
+
+  // Step 3.
+  const startedAt = deps.now();
+  const attempt = claimed.attemptCount + 1;
+  let secrets: string[] = [];
+  const key = encryptionKeyOrNull(deps);
+  if (key) {
+    try {
+      secrets = signingSecrets(endpoint, key, startedAt);
+    } catch (err) {
+      deps.log.error('cannot decrypt a webhook signing secret (was WEBHOOK_ENCRYPTION_KEY changed?)', { endpointId: endpoint._id, err: String(err) });
+    }
+  }
+
+  // Step 4.
+  let result: AttemptResult;
+  if (secrets.length === 0) {
+    result = { verdict: 'RETRY', statusCode: null, durationMs: 0, errorClass: SIGNING_UNAVAILABLE, responseSnippet: null, errorDetail: 'no usable signing key' };
+  } else {
+    const body = Buffer.from(claimed.body, 'utf8');
+    const timestamp = Math.floor(startedAt.getTime() / 1000);
+    result = await runtime.send({
+      url: new URL(endpoint.url),
+      body,
+      headers: deliveryHeaders({ eventId: claimed.eventId, timestamp, attempt, secrets, body }),
+      allowLocal: deps.config.webhookUnsafeAllowLocal,
+      lookup: runtime.lookup,
+      timeoutMs: runtime.timeoutMs,
+    });
+  }
+
+  // Step 5.
+  const next = result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
+  const status = statusFor(result, next);
+  const finishedAt = deps.now();
+  const recorded = await runCommand(deps.store, (session) =>
+    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, attempt, startedAt, finishedAt, result, status, next }),
+  );
+  if (!recorded) {
+    deps.log.warn('webhook attempt finished after its lease was taken over; result not recorded', { deliveryId, attempt });
+    return { kind: 'LOST_LEASE' };
+  }
+  if (result.verdict !== 'SUCCESS') {
+    deps.log.info('webhook attempt failed', { deliveryId, endpointId: endpoint._id, attempt, status, statusCode: result.statusCode, errorClass: result.errorClass, detail: result.errorDetail });
+  }
+  if (status === 'PENDING' && next) await scheduleAttempts(deps, [{ deliveryId, at: next }]);
+  return { kind: 'ATTEMPTED', attempt, status, result, nextAttemptAt: next };
+}
+
+interface AttemptRecord {
+  held: { _id: string; leaseToken: string; status: 'PENDING' };
+  endpointId: string;
+  attempt: number;
+  startedAt: Date;
+  finishedAt: Date;
+  result: AttemptResult;
+  status: DeliveryStatus;
+  next: Date | null;
+}
+
+async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptRecord): Promise<boolean> {
+  const { deliveries, endpoints } = webhookCollections(deps.store.db);
+  const last = {
+    lastStatusCode: r.result.statusCode,
+    lastDurationMs: r.result.durationMs,
+    lastErrorClass: r.result.errorClass,
+    lastResponseSnippet: r.result.responseSnippet,
+  };
+  const updated = await deliveries.updateOne(
+    r.held,
+    {
+      $set: {
+        status: r.status,
+        attemptCount: r.attempt,
+        lastAttemptAt: r.startedAt,
+        nextAttemptAt: r.status === 'PENDING' ? r.next : null,
+        deliveredAt: r.status === 'DELIVERED' ? r.finishedAt : null,
+        ...last,
+        leaseUntil: NO_LEASE,
+        leaseToken: null,
+      },
+    },
+    { session },
+  );
+  if (updated.matchedCount === 0) return false;
+  // Our own inability to sign says nothing about the receiver: the endpoint's counters stay.
+  if (r.result.errorClass === SIGNING_UNAVAILABLE) return true;
+  if (r.result.verdict === 'SUCCESS') {
+    await endpoints.updateOne({ _id: r.endpointId }, { $set: { consecutiveFailures: 0, lastSuccessAt: r.finishedAt, ...last } }, { session });
+  } else {
+    await endpoints.updateOne({ _id: r.endpointId }, { $inc: { consecutiveFailures: 1 }, $set: { lastFailureAt: r.finishedAt, ...last } }, { session });
+  }
+  return true;
+}
+
+/**
+ * Closes the deliveries of an endpoint that was just disabled (test deliveries excepted, see
+ * mayReceive) or revoked, inside the caller's transaction. One with an attempt in flight is left
+ * to that attempt; its next attempt cancels it.
+ */
+export async function cancelPendingDeliveriesIn(
+  deps: AppDeps,
+  session: StoreSession,
+  endpointId: string,
+  now: Date,
+  { keepTests }: { keepTests: boolean },
+): Promise<void> {
+  await webhookCollections(deps.store.db).deliveries.updateMany(
+    { endpointId, status: 'PENDING', leaseUntil: { $lte: now }, ...(keepTests ? { eventType: { $ne: 'webhook.test' } } : {}) },
+    { $set: { status: 'CANCELLED', nextAttemptAt: null } },
+    { session },
+  );
+}
+
+/**
+ * The safety net behind the per-attempt jobs: every PENDING delivery that is due and not held,
+ * oldest due first, a few at a time. Returns how many attempts were made (or cancelled).
+ */
+export async function attemptDueDeliveries(deps: AppDeps, { batch = 100, concurrency = 4, maxRounds = 10 } = {}): Promise<number> {
+  const { deliveries } = webhookCollections(deps.store.db);
+  let handled = 0;
+  for (let round = 0; round < maxRounds; round++) {
+    const now = deps.now();
+    const due = await deliveries
+      .find({ status: 'PENDING', nextAttemptAt: { $lte: now }, leaseUntil: { $lte: now } })
+      .sort({ nextAttemptAt: 1, _id: 1 })
+      .limit(batch)
+      .toArray();
+    let index = 0;
+    const worker = async () => {
+      while (index < due.length) {
+        const delivery = due[index++];
+        try {
+          const outcome = await attemptDelivery(deps, delivery._id);
+          if (outcome.kind !== 'NOT_DUE') handled++;
+        } catch (err) {
+          // The lease runs out and a later sweep tries again.
+          deps.log.error('webhook attempt crashed', { deliveryId: delivery._id, err: String(err) });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, worker));
+    if (due.length < batch) break;
+  }
+  return handled;
+}

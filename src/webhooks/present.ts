@@ -1,0 +1,50 @@
+// Wire shapes of SPEC.md 2.8. No read ever carries a secret: only creation and rotation add one.
+import type { WebhookDeliveryDoc, WebhookEndpointDoc } from './documents.ts';
+
+const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+
+export function presentEndpoint(e: WebhookEndpointDoc) {
+  return {
+    id: e._id,
+    url: e.url,
+    description: e.description,
+    status: e.status,
+    subscribedTypes: [...e.subscribedTypes],
+    apiVersion: e.apiVersion,
+    consecutiveFailures: e.consecutiveFailures,
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: e.updatedAt.toISOString(),
+    disabledAt: iso(e.disabledAt),
+    revokedAt: iso(e.revokedAt),
+    lastFailureAt: iso(e.lastFailureAt),
+    lastSuccessAt: iso(e.lastSuccessAt),
+    // The latest attempt's outcome at this endpoint (additions to SPEC.md 2.8; clients ignore
+    // unknown fields, rule 7).
+    lastStatusCode: e.lastStatusCode ?? null,
+    lastDurationMs: e.lastDurationMs ?? null,
+    lastErrorClass: e.lastErrorClass ?? null,
+    lastResponseSnippet: e.lastResponseSnippet ?? null,
+  };
+}
+
+/** IssuedWebhookEndpoint: the endpoint plus its new secret, shown exactly once. */
+export const presentIssuedEndpoint = (e: WebhookEndpointDoc, secret: string) => ({ ...presentEndpoint(e), secret });
+
+export function presentDelivery(d: WebhookDeliveryDoc) {
+  return {
+    id: d._id,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    occurredAt: d.occurredAt.toISOString(),
+    status: d.status,
+    attemptCount: d.attemptCount,
+    createdAt: d.createdAt.toISOString(),
+    deliveredAt: iso(d.deliveredAt),
+    lastAttemptAt: iso(d.lastAttemptAt),
+    nextAttemptAt: iso(d.nextAttemptAt),
+    lastDurationMs: d.lastDurationMs,
+    lastStatusCode: d.lastStatusCode,
+    lastErrorClass: d.lastErrorClass,
+    lastResponseSnippet: d.lastResponseSnippet,
+  };
+}

@@ -1,0 +1,106 @@
+// /v1/webhooks (SPEC.md 4.11-4.18): organization-scoped keys only (5.3). Thin: parse and check,
+// then hand over to manage.ts. Bodies are JSON up to 16 KB (SPEC.md 8); validation issues about
+// the whole body use the empty path (SPEC.md 7, "webhooks use an empty string").
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AppDeps } from '../app-deps.ts';
+import { requireOrganizationKey } from '../http/auth.ts';
+import { LIMITS, jsonBody } from '../http/body.ts';
+import { invalidRequest } from '../http/errors.ts';
+import { queryValue, uuidParam } from '../http/params.ts';
+import { compile, type Validator } from '../http/validate.ts';
+import type { TSchema, Static } from 'typebox';
+import { CreateWebhookBody, RotateSecretBody, TestWebhookBody, UpdateWebhookBody } from '../../schemas/webhooks.ts';
+import {
+  DELIVERIES_LIMIT,
+  createEndpoint,
+  getEndpoint,
+  listDeliveries,
+  listEndpoints,
+  queueTestEvent,
+  revokeEndpoint,
+  rotateSecret,
+  updateEndpoint,
+} from './manage.ts';
+import { warnIfUnsafe } from './runtime.ts';
+
+const createBody = compile(CreateWebhookBody);
+const updateBody = compile(UpdateWebhookBody);
+const rotateBody = compile(RotateSecretBody);
+const testBody = compile(TestWebhookBody);
+
+function parseBody<T extends TSchema>(validator: Validator<T>, value: unknown): Static<T> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidRequest([{ path: '', code: 'INVALID_TYPE', message: 'The body must be a JSON object.' }]);
+  }
+  return validator.parse(value);
+}
+
+function deliveriesLimit(ctx: Context): number {
+  const raw = queryValue(ctx, 'limit');
+  if (raw === undefined) return DELIVERIES_LIMIT.default;
+  const n = /^[0-9]{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(n) || n < DELIVERIES_LIMIT.min || n > DELIVERIES_LIMIT.max) {
+    throw invalidRequest([
+      { path: 'limit', code: 'OUT_OF_RANGE', message: `limit must be a whole number from ${DELIVERIES_LIMIT.min} to ${DELIVERIES_LIMIT.max}.` },
+    ]);
+  }
+  return n;
+}
+
+const orgOf = (ctx: Context): string => ctx.state.organization._id;
+const webhookId = (ctx: Context): string => uuidParam(ctx, 'webhookId', 'webhook endpoint');
+
+export function webhookRoutes(deps: AppDeps): Router {
+  warnIfUnsafe(deps);
+  const router = new Router();
+  const body = jsonBody(LIMITS.webhooks);
+  const optionalBody = jsonBody(LIMITS.webhooks, { optional: true });
+
+  router.get('/v1/webhooks', requireOrganizationKey, async (ctx) => {
+    ctx.body = await listEndpoints(deps, orgOf(ctx));
+  });
+
+  router.post('/v1/webhooks', requireOrganizationKey, body, async (ctx) => {
+    const parsed = parseBody(createBody, ctx.state.body);
+    ctx.status = 201;
+    ctx.body = await createEndpoint(deps, orgOf(ctx), parsed);
+  });
+
+  router.get('/v1/webhooks/:webhookId', requireOrganizationKey, async (ctx) => {
+    ctx.body = await getEndpoint(deps, orgOf(ctx), webhookId(ctx));
+  });
+
+  router.patch('/v1/webhooks/:webhookId', requireOrganizationKey, body, async (ctx) => {
+    const id = webhookId(ctx);
+    const parsed = parseBody(updateBody, ctx.state.body);
+    if (Object.keys(parsed).length === 0) {
+      throw invalidRequest([{ path: '', code: 'NO_FIELDS', message: 'Send at least one of url, description, subscribedTypes, status, apiVersion.' }]);
+    }
+    ctx.body = await updateEndpoint(deps, orgOf(ctx), id, parsed);
+  });
+
+  router.delete('/v1/webhooks/:webhookId', requireOrganizationKey, async (ctx) => {
+    ctx.body = await revokeEndpoint(deps, orgOf(ctx), webhookId(ctx));
+  });
+
+  router.get('/v1/webhooks/:webhookId/deliveries', requireOrganizationKey, async (ctx) => {
+    const id = webhookId(ctx);
+    ctx.body = await listDeliveries(deps, orgOf(ctx), id, deliveriesLimit(ctx));
+  });
+
+  router.post('/v1/webhooks/:webhookId/rotate-secret', requireOrganizationKey, optionalBody, async (ctx) => {
+    const id = webhookId(ctx);
+    const parsed = ctx.state.body === undefined ? {} : parseBody(rotateBody, ctx.state.body);
+    ctx.body = await rotateSecret(deps, orgOf(ctx), id, parsed.retireImmediately === true);
+  });
+
+  router.post('/v1/webhooks/:webhookId/test', requireOrganizationKey, optionalBody, async (ctx) => {
+    const id = webhookId(ctx);
+    if (ctx.state.body !== undefined) parseBody(testBody, ctx.state.body);
+    ctx.status = 202;
+    ctx.body = await queueTestEvent(deps, orgOf(ctx), id);
+  });
+
+  return router;
+}

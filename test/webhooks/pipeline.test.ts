@@ -1,0 +1,435 @@
+// The delivery pipeline on real Agenda jobs with a controllable clock (SPEC.md 6.3-6.5): outbox
+// fan-out, the seven-attempt jittered schedule, verdicts, counters, leases, the sweep that makes
+// a crash lose nothing, and what disable/revoke do. The HTTP sender is replaced by a recording
+// fake here (the real one, against a real HTTPS receiver, is in end-to-end.test.ts), except for the
+// destination re-check, which uses the real sendWebhook with an injected DNS answer.
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import type { Agenda } from 'agenda';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { createAgenda } from '../../src/jobs/agenda.ts';
+import type { Scheduler } from '../../src/jobs/scheduler.ts';
+import { configureWebhooks } from '../../src/webhooks/runtime.ts';
+import { defineWebhookJobs, scheduleRecurringWebhookJobs, ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS } from '../../src/webhooks/jobs.ts';
+import { attemptDelivery } from '../../src/webhooks/deliver.ts';
+import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
+import { webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
+import { eventsCollection, recordEvent } from '../../src/events/outbox.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../schemas/webhooks.ts';
+import { sendWebhook, type AttemptResult, type SendInput } from '../../src/webhooks/send.ts';
+import { verifySignature, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/webhooks/signing.ts';
+import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule.ts';
+import type { LookupFn } from '../../src/webhooks/destination.ts';
+
+const KEY_HEX = randomBytes(32).toString('hex');
+const MIN = 60_000;
+
+// ---- A controllable clock, a recording scheduler and a scripted receiver. ----
+
+let offset = 0;
+const now = () => new Date(Date.now() + offset);
+const advanceTo = (at: Date) => {
+  offset += Math.max(0, at.getTime() - now().getTime()) + 1;
+};
+
+interface Scheduled {
+  name: string;
+  at: Date;
+  data: Record<string, unknown>;
+}
+const scheduled: Scheduled[] = [];
+// Jobs go on the schedule in the clock's time, which Agenda does not know; the test moves the
+// clock to `at` and then runs exactly that job through Agenda.
+const recordingScheduler: Scheduler = {
+  async schedule(name, at, data) {
+    scheduled.push({ name, at, data });
+  },
+};
+
+interface Sent {
+  url: string;
+  body: Buffer;
+  headers: Record<string, string>;
+  at: Date;
+}
+const sent: Sent[] = [];
+// Per URL path, the verdicts the fake receiver gives in turn (the last one repeats).
+const scripts = new Map<string, Array<Partial<AttemptResult> & { verdict: AttemptResult['verdict'] }>>();
+let sendGate: Promise<void> | null = null;
+
+async function fakeSend(input: SendInput): Promise<AttemptResult> {
+  sent.push({ url: input.url.href, body: Buffer.from(input.body), headers: input.headers, at: now() });
+  if (sendGate) await sendGate;
+  const script = scripts.get(input.url.pathname) ?? [{ verdict: 'SUCCESS', statusCode: 200 }];
+  const next = script.length > 1 ? script.shift()! : script[0];
+  return { statusCode: null, durationMs: 12, errorClass: null, responseSnippet: null, errorDetail: null, ...next };
+}
+
+const DNS: Record<string, string[]> = { 'hooks.pipeline-test.com': ['93.184.215.14'], 'rebound.pipeline-test.com': ['93.184.215.14'] };
+const lookup: LookupFn = async (hostname) => {
+  const answer = DNS[hostname];
+  if (!answer) throw Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' });
+  return answer.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+};
+
+let app: TestApp;
+let agenda: Agenda;
+const completed = new Set<string>();
+const waiting = new Map<string, () => void>();
+const failures: string[] = [];
+let randomValues: number[] = [];
+
+test.before(async () => {
+  app = await startApp({ env: { WEBHOOK_ENCRYPTION_KEY: KEY_HEX }, now, scheduler: recordingScheduler });
+  configureWebhooks(app.deps, { send: fakeSend, lookup, random: () => (randomValues.length > 0 ? randomValues.shift()! : 0.5) });
+  // A short lock lifetime: Agenda keeps a timer of lockLifetime / 2 per job it ran, which would
+  // hold this process open for 30 s after the last test with the default.
+  agenda = await createAgenda(app.store, { processEvery: 50, lockLifetimeMs: 2000 });
+  defineWebhookJobs(agenda, app.deps);
+  agenda.on('complete', (job) => {
+    const id = String(job.attrs._id);
+    completed.add(id);
+    waiting.get(id)?.();
+  });
+  agenda.on('fail', (err, job) => failures.push(`${job.attrs.name}: ${String(err)}`));
+  await agenda.start();
+});
+test.after.always(async () => {
+  await agenda?.stop();
+  await app?.close();
+});
+test.afterEach((t) => {
+  t.deepEqual(failures, [], 'no job failed');
+});
+
+/** Runs one job through Agenda now and waits for it to complete. */
+async function runJob(name: string, data: Record<string, unknown> = {}): Promise<void> {
+  const job = await agenda.now(name, data);
+  const id = String(job.attrs._id);
+  if (!completed.has(id)) await new Promise<void>((resolve) => waiting.set(id, resolve));
+}
+
+let orgs = 0;
+async function setup(paths: string[], subscribedTypes = ['purchase.approved', 'purchase.rejected', 'purchase.approval_required']) {
+  const applied = await applyManifest(app, acmeManifest(`pipe${++orgs}`));
+  const admin = applied.keys['admin-key'];
+  const endpoints: Array<{ id: string; secret: string; path: string }> = [];
+  for (const path of paths) {
+    const res = await app.request('/v1/webhooks', { key: admin, body: { url: `https://hooks.pipeline-test.com${path}`, subscribedTypes } });
+    if (res.status !== 201) throw new Error(res.text);
+    endpoints.push({ id: res.body.id, secret: res.body.secret, path });
+  }
+  return { ...applied, admin, buyer: applied.keys['buyer-key'], endpoints };
+}
+
+async function purchase(buyer: string, amountMinor = '1200') {
+  const res = await app.request('/v1/purchase-requests', { key: buyer, body: { merchant: 'Paper Co', amountMinor, reason: 'printer paper' } });
+  if (res.status !== 201) throw new Error(res.text);
+  return res.body;
+}
+
+const delivery = async (id: string) => (await webhookCollections(app.store.db).deliveries.findOne({ _id: id }))!;
+const endpointDoc = async (id: string) => (await webhookCollections(app.store.db).endpoints.findOne({ _id: id }))!;
+const deliveriesOf = (endpointId: string) => webhookCollections(app.store.db).deliveries.find({ endpointId }).sort({ _id: 1 }).toArray();
+const sentTo = (path: string) => sent.filter((s) => new URL(s.url).pathname === path);
+const scheduledFor = (deliveryId: string) => scheduled.filter((s) => s.name === ATTEMPT_DELIVERY && s.data.deliveryId === deliveryId);
+
+// The tests share one clock and one Agenda, so they run one at a time.
+
+test.serial('dispatch fans an event out to each ACTIVE subscribed endpoint of its organisation, once', async (t) => {
+  const o = await setup(['/d-a', '/d-b', '/d-disabled', '/d-revoked']);
+  const other = await setup(['/d-other']);
+  const unsubscribed = await app.request('/v1/webhooks', { key: o.admin, body: { url: 'https://hooks.pipeline-test.com/d-unsub', subscribedTypes: ['budget.exhausted'] } });
+  await app.request(`/v1/webhooks/${o.endpoints[2].id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } });
+  await app.request(`/v1/webhooks/${o.endpoints[3].id}`, { method: 'DELETE', key: o.admin });
+
+  const p = await purchase(o.buyer);
+  const events = await eventsCollection(app.store.db).find({ organizationId: o.organizationId, dispatchedAt: null }).toArray();
+  t.is(events.length, 1);
+  const [event] = events;
+  t.is(event.type, 'purchase.approved');
+
+  await runJob(DISPATCH_EVENTS);
+  await runJob(DISPATCH_EVENTS); // idempotent
+  t.truthy((await eventsCollection(app.store.db).findOne({ _id: event._id }))?.dispatchedAt);
+  const made = await webhookCollections(app.store.db).deliveries.find({ eventId: event._id }).toArray();
+  t.deepEqual(made.map((d) => d.endpointId).sort(), [o.endpoints[0].id, o.endpoints[1].id].sort());
+  t.is((await deliveriesOf(unsubscribed.body.id)).length, 0);
+  t.is((await deliveriesOf(other.endpoints[0].id)).length, 0);
+  for (const d of made) {
+    t.like(d, { status: 'PENDING', attemptCount: 0, eventType: 'purchase.approved', organizationId: o.organizationId });
+    t.is(d.occurredAt.getTime(), event.createdAt.getTime());
+    const envelope = JSON.parse(d.body);
+    t.deepEqual(Object.keys(envelope), ['id', 'type', 'apiVersion', 'createdAt', 'accountId', 'data']);
+    t.like(envelope, { id: event._id, type: 'purchase.approved', apiVersion: '2026-09-01', accountId: o.organizationId, createdAt: event.createdAt.toISOString() });
+    t.like(envelope.data, { resolvedBy: 'ENGINE', approvalRequestId: null });
+    t.is(typeof envelope.data.purchaseRequestId, 'string');
+    t.true(JSON.stringify(p).includes(envelope.data.purchaseRequestId));
+    t.is(scheduledFor(d._id).length, 1, 'first attempt scheduled at once');
+    t.true(Math.abs(scheduledFor(d._id)[0].at.getTime() - d.createdAt.getTime()) < 1000);
+  }
+  // The dispatcher's direct call is idempotent too, even against a raced event.
+  t.is(await dispatchEvents(app.deps), 0);
+});
+
+test.serial('every kind of event reaches an endpoint subscribed to it: purchase, agent, and (recorded as their features will) connection and security', async (t) => {
+  const o = await setup(['/all'], [...SUBSCRIBABLE_EVENT_TYPES]);
+  await purchase(o.buyer, '1200'); // approved
+  await purchase(o.buyer, '30000'); // above the approval threshold
+  const blocked = await app.request('/v1/purchase-requests', { key: o.buyer, body: { merchant: 'Shady Goods Ltd', amountMinor: '100', reason: 'x' } });
+  t.is(blocked.status, 201);
+  const disabled = await app.admin(`/admin/agents/${o.agents.travel.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
+  t.is(disabled.status, 200, disabled.text);
+  await app.store.withTransaction(async (session) => {
+    await recordEvent(app.store.db, session, { type: 'connection.created', organizationId: o.organizationId, createdAt: now(), data: { connectionId: 'c1' } });
+    await recordEvent(app.store.db, session, { type: 'security.connection_token_reuse_detected', organizationId: o.organizationId, createdAt: now(), data: { connectionId: 'c1' } });
+  });
+  await runJob(DISPATCH_EVENTS);
+  const made = await deliveriesOf(o.endpoints[0].id);
+  const types = made.map((d) => d.eventType).sort();
+  t.deepEqual(types, ['agent.disabled', 'connection.created', 'purchase.approval_required', 'purchase.approved', 'purchase.rejected', 'security.connection_token_reuse_detected']);
+  for (const d of made) {
+    await runJob(ATTEMPT_DELIVERY, { deliveryId: d._id });
+    t.is((await delivery(d._id)).status, 'DELIVERED');
+  }
+  const bodies = sentTo('/all').map((x) => JSON.parse(x.body.toString()));
+  t.deepEqual(bodies.map((b) => b.type).sort(), types);
+  t.true(bodies.every((b) => b.accountId === o.organizationId && b.apiVersion === '2026-09-01'));
+});
+
+test.serial('seven attempts on the jittered schedule, same body and event id, fresh timestamps; then EXHAUSTED', async (t) => {
+  const o = await setup(['/always-503']);
+  scripts.set('/always-503', [{ verdict: 'RETRY', statusCode: 503, errorClass: 'HTTP_STATUS', responseSnippet: 'busy' }]);
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(o.endpoints[0].id);
+  // Jitter draws: the extremes and the middle of the +-20% band.
+  randomValues = [0, 0.999999, 0.5, 0.25, 0.75, 1];
+
+  const gaps: number[] = [];
+  let job = scheduledFor(d0._id).at(-1)!;
+  for (let attempt = 1; attempt <= 7; attempt++) {
+    // Not yet due: running the job changes nothing.
+    if (attempt > 1) {
+      await runJob(ATTEMPT_DELIVERY, job.data);
+      t.is((await delivery(d0._id)).attemptCount, attempt - 1, `attempt ${attempt} not made early`);
+    }
+    advanceTo(job.at);
+    await runJob(ATTEMPT_DELIVERY, job.data);
+    const d = await delivery(d0._id);
+    t.is(d.attemptCount, attempt);
+    t.is(sentTo('/always-503').length, attempt);
+    if (attempt < 7) {
+      t.is(d.status, 'PENDING');
+      const gap = d.nextAttemptAt!.getTime() - d.lastAttemptAt!.getTime();
+      gaps.push(gap);
+      const nominal = RETRY_DELAYS_MS[attempt - 1];
+      t.true(gap >= nominal * 0.8 - 1 && gap <= nominal * 1.2, `gap ${attempt}: ${gap} vs ${nominal}`);
+      const next = scheduledFor(d0._id).at(-1)!;
+      t.is(next.at.getTime(), d.nextAttemptAt!.getTime(), 'the next attempt is on the job schedule');
+      job = next;
+    } else {
+      t.is(d.status, 'EXHAUSTED');
+      t.is(d.nextAttemptAt, null);
+    }
+    t.like(d, { lastStatusCode: 503, lastErrorClass: 'HTTP_STATUS', lastResponseSnippet: 'busy', lastDurationMs: 12, deliveredAt: null });
+  }
+  t.is(gaps[0], Math.round(RETRY_DELAYS_MS[0] * 0.8));
+  t.true(gaps[1] > RETRY_DELAYS_MS[1] * 1.19);
+  t.is(gaps[2], RETRY_DELAYS_MS[2]);
+  t.is(scheduledFor(d0._id).length, 7, 'one initial + six retries, nothing after the seventh');
+
+  const attempts = sentTo('/always-503');
+  t.true(attempts.every((a) => a.body.equals(attempts[0].body)), 'identical body bytes');
+  t.true(attempts.every((a) => a.headers['Service-Webhook-Id'] === d0.eventId));
+  t.deepEqual(attempts.map((a) => a.headers['Service-Webhook-Attempt']), ['1', '2', '3', '4', '5', '6', '7']);
+  const stamps = attempts.map((a) => Number(a.headers[WEBHOOK_TIMESTAMP_HEADER]));
+  t.is(new Set(stamps).size, 7, 'a fresh timestamp each time');
+  for (const a of attempts) {
+    t.true(verifySignature({ header: a.headers[WEBHOOK_SIGNATURE_HEADER], timestamp: a.headers[WEBHOOK_TIMESTAMP_HEADER], body: a.body, secret: o.endpoints[0].secret, now: a.at }));
+  }
+  const e = await endpointDoc(o.endpoints[0].id);
+  t.like(e, { status: 'ACTIVE', consecutiveFailures: 7, lastStatusCode: 503, lastErrorClass: 'HTTP_STATUS' });
+  t.truthy(e.lastFailureAt);
+
+  // Much later, the sweep finds nothing to do for it.
+  offset += 48 * 3600_000;
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/always-503').length, 7);
+});
+
+test.serial('a retry then success: DELIVERED, deliveredAt set, consecutiveFailures reset, lastSuccessAt set', async (t) => {
+  const o = await setup(['/flaky']);
+  scripts.set('/flaky', [
+    { verdict: 'RETRY', statusCode: null, errorClass: 'TIMEOUT' },
+    { verdict: 'RETRY', statusCode: 429, errorClass: 'HTTP_STATUS', responseSnippet: 'slow down' },
+    { verdict: 'SUCCESS', statusCode: 204 },
+  ]);
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(o.endpoints[0].id);
+  await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+  t.like(await endpointDoc(o.endpoints[0].id), { consecutiveFailures: 1, lastErrorClass: 'TIMEOUT', lastStatusCode: null });
+  for (let i = 0; i < 2; i++) {
+    advanceTo((await delivery(d0._id)).nextAttemptAt!);
+    await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+  }
+  const d = await delivery(d0._id);
+  t.like(d, { status: 'DELIVERED', attemptCount: 3, lastStatusCode: 204, lastErrorClass: null, lastResponseSnippet: null, nextAttemptAt: null });
+  t.truthy(d.deliveredAt);
+  const e = await endpointDoc(o.endpoints[0].id);
+  t.like(e, { consecutiveFailures: 0, lastStatusCode: 204 });
+  t.truthy(e.lastSuccessAt);
+  t.truthy(e.lastFailureAt);
+  // Through the API as well.
+  const api = await app.request(`/v1/webhooks/${o.endpoints[0].id}/deliveries`, { key: o.admin });
+  t.like(api.body.items[0], { status: 'DELIVERED', attemptCount: 3, lastStatusCode: 204 });
+  t.regex(api.body.items[0].deliveredAt, /Z$/);
+});
+
+test.serial('a permanent failure (404, 301) is FAILED at once: no retry scheduled, none made by the sweep', async (t) => {
+  const o = await setup(['/gone', '/moved']);
+  scripts.set('/gone', [{ verdict: 'PERMANENT', statusCode: 404, errorClass: 'HTTP_STATUS', responseSnippet: 'no such hook' }]);
+  scripts.set('/moved', [{ verdict: 'PERMANENT', statusCode: 301, errorClass: 'REDIRECT', responseSnippet: '' }]);
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  for (const ep of o.endpoints) {
+    const [d0] = await deliveriesOf(ep.id);
+    await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+    const d = await delivery(d0._id);
+    t.like(d, { status: 'FAILED', attemptCount: 1, nextAttemptAt: null });
+    t.is(scheduledFor(d0._id).length, 1);
+    t.like(await endpointDoc(ep.id), { status: 'ACTIVE', consecutiveFailures: 1 });
+  }
+  offset += 30 * 3600_000;
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/gone').length, 1);
+  t.is(sentTo('/moved').length, 1);
+});
+
+test.serial('two workers attempting the same delivery at once send it once (lease)', async (t) => {
+  const o = await setup(['/race']);
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(o.endpoints[0].id);
+  let open!: () => void;
+  sendGate = new Promise<void>((resolve) => (open = resolve));
+  const first = attemptDelivery(app.deps, d0._id);
+  while (sentTo('/race').length === 0) await new Promise((r) => setImmediate(r));
+  const second = await attemptDelivery(app.deps, d0._id);
+  const swept = runJob(ATTEMPT_DUE_DELIVERIES);
+  open();
+  sendGate = null;
+  const [outcome] = await Promise.all([first, swept]);
+  t.is(second.kind, 'NOT_DUE');
+  t.is(outcome.kind, 'ATTEMPTED');
+  t.is(sentTo('/race').length, 1);
+  t.like(await delivery(d0._id), { status: 'DELIVERED', attemptCount: 1 });
+});
+
+test.serial('a crash loses nothing: a lost schedule and an expired lease are picked up by the recurring sweep', async (t) => {
+  const o = await setup(['/crash']);
+  await purchase(o.buyer);
+  await purchase(o.buyer, '1300');
+  await runJob(DISPATCH_EVENTS);
+  const [lost, held] = await deliveriesOf(o.endpoints[0].id);
+  // `held` was claimed by a worker that died mid-attempt: its lease is still running.
+  await webhookCollections(app.store.db).deliveries.updateOne({ _id: held._id }, { $set: { leaseUntil: new Date(now().getTime() + 60_000), leaseToken: 'dead-worker' } });
+  // `lost` never got its job (the process died after the commit): nobody runs scheduled jobs here.
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is((await delivery(lost._id)).status, 'DELIVERED');
+  t.like(await delivery(held._id), { status: 'PENDING', attemptCount: 0 });
+  // Once the dead worker's lease runs out, the recurring sweep (declared as the worker does) delivers it.
+  offset += 61_000;
+  const before = completed.size;
+  await scheduleRecurringWebhookJobs(agenda, { dispatch: '1 hour', sweep: 100 });
+  while ((await delivery(held._id)).status === 'PENDING') await new Promise((r) => setTimeout(r, 25));
+  t.like(await delivery(held._id), { status: 'DELIVERED', attemptCount: 1 });
+  t.true(completed.size > before);
+  await agenda.cancel({ name: ATTEMPT_DUE_DELIVERIES });
+  await agenda.cancel({ name: DISPATCH_EVENTS });
+});
+
+test.serial('disabling cancels pending deliveries (tests excepted); revoking cancels everything; neither counts as a failure', async (t) => {
+  const o = await setup(['/paused']);
+  scripts.set('/paused', [{ verdict: 'RETRY', statusCode: 500, errorClass: 'HTTP_STATUS' }, { verdict: 'SUCCESS', statusCode: 200 }]);
+  const id = o.endpoints[0].id;
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(id);
+  await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+  t.is((await delivery(d0._id)).status, 'PENDING');
+  await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } });
+  t.like(await delivery(d0._id), { status: 'CANCELLED', nextAttemptAt: null, attemptCount: 1 });
+  // While disabled: no new events reach it, but the test operation does.
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  t.is((await deliveriesOf(id)).length, 1);
+  const queued = await app.request(`/v1/webhooks/${id}/test`, { key: o.admin, method: 'POST' });
+  t.is(queued.status, 202);
+  await runJob(ATTEMPT_DELIVERY, { deliveryId: queued.body.deliveryId });
+  t.like(await delivery(queued.body.deliveryId), { status: 'DELIVERED', eventType: 'webhook.test' });
+  const sentTest = sentTo('/paused').at(-1)!;
+  t.is(JSON.parse(sentTest.body.toString()).type, 'webhook.test');
+
+  // Revoked between commit and attempt: the attempt cancels instead of sending.
+  await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } });
+  const again = await app.request(`/v1/webhooks/${id}/test`, { key: o.admin, method: 'POST' });
+  await webhookCollections(app.store.db).endpoints.updateOne({ _id: id }, { $set: { status: 'REVOKED' }, $unset: { secrets: '' } });
+  const count = sentTo('/paused').length;
+  t.is((await attemptDelivery(app.deps, again.body.deliveryId)).kind, 'CANCELLED');
+  t.is(sentTo('/paused').length, count);
+  t.like(await delivery(again.body.deliveryId), { status: 'CANCELLED', attemptCount: 0 });
+  t.like(await endpointDoc(id), { consecutiveFailures: 0 });
+});
+
+test.serial('rotation: two signature entries (old and new secret) for 24 hours, then one; retireImmediately gives one at once', async (t) => {
+  const o = await setup(['/rotating']);
+  const ep = o.endpoints[0];
+  const rotated = (await app.request(`/v1/webhooks/${ep.id}/rotate-secret`, { key: o.admin, method: 'POST' })).body;
+  const sendTest = async () => {
+    const q = await app.request(`/v1/webhooks/${ep.id}/test`, { key: o.admin, method: 'POST' });
+    await runJob(ATTEMPT_DELIVERY, { deliveryId: q.body.deliveryId });
+    return sentTo('/rotating').at(-1)!;
+  };
+  const verifies = (s: Sent, secret: string) =>
+    verifySignature({ header: s.headers[WEBHOOK_SIGNATURE_HEADER], timestamp: s.headers[WEBHOOK_TIMESTAMP_HEADER], body: s.body, secret, now: s.at });
+  const entries = (s: Sent) => s.headers[WEBHOOK_SIGNATURE_HEADER].split(',');
+
+  const during = await sendTest();
+  t.is(entries(during).length, 2);
+  t.true(verifies(during, rotated.secret));
+  t.true(verifies(during, ep.secret));
+  t.true(verifies({ ...during, headers: { ...during.headers, [WEBHOOK_SIGNATURE_HEADER]: entries(during)[0] } }, rotated.secret), 'the new secret signs first');
+
+  offset += 24 * 3600_000 + 1000;
+  const after = await sendTest();
+  t.is(entries(after).length, 1);
+  t.true(verifies(after, rotated.secret));
+  t.false(verifies(after, ep.secret));
+
+  const again = (await app.request(`/v1/webhooks/${ep.id}/rotate-secret`, { key: o.admin, body: { retireImmediately: true } })).body;
+  const retired = await sendTest();
+  t.is(entries(retired).length, 1);
+  t.true(verifies(retired, again.secret));
+  t.false(verifies(retired, rotated.secret));
+});
+
+test.serial('before every attempt the destination is checked again: a name now resolving privately is not contacted', async (t) => {
+  const o = await setup(['/rebind']);
+  // The endpoint passed at creation; now DNS answers with a private address. Use the real sender.
+  await webhookCollections(app.store.db).endpoints.updateOne({ _id: o.endpoints[0].id }, { $set: { url: 'https://rebound.pipeline-test.com/rebind' } });
+  DNS['rebound.pipeline-test.com'] = ['93.184.215.14', '10.1.2.3'];
+  configureWebhooks(app.deps, { send: sendWebhook });
+  try {
+    const q = await app.request(`/v1/webhooks/${o.endpoints[0].id}/test`, { key: o.admin, method: 'POST' });
+    await runJob(ATTEMPT_DELIVERY, { deliveryId: q.body.deliveryId });
+    const d: WebhookDeliveryDoc = await delivery(q.body.deliveryId);
+    t.like(d, { status: 'PENDING', attemptCount: 1, lastErrorClass: 'DESTINATION_NOT_PERMITTED', lastStatusCode: null });
+    t.truthy(d.nextAttemptAt);
+    t.is(sentTo('/rebind').length, 0);
+  } finally {
+    configureWebhooks(app.deps, { send: fakeSend });
+  }
+});
