@@ -1,0 +1,95 @@
+// `npm run test:mongo`: runs the store conformance suite for MongoDB and the whole normal test
+// suite against a real MongoDB replica set (DESIGN.md section 2): MONGODB_URI when set,
+// otherwise a mongodb-memory-server replica set (which downloads mongod on machines that can).
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
+
+const projectDir = fileURLToPath(new URL('..', import.meta.url));
+const avaCli = fileURLToPath(new URL('../node_modules/ava/entrypoints/cli.js', import.meta.url));
+
+function redact(uri: string): string {
+  return uri.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
+}
+
+interface Server {
+  uri: string;
+  description: string;
+  stop(): Promise<void>;
+}
+
+async function startServer(): Promise<Server> {
+  const fromEnv = process.env.MONGODB_URI;
+  if (fromEnv) return { uri: fromEnv, description: `MONGODB_URI (${redact(fromEnv)})`, stop: async () => {} };
+  try {
+    const { MongoMemoryReplSet } = await import('mongodb-memory-server-core');
+    const replSet = await MongoMemoryReplSet.create({
+      replSet: { count: 1, storageEngine: 'wiredTiger', args: ['--setParameter', 'ttlMonitorSleepSecs=1'] },
+    });
+    return {
+      uri: replSet.getUri(),
+      description: `a mongodb-memory-server replica set (${replSet.getUri()})`,
+      stop: () => replSet.stop().then(() => undefined),
+    };
+  } catch (error) {
+    console.error(
+      'test:mongo: no MongoDB to test against. MONGODB_URI is not set, and mongodb-memory-server could not ' +
+        'download or start mongod (no internet access?).\n' +
+        'Set MONGODB_URI to a replica set (e.g. mongodb://localhost:27017/?replicaSet=rs0) and run again.\n' +
+        `Cause: ${error instanceof Error ? error.message : String(error)}`
+    );
+    process.exit(2);
+  }
+}
+
+/** Makes TTL tests quick where the server allows it (MongoDB's default monitor period is 60 s). */
+async function tuneTtlMonitor(uri: string): Promise<void> {
+  const client = await MongoClient.connect(uri, { serverSelectionTimeoutMS: 10_000 });
+  try {
+    const hello = await client.db('admin').command({ hello: 1 });
+    const version = await client.db('admin').command({ buildInfo: 1 });
+    console.log(`test:mongo: MongoDB ${version.version}, ${hello.setName ? `replica set ${hello.setName}` : hello.msg === 'isdbgrid' ? 'sharded cluster' : 'standalone'}`);
+    await client.db('admin').command({ setParameter: 1, ttlMonitorSleepSecs: 1 }).catch(() => {
+      console.log('test:mongo: could not lower ttlMonitorSleepSecs; the TTL test may wait up to a minute');
+    });
+  } finally {
+    await client.close();
+  }
+}
+
+function runAva(configFile: string, uri: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [avaCli, '--config', configFile, ...process.argv.slice(2)], {
+      cwd: projectDir,
+      stdio: 'inherit',
+      env: { ...process.env, TEST_MONGODB_URI: uri },
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+const server = await startServer();
+let exitCode = 1;
+const configDir = await mkdtemp(join(tmpdir(), 'test-mongo-'));
+try {
+  console.log(`test:mongo: engine mongodb, against ${server.description}`);
+  await tuneTtlMonitor(server.uri);
+  // The package.json ava config plus the MongoDB conformance suite, which `npm test` leaves out.
+  const configFile = join(configDir, 'ava.config.mjs');
+  const config = {
+    extensions: ['ts'],
+    files: ['test/**/*.test.ts', 'test/store/mongodb.mongo.ts'],
+    timeout: '2m',
+    workerThreads: false,
+  };
+  await writeFile(configFile, `export default ${JSON.stringify(config)};\n`);
+  exitCode = await runAva(configFile, server.uri);
+} finally {
+  await server.stop();
+  await rm(configDir, { recursive: true, force: true });
+}
+process.exit(exitCode);

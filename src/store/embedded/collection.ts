@@ -1,0 +1,725 @@
+// The embedded engine's Collection: the part of the driver's Collection API the project (and
+// Agenda's MongoBackend) uses, with mingo supplying query, update and aggregation semantics.
+// Stored documents are immutable values: every write copies in, every read copies out.
+import { MongoInvalidArgumentError, MongoServerError } from 'mongodb';
+import { Aggregator, Query, update as mingoUpdate, updateOne as mingoUpdateOne } from 'mingo';
+import { resolve } from 'mingo/util';
+import type { CollectionData, IndexOptions } from './collection-data.ts';
+import type { Engine, Transaction } from './engine.ts';
+import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
+import { canonicalKey, cloneDocIn, cloneIn, cloneOut, type Doc } from './values.ts';
+
+type SortDirection = 1 | -1;
+type Options = Doc & { session?: unknown };
+
+interface FindSpec {
+  sort?: Doc;
+  skip?: number;
+  limit?: number;
+  projection?: Doc;
+}
+
+function direction(v: unknown): SortDirection {
+  if (v === -1 || v === 'desc' || v === 'descending') return -1;
+  if (v === 1 || v === 'asc' || v === 'ascending') return 1;
+  throw new MongoInvalidArgumentError(`Invalid sort direction: ${JSON.stringify(v)}`);
+}
+
+/** Accepts the driver's sort forms: {a: 1}, {a: 'desc'}, 'a', ['a', 1], [['a', 1], ['b', -1]], Map. */
+export function normalizeSort(sort: unknown): Doc | undefined {
+  if (sort === undefined || sort === null) return undefined;
+  if (typeof sort === 'string') return { [sort]: 1 };
+  if (sort instanceof Map) return normalizeSort([...sort.entries()]);
+  if (Array.isArray(sort)) {
+    if (sort.length === 0) return undefined;
+    if (sort.length === 2 && typeof sort[0] === 'string' && !Array.isArray(sort[1]) && typeof sort[1] !== 'string') {
+      return { [sort[0]]: direction(sort[1]) };
+    }
+    if (sort.length === 2 && typeof sort[0] === 'string' && ['asc', 'desc', 'ascending', 'descending'].includes(sort[1])) {
+      return { [sort[0]]: direction(sort[1]) };
+    }
+    const out: Doc = {};
+    for (const entry of sort) {
+      if (typeof entry === 'string') out[entry] = 1;
+      else out[entry[0]] = direction(entry[1]);
+    }
+    return out;
+  }
+  const out: Doc = {};
+  for (const [k, v] of Object.entries(sort as Doc)) {
+    out[k] = typeof v === 'object' && v !== null ? v : direction(v);
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+function normalizeKeys(spec: unknown): Doc {
+  if (typeof spec === 'string') return { [spec]: 1 };
+  if (Array.isArray(spec)) {
+    const out: Doc = {};
+    for (const e of spec) {
+      if (typeof e === 'string') out[e] = 1;
+      else out[e[0]] = e[1];
+    }
+    return out;
+  }
+  if (spec instanceof Map) return Object.fromEntries(spec);
+  return { ...(spec as Doc) };
+}
+
+function hasAtomicOperators(update: unknown): boolean {
+  if (Array.isArray(update)) return true;
+  const keys = Object.keys(update as Doc);
+  return keys.length > 0 && keys[0].startsWith('$');
+}
+
+function isOperatorDoc(v: unknown): v is Doc {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof Date) return false;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const keys = Object.keys(v);
+  return keys.length > 0 && keys[0].startsWith('$');
+}
+
+/** The fields an upsert copies from its filter: the equality conditions (MongoDB's rule). */
+function upsertBase(filter: Doc): Doc {
+  const eqs: Doc = {};
+  const collect = (f: Doc) => {
+    for (const [k, v] of Object.entries(f)) {
+      if (k === '$and' && Array.isArray(v)) {
+        for (const sub of v) collect(sub as Doc);
+      } else if (!k.startsWith('$')) {
+        if (!isOperatorDoc(v)) eqs[k] = v;
+        else if (Object.hasOwn(v, '$eq')) eqs[k] = v.$eq;
+      }
+    }
+  };
+  collect(filter);
+  const { _id, ...rest } = cloneIn(eqs) as Doc;
+  const base: Doc = Object.hasOwn(eqs, '_id') ? { _id } : {};
+  if (Object.keys(rest).length) mingoUpdate(base, { $set: rest } as never, undefined, undefined, { cloneMode: 'none' });
+  return base;
+}
+
+function usesPositional(update: Doc): boolean {
+  for (const fields of Object.values(update)) {
+    if (fields && typeof fields === 'object') {
+      for (const path of Object.keys(fields)) if (path.includes('.$.') || path.endsWith('.$')) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Applies an update (operators or pipeline) to a copy of doc. $setOnInsert applies only when
+ * inserting. Returns the new document and whether anything changed.
+ */
+function applyUpdate(doc: Doc, update: unknown, filter: Doc, inserting: boolean, options: Options): { next: Doc; modified: boolean } {
+  if (Array.isArray(update)) {
+    const docs = [cloneOut(doc)];
+    const result = mingoUpdateOne(docs, {}, cloneIn(update) as never, { cloneMode: 'copy' });
+    return { next: cloneDocIn(docs[0]), modified: result.modifiedCount > 0 };
+  }
+  if (!hasAtomicOperators(update)) throw new MongoInvalidArgumentError('Update document requires atomic operators');
+  const { $setOnInsert, ...rest } = cloneIn(update) as Doc;
+  const next = cloneOut(doc);
+  let modified = false;
+  let onInsert = $setOnInsert as Doc | undefined;
+  // mingo refuses every update of _id; MongoDB accepts one that sets it to its current value,
+  // and sets it on insert from $set or $setOnInsert.
+  for (const op of [...Object.keys(rest), '$setOnInsert']) {
+    const fields = op === '$setOnInsert' ? onInsert : (rest[op] as Doc);
+    if (!fields || typeof fields !== 'object' || !Object.hasOwn(fields, '_id')) continue;
+    const { _id, ...others } = fields;
+    if (op === '$set') {
+      if (inserting) next._id = _id;
+      else if (canonicalKey(_id) !== canonicalKey(doc._id)) throw immutableId();
+    } else if (op === '$setOnInsert') {
+      if (inserting && !Object.hasOwn((rest.$set as Doc | undefined) ?? {}, '_id')) next._id = _id;
+    } else {
+      throw immutableId();
+    }
+    if (op === '$setOnInsert') onInsert = others;
+    else rest[op] = others;
+  }
+  if (Object.keys(rest).length) {
+    const arrayFilters = options.arrayFilters as Doc[] | undefined;
+    const fast = arrayFilters ? undefined : fastUpdate(next, rest);
+    if (fast !== undefined) modified = fast;
+    else {
+      const fields = mingoUpdate(next, rest as never, arrayFilters, usesPositional(rest) ? filter : undefined, {
+        cloneMode: 'copy',
+      });
+      modified = fields.length > 0;
+    }
+  }
+  if (inserting && onInsert && Object.keys(onInsert).length) {
+    if (fastUpdate(next, { $set: onInsert }) === undefined) {
+      mingoUpdate(next, { $set: onInsert } as never, undefined, undefined, { cloneMode: 'copy' });
+    }
+    modified = true;
+  }
+  if (!inserting && canonicalKey(next._id) !== canonicalKey(doc._id)) throw immutableId();
+  return { next, modified };
+}
+
+function matcherFor(filter: Doc): Matcher {
+  let query: Query | undefined;
+  const slow = (): Matcher => {
+    query ??= new Query(filter);
+    const q = query;
+    return (doc) => q.test(doc);
+  };
+  return equalityMatcher(filter, slow) ?? slow();
+}
+
+function immutableId(): MongoServerError {
+  return new MongoServerError({
+    message: "Performing an update on the path '_id' would modify the immutable field '_id'",
+    code: 66,
+    codeName: 'ImmutableField',
+  });
+}
+
+function project(docs: Doc[], projection: Doc | undefined): Doc[] {
+  if (!projection || Object.keys(projection).length === 0) return docs;
+  return new Query({}).find(docs, projection as never).all() as Doc[];
+}
+
+function positiveOrUndefined(n: unknown): number | undefined {
+  return typeof n === 'number' && n !== 0 ? Math.abs(n) : undefined;
+}
+
+export class EmbeddedCollection {
+  readonly #engine: Engine;
+  readonly collectionName: string;
+
+  constructor(engine: Engine, name: string) {
+    this.#engine = engine;
+    this.collectionName = name;
+  }
+
+  get dbName(): string {
+    return this.#engine.dbName;
+  }
+
+  get namespace(): string {
+    return `${this.#engine.dbName}.${this.collectionName}`;
+  }
+
+  get #data(): CollectionData {
+    return this.#engine.data(this.collectionName);
+  }
+
+  /** Matching [id, doc] pairs in natural order, stopping after `max` when given. */
+  #match(filter: Doc | undefined, max?: number): Array<[string, Doc]> {
+    const f = filter ?? {};
+    const plan = this.#data.plan(f);
+    const test = plan.exact ? undefined : matcherFor(f);
+    const out: Array<[string, Doc]> = [];
+    for (const entry of plan.candidates) {
+      if (test && !test(entry[1])) continue;
+      out.push(entry);
+      if (max !== undefined && out.length >= max) break;
+    }
+    return out;
+  }
+
+  /** The documents a find would return, still the stored objects (callers copy them out). */
+  #select(filter: Doc | undefined, spec: FindSpec): Array<[string, Doc]> {
+    const sort = normalizeSort(spec.sort);
+    const skip = positiveOrUndefined(spec.skip) ?? 0;
+    const limit = positiveOrUndefined(spec.limit);
+    if (!sort) {
+      const found = this.#match(filter, limit === undefined ? undefined : skip + limit);
+      return skip ? found.slice(skip) : found;
+    }
+    const found = this.#match(filter);
+    const ids = new Map<Doc, string>();
+    for (const [id, doc] of found) ids.set(doc, id);
+    let cursor = new Query({}).find(found.map(([, d]) => d)).sort(sort as never);
+    if (skip) cursor = cursor.skip(skip);
+    if (limit !== undefined) cursor = cursor.limit(limit);
+    return (cursor.all() as Doc[]).map((d) => [ids.get(d) as string, d]);
+  }
+
+  /** Used by the cursors. */
+  async _find(filter: Doc | undefined, spec: FindSpec, session: unknown): Promise<Doc[]> {
+    return this.#engine.run(session, () => {
+      const docs = this.#select(filter, spec).map(([, d]) => d);
+      return project(docs, spec.projection).map(cloneOut);
+    });
+  }
+
+  async _aggregate(pipeline: Doc[], session: unknown): Promise<Doc[]> {
+    return this.#engine.run(session, () => {
+      for (const stage of pipeline) {
+        if ('$out' in stage || '$merge' in stage) {
+          throw new MongoInvalidArgumentError('the embedded engine does not support $out or $merge');
+        }
+      }
+      let stages = pipeline;
+      let input: Doc[];
+      const first = pipeline[0];
+      if (first && '$match' in first && Object.keys(first).length === 1) {
+        input = this.#match(first.$match as Doc).map(([, d]) => d);
+        stages = pipeline.slice(1);
+      } else {
+        input = [...this.#data.docs.values()];
+      }
+      if (stages.length === 0) return input.map(cloneOut);
+      const engine = this.#engine;
+      const aggregator = new Aggregator(stages, {
+        collectionResolver: (name: string) => [...(engine.collections.get(name)?.docs.values() ?? [])],
+      });
+      return (aggregator.run(input) as Doc[]).map(cloneOut);
+    });
+  }
+
+  find(filter: Doc = {}, options: Options = {}): EmbeddedFindCursor {
+    return new EmbeddedFindCursor(this, filter, {
+      sort: options.sort as Doc | undefined,
+      skip: options.skip as number | undefined,
+      limit: options.limit as number | undefined,
+      projection: options.projection as Doc | undefined,
+    }, options.session);
+  }
+
+  async findOne(filter: Doc = {}, options: Options = {}): Promise<Doc | null> {
+    const docs = await this._find(filter, {
+      sort: options.sort as Doc | undefined,
+      skip: options.skip as number | undefined,
+      limit: 1,
+      projection: options.projection as Doc | undefined,
+    }, options.session);
+    return docs[0] ?? null;
+  }
+
+  aggregate(pipeline: Doc[] = [], options: Options = {}): EmbeddedAggregationCursor {
+    return new EmbeddedAggregationCursor(this, pipeline, options.session);
+  }
+
+  async countDocuments(filter: Doc = {}, options: Options = {}): Promise<number> {
+    return this.#engine.run(options.session, () => {
+      const skip = positiveOrUndefined(options.skip) ?? 0;
+      const limit = positiveOrUndefined(options.limit);
+      const n = this.#match(filter, limit === undefined ? undefined : skip + limit).length;
+      return Math.max(0, n - skip);
+    });
+  }
+
+  async estimatedDocumentCount(options: Options = {}): Promise<number> {
+    return this.#engine.run(options.session, () => this.#data.docs.size);
+  }
+
+  async distinct(key: string, filter: Doc = {}, options: Options = {}): Promise<unknown[]> {
+    return this.#engine.run(options.session, () => {
+      const seen = new Map<string, unknown>();
+      for (const [, doc] of this.#match(filter)) {
+        // MongoDB's distinct leaves out documents missing the field; an explicit null counts.
+        const value = resolve(doc, key);
+        if (value === undefined) continue;
+        for (const v of Array.isArray(value) ? value : [value]) {
+          const k = canonicalKey(v);
+          if (!seen.has(k)) seen.set(k, v);
+        }
+      }
+      return [...seen.values()].map(cloneOut);
+    });
+  }
+
+  async insertOne(doc: Doc, options: Options = {}): Promise<{ acknowledged: true; insertedId: unknown }> {
+    return this.#engine.run(options.session, (tx) => {
+      const stored = this.#engine.insert(this.#data, cloneDocIn(doc), tx);
+      // The driver assigns the generated _id to the caller's document too.
+      if (!Object.hasOwn(doc, '_id')) doc._id = stored._id;
+      return { acknowledged: true as const, insertedId: stored._id };
+    });
+  }
+
+  async insertMany(docs: Doc[], options: Options = {}): Promise<{ acknowledged: true; insertedCount: number; insertedIds: Record<number, unknown> }> {
+    return this.#engine.run(options.session, (tx) => {
+      const insertedIds: Record<number, unknown> = {};
+      docs.forEach((doc, i) => {
+        const stored = this.#engine.insert(this.#data, cloneDocIn(doc), tx);
+        if (!Object.hasOwn(doc, '_id')) doc._id = stored._id;
+        insertedIds[i] = stored._id;
+      });
+      return { acknowledged: true as const, insertedCount: docs.length, insertedIds };
+    });
+  }
+
+  #update(filter: Doc, update: unknown, options: Options, many: boolean, tx: Transaction | undefined): UpdateResult {
+    const data = this.#data;
+    const found = many ? this.#match(filter) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+    if (found.length === 0) {
+      if (!options.upsert) return updateResult(0, 0, null);
+      const { next } = applyUpdate(upsertBase(filter), update, filter, true, options);
+      const stored = this.#engine.insert(data, next, tx);
+      return updateResult(0, 0, stored._id);
+    }
+    let modified = 0;
+    for (const [id, doc] of found) {
+      const { next, modified: changed } = applyUpdate(doc, update, filter, false, options);
+      if (!changed) continue;
+      this.#engine.replace(data, id, next, tx);
+      modified++;
+    }
+    return updateResult(found.length, modified, null);
+  }
+
+  async updateOne(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
+    checkUpdate(update);
+    return this.#engine.run(options.session, (tx) => this.#update(filter, update, options, false, tx));
+  }
+
+  async updateMany(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
+    checkUpdate(update);
+    return this.#engine.run(options.session, (tx) => this.#update(filter, update, options, true, tx));
+  }
+
+  async replaceOne(filter: Doc, replacement: Doc, options: Options = {}): Promise<UpdateResult> {
+    checkReplacement(replacement);
+    return this.#engine.run(options.session, (tx) => {
+      const data = this.#data;
+      const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+      if (!hit) {
+        if (!options.upsert) return updateResult(0, 0, null);
+        const doc = cloneDocIn(replacement);
+        const base = upsertBase(filter);
+        if (!Object.hasOwn(doc, '_id') && Object.hasOwn(base, '_id')) doc._id = base._id;
+        const stored = this.#engine.insert(data, Object.hasOwn(doc, '_id') ? { _id: doc._id, ...doc } : doc, tx);
+        return updateResult(0, 0, stored._id);
+      }
+      const [id, prev] = hit;
+      const next = replacementFor(prev, replacement);
+      const changed = canonicalKey(next) !== canonicalKey(prev);
+      if (changed) this.#engine.replace(data, id, next, tx);
+      return updateResult(1, changed ? 1 : 0, null);
+    });
+  }
+
+  async findOneAndUpdate(filter: Doc, update: unknown, options: Options = {}): Promise<unknown> {
+    checkUpdate(update);
+    return this.#engine.run(options.session, (tx) => {
+      const data = this.#data;
+      const after = returnsAfter(options);
+      const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+      if (!hit) {
+        if (!options.upsert) return findAndModifyResult(options, null, { n: 0, updatedExisting: false });
+        const { next } = applyUpdate(upsertBase(filter), update, filter, true, options);
+        const stored = this.#engine.insert(data, next, tx);
+        const value = after ? this.#output(stored, options) : null;
+        return findAndModifyResult(options, value, { n: 1, updatedExisting: false, upserted: stored._id });
+      }
+      const [id, prev] = hit;
+      const { next, modified } = applyUpdate(prev, update, filter, false, options);
+      if (modified) this.#engine.replace(data, id, next, tx);
+      const value = this.#output(after ? next : prev, options);
+      return findAndModifyResult(options, value, { n: 1, updatedExisting: true });
+    });
+  }
+
+  async findOneAndReplace(filter: Doc, replacement: Doc, options: Options = {}): Promise<unknown> {
+    checkReplacement(replacement);
+    return this.#engine.run(options.session, (tx) => {
+      const data = this.#data;
+      const after = returnsAfter(options);
+      const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+      if (!hit) {
+        if (!options.upsert) return findAndModifyResult(options, null, { n: 0, updatedExisting: false });
+        const doc = cloneDocIn(replacement);
+        const base = upsertBase(filter);
+        if (!Object.hasOwn(doc, '_id') && Object.hasOwn(base, '_id')) doc._id = base._id;
+        const stored = this.#engine.insert(data, doc, tx);
+        const value = after ? this.#output(stored, options) : null;
+        return findAndModifyResult(options, value, { n: 1, updatedExisting: false, upserted: stored._id });
+      }
+      const [id, prev] = hit;
+      const next = replacementFor(prev, replacement);
+      this.#engine.replace(data, id, next, tx);
+      return findAndModifyResult(options, this.#output(after ? next : prev, options), { n: 1, updatedExisting: true });
+    });
+  }
+
+  async findOneAndDelete(filter: Doc, options: Options = {}): Promise<unknown> {
+    return this.#engine.run(options.session, (tx) => {
+      const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+      if (!hit) return findAndModifyResult(options, null, { n: 0 });
+      this.#engine.remove(this.#data, hit[0], tx);
+      return findAndModifyResult(options, this.#output(hit[1], options), { n: 1 });
+    });
+  }
+
+  #output(doc: Doc, options: Options): Doc {
+    return cloneOut(project([doc], options.projection as Doc | undefined)[0]);
+  }
+
+  async deleteOne(filter: Doc = {}, options: Options = {}): Promise<{ acknowledged: true; deletedCount: number }> {
+    return this.#engine.run(options.session, (tx) => {
+      const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+      if (hit) this.#engine.remove(this.#data, hit[0], tx);
+      return { acknowledged: true as const, deletedCount: hit ? 1 : 0 };
+    });
+  }
+
+  async deleteMany(filter: Doc = {}, options: Options = {}): Promise<{ acknowledged: true; deletedCount: number }> {
+    return this.#engine.run(options.session, (tx) => {
+      const found = this.#match(filter);
+      for (const [id] of found) this.#engine.remove(this.#data, id, tx);
+      return { acknowledged: true as const, deletedCount: found.length };
+    });
+  }
+
+  async bulkWrite(operations: Doc[], options: Options = {}): Promise<Doc> {
+    const totals = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0 };
+    const insertedIds: Record<number, unknown> = {};
+    const upsertedIds: Record<number, unknown> = {};
+    const session = { session: options.session };
+    for (const [i, op] of operations.entries()) {
+      const [kind, raw] = Object.entries(op)[0] as [string, Doc];
+      const args = { ...raw, ...session } as Options;
+      if (kind === 'insertOne') {
+        const r = await this.insertOne(raw.document as Doc, session);
+        insertedIds[i] = r.insertedId;
+        totals.insertedCount++;
+      } else if (kind === 'updateOne' || kind === 'updateMany' || kind === 'replaceOne') {
+        const r =
+          kind === 'replaceOne'
+            ? await this.replaceOne(raw.filter as Doc, raw.replacement as Doc, args)
+            : await this[kind](raw.filter as Doc, raw.update, args);
+        totals.matchedCount += r.matchedCount;
+        totals.modifiedCount += r.modifiedCount;
+        totals.upsertedCount += r.upsertedCount;
+        if (r.upsertedId !== null) upsertedIds[i] = r.upsertedId;
+      } else if (kind === 'deleteOne' || kind === 'deleteMany') {
+        const r = await this[kind](raw.filter as Doc, session);
+        totals.deletedCount += r.deletedCount;
+      } else {
+        throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
+      }
+    }
+    return { ok: 1, ...totals, insertedIds, upsertedIds };
+  }
+
+  async createIndex(spec: unknown, options: IndexOptions & { session?: unknown } = {}): Promise<string> {
+    const { session: _ignored, ...indexOptions } = options;
+    return this.#engine.run(undefined, () => this.#engine.createIndex(this.#data, normalizeKeys(spec), indexOptions));
+  }
+
+  async createIndexes(specs: Array<{ key: unknown } & IndexOptions>): Promise<string[]> {
+    const names: string[] = [];
+    for (const { key, ...options } of specs) names.push(await this.createIndex(key, options));
+    return names;
+  }
+
+  async indexes(): Promise<Doc[]> {
+    return this.#engine.run(undefined, () => {
+      const out: Doc[] = [{ v: 2, key: { _id: 1 }, name: '_id_' }];
+      for (const index of this.#data.indexes.values()) {
+        const info: Doc = { v: 2, key: { ...index.keyPattern }, name: index.name };
+        if (index.unique) info.unique = true;
+        if (index.sparse) info.sparse = true;
+        if (index.expireAfterSeconds !== undefined) info.expireAfterSeconds = index.expireAfterSeconds;
+        if (index.partialFilterExpression) info.partialFilterExpression = cloneOut(index.partialFilterExpression);
+        out.push(info);
+      }
+      return out;
+    });
+  }
+
+  listIndexes(): { toArray(): Promise<Doc[]> } {
+    return { toArray: () => this.indexes() };
+  }
+
+  async drop(): Promise<boolean> {
+    return this.#engine.run(undefined, () => this.#engine.collections.delete(this.collectionName));
+  }
+}
+
+function replacementFor(prev: Doc, replacement: Doc): Doc {
+  const body = cloneDocIn(replacement);
+  if (Object.hasOwn(body, '_id') && canonicalKey(body._id) !== canonicalKey(prev._id)) {
+    throw new MongoServerError({
+      message: "After applying the update, the (immutable) field '_id' was found to have been altered",
+      code: 66,
+      codeName: 'ImmutableField',
+    });
+  }
+  delete body._id;
+  return { _id: prev._id, ...body };
+}
+
+function checkUpdate(update: unknown): void {
+  if (update === null || typeof update !== 'object') throw new MongoInvalidArgumentError('Update document must be an object');
+  if (!hasAtomicOperators(update)) throw new MongoInvalidArgumentError('Update document requires atomic operators');
+}
+
+function checkReplacement(replacement: unknown): void {
+  if (replacement === null || typeof replacement !== 'object' || Array.isArray(replacement)) {
+    throw new MongoInvalidArgumentError('Replacement document must be an object');
+  }
+  if (hasAtomicOperators(replacement)) throw new MongoInvalidArgumentError('Replacement document must not contain atomic operators');
+}
+
+function returnsAfter(options: Options): boolean {
+  if (options.returnDocument !== undefined) return options.returnDocument === 'after';
+  return options.returnOriginal === false;
+}
+
+function findAndModifyResult(options: Options, value: Doc | null, lastErrorObject: Doc): unknown {
+  if (options.includeResultMetadata === true) return { ok: 1, value, lastErrorObject };
+  return value;
+}
+
+export interface UpdateResult {
+  acknowledged: true;
+  matchedCount: number;
+  modifiedCount: number;
+  upsertedCount: number;
+  upsertedId: unknown;
+}
+
+function updateResult(matchedCount: number, modifiedCount: number, upsertedId: unknown): UpdateResult {
+  return {
+    acknowledged: true,
+    matchedCount,
+    modifiedCount,
+    upsertedCount: upsertedId === null ? 0 : 1,
+    upsertedId,
+  };
+}
+
+abstract class BufferedCursor {
+  #buffer: Doc[] | undefined;
+  #position = 0;
+  #closed = false;
+  readonly #maps: Array<(doc: Doc) => unknown> = [];
+
+  protected abstract load(): Promise<Doc[]>;
+
+  map(fn: (doc: Doc) => unknown): this {
+    this.#maps.push(fn);
+    return this;
+  }
+
+  batchSize(_n: number): this {
+    return this;
+  }
+
+  async #fill(): Promise<Doc[]> {
+    if (!this.#buffer) {
+      let docs: unknown[] = await this.load();
+      for (const fn of this.#maps) docs = docs.map((d) => fn(d as Doc));
+      this.#buffer = docs as Doc[];
+    }
+    return this.#buffer;
+  }
+
+  async toArray(): Promise<Doc[]> {
+    const docs = await this.#fill();
+    const rest = docs.slice(this.#position);
+    this.#position = docs.length;
+    return rest;
+  }
+
+  async hasNext(): Promise<boolean> {
+    if (this.#closed) return false;
+    return this.#position < (await this.#fill()).length;
+  }
+
+  async next(): Promise<Doc | null> {
+    if (this.#closed) return null;
+    const docs = await this.#fill();
+    return this.#position < docs.length ? docs[this.#position++] : null;
+  }
+
+  async tryNext(): Promise<Doc | null> {
+    return this.next();
+  }
+
+  async forEach(fn: (doc: Doc) => boolean | void): Promise<void> {
+    for await (const doc of this) if (fn(doc) === false) break;
+  }
+
+  rewind(): void {
+    this.#buffer = undefined;
+    this.#position = 0;
+    this.#closed = false;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Doc, void, void> {
+    for (;;) {
+      const doc = await this.next();
+      if (doc === null) return;
+      yield doc;
+    }
+  }
+}
+
+export class EmbeddedFindCursor extends BufferedCursor {
+  readonly #collection: EmbeddedCollection;
+  readonly #filter: Doc;
+  readonly #spec: FindSpec;
+  readonly #session: unknown;
+
+  constructor(collection: EmbeddedCollection, filter: Doc, spec: FindSpec, session: unknown) {
+    super();
+    this.#collection = collection;
+    this.#filter = filter;
+    this.#spec = spec;
+    this.#session = session;
+  }
+
+  protected load(): Promise<Doc[]> {
+    return this.#collection._find(this.#filter, this.#spec, this.#session);
+  }
+
+  sort(sort: unknown, dir?: unknown): this {
+    this.#spec.sort = normalizeSort(dir === undefined ? sort : [[sort, dir]]);
+    return this;
+  }
+
+  skip(n: number): this {
+    this.#spec.skip = n;
+    return this;
+  }
+
+  limit(n: number): this {
+    this.#spec.limit = n;
+    return this;
+  }
+
+  project(projection: Doc): this {
+    this.#spec.projection = projection;
+    return this;
+  }
+
+  async count(): Promise<number> {
+    return (await this.#collection._find(this.#filter, { ...this.#spec, projection: undefined }, this.#session)).length;
+  }
+}
+
+export class EmbeddedAggregationCursor extends BufferedCursor {
+  readonly #collection: EmbeddedCollection;
+  readonly #pipeline: Doc[];
+  readonly #session: unknown;
+
+  constructor(collection: EmbeddedCollection, pipeline: Doc[], session: unknown) {
+    super();
+    this.#collection = collection;
+    this.#pipeline = [...pipeline];
+    this.#session = session;
+  }
+
+  protected load(): Promise<Doc[]> {
+    return this.#collection._aggregate(this.#pipeline, this.#session);
+  }
+}

@@ -1,0 +1,139 @@
+// Value helpers of the embedded engine: copying documents in and out (no aliasing between
+// callers and storage) and canonical keys for Maps (ids and index entries).
+import { ObjectId } from 'mongodb';
+
+export type Doc = Record<string, unknown>;
+
+function isPlainObject(v: object): boolean {
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** BSON value classes (ObjectId, Decimal128, Long, Binary...) are immutable: shared, not copied. */
+function isBsonValue(v: object): boolean {
+  return typeof (v as { _bsontype?: unknown })._bsontype === 'string';
+}
+
+/**
+ * Copies a value on its way into storage, converting it the way the driver's BSON serialiser
+ * would (ignoreUndefined: false): undefined becomes null, bigint becomes a number, and class
+ * instances are stored as plain documents of their own enumerable properties.
+ */
+export function cloneIn(v: unknown): unknown {
+  if (v === undefined) return null;
+  if (typeof v === 'bigint') return Number(v);
+  if (v === null || typeof v !== 'object') return v;
+  if (v instanceof Date) return new Date(v.getTime());
+  if (Array.isArray(v)) return v.map(cloneIn);
+  if (isBsonValue(v)) return v;
+  if (v instanceof RegExp) return new RegExp(v.source, v.flags);
+  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer.slice(v.byteOffset, v.byteOffset + v.byteLength));
+  const out: Doc = {};
+  for (const k of Object.keys(v)) {
+    const x = (v as Doc)[k];
+    if (typeof x === 'function' || typeof x === 'symbol') continue;
+    out[k] = cloneIn(x);
+  }
+  return out;
+}
+
+export function cloneDocIn(d: object): Doc {
+  return cloneIn(d) as Doc;
+}
+
+/** Copies a stored value on its way out to a caller. */
+export function cloneOut<T>(v: T): T {
+  if (v === null || typeof v !== 'object') return v;
+  if (v instanceof Date) return new Date(v.getTime()) as T;
+  if (Array.isArray(v)) return v.map(cloneOut) as T;
+  if (isPlainObject(v)) {
+    const out: Doc = {};
+    for (const k of Object.keys(v)) out[k] = cloneOut((v as Doc)[k]);
+    return out as T;
+  }
+  if (v instanceof Uint8Array) return new Uint8Array(v) as T;
+  if (v instanceof RegExp) return new RegExp(v.source, v.flags) as T;
+  return v;
+}
+
+/**
+ * A string that is equal for two values exactly when MongoDB's equality match would treat
+ * them as the same index key (type-tagged, so 1 and '1' differ; object keys in order, as BSON).
+ */
+export function canonicalKey(v: unknown): string {
+  if (v === undefined || v === null) return 'z';
+  switch (typeof v) {
+    case 'string':
+      return 's' + v;
+    case 'number':
+      return 'n' + String(v === 0 ? 0 : v);
+    case 'bigint':
+      return 'n' + String(v);
+    case 'boolean':
+      return v ? 'bt' : 'bf';
+    default:
+      break;
+  }
+  if (v instanceof Date) return 'd' + v.getTime();
+  if (isObjectId(v)) return 'o' + v.toHexString();
+  if (Array.isArray(v)) return 'a[' + v.map(canonicalKey).join(',') + ']';
+  if (v instanceof RegExp) return 'r' + String(v);
+  if (typeof v === 'object' && isBsonValue(v)) return 'x' + (v as { _bsontype: string })._bsontype + String(v);
+  if (typeof v === 'object') {
+    const parts: string[] = [];
+    for (const k of Object.keys(v)) parts.push(JSON.stringify(k) + ':' + canonicalKey((v as Doc)[k]));
+    return '{' + parts.join(',') + '}';
+  }
+  return 'u' + String(v);
+}
+
+/** Duck-typed, so that an ObjectId from another copy of the bson package is one too. */
+export function isObjectId(v: unknown): v is ObjectId {
+  return typeof v === 'object' && v !== null && (v as { _bsontype?: unknown })._bsontype === 'ObjectId';
+}
+
+/** True for values an equality filter compares as a single index key (not an operator document). */
+export function isIndexableScalar(v: unknown): boolean {
+  if (v === null) return true;
+  switch (typeof v) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+      return true;
+    case 'object':
+      return v instanceof Date || isObjectId(v);
+    default:
+      return false;
+  }
+}
+
+export interface PathValue {
+  value: unknown;
+  /** An array was met on the path: MongoDB would index every element (multikey). */
+  multikey: boolean;
+}
+
+/** Reads a dotted path the way an index does; missing fields read as null. */
+export function readPath(doc: Doc, path: string): PathValue {
+  let cur: unknown = doc;
+  for (const part of path.split('.')) {
+    if (Array.isArray(cur)) return { value: cur, multikey: true };
+    if (cur === null || typeof cur !== 'object') return { value: null, multikey: false };
+    cur = (cur as Doc)[part];
+    if (cur === undefined) return { value: null, multikey: false };
+  }
+  return { value: cur, multikey: Array.isArray(cur) };
+}
+
+export function hasPath(doc: Doc, path: string): boolean {
+  let cur: unknown = doc;
+  for (const part of path.split('.')) {
+    if (cur === null || typeof cur !== 'object' || !(part in (cur as Doc))) return false;
+    cur = (cur as Doc)[part];
+  }
+  return true;
+}
+
+export function newObjectId(): ObjectId {
+  return new ObjectId();
+}

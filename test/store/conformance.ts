@@ -1,0 +1,473 @@
+// The store conformance suite (DESIGN.md sections 2 and 6a): one set of tests that every
+// storage engine must pass. Each test opens its own store on a fresh database.
+import test from 'ava';
+import type { ExecutionContext } from 'ava';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agenda } from 'agenda';
+import { MongoBackend } from '@agendajs/mongo-backend';
+import { isDuplicateKeyError, type Store, type StoreSession } from '../../src/store/store.ts';
+
+export interface ConformanceOptions {
+  /** Shown in every test title, e.g. 'embedded' or 'mongodb'. */
+  name: string;
+  /** How long to wait for a TTL monitor pass (MongoDB's runs every 60 s unless tuned). */
+  ttlDeadlineMs?: number;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- test documents of every shape
+interface Doc {
+  _id: string;
+  [key: string]: any;
+}
+
+/** A promise with its resolver, for sequencing concurrent work without timing assumptions. */
+function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+async function duplicateOf(t: ExecutionContext, work: Promise<unknown>): Promise<void> {
+  const error = await t.throwsAsync(work);
+  t.is((error as { code?: number }).code, 11000);
+  t.true(isDuplicateKeyError(error));
+}
+
+export function registerStoreConformance(factory: () => Promise<Store>, options: ConformanceOptions): void {
+  const title = (s: string) => `[${options.name}] ${s}`;
+
+  async function open(t: ExecutionContext): Promise<Store> {
+    const store = await factory();
+    t.teardown(() => store.close());
+    return store;
+  }
+
+  test(title('insertOne/findOne round-trip Dates, nested objects and arrays, copying in and out'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('things');
+    const when = new Date('2025-03-04T05:06:07.089Z');
+    const doc = { _id: 'a', when, nested: { deep: { n: 1, list: [1, 'two', { three: 3 }] } }, tags: ['x', 'y'], nil: null };
+    const r = await c.insertOne(doc);
+    t.deepEqual(r, { acknowledged: true, insertedId: 'a' });
+    doc.nested.deep.n = 99;
+    doc.tags.push('z');
+    when.setTime(0);
+    const got = await c.findOne({ _id: 'a' });
+    t.deepEqual(got, {
+      _id: 'a',
+      when: new Date('2025-03-04T05:06:07.089Z'),
+      nested: { deep: { n: 1, list: [1, 'two', { three: 3 }] } },
+      tags: ['x', 'y'],
+      nil: null,
+    });
+    t.true(got!.when instanceof Date);
+    got!.nested.deep.n = 42;
+    t.is((await c.findOne({ _id: 'a' }))!.nested.deep.n, 1);
+    t.is(await c.findOne({ _id: 'missing' }), null);
+    t.deepEqual(await c.findOne({ 'nested.deep.n': 1, tags: 'y' }, { projection: { _id: 0, tags: 1 } }), { tags: ['x', 'y'] });
+  });
+
+  test(title('insertOne without _id generates one; duplicate _id is code 11000'), async (t) => {
+    const store = await open(t);
+    const generated = store.db.collection('generated');
+    const r = await generated.insertOne({ n: 1 });
+    t.truthy(r.insertedId);
+    t.is((await generated.findOne({ _id: r.insertedId }))!.n, 1);
+    const c = store.db.collection<Doc>('things');
+    await c.insertOne({ _id: 'dup', n: 1 });
+    await duplicateOf(t, c.insertOne({ _id: 'dup', n: 2 }));
+    t.is((await c.findOne({ _id: 'dup' }))!.n, 1);
+    const many = await c.insertMany([{ _id: 'm1' }, { _id: 'm2' }]);
+    t.is(many.insertedCount, 2);
+    t.deepEqual(many.insertedIds, { 0: 'm1', 1: 'm2' });
+  });
+
+  test(title('find: filter, sort, skip, limit, projection, async iteration; countDocuments; distinct'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('people');
+    await c.insertMany([
+      { _id: '1', name: 'ann', age: 30, team: 'red', tags: ['a', 'b'] },
+      { _id: '2', name: 'bob', age: 25, team: 'blue', tags: ['b'] },
+      { _id: '3', name: 'cid', age: 35, team: 'red', tags: [] },
+      { _id: '4', name: 'dee', age: 25, team: 'red' },
+      { _id: '5', name: 'eve', age: 40, team: 'blue', tags: ['c'] },
+    ]);
+    const names = (docs: Doc[]) => docs.map((d) => d.name);
+    t.deepEqual(names(await c.find({ team: 'red' }).sort({ age: -1 }).toArray()), ['cid', 'ann', 'dee']);
+    t.deepEqual(names(await c.find({}).sort({ age: 1, name: -1 }).toArray()), ['dee', 'bob', 'ann', 'cid', 'eve']);
+    t.deepEqual(names(await c.find({}).sort({ age: 1, name: 1 }).skip(1).limit(2).toArray()), ['dee', 'ann']);
+    t.deepEqual(names(await c.find({}, { sort: { name: -1 }, limit: 2 }).toArray()), ['eve', 'dee']);
+    t.deepEqual(await c.find({ age: { $gte: 35 } }).sort({ age: 1 }).project({ _id: 0, name: 1 }).toArray(), [
+      { name: 'cid' },
+      { name: 'eve' },
+    ]);
+    t.deepEqual(await c.find({ _id: '2' }, { projection: { tags: 0, team: 0 } }).toArray(), [{ _id: '2', name: 'bob', age: 25 }]);
+    const seen: string[] = [];
+    for await (const d of c.find({ tags: 'b' }).sort({ _id: 1 })) seen.push(d.name);
+    t.deepEqual(seen, ['ann', 'bob']);
+    t.deepEqual(names(await c.find({ $or: [{ age: 25 }, { name: 'eve' }], _id: { $in: ['2', '4', '5'] } }).sort({ _id: 1 }).toArray()), [
+      'bob',
+      'dee',
+      'eve',
+    ]);
+    t.is(await c.countDocuments({ team: 'red' }), 3);
+    t.is(await c.countDocuments({}), 5);
+    t.is(await c.countDocuments({ age: { $lt: 0 } }), 0);
+    t.deepEqual((await c.distinct('team', {})).sort(), ['blue', 'red']);
+    t.deepEqual((await c.distinct('tags', { team: 'red' })).sort(), ['a', 'b']);
+  });
+
+  test(title('updateOne with every operator; result counts shaped as the driver'), async (t) => {
+    interface OpDoc {
+      _id: string;
+      n: number;
+      list: number[];
+      set: string[];
+      lo: number;
+      hi: number;
+      at: Date;
+      gone?: boolean;
+      sub?: { x: string };
+      fresh?: number;
+      never?: boolean;
+    }
+    const store = await open(t);
+    const c = store.db.collection<OpDoc>('docs');
+    await c.insertOne({ _id: 'u', n: 5, gone: true, list: [1, 2, 3, 2], set: ['a'], lo: 10, hi: 10, at: new Date(1000) });
+    const r = await c.updateOne(
+      { _id: 'u' },
+      {
+        $set: { 'sub.x': 'y', at: new Date(2000) },
+        $unset: { gone: '' },
+        $inc: { n: 2, fresh: 1 },
+        $push: { list: 9 },
+        $addToSet: { set: { $each: ['a', 'b'] } },
+        $min: { lo: 3 },
+        $max: { hi: 20 },
+        $setOnInsert: { never: true },
+      }
+    );
+    t.deepEqual(r, { acknowledged: true, matchedCount: 1, modifiedCount: 1, upsertedCount: 0, upsertedId: null });
+    t.deepEqual(await c.findOne({ _id: 'u' }), {
+      _id: 'u',
+      n: 7,
+      list: [1, 2, 3, 2, 9],
+      set: ['a', 'b'],
+      lo: 3,
+      hi: 20,
+      at: new Date(2000),
+      sub: { x: 'y' },
+      fresh: 1,
+    });
+    await c.updateOne({ _id: 'u' }, { $pull: { list: 2 }, $min: { lo: 100 }, $max: { hi: 1 } });
+    const after = await c.findOne({ _id: 'u' });
+    t.deepEqual(after!.list, [1, 3, 9]);
+    t.is(after!.lo, 3);
+    t.is(after!.hi, 20);
+    await c.updateOne({ _id: 'u' }, { $push: { list: { $each: [4, 5] } } });
+    t.deepEqual((await c.findOne({ _id: 'u' }))!.list, [1, 3, 9, 4, 5]);
+    const noop = await c.updateOne({ _id: 'u' }, { $set: { n: 7 } });
+    t.is(noop.matchedCount, 1);
+    t.is(noop.modifiedCount, 0);
+    const none = await c.updateOne({ _id: 'nope' }, { $set: { n: 1 } });
+    t.deepEqual(none, { acknowledged: true, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedId: null });
+    t.is(await c.countDocuments({}), 1);
+    await t.throwsAsync(c.updateOne({ _id: 'u' }, { n: 1 } as never));
+  });
+
+  test(title('version-filtered updates: a stale version matches nothing'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('windows');
+    await c.insertOne({ _id: 'w', spent: 0, version: 1 });
+    const ok = await c.updateOne({ _id: 'w', version: 1 }, { $set: { spent: 10, version: 2 } });
+    t.is(ok.matchedCount, 1);
+    const stale = await c.updateOne({ _id: 'w', version: 1 }, { $set: { spent: 20, version: 2 } });
+    t.is(stale.matchedCount, 0);
+    t.deepEqual(await c.findOne({ _id: 'w' }), { _id: 'w', spent: 10, version: 2 });
+  });
+
+  test(title('upsert inserts from the filter and $setOnInsert, then matches'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('counters');
+    const first = await c.updateOne(
+      { _id: 'k', kind: 'a' },
+      { $inc: { n: 1 }, $setOnInsert: { createdAt: new Date(5) } },
+      { upsert: true }
+    );
+    t.deepEqual(first, { acknowledged: true, matchedCount: 0, modifiedCount: 0, upsertedCount: 1, upsertedId: 'k' });
+    const second = await c.updateOne(
+      { _id: 'k', kind: 'a' },
+      { $inc: { n: 1 }, $setOnInsert: { createdAt: new Date(6) } },
+      { upsert: true }
+    );
+    t.deepEqual(second, { acknowledged: true, matchedCount: 1, modifiedCount: 1, upsertedCount: 0, upsertedId: null });
+    t.deepEqual(await c.findOne({ _id: 'k' }), { _id: 'k', kind: 'a', n: 2, createdAt: new Date(5) });
+    const loose = store.db.collection('loose');
+    const generated = await loose.updateOne({ name: 'z' }, { $set: { v: 1 } }, { upsert: true });
+    t.is(generated.upsertedCount, 1);
+    t.truthy(generated.upsertedId);
+    t.deepEqual(await loose.findOne({ _id: generated.upsertedId! }, { projection: { _id: 0 } }), { name: 'z', v: 1 });
+  });
+
+  test(title('updateMany, replaceOne, deleteOne, deleteMany'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('items');
+    await c.insertMany([1, 2, 3, 4, 5].map((i) => ({ _id: `i${i}`, i, odd: i % 2 === 1 })));
+    const many = await c.updateMany({ odd: true }, { $set: { flag: 'x' } });
+    t.is(many.matchedCount, 3);
+    t.is(many.modifiedCount, 3);
+    t.is(await c.countDocuments({ flag: 'x' }), 3);
+    const rep = await c.replaceOne({ _id: 'i2' }, { i: 20, replaced: true });
+    t.is(rep.matchedCount, 1);
+    t.is(rep.modifiedCount, 1);
+    t.deepEqual(await c.findOne({ _id: 'i2' }), { _id: 'i2', i: 20, replaced: true });
+    const repUpsert = await c.replaceOne({ _id: 'i9' }, { i: 9 }, { upsert: true });
+    t.is(repUpsert.upsertedId, 'i9');
+    t.deepEqual(await c.findOne({ _id: 'i9' }), { _id: 'i9', i: 9 });
+    t.deepEqual(await c.deleteOne({ odd: true }), { acknowledged: true, deletedCount: 1 });
+    t.deepEqual(await c.deleteMany({ odd: true }), { acknowledged: true, deletedCount: 2 });
+    t.deepEqual(await c.deleteOne({ _id: 'none' }), { acknowledged: true, deletedCount: 0 });
+    t.deepEqual((await c.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['i2', 'i4', 'i9']);
+  });
+
+  test(title('findOneAndUpdate: before/after, sort, projection, upsert, null when nothing matches'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('jobs');
+    await c.insertMany([
+      { _id: 'j1', prio: 1, state: 'new' },
+      { _id: 'j2', prio: 3, state: 'new' },
+      { _id: 'j3', prio: 2, state: 'new' },
+    ]);
+    const before = await c.findOneAndUpdate({ state: 'new' }, { $set: { state: 'taken' } }, { sort: { prio: -1 }, returnDocument: 'before' });
+    t.deepEqual(before, { _id: 'j2', prio: 3, state: 'new' });
+    const after = await c.findOneAndUpdate(
+      { state: 'new' },
+      { $set: { state: 'taken' } },
+      { sort: { prio: -1 }, returnDocument: 'after', projection: { _id: 1, state: 1 } }
+    );
+    t.deepEqual(after, { _id: 'j3', state: 'taken' });
+    const byDefault = await c.findOneAndUpdate({ _id: 'j1' }, { $inc: { prio: 10 } });
+    t.deepEqual(byDefault, { _id: 'j1', prio: 1, state: 'new' });
+    t.is(await c.findOneAndUpdate({ state: 'missing' }, { $set: { x: 1 } }), null);
+    const upserted = await c.findOneAndUpdate({ _id: 'j4' }, { $set: { state: 'new' } }, { upsert: true, returnDocument: 'after' });
+    t.deepEqual(upserted, { _id: 'j4', state: 'new' });
+    const upsertedBefore = await c.findOneAndUpdate({ _id: 'j5' }, { $set: { state: 'new' } }, { upsert: true, returnDocument: 'before' });
+    t.is(upsertedBefore, null);
+    t.is(await c.countDocuments({}), 5);
+  });
+
+  test(title('aggregate: $match, $group with $sum, $sort'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('spend');
+    await c.insertMany([
+      { _id: '1', org: 'o', cat: 'travel', amount: 100 },
+      { _id: '2', org: 'o', cat: 'food', amount: 30 },
+      { _id: '3', org: 'o', cat: 'travel', amount: 50 },
+      { _id: '4', org: 'p', cat: 'travel', amount: 1000 },
+      { _id: '5', org: 'o', cat: 'food', amount: 5 },
+    ]);
+    const rows = await c
+      .aggregate([
+        { $match: { org: 'o' } },
+        { $group: { _id: '$cat', total: { $sum: '$amount' }, count: { $sum: 1 } } },
+        { $sort: { total: -1 } },
+      ])
+      .toArray();
+    t.deepEqual(rows, [
+      { _id: 'travel', total: 150, count: 2 },
+      { _id: 'food', total: 35, count: 2 },
+    ]);
+  });
+
+  test(title('unique indexes: duplicates are code 11000 on insert, update and upsert'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('users');
+    const name = await c.createIndex({ email: 1 }, { unique: true });
+    t.is(typeof name, 'string');
+    t.is(await c.createIndex({ email: 1 }, { unique: true }), name);
+    await c.createIndex({ org: 1, handle: 1 }, { unique: true });
+    await c.insertOne({ _id: 'u1', email: 'a@x', org: 'o', handle: 'h' });
+    await c.insertOne({ _id: 'u2', email: 'b@x', org: 'p', handle: 'h' });
+    await duplicateOf(t, c.insertOne({ _id: 'u3', email: 'a@x', org: 'q', handle: 'h' }));
+    await duplicateOf(t, c.insertOne({ _id: 'u3', email: 'c@x', org: 'o', handle: 'h' }));
+    await duplicateOf(t, c.updateOne({ _id: 'u2' }, { $set: { email: 'a@x' } }));
+    await duplicateOf(t, c.updateOne({ _id: 'u9' }, { $set: { email: 'b@x', org: 'z', handle: 'z' } }, { upsert: true }));
+    t.is(await c.countDocuments({}), 2);
+    t.is((await c.findOne({ email: 'b@x' }))!._id, 'u2');
+    await c.updateOne({ _id: 'u1' }, { $set: { email: 'new@x' } });
+    await c.insertOne({ _id: 'u3', email: 'a@x', org: 'o', handle: 'other' });
+    t.is((await c.findOne({ email: 'a@x' }))!._id, 'u3');
+    t.is((await c.findOne({ org: 'o', handle: 'h' }))!._id, 'u1');
+  });
+
+  test(title('TTL indexes remove expired documents'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('idempotency');
+    await c.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
+    await c.insertMany([
+      { _id: 'old', expiresAt: new Date(Date.now() - 60_000) },
+      { _id: 'new', expiresAt: new Date(Date.now() + 3_600_000) },
+    ]);
+    const deadline = Date.now() + (options.ttlDeadlineMs ?? 10_000);
+    while ((await c.findOne({ _id: 'old' })) !== null && Date.now() < deadline) await sleep(50);
+    t.is(await c.findOne({ _id: 'old' }), null);
+    t.truthy(await c.findOne({ _id: 'new' }));
+  });
+
+  test(title('listCollectionNames lists collections that hold documents'), async (t) => {
+    const store = await open(t);
+    t.deepEqual(await store.db.listCollectionNames(), []);
+    await store.db.collection<Doc>('alpha').insertOne({ _id: 'a' });
+    await store.db.collection<Doc>('beta').insertOne({ _id: 'b' });
+    t.deepEqual((await store.db.listCollectionNames()).sort(), ['alpha', 'beta']);
+  });
+
+  test(title('transaction commit makes every write visible'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('acct');
+    await c.insertMany([{ _id: 'keep', v: 1 }, { _id: 'drop', v: 1 }]);
+    const result = await store.withTransaction(async (session) => {
+      await c.insertOne({ _id: 'new', v: 1 }, { session });
+      await c.updateOne({ _id: 'keep' }, { $inc: { v: 1 } }, { session });
+      await c.deleteOne({ _id: 'drop' }, { session });
+      t.is((await c.findOne({ _id: 'keep' }, { session }))!.v, 2, 'the transaction reads its own writes');
+      return 'done';
+    });
+    t.is(result, 'done');
+    t.deepEqual(await c.find({}).sort({ _id: 1 }).toArray(), [
+      { _id: 'keep', v: 2 },
+      { _id: 'new', v: 1 },
+    ]);
+  });
+
+  test(title('a throwing transaction leaves no write behind: inserts, updates, deletes, new collections'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('acct');
+    await c.createIndex({ email: 1 }, { unique: true });
+    await c.insertMany([
+      { _id: 'a', v: 1, email: 'a@x' },
+      { _id: 'b', v: 1, email: 'b@x' },
+    ]);
+    const snapshot = await c.find({}).sort({ _id: 1 }).toArray();
+    const boom = new Error('boom');
+    const error = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await c.insertOne({ _id: 'c', v: 1, email: 'c@x' }, { session });
+        await c.updateOne({ _id: 'a' }, { $set: { v: 2, email: 'z@x' } }, { session });
+        await c.updateMany({}, { $inc: { v: 10 } }, { session });
+        await c.deleteOne({ _id: 'b' }, { session });
+        await c.insertOne({ _id: 'b2', email: 'b@x' }, { session });
+        await c.findOneAndUpdate({ _id: 'zz' }, { $set: { v: 1 } }, { upsert: true, session });
+        await store.db.collection<Doc>('fresh').insertOne({ _id: 'f' }, { session });
+        throw boom;
+      })
+    );
+    t.is(error, boom);
+    t.deepEqual(await c.find({}).sort({ _id: 1 }).toArray(), snapshot);
+    t.is(await store.db.collection<Doc>('fresh').countDocuments({}), 0);
+    t.false((await store.db.listCollectionNames()).includes('fresh'));
+    // The unique index is intact: the rolled-back email changes freed and took nothing.
+    await duplicateOf(t, c.insertOne({ _id: 'x', email: 'a@x' }));
+    await c.insertOne({ _id: 'y', email: 'z@x' });
+    t.is(await c.countDocuments({}), 3);
+  });
+
+  test(title('a duplicate key inside a transaction rolls everything back'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('acct');
+    await c.insertOne({ _id: 'a', v: 1 });
+    const error = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await c.updateOne({ _id: 'a' }, { $set: { v: 2 } }, { session });
+        await c.insertOne({ _id: 'n', v: 1 }, { session });
+        await c.insertOne({ _id: 'a', v: 3 }, { session });
+      })
+    );
+    t.true(isDuplicateKeyError(error));
+    t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 1 }]);
+  });
+
+  test(title('isolation: a concurrent reader never sees uncommitted writes'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('iso');
+    await c.insertOne({ _id: 'seed' });
+    const written = deferred();
+    const readerDone = deferred<Doc | null>();
+    const tx = store.withTransaction(async (session) => {
+      await c.insertOne({ _id: 'x', v: 'uncommitted' }, { session });
+      written.resolve();
+      // Give the reader every chance to run while the write is uncommitted (correctness does
+      // not depend on it: any outcome but seeing 'uncommitted' passes).
+      await Promise.race([readerDone.promise, sleep(200)]);
+      await c.updateOne({ _id: 'x' }, { $set: { v: 'committed' } }, { session });
+    });
+    await written.promise;
+    const reader = c.findOne({ _id: 'x' }).then((d) => {
+      readerDone.resolve(d);
+      return d;
+    });
+    await tx;
+    const seen = await reader;
+    t.true(seen === null || seen.v === 'committed', `reader saw ${JSON.stringify(seen)}`);
+    t.is((await c.findOne({ _id: 'x' }))!.v, 'committed');
+
+    // And a rolled-back write is never seen either.
+    const written2 = deferred();
+    const readerDone2 = deferred<number>();
+    const tx2 = store.withTransaction(async (session) => {
+      await c.insertOne({ _id: 'y' }, { session });
+      written2.resolve();
+      await Promise.race([readerDone2.promise, sleep(200)]);
+      throw new Error('abort');
+    });
+    await written2.promise;
+    const count = c.countDocuments({ _id: 'y' }).then((n) => {
+      readerDone2.resolve(n);
+      return n;
+    });
+    await t.throwsAsync(tx2, { message: 'abort' });
+    t.is(await count, 0);
+  });
+
+  test(title('concurrent transactions lose no update'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('counter');
+    await c.insertOne({ _id: 'n', inc: 0, rmw: 0 });
+    const n = 12;
+    await Promise.all(
+      Array.from({ length: n }, () =>
+        store.withTransaction(async (session: StoreSession) => {
+          await c.updateOne({ _id: 'n' }, { $inc: { inc: 1 } }, { session });
+          // Read-modify-write: only safe if the engine isolates transactions properly.
+          const cur = await c.findOne({ _id: 'n' }, { session });
+          await c.updateOne({ _id: 'n' }, { $set: { rmw: cur!.rmw + 1 } }, { session });
+        })
+      )
+    );
+    t.deepEqual(await c.findOne({ _id: 'n' }), { _id: 'n', inc: n, rmw: n });
+  });
+
+  test(title('Agenda runs a job through MongoBackend on store.db.raw'), async (t) => {
+    const store = await open(t);
+    const agenda = new Agenda({ backend: new MongoBackend({ mongo: store.db.raw }), processEvery: 100 });
+    await agenda.ready;
+    t.teardown(() => agenda.stop());
+    let runs = 0;
+    const ran = deferred<unknown>();
+    agenda.define('conformance.ping', async (job) => {
+      runs++;
+      ran.resolve(job.attrs.data);
+    });
+    const completed = new Promise<void>((resolve) => agenda.once('complete:conformance.ping', () => resolve()));
+    await agenda.start();
+    await agenda.now('conformance.ping', { n: 1 });
+    t.deepEqual(await ran.promise, { n: 1 });
+    await completed;
+    await agenda.stop();
+    t.is(runs, 1);
+    const jobs = await store.db.collection<Doc>('agendaJobs').find({ name: 'conformance.ping' }).toArray();
+    t.is(jobs.length, 1);
+    t.true(jobs[0].lastFinishedAt instanceof Date);
+    t.falsy(jobs[0].lockedAt);
+  });
+}

@@ -1,0 +1,108 @@
+import test from 'ava';
+import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
+import { registerStoreConformance } from './conformance.ts';
+
+registerStoreConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded' });
+
+test('embedded: an operation without { session } inside a transaction throws instead of deadlocking', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<{ _id: string }>('x');
+  await t.throwsAsync(
+    store.withTransaction(async () => {
+      await c.insertOne({ _id: 'a' });
+    }),
+    { message: /without \{ session \}/ }
+  );
+  await t.throwsAsync(
+    store.withTransaction(() => store.withTransaction(async () => 1)),
+    { message: /do not nest/ }
+  );
+  t.is(await c.countDocuments({}), 0);
+});
+
+interface Doc {
+  _id: string;
+  [key: string]: unknown;
+}
+
+test('embedded: update values and returned documents are copies', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Doc>('x');
+  const payload = { deep: { list: [1] } };
+  await c.updateOne({ _id: 'a' }, { $set: { payload } }, { upsert: true });
+  payload.deep.list.push(2);
+  const after = (await c.findOneAndUpdate({ _id: 'a' }, { $set: { n: 1 } }, { returnDocument: 'after' }))!;
+  t.deepEqual(after.payload, { deep: { list: [1] } });
+  (after.payload as typeof payload).deep.list.push(3);
+  t.deepEqual((await c.findOne({ _id: 'a' }))!.payload, { deep: { list: [1] } });
+});
+
+test('embedded: undefined is stored as null, as the driver serialises it', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Doc>('x');
+  await c.insertOne({ _id: 'a', gone: undefined, list: [undefined] });
+  t.deepEqual(await c.findOne({ _id: 'a' }), { _id: 'a', gone: null, list: [null] });
+});
+
+test('embedded: duplicate keys are the driver\'s MongoServerError; sparse and partial unique indexes', async (t) => {
+  const { MongoServerError } = await import('mongodb');
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Doc>('x');
+  await c.createIndex({ code: 1 }, { unique: true, sparse: true });
+  await c.createIndex({ ref: 1 }, { unique: true, partialFilterExpression: { state: 'open' } });
+  await c.insertMany([{ _id: 'a' }, { _id: 'b' }], {});
+  await c.insertOne({ _id: 'c', code: 'k', ref: 'r', state: 'open' });
+  await c.insertOne({ _id: 'd', ref: 'r', state: 'closed' });
+  const error = await t.throwsAsync(c.insertOne({ _id: 'e', code: 'k' }));
+  t.true(error instanceof MongoServerError);
+  t.like(error as object, { code: 11000, keyValue: { code: 'k' } });
+  await t.throwsAsync(c.updateOne({ _id: 'd' }, { $set: { state: 'open' } }), { message: /E11000.*ref_1/ });
+  t.is(await c.countDocuments({}), 4);
+  await t.throwsAsync(c.createIndex({ state: 1 }, { unique: true }), { message: /E11000/ });
+});
+
+test('embedded: generated _ids are ObjectIds set on the caller\'s document too', async (t) => {
+  const { ObjectId } = await import('mongodb');
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection('x');
+  const doc: { n: number; _id?: InstanceType<typeof ObjectId> } = { n: 1 };
+  const { insertedId } = await c.insertOne(doc);
+  t.true(insertedId instanceof ObjectId);
+  t.is(doc._id, insertedId);
+  t.is((await c.findOne({ _id: new ObjectId(insertedId.toHexString()) }))!.n, 1);
+});
+
+test('embedded: sessions are checked; a closed store refuses work', async (t) => {
+  const one = await openEmbeddedStore();
+  const two = await openEmbeddedStore();
+  t.teardown(() => two.close());
+  let kept: unknown;
+  await one.withTransaction(async (session) => {
+    kept = session;
+    await t.throwsAsync(two.db.collection<Doc>('x').insertOne({ _id: 'a' }, { session }), { message: /does not belong/ });
+  });
+  await t.throwsAsync(one.db.collection<Doc>('x').insertOne({ _id: 'a' }, { session: kept as never }), { message: /already ended/ });
+  await one.close();
+  await t.throwsAsync(one.db.collection<Doc>('x').findOne({}), { message: /closed/ });
+});
+
+test('embedded: sweepExpired removes what TTL indexes expire, by the earliest date of an array', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Doc>('x');
+  await c.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+  const now = Date.now();
+  await c.insertMany([
+    { _id: 'old', at: new Date(now - 3_700_000) },
+    { _id: 'young', at: new Date(now - 1000) },
+    { _id: 'mixed', at: [new Date(now), new Date(now - 3_700_000)] },
+    { _id: 'not-a-date', at: 'yesterday' },
+  ]);
+  t.is(await store.sweepExpired(), 2);
+  t.deepEqual((await c.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['not-a-date', 'young']);
+});
