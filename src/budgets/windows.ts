@@ -6,7 +6,7 @@ import { windowId } from '../engine/periods.ts';
 import { VersionConflict } from '../http/errors.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
-import { isDuplicateKey } from '../store/is-duplicate-key.ts';
+import { isDuplicateKeyError } from '../store/store.ts';
 import { recordEvent } from '../events/outbox.ts';
 
 export interface BudgetWindowDoc {
@@ -195,7 +195,7 @@ export async function applyBudgetEffects(
         { session },
       );
     } catch (err) {
-      if (isDuplicateKey(err)) throw new VersionConflict(`budget window ${id}`);
+      if (isDuplicateKeyError(err)) throw new VersionConflict(`budget window ${id}`);
       throw err;
     }
   }

@@ -15,7 +15,7 @@ import { candidatesFor } from '../policies/candidates.ts';
 import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
-import { isDuplicateKey } from '../store/is-duplicate-key.ts';
+import { isDuplicateKeyError } from '../store/store.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { toStored } from '../money.ts';
@@ -158,7 +158,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
           );
         } catch (err) {
           // Another process won the race for this key: retry, and the retry replays its decision.
-          if (isDuplicateKey(err)) throw new VersionConflict(`idempotency key ${idemId}`);
+          if (isDuplicateKeyError(err)) throw new VersionConflict(`idempotency key ${idemId}`);
           throw err;
         }
       }

@@ -454,10 +454,16 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.teardown(() => agenda.stop());
     let runs = 0;
     const ran = deferred<unknown>();
-    agenda.define('conformance.ping', async (job) => {
-      runs++;
-      ran.resolve(job.attrs.data);
-    });
+    agenda.define(
+      'conformance.ping',
+      async (job) => {
+        runs++;
+        ran.resolve(job.attrs.data);
+      },
+      // Agenda's liveness check sleeps lockLifetime / 2 (default 5 minutes) after the job
+      // ends, which would hold the test process open that long.
+      { lockLifetime: 1000 }
+    );
     const completed = new Promise<void>((resolve) => agenda.once('complete:conformance.ping', () => resolve()));
     await agenda.start();
     await agenda.now('conformance.ping', { n: 1 });

@@ -38,6 +38,7 @@ test('find through indexes and matchers returns what mingo returns', async (t) =
         await c.createIndex({ a: 1 });
         await c.createIndex({ d: 1, 'b.c': 1 });
         await c.createIndex({ a: 1, 'b.c': 1 });
+        await c.createIndex({ d: 1, a: 1 });
         if (docs.length) await c.insertMany(docs.map(cloneOut));
         const byId = (x: Doc, y: Doc) => String(x._id).localeCompare(String(y._id));
         const got = (await c.find(filter as Doc).toArray()).sort(byId);

@@ -106,3 +106,13 @@ test('embedded: sweepExpired removes what TTL indexes expire, by the earliest da
   t.is(await store.sweepExpired(), 2);
   t.deepEqual((await c.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['not-a-date', 'young']);
 });
+
+test('embedded: createIndex is idempotent and refuses conflicting definitions, as MongoDB', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Doc>('x');
+  t.is(await c.createIndex({ a: 1, b: -1 }), 'a_1_b_-1');
+  t.is(await c.createIndex({ a: 1, b: -1 }), 'a_1_b_-1');
+  await t.throwsAsync(c.createIndex({ a: 1, b: -1 }, { unique: true }), { message: /same name/ });
+  await t.throwsAsync(c.createIndex({ a: 1, b: -1 }, { name: 'other' }), { message: /different name/ });
+});

@@ -25,6 +25,8 @@ export class Index {
   readonly #partial: Query | undefined;
   /** Set once any indexed value was an array; such an index no longer answers equality lookups. */
   multikey = false;
+  /** Set once a value of the first field was an array; prefix lookups then stop too. */
+  firstMultikey = false;
   readonly entries = new Map<string, Set<string>>();
   /** For a compound index, the ids by the first field alone: equality on a prefix. */
   readonly firstEntries: Map<string, Set<string>> | undefined;
@@ -41,9 +43,24 @@ export class Index {
     this.firstEntries = this.fields.length > 1 ? new Map() : undefined;
   }
 
+  signature(): string {
+    return canonicalKey([
+      this.keyPattern,
+      this.unique,
+      this.sparse,
+      this.partialFilterExpression ?? null,
+      this.expireAfterSeconds ?? null,
+    ]);
+  }
+
   /** Usable for equality lookups: every document is in it and no value is an array. */
   get complete(): boolean {
     return !this.multikey && !this.sparse && this.#partial === undefined;
+  }
+
+  /** Usable for equality lookups on the first field alone. */
+  get prefixComplete(): boolean {
+    return this.firstEntries !== undefined && !this.firstMultikey && !this.sparse && this.#partial === undefined;
   }
 
   /** The index key of doc, or undefined when a sparse or partial index leaves it out. */
@@ -58,7 +75,10 @@ export class Index {
     let key = '';
     for (const f of this.fields) {
       const pv = readPath(doc, f);
-      if (pv.multikey) this.multikey = true;
+      if (pv.multikey) {
+        this.multikey = true;
+        if (f === this.fields[0]) this.firstMultikey = true;
+      }
       const part = canonicalKey(pv.value);
       key += part.length + ':' + part;
     }
@@ -178,7 +198,7 @@ export class CollectionData {
     }
     let best: { ids: Set<string> | undefined; exact: boolean } | undefined;
     for (const index of this.indexes.values()) {
-      if (!index.complete) continue;
+      if (!index.complete && !index.prefixComplete) continue;
       const values: unknown[] = [];
       for (const f of index.fields) {
         if (!Object.hasOwn(filter, f)) break;
@@ -188,11 +208,11 @@ export class CollectionData {
       }
       let ids: Set<string> | undefined;
       let exact = false;
-      if (values.length === index.fields.length) {
+      if (values.length === index.fields.length && index.complete) {
         ids = index.entries.get(index.keyOfValues(values));
         exact = keys.length === index.fields.length;
-      } else if (values.length > 0 && index.firstEntries) {
-        ids = index.firstEntries.get(canonicalKey(values[0]));
+      } else if (values.length > 0 && index.prefixComplete) {
+        ids = index.firstEntries?.get(canonicalKey(values[0]));
         exact = keys.length === 1;
       } else {
         continue;
@@ -255,7 +275,27 @@ export class CollectionData {
   addIndex(keyPattern: Doc, options: IndexOptions): string {
     const index = new Index(keyPattern, options);
     const existing = this.indexes.get(index.name);
-    if (existing) return existing.name;
+    // As MongoDB: re-creating an identical index is a no-op; a different one under the same
+    // name, or the same keys under another name, is refused.
+    if (existing) {
+      if (index.signature() !== existing.signature()) {
+        throw new MongoServerError({
+          message: `An existing index has the same name as the requested index: ${index.name}`,
+          code: 86,
+          codeName: 'IndexKeySpecsConflict',
+        });
+      }
+      return existing.name;
+    }
+    for (const other of this.indexes.values()) {
+      if (canonicalKey(other.keyPattern) === canonicalKey(index.keyPattern)) {
+        throw new MongoServerError({
+          message: `Index already exists with a different name: ${other.name}`,
+          code: 85,
+          codeName: 'IndexOptionsConflict',
+        });
+      }
+    }
     for (const [id, doc] of this.docs) {
       if (index.conflict(doc, id) !== undefined) throw this.duplicateKeyError(index.name, index.keyPattern, doc);
       index.add(doc, id);
