@@ -54,7 +54,7 @@ export async function startApp(
 ): Promise<TestApp> {
   const store = options.store ?? (await testStore());
   await createIndexes(store.db);
-  const agenda = options.jobs ? await createAgenda(store, { processEvery: 100 }) : null;
+  const agenda = options.jobs ? await createAgenda(store, { processEvery: 100, lockLifetimeMs: 5000 }) : null;
   const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
   const deps: AppDeps = { config, store, collections: collections(store.db), log: createLogger('error', (line) => process.stderr.write(line + '\n')), now: options.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler: options.scheduler ?? (agenda ? agendaScheduler(agenda) : noScheduler) };
   const stopWorker = agenda ? await startWorker(deps, agenda, { sweepEvery: options.jobs?.sweepEvery ?? '1 second' }) : null;

@@ -141,7 +141,7 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
         $unset: { gone: '' },
         $inc: { n: 2, fresh: 1 },
         $push: { list: 9 },
-        $addToSet: { set: { $each: ['a', 'b'] } },
+        $addToSet: { set: { $each: ['a', 'b', 'b'] } },
         $min: { lo: 3 },
         $max: { hi: 20 },
         $setOnInsert: { never: true },

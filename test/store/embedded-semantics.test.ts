@@ -69,7 +69,8 @@ const updateArb = fc.oneof(
   fc.record({ $min: fc.dictionary(pathArb, valueArb, { minKeys: 1 }) }),
   fc.record({ $max: fc.dictionary(pathArb, valueArb, { minKeys: 1 }) }),
   fc.record({ $push: fc.dictionary(pathArb, fc.oneof(valueArb, fc.record({ $each: fc.array(valueArb, { maxLength: 2 }) })), { minKeys: 1 }) }),
-  fc.record({ $addToSet: fc.dictionary(pathArb, fc.oneof(valueArb, fc.record({ $each: fc.array(valueArb, { maxLength: 2 }) })), { minKeys: 1 }) }),
+  // $each without repeats: MongoDB adds a repeated value once, mingo twice, so that case is not a comparison with mingo.
+  fc.record({ $addToSet: fc.dictionary(pathArb, fc.oneof(valueArb, fc.record({ $each: fc.uniqueArray(valueArb, { maxLength: 2, selector: (v) => JSON.stringify(v) }) })), { minKeys: 1 }) }),
   fc.record({
     $set: fc.dictionary(fc.constantFrom('x', 'o.p'), valueArb, { minKeys: 1 }),
     $inc: fc.dictionary(fc.constantFrom('y', 'o.q'), fc.integer({ min: -2, max: 2 }), { minKeys: 1 }),
