@@ -109,6 +109,15 @@ export class Index {
     if (this.firstEntries) removeFrom(this.firstEntries, canonicalKey(readPath(doc, this.fields[0]).value), id);
   }
 
+  /** Moves a document from its previous key to its next one; most updates leave indexed fields alone. */
+  move(prev: Doc, next: Doc, id: string): void {
+    const before = this.keyOf(prev);
+    const after = this.keyOf(next);
+    if (before === after && (!this.firstEntries || canonicalKey(readPath(prev, this.fields[0]).value) === canonicalKey(readPath(next, this.fields[0]).value))) return;
+    this.remove(prev, id);
+    this.add(next, id);
+  }
+
   /** The id of another document holding doc's key in this unique index, if any. */
   conflict(doc: Doc, id: string): string | undefined {
     if (!this.unique) return undefined;
@@ -266,9 +275,11 @@ export class CollectionData {
   /** Replaces the stored document, keeping every index in step. */
   swap(id: string, next: Doc): Doc | undefined {
     const prev = this.docs.get(id);
-    if (prev) for (const index of this.indexes.values()) index.remove(prev, id);
     this.docs.set(id, next);
-    for (const index of this.indexes.values()) index.add(next, id);
+    for (const index of this.indexes.values()) {
+      if (prev) index.move(prev, next, id);
+      else index.add(next, id);
+    }
     return prev;
   }
 
