@@ -15,39 +15,29 @@ const purchaseCommon = {
 };
 const decided = { ...purchaseCommon, decisionId: Id, outcome: Type.String(), reasonCodes: Type.Array(Type.String()) };
 
+const budgetEvent = (thresholdPercent: 80 | 100) =>
+  Type.Object({
+    budgetWindowId: Type.String(),
+    policyId: Id,
+    policyName: Type.Union([Type.String(), Type.Null()]),
+    policyVersionId: Id,
+    policyRuleId: Id,
+    effect: Type.String(),
+    currency: Type.String(),
+    periodKind: Type.String(),
+    periodKey: Type.String(),
+    limitMinor: Minor,
+    usedMinor: Minor,
+    thresholdPercent: Type.Literal(thresholdPercent),
+  });
+
 export const EventData = {
   'purchase.approval_required': Type.Object({ ...decided, approvalRequestId: Id, escalationReasonCodes: Type.Array(Type.String()), expiresAt: Instant }),
   'purchase.approved': Type.Object({ ...decided, resolvedBy: Type.Union([Type.Literal('ENGINE'), Type.Literal('HUMAN')]), approvalRequestId: Type.Union([Id, Type.Null()]) }),
   'purchase.rejected': Type.Object({ ...decided, resolvedBy: Type.Union([Type.Literal('ENGINE'), Type.Literal('HUMAN')]), approvalRequestId: Type.Union([Id, Type.Null()]) }),
   'purchase.approval_expired': Type.Object({ ...purchaseCommon, approvalRequestId: Id, expiresAt: Instant }),
-  'budget.threshold_reached': Type.Object({
-    budgetWindowId: Type.String(),
-    policyId: Id,
-    policyName: Type.Union([Type.String(), Type.Null()]),
-    policyVersionId: Id,
-    policyRuleId: Id,
-    effect: Type.String(),
-    currency: Type.String(),
-    periodKind: Type.String(),
-    periodKey: Type.String(),
-    limitMinor: Minor,
-    usedMinor: Minor,
-    thresholdPercent: Type.Literal(80),
-  }),
-  'budget.exhausted': Type.Object({
-    budgetWindowId: Type.String(),
-    policyId: Id,
-    policyName: Type.Union([Type.String(), Type.Null()]),
-    policyVersionId: Id,
-    policyRuleId: Id,
-    effect: Type.String(),
-    currency: Type.String(),
-    periodKind: Type.String(),
-    periodKey: Type.String(),
-    limitMinor: Minor,
-    usedMinor: Minor,
-    thresholdPercent: Type.Literal(100),
-  }),
+  'budget.threshold_reached': budgetEvent(80),
+  'budget.exhausted': budgetEvent(100),
   'agent.disabled': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('DISABLED') }),
   'agent.archived': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('ARCHIVED') }),
   'connection.created': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), scopes: Type.Array(Type.String()), grantedBy: Type.Object({ name: Type.String() }) }),
