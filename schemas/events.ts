@@ -40,8 +40,8 @@ export const EventData = {
   'budget.exhausted': budgetEvent(100),
   'agent.disabled': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('DISABLED') }),
   'agent.archived': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('ARCHIVED') }),
-  'connection.created': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), scopes: Type.Array(Type.String()), grantedBy: Type.Object({ name: Type.String() }) }),
-  'connection.revoked': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), reason: Type.String() }),
-  'security.connection_token_reuse_detected': Type.Object({ connectionId: Id, agentId: Id, application: Type.String() }),
+  'connection.created': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), clientId: Type.String(), scopes: Type.Array(Type.String()), grantedBy: Type.Object({ name: Type.String() }) }),
+  'connection.revoked': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), clientId: Type.String(), reason: Type.String({ description: 'OPERATOR, TOKEN_REUSE, CLIENT_REVOCATION, ...' }) }),
+  'security.connection_token_reuse_detected': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), clientId: Type.String(), credential: Type.String() }),
   'webhook.test': Type.Object({ webhookId: Id, message: Type.String() }),
 } as const;
