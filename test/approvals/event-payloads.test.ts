@@ -1,0 +1,41 @@
+// Every event the service records has the `data` shape published in schemas/events.ts.
+import test from 'ava';
+import { Compile } from 'typebox/compile';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startApp } from '../helpers/app.ts';
+import { applyManifest } from '../helpers/fixtures.ts';
+import { shopManifest, purchase } from '../helpers/shop.ts';
+import { EventData } from '../../schemas/events.ts';
+
+test('purchase, approval, budget and agent events match their schemas', async (t) => {
+  const app = await startApp({ jobs: { sweepEvery: '1 second' } });
+  try {
+    const manifest: any = shopManifest('events');
+    manifest.organization.approvalTtl = 'PT4S';
+    const org = await applyManifest(app, manifest);
+    const buy = (amount: number, merchant = 'Paper Co') => app.request('/v1/purchase-requests', { key: org.keys['a-key'], body: purchase(amount, merchant) });
+    await buy(100); // approved
+    await buy(100, 'Shady Goods Ltd'); // rejected
+    const pending = (await buy(25000)).body.purchaseRequest.id; // approval required; expires in 4 s
+    const answered = (await buy(21000)).body.purchaseRequest.id;
+    await app.admin(`/admin/purchase-requests/${answered}/answer`, { body: { answer: 'REJECT', person: 'ana' } });
+    for (let i = 0; i < 4; i++) await buy(18000); // 25000 held + 72000: past 80% of the daily 100000
+    await buy(2900); // 100 + 25000 + 72000 + 2900: exactly 100%, exhausted
+    await app.admin(`/admin/agents/${org.agents.b.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
+    await app.admin(`/admin/agents/${org.agents.b.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } });
+    for (let i = 0; i < 150 && !(await app.store.db.collection('events').findOne({ type: 'purchase.approval_expired', 'data.purchaseRequestId': pending })); i++) await sleep(100);
+
+    const events = await app.store.db.collection('events').find({ organizationId: org.organizationId }).toArray();
+    const types = new Set(events.map((e: any) => e.type));
+    for (const type of ['purchase.approved', 'purchase.rejected', 'purchase.approval_required', 'purchase.approval_expired', 'budget.threshold_reached', 'budget.exhausted', 'agent.disabled', 'agent.archived']) {
+      t.true(types.has(type), `${type} was recorded`);
+    }
+    for (const event of events as any[]) {
+      const check = Compile(EventData[event.type as keyof typeof EventData]);
+      const data = JSON.parse(JSON.stringify(event.data));
+      t.true(check.Check(data), `${event.type}: ${JSON.stringify([...check.Errors(data)])}`);
+    }
+  } finally {
+    await app.close();
+  }
+});
