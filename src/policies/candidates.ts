@@ -31,9 +31,11 @@ export async function candidatesFor(
   session?: StoreSession,
 ): Promise<PolicyCandidate[]> {
   const opts = session ? { session } : {};
-  const policies = await c.policies
-    .find({ organizationId, status: 'ACTIVE', activeVersionId: { $ne: null }, $or: [{ scopeType: 'ORGANIZATION' }, { agentIds: agentId }] }, opts)
-    .toArray();
+  // An organisation has tens of policies: fetch its active ones by the indexed equality and pick the
+  // agent's here, which keeps the query a plain equality match on both engines.
+  const policies = (await c.policies.find({ organizationId, status: 'ACTIVE' }, opts).toArray()).filter(
+    (p) => p.activeVersionId !== null && (p.scopeType === 'ORGANIZATION' || p.agentIds.includes(agentId)),
+  );
   const wanted = policies.map((p) => p.activeVersionId!).filter((id) => !activeCache.has(id));
   if (wanted.length > 0) {
     const versions = await c.policyVersions.find({ _id: { $in: wanted } }, opts).toArray();

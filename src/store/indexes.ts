@@ -13,6 +13,7 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'people', keys: { email: 1 } },
   { collection: 'agents', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
   { collection: 'policies', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
+  { collection: 'policies', keys: { organizationId: 1, status: 1 } },
   { collection: 'policy_versions', keys: { policyId: 1, versionNumber: 1 }, options: { unique: true } },
   { collection: 'api_keys', keys: { prefix: 1 }, options: { unique: true } },
   { collection: 'api_keys', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
