@@ -13,6 +13,7 @@ import { presentAgent } from '../agents/routes.ts';
 import { AgentStatus } from '../../schemas/common.ts';
 import { requireAdmin } from './auth.ts';
 import { manifestBody } from './manifest-body.ts';
+import { iso } from '../timestamps.ts';
 import { answerApproval } from '../approvals/answer.ts';
 
 const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
@@ -70,7 +71,7 @@ export function adminRoutes(deps: AppDeps): Router {
     const key = await c.apiKeys.findOneAndUpdate({ _id: id, revokedAt: null }, { $set: { revokedAt: now } }, { returnDocument: 'after' });
     const final = key ?? (await c.apiKeys.findOne({ _id: id }));
     if (!final) throw notFound('API key');
-    ctx.body = { apiKey: { id: final._id, prefix: final.prefix, revokedAt: final.revokedAt?.toISOString() ?? null } };
+    ctx.body = { apiKey: { id: final._id, prefix: final.prefix, revokedAt: iso(final.revokedAt) } };
   });
   return router;
 }

@@ -1,6 +1,7 @@
 // A connection (SPEC.md 5.2): one person's grant letting one application act as one existing agent
 // with some scopes. Tokens belong to a connection; revoking it ends every token at the next call.
 import type { Scope } from '../http/auth.ts';
+import { iso } from '../timestamps.ts';
 import type { StoreDb } from '../store/store.ts';
 
 export type RevokedReason = 'OPERATOR' | 'CLIENT' | 'TOKEN_REUSE';
@@ -35,7 +36,7 @@ export function presentConnection(c: ConnectionDoc, agent: { id: string; name: s
     grantedBy: { id: c.personId, name: person?.name ?? c.grantedBy.name },
     scopes: c.scopes,
     createdAt: c.createdAt.toISOString(),
-    revokedAt: c.revokedAt ? c.revokedAt.toISOString() : null,
+    revokedAt: iso(c.revokedAt),
     revokedReason: c.revokedReason,
   };
 }

@@ -1,7 +1,7 @@
 // Wire shapes of policies and versions (SPEC.md 2.6), built from stored documents.
 import type { PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
+import { iso } from '../timestamps.ts';
 
-export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
 
 export function versionSummary(v: PolicyVersionDoc) {
   return {

@@ -1,6 +1,7 @@
 // Wire shapes of SPEC.md 2.3-2.5 and 4.1, built from engine results and stored documents.
 import type { Decision, RuleEvaluation } from '../engine/types.ts';
 import type { ApprovalDoc, DecisionDoc, PurchaseDoc } from './documents.ts';
+import { iso } from '../timestamps.ts';
 
 const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
 
@@ -40,7 +41,7 @@ export function submissionResponse(p: PurchaseDoc, d: DecisionDoc, approval: App
   return {
     purchaseRequest: { id: p._id, status: p.status, amountMinor: String(p.amountMinor), currency: p.currency },
     decision: decisionWire(d),
-    approval: { required: approval !== null, expiresAt: approval ? approval.expiresAt.toISOString() : null },
+    approval: { required: approval !== null, expiresAt: iso(approval?.expiresAt) },
     policyVersions: d.policyVersions,
     ruleEvaluations: d.ruleEvaluations,
     replayed: false,
@@ -54,7 +55,7 @@ export function approvalWire(a: ApprovalDoc | null) {
     isPending: a.state === 'PENDING',
     escalationReasonCodes: a.escalationReasonCodes,
     expiresAt: a.expiresAt.toISOString(),
-    resolvedAt: a.resolvedAt ? a.resolvedAt.toISOString() : null,
+    resolvedAt: iso(a.resolvedAt),
     resolvedBy: a.resolvedBy ? { name: a.resolvedBy.name } : null,
     comment: a.comment,
   };
@@ -73,7 +74,7 @@ export function readback(p: PurchaseDoc, agent: { id: string; name: string; stat
     agent,
     category: p.category,
     merchantDomain: p.merchantDomain,
-    resolvedAt: p.resolvedAt ? p.resolvedAt.toISOString() : null,
+    resolvedAt: iso(p.resolvedAt),
     origin: p.origin,
     initiatedBy: null,
     submittedVia: p.submittedVia,

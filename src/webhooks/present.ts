@@ -1,7 +1,7 @@
 // Wire shapes of SPEC.md 2.8. No read ever carries a secret: only creation and rotation add one.
 import type { WebhookDeliveryDoc, WebhookEndpointDoc } from './documents.ts';
 
-const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+import { iso } from '../timestamps.ts';
 
 export function presentEndpoint(e: WebhookEndpointDoc) {
   return {
