@@ -6,12 +6,13 @@ import type { AgentDoc, AgentStatus } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { cancelPendingApprovalsOf } from '../approvals/close.ts';
+import { views } from '../purchases/projection.ts';
 
 export async function changeAgentStatus(deps: AppDeps, session: StoreSession, agent: AgentDoc, status: AgentStatus, now: Date): Promise<AgentDoc> {
   if (agent.status === status) return agent;
   await deps.collections.agents.updateOne({ _id: agent._id }, { $set: { status, updatedAt: now } }, { session });
   const updated = { ...agent, status, updatedAt: now };
-  await deps.store.db.collection('purchase_views').updateMany({ agentId: agent._id }, { $set: { 'readback.agent.status': status } }, { session });
+  await views(deps.store.db).purchaseViews.updateMany({ agentId: agent._id }, { $set: { 'readback.agent.status': status } }, { session });
   if (status === 'DISABLED' || status === 'ARCHIVED') {
     await recordEvent(deps.store.db, session, {
       type: status === 'DISABLED' ? 'agent.disabled' : 'agent.archived',

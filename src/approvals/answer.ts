@@ -6,7 +6,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { ApiError, VersionConflict, invalidRequest, notFound } from '../http/errors.ts';
 import { reevaluate } from '../engine/reevaluate.ts';
 import { windowKeysFor } from '../engine/periods.ts';
-import type { EngineInput } from '../engine/types.ts';
+import { engineBase } from '../purchases/input.ts';
 import { candidatesFor } from '../policies/candidates.ts';
 import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -47,15 +47,15 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       if (!org || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);
 
       const candidates = await candidatesFor(deps.collections, org._id, agent._id, session);
-      const base: Omit<EngineInput, 'windows'> = {
+      const base = engineBase({
         mode: 'CURRENT_POLICIES',
-        purchase: { merchantKey: purchase.merchantKey, merchant: purchase.merchant, amountMinor: fromStored(purchase.amountMinor), currency: purchase.currency, category: purchase.category },
-        agent: { id: agent._id, status: agent.status },
+        purchase: { ...purchase, amountMinor: fromStored(purchase.amountMinor) },
+        agent,
         policies: candidates,
-        now: now.toISOString(),
+        now,
         timeZone: org.timezone,
-        periodInstant: purchase.requestedAt.toISOString(),
-      };
+        periodInstant: purchase.requestedAt,
+      });
       const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds);
       const result = reevaluate(
         { ...base, windows: loaded.states },

@@ -4,6 +4,8 @@ import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
+import type { EngineInput, EvaluationMode, PolicyCandidate } from '../engine/types.ts';
+import type { AgentDoc } from '../store/collections.ts';
 
 export interface PurchaseInput {
   merchant: string;
@@ -41,3 +43,29 @@ export function purchaseInput(
   };
 }
 
+
+/**
+ * The engine's input (without the windows) for a purchase evaluated for an agent at `now` in the
+ * organisation's zone: the one shape a submission, an answer and a simulation all hand to the engine.
+ */
+export function engineBase(args: {
+  mode: EvaluationMode;
+  purchase: Pick<PurchaseInput, 'merchantKey' | 'merchant' | 'amountMinor' | 'currency' | 'category'>;
+  agent: Pick<AgentDoc, '_id' | 'status'> | null;
+  policies: PolicyCandidate[];
+  now: Date;
+  timeZone: string;
+  /** When the purchase was held: a re-evaluation counts it in the windows holding it. */
+  periodInstant?: Date;
+}): Omit<EngineInput, 'windows'> {
+  const p = args.purchase;
+  return {
+    mode: args.mode,
+    purchase: { merchantKey: p.merchantKey, merchant: p.merchant, amountMinor: p.amountMinor, currency: p.currency, category: p.category },
+    agent: args.agent ? { id: args.agent._id, status: args.agent.status } : null,
+    policies: args.policies,
+    now: args.now.toISOString(),
+    timeZone: args.timeZone,
+    ...(args.periodInstant ? { periodInstant: args.periodInstant.toISOString() } : {}),
+  };
+}

@@ -10,7 +10,7 @@ import { VersionConflict, conflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { decide } from '../engine/decide.ts';
 import { windowKeysFor } from '../engine/periods.ts';
-import type { Decision, EngineInput } from '../engine/types.ts';
+import type { Decision } from '../engine/types.ts';
 import { candidatesFor } from '../policies/candidates.ts';
 import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -20,7 +20,7 @@ import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { toStored } from '../money.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
-import type { PurchaseInput } from './input.ts';
+import { engineBase, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, ruleEvaluationWire, submissionResponse } from './present.ts';
 import { projectPurchase } from './projection.ts';
 
@@ -95,14 +95,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       const agent = await deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }, { session });
       if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
       const candidates = await candidatesFor(deps.collections, org._id, agentId, session);
-      const base: Omit<EngineInput, 'windows'> = {
-        mode: 'CURRENT_POLICIES',
-        purchase: { merchantKey: cmd.purchase.merchantKey, merchant: cmd.purchase.merchant, amountMinor: cmd.purchase.amountMinor, currency: cmd.purchase.currency, category: cmd.purchase.category },
-        agent: { id: agent._id, status: agent.status },
-        policies: candidates,
-        now: now.toISOString(),
-        timeZone: org.timezone,
-      };
+      const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
       const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
       const decision = decide({ ...base, windows: loaded.states });
 

@@ -4,23 +4,16 @@ import type { AppDeps } from '../app-deps.ts';
 import { notFound, invalidRequest } from '../http/errors.ts';
 import { decide } from '../engine/decide.ts';
 import { windowKeysFor } from '../engine/periods.ts';
-import type { EngineInput, EvaluationMode, PolicyCandidate } from '../engine/types.ts';
+import type { EvaluationMode, PolicyCandidate } from '../engine/types.ts';
 import { candidatesFor, toCandidate, toEngineVersion } from '../policies/candidates.ts';
 import { loadWindows } from '../budgets/windows.ts';
 import type { AgentDoc, OrganizationDoc } from '../store/collections.ts';
-import type { PurchaseInput } from '../purchases/input.ts';
+import { engineBase, type PurchaseInput } from '../purchases/input.ts';
 import { simulationResponse } from './present.ts';
 
 async function evaluate(deps: AppDeps, org: OrganizationDoc, purchase: PurchaseInput, mode: EvaluationMode, agent: AgentDoc | null, policies: PolicyCandidate[]) {
   const now = deps.now();
-  const base: Omit<EngineInput, 'windows'> = {
-    mode,
-    purchase: { merchantKey: purchase.merchantKey, merchant: purchase.merchant, amountMinor: purchase.amountMinor, currency: purchase.currency, category: purchase.category },
-    agent: agent ? { id: agent._id, status: agent.status } : null,
-    policies,
-    now: now.toISOString(),
-    timeZone: org.timezone,
-  };
+  const base = engineBase({ mode, purchase, agent, policies, now, timeZone: org.timezone });
   const loaded = await loadWindows(deps.store.db, windowKeysFor(base));
   return simulationResponse(decide({ ...base, windows: loaded.states }), purchase, agent, now);
 }
