@@ -1,14 +1,10 @@
 // After a submission that asks a person commits, its expiry goes on the job schedule. If this fails
 // (or the process dies first), the recurring sweep expires the approval anyway.
 import type { AppDeps } from '../app-deps.ts';
+import type { SubmitResult } from '../purchases/submit.ts';
 import { EXPIRE_APPROVAL } from './jobs.ts';
 
-interface SubmissionOutcome {
-  status: number;
-  body: Record<string, unknown>;
-}
-
-export async function scheduleExpiry(deps: AppDeps, result: SubmissionOutcome & { approvalId?: string | null; expiresAt?: Date | null }): Promise<void> {
+export async function scheduleExpiry(deps: AppDeps, result: SubmitResult): Promise<void> {
   if (result.status !== 201 || !result.approvalId || !result.expiresAt) return;
   try {
     await deps.scheduler.schedule(EXPIRE_APPROVAL, result.expiresAt, { approvalId: result.approvalId });
