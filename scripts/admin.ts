@@ -13,6 +13,8 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   set-password <personId>                      reads the new password from standard input
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
+  oauth-clients                                list clients registered through Dynamic Client Registration
+  revoke-oauth-client <id>                     revoke a registered client and every connection made with it
 
 Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required).`;
 
@@ -57,6 +59,11 @@ export async function buildCall(argv: string[]): Promise<Call> {
       break;
     case 'revoke-connection':
       if (a) return { method: 'DELETE', path: `/admin/connections/${a}` };
+      break;
+    case 'oauth-clients':
+      return { method: 'GET', path: '/admin/oauth-clients' };
+    case 'revoke-oauth-client':
+      if (a) return { method: 'DELETE', path: `/admin/oauth-clients/${encodeURIComponent(a)}` };
       break;
   }
   throw new UsageError();

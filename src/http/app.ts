@@ -39,7 +39,9 @@ const under = (prefix: string, mw: (ctx: Context, next: Next) => unknown) => (ct
   ctx.path === prefix || ctx.path.startsWith(prefix + '/') ? mw(ctx, next) : next();
 
 export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
-  const app = new Koa({ proxy: true });
+  // One proxy hop (the platform router) appends the caller's address to X-Forwarded-For: trust only that
+  // rightmost entry, so a caller cannot choose its own address (the registration rate limit keys on it).
+  const app = new Koa({ proxy: true, maxIpsCount: 1 });
   app.use(requestContext(deps));
   app.use(errorMiddleware(deps.log));
   app.use(async (ctx, next) => {

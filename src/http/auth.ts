@@ -40,6 +40,12 @@ export async function principalFor(header: string | undefined, deps: AuthDeps): 
     if (!deps.resolveAccessToken) throw unauthorized('invalid_token', 'The access token is not valid.');
     return deps.resolveAccessToken(credential, now);
   }
+  // An OAuth refresh token or authorization code is an OAuth credential, just not a bearer one.
+  if (credential.startsWith('cmp_ort_') || credential.startsWith('cmp_oac_')) {
+    throw new ApiError(401, 'invalid_token', 'Only an access token (cmp_oat_) is a bearer credential; exchange this one at the token endpoint.', undefined, {
+      'WWW-Authenticate': 'Bearer error="invalid_token"',
+    });
+  }
   const shape = classifyKey(credential);
   if (shape.kind === 'other-environment') {
     throw unauthorized('wrong_environment', 'This key belongs to a different environment.');

@@ -39,6 +39,10 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'oauth_access_tokens', keys: { connectionId: 1 } },
   { collection: 'oauth_refresh_tokens', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   { collection: 'oauth_refresh_tokens', keys: { connectionId: 1 } },
+  { collection: 'oauth_clients', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'oauth_clients', keys: { createdAt: -1 } },
+  { collection: 'oauth_registration_windows', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'connections', keys: { clientId: 1 } },
   // Webhooks (src/webhooks/documents.ts WEBHOOK_INDEXES)
   { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1 } },
   { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },

@@ -84,12 +84,15 @@ test('every other /v1 operation is oauth_not_permitted, whatever the scopes', as
   }
 });
 
-test('an unknown, malformed or expired token is 401 invalid_token', async (t) => {
-  for (const key of ['cmp_oat_' + 'A'.repeat(43), 'cmp_oat_short', full.refresh_token]) {
+test('an unknown or malformed token, and a refresh token or code used as a bearer, is 401 invalid_token', async (t) => {
+  for (const key of ['cmp_oat_' + 'A'.repeat(43), 'cmp_oat_short', full.refresh_token, 'cmp_oac_' + 'A'.repeat(43)]) {
     const res = await app.request('/v1/simulations/current-policies', { key, body: purchase });
     t.is(res.status, 401, key.slice(0, 12));
-    t.is(res.body.error.code, key.startsWith('cmp_oat_') ? 'invalid_token' : 'invalid_api_key');
+    t.is(res.body.error.code, 'invalid_token', key.slice(0, 12));
+    t.regex(res.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token"/);
   }
+  const notOurs = await app.request('/v1/simulations/current-policies', { key: 'cmp_xyz_' + 'A'.repeat(43), body: purchase });
+  t.is(notOurs.body.error.code, 'invalid_api_key', 'anything else is still an unrecognised key');
 });
 
 test.serial('an access token expires after 60 minutes', async (t) => {
@@ -103,11 +106,19 @@ test.serial('an access token expires after 60 minutes', async (t) => {
   time.advance(-61 * 60_000);
 });
 
+/** The same token on /mcp, where a token that no longer works is a 401 challenge instead. */
+const mcpList = (token: string) =>
+  app.request('/mcp', { key: token, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } });
+
 test.serial('an agent no longer ENABLED makes its connections connection_unauthorized until re-enabled', async (t) => {
   await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
   const res = await app.request('/v1/simulations/current-policies', { key: full.access_token, body: purchase });
   t.is(res.status, 403);
   t.is(res.body.error.code, 'connection_unauthorized');
+  const mcp = await mcpList(full.access_token);
+  t.is(mcp.status, 401);
+  t.is(mcp.body.error.code, 'invalid_token');
+  t.regex(mcp.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token", scope="purchase:check purchase:read purchase:request", resource_metadata="/);
   await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'ENABLED' } });
   t.is((await app.request('/v1/simulations/current-policies', { key: full.access_token, body: purchase })).status, 200);
 });
@@ -119,6 +130,9 @@ test('a connection revoked by an operator is refused on the next call', async (t
   const res = await app.request('/v1/simulations/current-policies', { key: doomed.access_token, body: purchase });
   t.is(res.status, 403);
   t.is(res.body.error.code, 'connection_unauthorized');
+  const mcp = await mcpList(doomed.access_token);
+  t.is(mcp.status, 401);
+  t.is(mcp.body.error.code, 'invalid_token');
   const event = (await app.store.db.collection<{ _id: string; type: string; data: Record<string, unknown> }>('events').find({ type: 'connection.revoked' }).toArray()).find(
     (e) => e.data.connectionId === doomed.connectionId,
   );
