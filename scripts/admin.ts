@@ -14,7 +14,7 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
   oauth-clients                                list clients registered through Dynamic Client Registration
-  revoke-oauth-client <id>                     revoke a registered client and every connection made with it
+  revoke-oauth-client <id|clientId URL>        revoke a registered client and every connection made with it
 
 Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required).`;
 
@@ -63,7 +63,8 @@ export async function buildCall(argv: string[]): Promise<Call> {
     case 'oauth-clients':
       return { method: 'GET', path: '/admin/oauth-clients' };
     case 'revoke-oauth-client':
-      if (a) return { method: 'DELETE', path: `/admin/oauth-clients/${encodeURIComponent(a)}` };
+      // The id, or the whole client_id URL as it appears in connection listings.
+      if (a) return { method: 'DELETE', path: `/admin/oauth-clients/${encodeURIComponent(a.split('/').at(-1)!)}` };
       break;
   }
   throw new UsageError();

@@ -174,7 +174,7 @@ test.serial('a registration nobody connected with expires after a day; the opera
   t.true(events.some((e) => e.data.clientId === used.client_id && e.data.reason === 'OPERATOR'));
   t.is((await revokeOAuthClient(api, usedRow.id)).connectionsRevoked, 0, 'idempotent');
   t.is((await app.admin('/admin/oauth-clients/00000000-0000-4000-8000-000000000000', { method: 'DELETE' })).status, 404);
-  for (const argv of [['oauth-clients'], ['revoke-oauth-client', usedRow.id]]) {
+  for (const argv of [['oauth-clients'], ['revoke-oauth-client', usedRow.id], ['revoke-oauth-client', used.client_id]]) {
     const c = await buildCall(argv);
     t.is((await app.admin(c.path, { method: c.method })).status, 200, argv[0]);
   }

@@ -3,7 +3,7 @@
 // expired tokens, and purchases readable only by the credential that submitted them.
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
-import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from './helpers.ts';
+import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, tokenForm, type MetadataServer, type Org } from './helpers.ts';
 
 let app: TestApp;
 let meta: MetadataServer;
@@ -119,8 +119,16 @@ test.serial('an agent no longer ENABLED makes its connections connection_unautho
   t.is(mcp.status, 401);
   t.is(mcp.body.error.code, 'invalid_token');
   t.regex(mcp.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token", scope="purchase:check purchase:read purchase:request", resource_metadata="/);
+  // A refresh would only yield tokens refused at once: invalid_grant, so a client asks the person again.
+  const refresh = { grant_type: 'refresh_token', refresh_token: full.refresh_token, client_id: meta.clientId };
+  const refused = await tokenForm(app, refresh);
+  t.is(refused.status, 400);
+  t.deepEqual(await refused.json(), { error: 'invalid_grant', error_description: 'the agent of this connection is not enabled' });
   await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'ENABLED' } });
   t.is((await app.request('/v1/simulations/current-policies', { key: full.access_token, body: purchase })).status, 200);
+  const renewed = await tokenForm(app, refresh);
+  t.is(renewed.status, 200, 'the refresh token was not consumed by the refusal');
+  full = { ...full, ...(await renewed.json()) };
 });
 
 test('a connection revoked by an operator is refused on the next call', async (t) => {
