@@ -1,6 +1,7 @@
 // The TokenResolver of src/http/auth.ts for `cmp_oat_` access tokens (SPEC.md 5.2, 5.3):
 //   unknown, malformed or expired token            -> 401 invalid_token
-//   revoked connection, agent not ENABLED (or gone) -> 403 connection_unauthorized
+//   revoked connection, agent not ENABLED (or gone) -> 403 connection_unauthorized (on /v1; /mcp
+//                                                     answers 401 invalid_token, mcp/routes.ts)
 //   otherwise                                       -> Principal CONNECTION with the token's scopes
 // Revocation therefore takes effect on the very next call: nothing is cached.
 import type { Collections } from '../store/collections.ts';

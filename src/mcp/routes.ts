@@ -35,8 +35,10 @@ export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>, resourc
   };
 }
 
-function challenge(deps: AppDeps, extra = `scope="${SCOPES.join(' ')}", `): Record<string, string> {
-  return { 'WWW-Authenticate': `Bearer ${extra}resource_metadata="${protectedResourceMetadataUrl(deps.config)}"` };
+/** RFC 6750 3 with RFC 9728 5.1's resource_metadata; `scope` is what to ask for (MCP 2025-11-25). */
+function challenge(deps: AppDeps, error: string | null = null, scope = SCOPES.join(' ')): Record<string, string> {
+  const err = error ? `error="${error}", ` : '';
+  return { 'WWW-Authenticate': `Bearer ${err}scope="${scope}", resource_metadata="${protectedResourceMetadataUrl(deps.config)}"` };
 }
 
 function checkOrigin(ctx: Context, deps: AppDeps): void {
@@ -50,7 +52,7 @@ function checkOrigin(ctx: Context, deps: AppDeps): void {
 async function authenticateMcp(ctx: Context, deps: AppDeps) {
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('authorization'));
   if (!match) throw new ApiError(401, 'unauthorized', 'Connect through OAuth and send Authorization: Bearer <access token>.', undefined, challenge(deps));
-  const rejected = () => invalidToken(challenge(deps, `error="invalid_token", scope="${SCOPES.join(' ')}", `));
+  const rejected = () => invalidToken(challenge(deps, 'invalid_token'));
   let resolved;
   try {
     resolved = await resolveConnectionToken({ db: deps.store.db, collections: deps.collections }, match[1], deps.now());
@@ -102,7 +104,7 @@ export function mcpRoutes(deps: AppDeps): Router {
     const { principal, organization } = ctx.state.mcp as Awaited<ReturnType<typeof authenticateMcp>>;
     const lacking = missingScope(ctx.state.body, principal.scopes);
     if (lacking) {
-      throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking} scope.`, undefined, challenge(deps, `error="insufficient_scope", scope="${lacking}", `));
+      throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking} scope.`, undefined, challenge(deps, 'insufficient_scope', lacking));
     }
     const server = buildMcpServer({ deps, principal, organization });
     // Stateless (no session id) and plain JSON responses: every call is one HTTP exchange.
