@@ -68,6 +68,8 @@ test('oauth4webapi registers, then code + PKCE + resource + iss with the issued 
     response_type: 'code', client_id: clientId, redirect_uri: 'http://127.0.0.1:40111/cb', state, resource: `${app.url}/mcp`,
     code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
   })) url.searchParams.set(k, v);
+  const signIn = await (await new Browser().fetch(url.href)).text();
+  t.regex(signIn, /<strong>Registered Assistant<\/strong> <span class="muted">\(unverified name: the application registered itself and chose this name\)<\/span>/);
   const { browser, consentHtml } = await signInToConsent(app, org, url.href);
   t.regex(consentHtml, /Registered Assistant <strong>\(unverified\)<\/strong>/);
   t.regex(consentHtml, /it registered itself with this service, and its name was chosen by whoever registered it/);
