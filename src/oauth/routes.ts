@@ -21,6 +21,7 @@ import { burnPasswordCheck, verifyPassword } from './password.ts';
 import { SCOPES } from './scopes.ts';
 import { revocationRequest, tokenRequest } from './token.ts';
 import { fetchClientMetadata } from './client-metadata.ts';
+import { runCommand } from '../commands/run-command.ts';
 
 const MAX_FAILED_SIGN_INS = 5;
 
@@ -201,7 +202,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     const agent = shown.agents.find((a) => a._id === form.get('agent'));
     if (!agent) return page(ctx, 400, (await consentView(request, 'Choose which agent the application may act as.'))!.view);
     const now = deps.now();
-    const approved = await deps.store.withTransaction((session) =>
+    const approved = await runCommand(deps.store, (session) =>
       approveAuthorization(deps.store.db, session, { request, person: shown.person, agent, now }),
     );
     if (!approved) return expired(ctx);
