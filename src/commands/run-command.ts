@@ -14,7 +14,7 @@ export interface RetryBudget {
   totalMs: number;
 }
 
-export const COMMAND_BUDGET: RetryBudget = { attempts: 10, totalMs: 20_000 };
+export const COMMAND_BUDGET: RetryBudget = { attempts: 20, totalMs: 20_000 };
 
 const lostRace = (error: unknown) => error instanceof VersionConflict || hasErrorLabel(error, 'TransientTransactionError');
 
