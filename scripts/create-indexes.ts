@@ -8,7 +8,7 @@ if (!config.mongodbUri) {
   process.stdout.write('MONGODB_URI is not set: the embedded engine creates its indexes at start; nothing to do.\n');
   process.exit(0);
 }
-const store = await openStore({ mongodbUri: config.mongodbUri });
+const store = await openStore({ mongodbUri: config.mongodbUri, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs });
 await createIndexes(store.db);
 await store.close();
 process.stdout.write('indexes created\n');

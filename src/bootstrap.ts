@@ -25,7 +25,7 @@ export function configOrExit(): Config {
 
 export async function bootstrap(config: Config): Promise<{ deps: AppDeps; agenda: Agenda }> {
   const log = createLogger(config.logLevel);
-  const store = await openStore({ mongodbUri: config.mongodbUri ?? undefined });
+  const store = await openStore({ mongodbUri: config.mongodbUri ?? undefined, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs });
   await createIndexes(store.db);
   log.info('store ready', { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: process.env.JOBS_PROCESS_EVERY || '5 seconds' });

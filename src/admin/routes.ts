@@ -8,7 +8,8 @@ import { notFound } from '../http/errors.ts';
 import { uuidParam } from '../http/params.ts';
 import { compile } from '../http/validate.ts';
 import { applyManifest } from '../manifests/apply.ts';
-import { changeAgentStatus } from '../agents/change-status.ts';
+import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-status.ts';
+import { runCommand } from '../commands/run-command.ts';
 import { presentAgent } from '../agents/routes.ts';
 import { AgentStatus } from '../../schemas/common.ts';
 import { requireAdmin } from './auth.ts';
@@ -43,11 +44,12 @@ export function adminRoutes(deps: AppDeps): Router {
   router.patch('/agents/:agentId', jsonBody(LIMITS.standard), async (ctx) => {
     const id = uuidParam(ctx, 'agentId', 'agent');
     const { status } = AgentPatch.parse(ctx.state.body);
-    const agent = await deps.store.withTransaction(async (session) => {
+    const agent = await runCommand(deps.store, async (session) => {
       const found = await c.agents.findOne({ _id: id }, { session });
       if (!found) throw notFound('agent');
       return changeAgentStatus(deps, session, found, status, deps.now());
     });
+    await finishAgentStatusChange(deps, agent);
     ctx.body = { agent: presentAgent(agent) };
   });
 

@@ -8,7 +8,8 @@ import { reevaluate } from '../engine/reevaluate.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import { engineBase } from '../purchases/input.ts';
 import { candidatesFor } from '../policies/candidates.ts';
-import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
+import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '../budgets/windows.ts';
+import { fenceAgent } from '../agents/fence.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { fromStored } from '../money.ts';
@@ -43,7 +44,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       const person = await deps.collections.people.findOne({ organizationId: purchase.organizationId, handle: cmd.personHandle }, { session });
       if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
       const org = await deps.collections.organizations.findOne({ _id: purchase.organizationId }, { session });
-      const agent = await deps.collections.agents.findOne({ _id: purchase.agentId }, { session });
+      const agent = await fenceAgent(deps, session, { _id: purchase.agentId });
       if (!org || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);
 
       const candidates = await candidatesFor(deps.collections, org._id, agent._id, session);
@@ -71,6 +72,9 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       if (updated.matchedCount === 0) throw new VersionConflict(`approval ${approval._id}`);
       const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
       const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, result.effects.budget, result.effects.crossings, now, policyNames);
+      if (approved) {
+        await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: result.policiesConsidered.map((p) => p.policyId), currency: purchase.currency, requestedAt: purchase.requestedAt, timeZone: org.timezone, windowIds });
+      }
 
       const decision = decisionDocument(result, purchase._id, org._id, 'APPROVAL_REEVALUATION', now);
       await pc.decisions.insertOne(decision, { session });

@@ -2,7 +2,7 @@
 // Every write checks the document's `version`; a matched count of 0, or a lost race to create it,
 // is a VersionConflict and the whole command is retried. Amounts are stored as integers.
 import type { BudgetCrossing, BudgetEffect, WindowKey, WindowState } from '../engine/types.ts';
-import { windowId } from '../engine/periods.ts';
+import { periodFor, windowId } from '../engine/periods.ts';
 import { VersionConflict } from '../http/errors.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
@@ -200,4 +200,29 @@ export async function applyBudgetEffects(
     }
   }
   return [...byWindow.keys()];
+}
+
+/**
+ * The fence that keeps opening balances exact (DESIGN.md 2). A window that opens mid-period (a new
+ * version adds a SPEND_LIMIT) starts from the spend approved under its policy that no window counted
+ * (attributableSpend). An approval that wrote none of that policy's windows for the period is invisible
+ * to a concurrent transaction opening one, and they write no document in common: both would commit, and
+ * the window would start short. So such an approval writes the policy document, which every change of
+ * what is in force (a version activated, a status or scope changed) writes too: under snapshot isolation
+ * an approval that read the previous version conflicts with the activation and is retried under the new
+ * one, where it reads and writes the window itself. Policies whose DAY and MONTH windows this transaction
+ * wrote need no fence (their windows already make the race a conflict).
+ */
+export async function fencePoliciesOutsideWindows(
+  db: StoreDb,
+  session: StoreSession,
+  approved: { policyIds: string[]; currency: string; requestedAt: Date; timeZone: string; windowIds: string[] },
+): Promise<void> {
+  const written = new Set(approved.windowIds);
+  const instant = approved.requestedAt.toISOString();
+  const keys = (['DAY', 'MONTH'] as const).map((kind) => ({ periodKind: kind, periodKey: periodFor(kind, instant, approved.timeZone).periodKey }));
+  for (const policyId of new Set(approved.policyIds)) {
+    if (keys.every((k) => written.has(windowId({ policyId, currency: approved.currency, ...k })))) continue;
+    await db.collection<{ _id: string; fence?: number }>('policies').updateOne({ _id: policyId }, { $inc: { fence: 1 } }, { session });
+  }
 }

@@ -23,6 +23,7 @@ import { SCOPES } from './scopes.ts';
 import { revocationRequest, tokenRequest } from './token.ts';
 import { corsPreflight, openCors } from './cors.ts';
 import { clientResolver } from './registration.ts';
+import { runCommand } from '../commands/run-command.ts';
 
 const MAX_FAILED_SIGN_INS = 5;
 
@@ -196,7 +197,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     const agent = shown.agents.find((a) => a._id === form.get('agent'));
     if (!agent) return page(ctx, 400, (await consentView(request, 'Choose which agent the application may act as.'))!.view);
     const now = deps.now();
-    const approved = await deps.store.withTransaction((session) =>
+    const approved = await runCommand(deps.store, (session) =>
       approveAuthorization(deps.store.db, session, { request, person: shown.person, agent, now }),
     );
     if (!approved) return expired(ctx);

@@ -3,11 +3,26 @@
 import type { StoreDb } from '../store/store.ts';
 import type { Principal } from '../http/auth.ts';
 import { notFound } from '../http/errors.ts';
-import { views } from './projection.ts';
+import { collections } from '../store/collections.ts';
+import { views, type PurchaseViewDoc } from './projection.ts';
+
+/**
+ * The readbacks of views, with the agent's status as it is now: a view keeps the status it was written
+ * with, because archiving a busy agent must not rewrite all of its purchases in one transaction
+ * (DESIGN.md 2). Views of one credential belong to one agent, so this is one read.
+ */
+export async function currentReadbacks(db: StoreDb, rows: PurchaseViewDoc[]): Promise<Array<PurchaseViewDoc['readback']>> {
+  const ids = [...new Set(rows.map((r) => r.agentId))];
+  if (ids.length === 0) return [];
+  const agents = await collections(db).agents.find({ _id: { $in: ids } }, { projection: { status: 1 } }).toArray();
+  const status = new Map(agents.map((a) => [a._id, a.status]));
+  return rows.map((r) => ({ ...r.readback, agent: { ...r.readback.agent, status: status.get(r.agentId) ?? r.readback.agent.status } }));
+}
 
 export async function getPurchase(db: StoreDb, principal: Principal, purchaseId: string) {
   const submitterId = principal.kind === 'API_KEY' ? principal.apiKeyId : principal.connectionId;
   const view = await views(db).purchaseViews.findOne({ _id: purchaseId, organizationId: principal.organizationId, submitterId });
   if (!view) throw notFound('purchase request');
-  return { purchase: view.readback };
+  const [purchase] = await currentReadbacks(db, [view]);
+  return { purchase };
 }

@@ -12,7 +12,8 @@ import { decide } from '../engine/decide.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import type { Decision } from '../engine/types.ts';
 import { candidatesFor } from '../policies/candidates.ts';
-import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
+import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '../budgets/windows.ts';
+import { fenceAgent } from '../agents/fence.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { isDuplicateKeyError } from '../store/store.ts';
@@ -92,7 +93,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       if (again) return again;
       const now = deps.now();
       const org = cmd.organization;
-      const agent = await deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }, { session });
+      const agent = await fenceAgent(deps, session, { _id: agentId, organizationId: org._id });
       if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
       const candidates = await candidatesFor(deps.collections, org._id, agentId, session);
       const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
@@ -104,6 +105,9 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, purchaseId, org, agentId, now) : null;
       const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
       const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, decision.effects.budget, decision.effects.crossings, now, policyNames);
+      if (decision.outcome === 'APPROVED') {
+        await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: decision.policiesConsidered.map((p) => p.policyId), currency: cmd.purchase.currency, requestedAt: now, timeZone: org.timezone, windowIds });
+      }
       const purchase: PurchaseDoc = {
         _id: purchaseId,
         organizationId: org._id,

@@ -40,6 +40,13 @@ export interface AgentDoc {
   status: AgentStatus;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * Written (incremented) by every transaction that must not interleave with a change of the agent's
+   * status: submissions, answers, archive/activate (DESIGN.md 2). Never read.
+   */
+  fence?: number;
+  /** Set while an archive's follow-up (cancelling pending approvals) is unfinished. */
+  cancelApprovals?: boolean;
 }
 
 export interface RuleDoc {
@@ -72,6 +79,8 @@ export interface PolicyDoc {
   createdAt: Date;
   updatedAt: Date;
   archivedAt: Date | null;
+  /** Written by approvals that leave the policy's budget windows untouched (src/budgets/windows.ts). Never read. */
+  fence?: number;
 }
 
 export interface PolicyVersionDoc {

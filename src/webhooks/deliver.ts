@@ -178,22 +178,24 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
 }
 
 /**
- * Closes the deliveries of an endpoint that was just disabled (test deliveries excepted, see
- * mayReceive) or revoked, inside the caller's transaction. One with an attempt in flight is left
- * to that attempt; its next attempt cancels it.
+ * Closes the pending deliveries of an endpoint that was just disabled (test deliveries excepted, see
+ * mayReceive) or revoked. Runs after that change committed, a bounded batch per write (DESIGN.md 2: an
+ * endpoint with a long backlog can always be disabled). Idempotent; and if it stops half-way, each
+ * delivery left is cancelled by its own attempt, which re-reads the endpoint (step 2). One with an
+ * attempt in flight is left to that attempt.
  */
-export async function cancelPendingDeliveriesIn(
-  deps: AppDeps,
-  session: StoreSession,
-  endpointId: string,
-  now: Date,
-  { keepTests }: { keepTests: boolean },
-): Promise<void> {
-  await webhookCollections(deps.store.db).deliveries.updateMany(
-    { endpointId, status: 'PENDING', leaseUntil: { $lte: now }, ...(keepTests ? { eventType: { $ne: 'webhook.test' } } : {}) },
-    { $set: { status: 'CANCELLED', nextAttemptAt: null } },
-    { session },
-  );
+export async function cancelPendingDeliveriesOf(deps: AppDeps, endpointId: string, { keepTests }: { keepTests: boolean }, batch = 500): Promise<number> {
+  const { deliveries } = webhookCollections(deps.store.db);
+  let cancelled = 0;
+  for (;;) {
+    const now = deps.now();
+    const filter = { endpointId, status: 'PENDING' as const, leaseUntil: { $lte: now }, ...(keepTests ? { eventType: { $ne: 'webhook.test' as const } } : {}) };
+    const ids = (await deliveries.find(filter, { projection: { _id: 1 } }).limit(batch).toArray()).map((d) => d._id);
+    if (ids.length === 0) return cancelled;
+    const result = await deliveries.updateMany({ ...filter, _id: { $in: ids } }, { $set: { status: 'CANCELLED', nextAttemptAt: null } });
+    cancelled += result.modifiedCount;
+    if (ids.length < batch) return cancelled;
+  }
 }
 
 /**

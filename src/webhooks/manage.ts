@@ -9,7 +9,7 @@ import { newId } from '../ids.ts';
 import type { StoreSession } from '../store/store.ts';
 import type { CreateWebhookBody, UpdateWebhookBody } from '../../schemas/webhooks.ts';
 import { WEBHOOK_API_VERSION } from '../../schemas/webhooks.ts';
-import { cancelPendingDeliveriesIn } from './deliver.ts';
+import { cancelPendingDeliveriesOf } from './deliver.ts';
 import { checkWebhookDestination } from './destination.ts';
 import { newDelivery } from './dispatch.ts';
 import { webhookCollections, type EndpointSecrets, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
@@ -116,11 +116,11 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
       set.status = body.status;
       // disabledAt says when the current pause began; re-enabling clears it (SPEC.md 3.4).
       set.disabledAt = body.status === 'DISABLED' ? now : null;
-      if (body.status === 'DISABLED') await cancelPendingDeliveriesIn(deps, session, endpoint._id, now, { keepTests: true });
     }
     await writeVersioned(deps, session, endpoint, set);
     return { ...endpoint, ...set, version: endpoint.version + 1 };
   });
+  if (doc.status === 'DISABLED') await cancelPendingDeliveriesOf(deps, doc._id, { keepTests: true });
   return presentEndpoint(doc);
 }
 
@@ -132,11 +132,11 @@ export async function revokeEndpoint(deps: AppDeps, organizationId: string, id: 
     const now = deps.now();
     const set = { status: 'REVOKED' as const, revokedAt: now, updatedAt: now };
     await writeVersioned(deps, session, endpoint, set, { secrets: '' });
-    await cancelPendingDeliveriesIn(deps, session, endpoint._id, now, { keepTests: false });
     const next: WebhookEndpointDoc = { ...endpoint, ...set, version: endpoint.version + 1 };
     delete next.secrets;
     return next;
   });
+  await cancelPendingDeliveriesOf(deps, doc._id, { keepTests: false });
   return presentEndpoint(doc);
 }
 
