@@ -5,14 +5,23 @@
 import pRetry from 'p-retry';
 import { VersionConflict } from '../http/errors.ts';
 import type { Store, StoreSession } from '../store/store.ts';
+import { transactionRetried, versionConflicted } from '../metrics/metrics.ts';
 
 export function runCommand<T>(store: Store, fn: (session: StoreSession) => Promise<T>): Promise<T> {
-  return pRetry(() => store.withTransaction(fn), {
+  let runs = 0;
+  const counted = (session: StoreSession) => {
+    if (runs++ > 0) transactionRetried();
+    return fn(session);
+  };
+  return pRetry(() => store.withTransaction(counted), {
     retries: 10,
     minTimeout: 5,
     maxTimeout: 250,
     factor: 1.5,
     randomize: true,
     shouldRetry: ({ error }) => error instanceof VersionConflict,
+    onFailedAttempt: ({ error }) => {
+      if (error instanceof VersionConflict) versionConflicted();
+    },
   });
 }
