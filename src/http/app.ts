@@ -15,7 +15,7 @@ import { webhookRoutes } from '../webhooks/routes.ts';
 import type Router from '@koa/router';
 import { connectionRouters } from '../oauth/mount.ts';
 import { connectionTokenResolver } from '../connections/resolve-token.ts';
-import { healthRoutes } from './health.ts';
+import { closeWhenStopping, healthRoutes } from './health.ts';
 import { openApiRoutes } from './openapi-route.ts';
 import { httpMetrics, metricsRoutes } from '../metrics/http.ts';
 
@@ -45,6 +45,7 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   const app = new Koa({ proxy: true });
   app.use(requestContext(deps));
   app.use(httpMetrics);
+  app.use(closeWhenStopping(deps));
   app.use(errorMiddleware(deps.log));
   // Probes, metrics and the API reference answer without /v1 credentials.
   for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());

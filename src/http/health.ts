@@ -2,6 +2,7 @@
 // round trip within READY_DEADLINE_MS, the jobs run if this process runs them, and the process is
 // not shutting down; a platform routes traffic only to ready processes. /health stays as it was.
 import Router from '@koa/router';
+import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 
 export const READY_DEADLINE_MS = 2000;
@@ -15,6 +16,15 @@ export interface Lifecycle {
 }
 
 export const newLifecycle = (runsJobs: boolean): Lifecycle => ({ runsJobs, jobsRunning: false, stopping: false });
+
+/** While stopping, every answer (the ones in flight included) closes its connection. */
+export const closeWhenStopping = (deps: AppDeps) => async (ctx: Context, next: Next) => {
+  try {
+    await next();
+  } finally {
+    if (deps.lifecycle?.stopping) ctx.set('Connection', 'close');
+  }
+};
 
 async function storeRoundTrip(deps: AppDeps): Promise<{ ok: boolean; ms: number; error?: string }> {
   const started = performance.now();
@@ -34,7 +44,6 @@ async function storeRoundTrip(deps: AppDeps): Promise<{ ok: boolean; ms: number;
 
 export function healthRoutes(deps: AppDeps): Router {
   const router = new Router();
-  const lifecycle = deps.lifecycle ?? newLifecycle(false);
   router.get('/health', (ctx) => {
     ctx.body = { status: 'ok', store: deps.store.engine };
   });
@@ -42,6 +51,7 @@ export function healthRoutes(deps: AppDeps): Router {
     ctx.body = { status: 'ok' };
   });
   router.get('/health/ready', async (ctx) => {
+    const lifecycle = deps.lifecycle ?? newLifecycle(false);
     const store = await storeRoundTrip(deps);
     const jobs = lifecycle.runsJobs ? { ok: lifecycle.jobsRunning, where: 'this process' } : { ok: true, where: 'another process' };
     const ready = store.ok && jobs.ok && !lifecycle.stopping;

@@ -12,10 +12,11 @@ export const REQUEST_DRAIN_MS = 20_000;
 /** Past this the process exits 1 whatever is still running. */
 export const HARD_EXIT_MS = 28_000;
 
-/** Stops accepting, lets the requests in flight finish, and cuts whatever is left at the deadline. */
+/**
+ * Stops accepting, lets the requests in flight finish (their answers say Connection: close, see
+ * closeWhenStopping), and cuts whatever is left at the deadline.
+ */
 export async function drainServer(server: Server, deadlineMs = REQUEST_DRAIN_MS): Promise<void> {
-  // Keep-alive clients learn with their next answer that this connection is ending.
-  server.on('request', (_req, res) => res.setHeader('Connection', 'close'));
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const cut = setTimeout(() => server.closeAllConnections(), deadlineMs);
