@@ -20,7 +20,7 @@ const httpDuration = new Histogram({
 });
 const decisions = new Counter({
   name: 'spend_decisions_total',
-  help: 'Decisions recorded, by outcome and kind (INITIAL, APPROVAL_REEVALUATION, APPROVAL_EXPIRED, APPROVAL_CANCELLED).',
+  help: 'Decisions recorded, by outcome and kind (INITIAL, APPROVAL_REEVALUATION, APPROVAL_EXPIRED).',
   labelNames: ['outcome', 'kind'],
   registers: [registry],
 });
