@@ -105,6 +105,6 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       return { purchase: readback(next, agentView, decision, resolvedApproval) };
     }),
   );
-  decisionRecorded(answered.purchase.decision, 'APPROVAL_REEVALUATION');
+  if (answered.purchase.decision) decisionRecorded(answered.purchase.decision, 'APPROVAL_REEVALUATION');
   return answered;
 }
