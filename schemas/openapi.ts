@@ -427,7 +427,9 @@ function operation(op: Operation): JsonObject {
     if (ok.serverTiming) headers['Server-Timing'] = { $ref: '#/components/headers/ServerTiming' };
     responses[String(ok.status)] = { description: ok.description, headers, content: json(ok.schema) };
   }
-  for (const [status, codes] of Object.entries({ ...op.errors, 500: ['internal_error'] })) {
+  // Unknown query parameters are refused on every operation (README decisions table).
+  const errors = op.access === 'public' ? op.errors : { 400: ['invalid_request'], ...op.errors };
+  for (const [status, codes] of Object.entries({ ...errors, 500: ['internal_error'] })) {
     responses[status] = errorResponse(Number(status), codes as readonly string[]);
   }
   return {
