@@ -5,6 +5,9 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { purchase, shopManifest } from '../helpers/shop.ts';
 import { READY_DEADLINE_MS, newLifecycle } from '../../src/http/health.ts';
+import { expireApproval } from '../../src/approvals/close.ts';
+import { runCommand } from '../../src/commands/run-command.ts';
+import { VersionConflict } from '../../src/http/errors.ts';
 
 const METRICS_TOKEN = 'metrics-token-0123456789';
 let app: TestApp;
@@ -93,6 +96,38 @@ test.serial('/metrics counts requests by route and status, decisions by outcome 
   t.true(sample(after, 'spend_approvals_pending') >= 1);
   for (const name of ['spend_approvals_expired_total', 'spend_webhook_delivery_attempts_total', 'spend_store_transaction_retries_total', 'spend_store_version_conflicts_total', 'spend_job_lag_seconds', 'spend_process_cpu_seconds_total']) {
     t.true(after.includes(`# TYPE ${name}`), name);
+  }
+});
+
+test.serial('/metrics counts answers, expiries with their lag, and store conflicts and retries', async (t) => {
+  let clock = new Date();
+  const timed = await startApp({ env: { METRICS_TOKEN }, now: () => clock });
+  try {
+    const shop = await applyManifest(timed, shopManifest('expiry'));
+    const before = (await timed.request('/metrics', { key: METRICS_TOKEN })).text;
+    const held = async () => (await timed.request('/v1/purchase-requests', { key: shop.keys['a-key'], body: purchase(30000) })).body.purchaseRequest.id as string;
+    const answered = await held();
+    t.is((await timed.admin(`/admin/purchase-requests/${answered}/answer`, { body: { answer: 'APPROVE', person: 'ana' } })).status, 200);
+    const expiring = await held();
+    const approval = await timed.store.db.collection('approvals').findOne({ purchaseId: expiring });
+    clock = new Date(approval!.expiresAt.getTime() + 90_000);
+    t.true(await expireApproval(timed.deps, String(approval!._id)));
+    let attempts = 0;
+    await runCommand(timed.store, async () => {
+      if (attempts++ === 0) throw new VersionConflict('a test document');
+    });
+
+    const after = (await timed.request('/metrics', { key: METRICS_TOKEN })).text;
+    const delta = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
+    t.is(delta('spend_decisions_total', { outcome: 'APPROVED', kind: 'APPROVAL_REEVALUATION' }), 1);
+    t.is(delta('spend_decisions_total', { outcome: 'REJECTED', kind: 'APPROVAL_EXPIRED' }), 1);
+    t.is(delta('spend_approvals_expired_total'), 1);
+    t.is(delta('spend_job_lag_seconds_count', { job: 'approvals.expire' }), 1);
+    t.is(delta('spend_job_lag_seconds_sum', { job: 'approvals.expire' }), 90);
+    t.is(delta('spend_store_version_conflicts_total'), 1);
+    t.true(delta('spend_store_transaction_retries_total') >= 1);
+  } finally {
+    await timed.close();
   }
 });
 
