@@ -8,6 +8,10 @@ import { READY_DEADLINE_MS, newLifecycle } from '../../src/http/health.ts';
 import { expireApproval } from '../../src/approvals/close.ts';
 import { runCommand } from '../../src/commands/run-command.ts';
 import { VersionConflict } from '../../src/http/errors.ts';
+import { configureWebhooks } from '../../src/webhooks/runtime.ts';
+import { attemptDelivery } from '../../src/webhooks/deliver.ts';
+import type { AttemptResult } from '../../src/webhooks/send.ts';
+import { randomBytes } from 'node:crypto';
 
 const METRICS_TOKEN = 'metrics-token-0123456789';
 let app: TestApp;
@@ -128,6 +132,35 @@ test.serial('/metrics counts answers, expiries with their lag, and store conflic
     t.true(delta('spend_store_transaction_retries_total') >= 1);
   } finally {
     await timed.close();
+  }
+});
+
+test.serial('/metrics counts webhook delivery attempts by result and attempt number', async (t) => {
+  let clock = new Date();
+  const hooks = await startApp({ env: { METRICS_TOKEN, WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex') }, now: () => clock });
+  try {
+    const answers: AttemptResult[] = [
+      { verdict: 'RETRY', statusCode: 503, durationMs: 5, errorClass: 'HTTP_STATUS', responseSnippet: 'busy', errorDetail: null },
+      { verdict: 'SUCCESS', statusCode: 200, durationMs: 5, errorClass: null, responseSnippet: null, errorDetail: null },
+    ];
+    configureWebhooks(hooks.deps, { lookup: async () => [{ address: '93.184.215.14', family: 4 }], send: async () => answers.shift()! });
+    const shop = await applyManifest(hooks, shopManifest('hooks'));
+    const org = shop.keys['org-key'];
+    const endpoint = await hooks.request('/v1/webhooks', { key: org, body: { url: 'https://hooks.example.com/in', subscribedTypes: ['purchase.approved'] } });
+    const queued = await hooks.request(`/v1/webhooks/${endpoint.body.id}/test`, { key: org, method: 'POST' });
+    const before = (await hooks.request('/metrics', { key: METRICS_TOKEN })).text;
+    const first = await attemptDelivery(hooks.deps, queued.body.deliveryId);
+    t.like(first, { kind: 'ATTEMPTED', status: 'PENDING' });
+    clock = new Date((first as { nextAttemptAt: Date }).nextAttemptAt.getTime() + 1000);
+    t.like(await attemptDelivery(hooks.deps, queued.body.deliveryId), { kind: 'ATTEMPTED', status: 'DELIVERED' });
+
+    const after = (await hooks.request('/metrics', { key: METRICS_TOKEN })).text;
+    const delta = (name: string, labels: Record<string, string> = {}) => sample(after, name, labels) - sample(before, name, labels);
+    t.is(delta('spend_webhook_delivery_attempts_total', { result: 'retry', attempt: '1' }), 1);
+    t.is(delta('spend_webhook_delivery_attempts_total', { result: 'delivered', attempt: '2' }), 1);
+    t.is(delta('spend_job_lag_seconds_count', { job: 'webhooks.attempt' }), 2);
+  } finally {
+    await hooks.close();
   }
 });
 
