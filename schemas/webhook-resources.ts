@@ -54,8 +54,9 @@ export const WebhookDeliveryList = Type.Object({ items: Type.Array(WebhookDelive
 
 export const TestEventQueued = Type.Object({ deliveryId: Uuid, eventId: Uuid, status: Type.Literal('queued') });
 
-/** GET /v1/webhooks/{id}/deliveries query (DESIGN: limit 1..100, default 20). */
-export const DeliveriesQuery = { limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }) };
+/** GET /v1/webhooks/{id}/deliveries `limit` (DESIGN.md 3); out of range is invalid_request. */
+export const DELIVERIES_LIMIT = { default: 20, min: 1, max: 100 } as const;
+export const DeliveriesQuery = { limit: Type.Integer({ minimum: DELIVERIES_LIMIT.min, maximum: DELIVERIES_LIMIT.max, default: DELIVERIES_LIMIT.default }) };
 
 /** The delivered body (SPEC.md 6.1); `data` depends on `type` (schemas/events.ts). */
 export const eventEnvelope = <T extends Parameters<typeof Type.Object>[0][string]>(type: string, data: T) =>
