@@ -557,6 +557,3 @@ export function openApiDocument(urls: DocumentUrls = { baseUrl: 'http://localhos
     'x-webhook-api-version': WEBHOOK_API_VERSION,
   } as JsonObject;
 }
-
-/** The operations of the document, for tests and metrics: method, OpenAPI path template. */
-export const OPERATION_ROUTES = OPERATIONS.map((op) => ({ method: op.method.toUpperCase(), path: op.path }));
