@@ -10,6 +10,7 @@ import { AgentMailboxes } from './commands/agent-mailbox.ts';
 import { createAgenda } from './jobs/agenda.ts';
 import { agendaScheduler } from './jobs/scheduler.ts';
 import type { AppDeps } from './app-deps.ts';
+import { HARD_EXIT_MS } from './http/shutdown.ts';
 
 export function configOrExit(): Config {
   try {
@@ -46,6 +47,10 @@ export function onShutdown(stop: (signal: string) => Promise<void>): void {
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    setTimeout(() => {
+      process.stderr.write(`shutdown did not finish within ${HARD_EXIT_MS} ms; exiting\n`);
+      process.exit(1);
+    }, HARD_EXIT_MS).unref();
     stop(signal).then(
       () => process.exit(0),
       (err) => {

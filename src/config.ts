@@ -20,6 +20,8 @@ export interface Config {
   webhookEndpointLimit: number;
   nodeEnv: string;
   logLevel: LogLevel;
+  /** Bearer token of GET /metrics; null turns the endpoint off. */
+  metricsToken: string | null;
 }
 
 export class ConfigError extends Error {
@@ -121,6 +123,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError('WEBHOOK_ENCRYPTION_KEY', 'must be 32 bytes written as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)');
     }
   }
+  const metricsToken = env.METRICS_TOKEN || null;
+  if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
   return {
     port,
     baseUrl,
@@ -134,5 +138,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
     nodeEnv,
     logLevel,
+    metricsToken,
   };
 }

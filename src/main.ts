@@ -8,6 +8,8 @@ import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { createApp } from './http/app.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
+import { newLifecycle } from './http/health.ts';
+import { stopGracefully } from './http/shutdown.ts';
 
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
 let config = configOrExit();
@@ -23,6 +25,7 @@ if (embedded && config.webhookEncryptionKey === null) {
   process.stdout.write('Webhook signing secrets are sealed with a key generated for this process (set WEBHOOK_ENCRYPTION_KEY to choose one).\n');
 }
 const { deps, agenda } = await bootstrap(config);
+deps.lifecycle = newLifecycle(embedded);
 if (!embedded && config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 
 if (values.manifest) {
@@ -33,14 +36,7 @@ if (values.manifest) {
 }
 
 const stopWorker = embedded ? await startWorker(deps, agenda) : null;
+deps.lifecycle.jobsRunning = stopWorker !== null;
 const server = createApp(deps).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
 
-onShutdown(async (signal) => {
-  deps.log.info('stopping', { signal });
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
-  if (stopWorker) await stopWorker();
-  await deps.store.close();
-});
+onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker }));

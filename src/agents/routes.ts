@@ -3,8 +3,10 @@ import Router from '@koa/router';
 import type { AppDeps } from '../app-deps.ts';
 import { requireOrganizationKey } from '../http/auth.ts';
 import type { AgentDoc } from '../store/collections.ts';
+import type { Static } from 'typebox';
+import type { Agent } from '../../schemas/agents.ts';
 
-export const presentAgent = (a: AgentDoc) => ({
+export const presentAgent = (a: AgentDoc): Static<typeof Agent> => ({
   id: a._id,
   name: a.name,
   description: a.description,

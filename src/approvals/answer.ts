@@ -12,6 +12,7 @@ import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '..
 import { fenceAgent } from '../agents/fence.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
+import { decisionRecorded } from '../metrics/metrics.ts';
 import { fromStored } from '../money.ts';
 import { purchaseCollections } from '../purchases/documents.ts';
 import { decisionDocument, purchaseEvent } from '../purchases/submit.ts';
@@ -32,7 +33,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
   const pc = purchaseCollections(deps.store.db);
   const first = await pc.purchases.findOne({ _id: cmd.purchaseId });
   if (!first) throw notFound('purchase request');
-  return deps.mailboxes.run(first.agentId, () =>
+  const answered = await deps.mailboxes.run(first.agentId, () =>
     runCommand(deps.store, async (session) => {
       const now = deps.now();
       const purchase = await pc.purchases.findOne({ _id: cmd.purchaseId }, { session });
@@ -108,4 +109,6 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       return { purchase: readback(next, agentView, decision, resolvedApproval) };
     }),
   );
+  if (answered.purchase.decision) decisionRecorded(answered.purchase.decision, 'APPROVAL_REEVALUATION');
+  return answered;
 }

@@ -15,15 +15,16 @@ import { fromStored } from '../money.ts';
 import type { StoreSession } from '../store/store.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
 import { projectPurchase } from '../purchases/projection.ts';
+import { approvalExpired, decisionRecorded } from '../metrics/metrics.ts';
 
 export type ClosingState = 'EXPIRED' | 'CANCELLED';
 
-/** Closes one approval inside the caller's transaction. Returns false when it was not PENDING (or not yet due). */
-export async function closeApprovalIn(deps: AppDeps, session: StoreSession, approvalId: string, state: ClosingState, now: Date): Promise<boolean> {
+/** Closes one approval inside the caller's transaction. Returns null when it was not PENDING (or not yet due). */
+export async function closeApprovalIn(deps: AppDeps, session: StoreSession, approvalId: string, state: ClosingState, now: Date): Promise<{ approval: ApprovalDoc; decision: DecisionDoc } | null> {
   const pc = purchaseCollections(deps.store.db);
   const approval = await pc.approvals.findOne({ _id: approvalId }, { session });
-  if (!approval || approval.state !== 'PENDING') return false;
-  if (state === 'EXPIRED' && approval.expiresAt.getTime() > now.getTime()) return false;
+  if (!approval || approval.state !== 'PENDING') return null;
+  if (state === 'EXPIRED' && approval.expiresAt.getTime() > now.getTime()) return null;
   const purchase = await pc.purchases.findOne({ _id: approval.purchaseId }, { session });
   if (!purchase) throw new Error(`approval ${approvalId} has no purchase`);
   const org = await deps.collections.organizations.findOne({ _id: purchase.organizationId }, { session });
@@ -93,11 +94,15 @@ export async function closeApprovalIn(deps: AppDeps, session: StoreSession, appr
     timeZone: org.timezone,
     previousStatus: purchase.status,
   });
-  return true;
+  return { approval: closed, decision };
 }
 
-export function expireApproval(deps: AppDeps, approvalId: string): Promise<boolean> {
-  return runCommand(deps.store, (session) => closeApprovalIn(deps, session, approvalId, 'EXPIRED', deps.now()));
+export async function expireApproval(deps: AppDeps, approvalId: string): Promise<boolean> {
+  const closed = await runCommand(deps.store, (session) => closeApprovalIn(deps, session, approvalId, 'EXPIRED', deps.now()));
+  if (closed === null) return false;
+  decisionRecorded(closed.decision, closed.decision.kind);
+  approvalExpired((closed.decision.evaluatedAt.getTime() - closed.approval.expiresAt.getTime()) / 1000);
+  return true;
 }
 
 /** Every overdue PENDING approval, in batches: the safety net behind the per-approval jobs. */

@@ -6,6 +6,7 @@
 import pRetry from 'p-retry';
 import { VersionConflict, storeUnavailable } from '../http/errors.ts';
 import { hasErrorLabel, isStoreTimeout, type Store, type StoreSession } from '../store/store.ts';
+import { transactionRetried, versionConflicted } from '../metrics/metrics.ts';
 
 export interface RetryBudget {
   /** Attempts in all, the first included. */
@@ -19,8 +20,13 @@ export const COMMAND_BUDGET: RetryBudget = { attempts: 20, totalMs: 20_000 };
 const lostRace = (error: unknown) => error instanceof VersionConflict || hasErrorLabel(error, 'TransientTransactionError');
 
 export async function runCommand<T>(store: Store, fn: (session: StoreSession) => Promise<T>, budget: RetryBudget = COMMAND_BUDGET): Promise<T> {
+  let runs = 0;
+  const counted = (session: StoreSession) => {
+    if (runs++ > 0) transactionRetried();
+    return fn(session);
+  };
   try {
-    return await pRetry(() => store.withTransaction(fn), {
+    return await pRetry(() => store.withTransaction(counted), {
       retries: budget.attempts - 1,
       maxRetryTime: budget.totalMs,
       minTimeout: 5,
@@ -28,6 +34,9 @@ export async function runCommand<T>(store: Store, fn: (session: StoreSession) =>
       factor: 1.5,
       randomize: true,
       shouldRetry: ({ error }) => lostRace(error),
+      onFailedAttempt: ({ error }) => {
+        if (lostRace(error)) versionConflicted();
+      },
     });
   } catch (error) {
     if (lostRace(error) || isStoreTimeout(error) || hasErrorLabel(error, 'UnknownTransactionCommitResult')) throw storeUnavailable(error);

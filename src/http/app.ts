@@ -15,6 +15,9 @@ import { webhookRoutes } from '../webhooks/routes.ts';
 import type Router from '@koa/router';
 import { connectionRouters } from '../oauth/mount.ts';
 import { connectionTokenResolver } from '../connections/resolve-token.ts';
+import { closeWhenStopping, healthRoutes } from './health.ts';
+import { openApiRoutes } from './openapi-route.ts';
+import { httpMetrics, metricsRoutes } from '../metrics/http.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -43,14 +46,11 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   // rightmost entry, so a caller cannot choose its own address (the registration rate limit keys on it).
   const app = new Koa({ proxy: true, maxIpsCount: 1 });
   app.use(requestContext(deps));
+  app.use(httpMetrics);
+  app.use(closeWhenStopping(deps));
   app.use(errorMiddleware(deps.log));
-  app.use(async (ctx, next) => {
-    if (ctx.path === '/health' && ctx.method === 'GET') {
-      ctx.body = { status: 'ok', store: deps.store.engine };
-      return;
-    }
-    return next();
-  });
+  // Probes, metrics and the API reference answer without /v1 credentials.
+  for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
   const admin = adminRoutes(deps);
   app.use(admin.routes());
   app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));

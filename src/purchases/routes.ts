@@ -12,6 +12,7 @@ import { purchaseInput } from './input.ts';
 import { submitPurchase, type SubmitDeps } from './submit.ts';
 import { getPurchase } from './read.ts';
 import { scheduleExpiry } from '../approvals/schedule.ts';
+import { serverTiming } from '../metrics/timing.ts';
 
 const body = compile(PurchaseRequestBody);
 
@@ -26,7 +27,7 @@ function idempotencyKey(ctx: Context): string | null {
 
 export function purchaseRoutes(deps: SubmitDeps): Router {
   const router = new Router();
-  router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), async (ctx) => {
+  router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), serverTiming, async (ctx) => {
     const key = idempotencyKey(ctx);
     const parsed = body.parse(ctx.state.body);
     const organization = ctx.state.organization;

@@ -16,6 +16,8 @@ import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '..
 import { fenceAgent } from '../agents/fence.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
+import { decisionRecorded } from '../metrics/metrics.ts';
+import { timeEngine } from '../metrics/timing.ts';
 import { isDuplicateKeyError } from '../store/store.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
@@ -87,8 +89,8 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
   const early = await replay();
   if (early) return early;
 
-  return deps.mailboxes.run(agentId, () =>
-    runCommand(deps.store, async (session) => {
+  const result = await deps.mailboxes.run(agentId, () =>
+    runCommand(deps.store, async (session): Promise<SubmitResult> => {
       const again = await replay(session);
       if (again) return again;
       const now = deps.now();
@@ -98,7 +100,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       const candidates = await candidatesFor(deps.collections, org._id, agentId, session);
       const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
       const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
-      const decision = decide({ ...base, windows: loaded.states });
+      const decision = timeEngine(() => decide({ ...base, windows: loaded.states }));
 
       const purchaseId = newId();
       const decisionDoc = decisionDocument(decision, purchaseId, org._id, 'INITIAL', now);
@@ -162,6 +164,8 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       return { status: 201 as const, body: response, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
     }),
   );
+  if (result.status === 201) decisionRecorded(result.body.decision as { outcome: string; reasonCodes: string[] }, 'INITIAL');
+  return result;
 }
 
 export function decisionDocument(decision: Decision, purchaseId: string, organizationId: string, kind: DecisionDoc['kind'], now: Date): DecisionDoc {

@@ -8,6 +8,7 @@ import { compile } from '../http/validate.ts';
 import { CurrentPoliciesSimulationBody, VersionSimulationBody } from '../../schemas/purchases.ts';
 import { purchaseInput } from '../purchases/input.ts';
 import { simulateCurrentPolicies, simulateVersion } from './simulate.ts';
+import { serverTiming } from '../metrics/timing.ts';
 
 const currentBody = compile(CurrentPoliciesSimulationBody);
 const versionBody = compile(VersionSimulationBody);
@@ -15,7 +16,7 @@ const versionBody = compile(VersionSimulationBody);
 export function simulationRoutes(deps: AppDeps): Router {
   const router = new Router({ prefix: '/v1/simulations' });
 
-  router.post('/current-policies', requireSimulationAccess, jsonBody(LIMITS.standard), async (ctx) => {
+  router.post('/current-policies', requireSimulationAccess, jsonBody(LIMITS.standard), serverTiming, async (ctx) => {
     const body = currentBody.parse(ctx.state.body);
     const principal = principalOf(ctx);
     const org = ctx.state.organization;
@@ -32,7 +33,7 @@ export function simulationRoutes(deps: AppDeps): Router {
   });
 
   for (const [path, mode] of [['/draft-policy', 'DRAFT_POLICY'], ['/policy-version', 'POLICY_VERSION']] as const) {
-    router.post(path, requireOrganizationKey, jsonBody(LIMITS.standard), async (ctx) => {
+    router.post(path, requireOrganizationKey, jsonBody(LIMITS.standard), serverTiming, async (ctx) => {
       const body = versionBody.parse(ctx.state.body);
       const org = ctx.state.organization;
       ctx.body = await simulateVersion(deps, org, mode, body.policyVersionId.toLowerCase(), purchaseInput(body, org.currency));

@@ -24,6 +24,7 @@ import { nextAttemptAt } from './schedule.ts';
 import { decryptSecret } from './secrets.ts';
 import type { AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
+import { webhookAttempted } from '../metrics/metrics.ts';
 
 /** Beyond the 10 s request timeout: an attempt still holding its lease after this has died. */
 const LEASE_MARGIN_MS = 50_000;
@@ -54,6 +55,8 @@ export function signingSecrets(endpoint: WebhookEndpointDoc, key: Buffer, now: D
  */
 const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType'>): boolean =>
   endpoint.status === 'ACTIVE' || (endpoint.status === 'DISABLED' && delivery.eventType === 'webhook.test');
+
+const RESULT_LABEL = { DELIVERED: 'delivered', PENDING: 'retry', FAILED: 'failed', EXHAUSTED: 'exhausted', CANCELLED: 'failed' } as const;
 
 const statusFor = (result: AttemptResult, next: Date | null): DeliveryStatus => {
   if (result.verdict === 'SUCCESS') return 'DELIVERED';
@@ -124,6 +127,7 @@ export async function attemptDelivery(deps: AppDeps, deliveryId: string): Promis
     deps.log.warn('webhook attempt finished after its lease was taken over; result not recorded', { deliveryId, attempt });
     return { kind: 'LOST_LEASE' };
   }
+  webhookAttempted(RESULT_LABEL[status], attempt, (claimedAt.getTime() - (claimed.nextAttemptAt ?? claimedAt).getTime()) / 1000);
   if (result.verdict !== 'SUCCESS') {
     deps.log.info('webhook attempt failed', { deliveryId, endpointId: endpoint._id, attempt, status, statusCode: result.statusCode, errorClass: result.errorClass, detail: result.errorDetail });
   }

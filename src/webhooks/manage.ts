@@ -10,6 +10,7 @@ import type { StoreSession } from '../store/store.ts';
 import type { CreateWebhookBody, UpdateWebhookBody } from '../../schemas/webhooks.ts';
 import { WEBHOOK_API_VERSION } from '../../schemas/webhooks.ts';
 import { cancelPendingDeliveriesOf } from './deliver.ts';
+import { DELIVERIES_LIMIT } from '../../schemas/webhook-resources.ts';
 import { checkWebhookDestination } from './destination.ts';
 import { newDelivery } from './dispatch.ts';
 import { webhookCollections, type EndpointSecrets, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
@@ -21,7 +22,7 @@ import { encryptSecret, generateWebhookSecret } from './secrets.ts';
 /** SPEC.md 8 / 4.17: the old secret keeps signing this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
-export const DELIVERIES_LIMIT = { default: 20, min: 1, max: 100 } as const;
+export { DELIVERIES_LIMIT };
 
 const revoked = () => conflict('webhook_endpoint_revoked', 'This webhook endpoint is revoked; revocation is terminal.');
 

@@ -14,6 +14,7 @@ import { agendaScheduler, noScheduler, type Scheduler } from '../../src/jobs/sch
 import { createAgenda } from '../../src/jobs/agenda.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
 import { testStore } from './store.ts';
+import { checkAgainstDocument } from './contract.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -79,7 +80,9 @@ export async function startApp(
     } catch {
       parsed = undefined;
     }
-    return { status: res.status, headers: res.headers, body: parsed, text };
+    const response = { status: res.status, headers: res.headers, body: parsed, text };
+    checkAgainstDocument(o.method ?? (body === undefined ? 'GET' : 'POST'), path, response);
+    return response;
   };
 
   return {
