@@ -33,7 +33,7 @@ async function storeRoundTrip(deps: AppDeps): Promise<{ ok: boolean; ms: number;
     timer = setTimeout(() => reject(new Error(`no answer within ${READY_DEADLINE_MS} ms`)), READY_DEADLINE_MS);
   });
   try {
-    await Promise.race([deps.store.db.collection('health').findOne({ _id: 'ready' as never }), deadline]);
+    await Promise.race([deps.store.db.collection('organizations').findOne({ _id: 'readiness-probe' as never }, { projection: { _id: 1 } }), deadline]);
     return { ok: true, ms: Math.round(performance.now() - started) };
   } catch (err) {
     return { ok: false, ms: Math.round(performance.now() - started), error: err instanceof Error ? err.message : String(err) };

@@ -53,8 +53,8 @@ test.serial('/health/ready is 503 while the jobs this process should run are not
 test.serial('/health/ready is 503 when the store does not answer within the deadline; /health/live still answers', async (t) => {
   const db = app.deps.store.db;
   const collection = db.collection.bind(db);
-  // A store that hangs: the probe's round trip never returns.
-  (db as { collection: unknown }).collection = (name: string) => (name === 'health' ? { findOne: () => new Promise(() => {}) } : collection(name));
+  // A store that hangs: every read of every collection never returns, so neither does the probe's round trip.
+  (db as { collection: unknown }).collection = () => ({ findOne: () => new Promise(() => {}) });
   try {
     const res = await app.request('/health/ready');
     t.is(res.status, 503);

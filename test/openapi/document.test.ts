@@ -49,7 +49,7 @@ test('the document covers the /v1 contract: every operation, both security schem
   t.deepEqual(Object.keys(openApi.webhooks).length, 12);
   const submit = openApi.paths['/v1/purchase-requests'].post;
   t.deepEqual(submit.security, [{ apiKey: [] }, { connectionToken: ['purchase:request'] }]);
-  t.deepEqual(Object.keys(submit.responses).sort(), ['200', '201', '400', '401', '403', '409', '413', '415', '500']);
+  t.deepEqual(Object.keys(submit.responses).sort(), ['200', '201', '400', '401', '403', '409', '413', '415', '500', '503']);
   const forbidden = openApi.components.responses[submit.responses['403'].$ref.split('/').pop()];
   t.deepEqual(forbidden.content['application/json'].schema.properties.error.properties.code.enum, ['connection_unauthorized', 'organization_suspended', 'api_key_not_bound_to_agent', 'insufficient_scope']);
 });
