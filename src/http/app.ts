@@ -15,6 +15,7 @@ import { webhookRoutes } from '../webhooks/routes.ts';
 import type Router from '@koa/router';
 import { connectionRouters } from '../oauth/mount.ts';
 import { connectionTokenResolver } from '../connections/resolve-token.ts';
+import { dashboardRoutes } from '../dashboard/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -53,7 +54,7 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   app.use(admin.routes());
   app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
   app.use(under('/v1', refuseAuthoring));
-  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), ...extraRouters]) {
+  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), dashboardRoutes(deps), ...extraRouters]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
