@@ -110,7 +110,7 @@ export function signInTokenMatches(ctx: Context, config: Config, presented: stri
  */
 export function sameOrigin(ctx: Context, config: Config): boolean {
   const origin = ctx.get('origin');
-  if (origin !== '') return origin === new URL(config.baseUrl).origin || origin === ctx.origin;
+  if (origin !== '') return origin === new URL(config.baseUrl).origin || origin === `${ctx.protocol}://${ctx.host}`;
   const site = ctx.get('sec-fetch-site');
   return site === '' || site === 'same-origin' || site === 'none';
 }
