@@ -15,6 +15,7 @@ nav a{text-decoration:none;padding:.25rem 0;display:inline-block}nav a[aria-curr
 main{max-width:64rem;margin:0 auto;padding:1rem}
 h1{font-size:1.5rem;margin:.5rem 0 1rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
 .card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1rem;margin:0 0 1rem}
+.card h2{margin:0 0 .5rem}
 .cards{list-style:none;padding:0;margin:0}
 .row{display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:baseline}
 .amount{font-size:1.25rem;font-weight:700}

@@ -87,6 +87,9 @@ ${v.error ? html`<div class="alert" role="alert" id="sign-in-error">${v.error}</
 export const messagePage = (viewer: Viewer | null, title: string, message: string) =>
   layout(title, html`<h1>${title}</h1><div class="alert" role="alert">${message}</div><p><a href="/dashboard">Back to the dashboard</a></p>`, viewer);
 
+/** What is left under a limit, or by how much it is exceeded. */
+const headroom = (left: bigint, currency: string) => (left < 0n ? `${money(-left, currency)} over` : `${money(left, currency)} left`);
+
 function usedOf(w: WindowView) {
   return w.openingBalanceMinor + w.committedMinor;
 }
@@ -114,8 +117,7 @@ const periodLabel = (w: WindowView) => (w.periodKind === 'DAY' ? `day ${w.period
 function windowLine(w: WindowView, zone: string) {
   return html`<li data-window="${w.id}"><strong>${w.policyName}</strong>, ${periodLabel(w)} (${w.currency}):
 used ${money(usedOf(w), w.currency)}, held ${money(w.heldMinor, w.currency)}${w.limits.map((l) => {
-    const left = l.limitMinor - usedOf(w) - w.heldMinor;
-    return html`; limit ${money(l.limitMinor, w.currency)} (${l.effect === 'BLOCK' ? 'refuses beyond' : 'asks a person beyond'}), approving leaves <strong>${left < 0n ? `${money(-left, w.currency)} over` : money(left, w.currency)}</strong>`;
+    return html`; limit ${money(l.limitMinor, w.currency)} (${l.effect === 'BLOCK' ? 'refuses beyond' : 'asks a person beyond'}), approving leaves <strong>${headroom(l.limitMinor - usedOf(w) - w.heldMinor, w.currency)}</strong>`;
   })}. <span class="muted">Resets ${when(w.periodEnd, zone)}.</span></li>`;
 }
 
@@ -257,7 +259,7 @@ ${windowBar(w)}
 <dt>Committed</dt><dd data-field="committed">${money(w.committedMinor, w.currency)}</dd>
 <dt>Held</dt><dd data-field="held">${money(w.heldMinor, w.currency)}</dd>
 <dt>Opening balance</dt><dd>${money(w.openingBalanceMinor, w.currency)}</dd>
-${w.limits.map((l) => html`<dt>Limit (${l.effect === 'BLOCK' ? 'refuses beyond' : 'asks a person beyond'})</dt><dd>${money(l.limitMinor, w.currency)}, ${money(l.limitMinor - usedOf(w) - w.heldMinor, w.currency)} left</dd>`)}
+${w.limits.map((l) => html`<dt>Limit (${l.effect === 'BLOCK' ? 'refuses beyond' : 'asks a person beyond'})</dt><dd>${money(l.limitMinor, w.currency)}, ${headroom(l.limitMinor - usedOf(w) - w.heldMinor, w.currency)}</dd>`)}
 <dt>Resets</dt><dd>${when(w.periodEnd, zone)}</dd>
 </dl></li>`,
     )}</ul>`,
