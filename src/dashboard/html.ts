@@ -59,7 +59,7 @@ export function parseMajor(text: string, currency: string): bigint | null {
 
 /** '23 Nov 2026, 14:05 CET' in the organisation's zone. */
 export const when = (d: Date | string, zone: string) =>
-  DateTime.fromJSDate(typeof d === 'string' ? new Date(d) : d, { zone, locale: 'en-GB' }).toFormat('d LLL yyyy, HH:mm ZZZZ');
+  DateTime.fromJSDate(typeof d === 'string' ? new Date(d) : d, { zone }).setLocale('en-GB').toFormat('d LLL yyyy, HH:mm ZZZZ');
 
 /** 'in 3 h 20 min', 'in 45 s', 'expired'. */
 export function timeLeft(until: Date, now: Date): string {
