@@ -15,7 +15,7 @@ nav a{text-decoration:none;padding:.25rem 0;display:inline-block}nav a[aria-curr
 main{max-width:64rem;margin:0 auto;padding:1rem}
 h1{font-size:1.5rem;margin:.5rem 0 1rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}
 .card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1rem;margin:0 0 1rem}
-.card h2{margin:0 0 .5rem}
+.card h2{margin:0 0 .5rem}.card h3,.card h4{margin:0 0 .5rem}form+.side{margin-top:1rem}
 .cards{list-style:none;padding:0;margin:0}
 .row{display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:baseline}
 .amount{font-size:1.25rem;font-weight:700}
@@ -46,10 +46,14 @@ dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;marg
 @media (max-width:30rem){header .who{margin-left:0}main{padding:.5rem}.card{padding:.75rem}}
 `;
 
-// Keeps the inbox current by polling (README explains why not server-sent events): new approvals are
+// Asks before a revocation (forms with data-confirm), and keeps the inbox current by polling (README explains why not server-sent events): new approvals are
 // inserted, answered or expired ones removed, and the live parts of the others refreshed, without
 // touching a card someone is typing a comment in.
 const JS = `
+document.addEventListener('submit', function (e) {
+  var question = e.target.getAttribute('data-confirm');
+  if (question && !window.confirm(question)) e.preventDefault();
+});
 (function () {
   var list = document.getElementById('inbox-list');
   if (!list) return;

@@ -308,6 +308,11 @@ export function dashboardRoutes(deps: AppDeps): Router {
     ctx.redirect('/dashboard/keys?revoked=1');
   });
 
+  // Any other address under /dashboard: a page, not the API's JSON error body.
+  router.get('/{*rest}', () => {
+    throw notFound('page');
+  });
+
   return router;
 }
 

@@ -29,7 +29,7 @@ const NAV: { key: NavKey; href: string; label: string; role?: PersonRole }[] = [
 
 export const csrfField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}">`;
 
-export function layout(title: string, body: Html, viewer: Viewer | null, current: NavKey = 'none', script = false): string {
+export function layout(title: string, body: Html, viewer: Viewer | null, current: NavKey = 'none'): string {
   const roles = viewer ? rolesOf(viewer.person) : [];
   const header = viewer
     ? html`<header>
@@ -47,7 +47,7 @@ export function layout(title: string, body: Html, viewer: Viewer | null, current
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Spend control</title>
 <link rel="stylesheet" href="${ASSETS.css.path}">
-${script ? html`<script src="${ASSETS.js.path}" defer></script>` : ''}
+${viewer ? html`<script src="${ASSETS.js.path}" defer></script>` : ''}
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
@@ -158,7 +158,6 @@ ${canAnswer ? '' : html`<p class="muted">You can follow approvals here; people w
 ${inboxList(items, viewer, now, canAnswer)}`,
     viewer,
     'inbox',
-    true,
   );
 }
 
@@ -310,7 +309,7 @@ export function connectionsPage(viewer: Viewer, rows: { connection: ConnectionDo
 ${rows.length === 0 ? html`<p class="muted">No application has been connected.</p>` : html`<div class="scroll"><table>
 <thead><tr><th scope="col">Application</th><th scope="col">Agent</th><th scope="col">Scopes</th><th scope="col">Granted by</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
 <tbody>${rows.map(({ connection: c, agentName }) => html`<tr><td>${c.applicationName}<br><span class="muted">${c.clientId}</span></td><td>${agentName}</td><td class="codes">${c.scopes.join(' ')}</td><td>${c.grantedBy.name}<br><span class="muted">${when(c.createdAt, zone)}</span></td><td>${c.lastUsedAt ? when(c.lastUsedAt, zone) : 'never'}</td>
-<td>${c.revokedAt ? html`revoked ${when(c.revokedAt, zone)}` : html`<form method="post" action="/dashboard/connections/${c._id}/revoke">${csrfField(viewer.csrf)}<button class="danger" type="submit" aria-label="Revoke ${c.applicationName} for ${agentName}">Revoke</button></form>`}</td></tr>`)}</tbody></table></div>`}`,
+<td>${c.revokedAt ? html`revoked ${when(c.revokedAt, zone)}` : html`<form method="post" action="/dashboard/connections/${c._id}/revoke" data-confirm="Revoke ${c.applicationName} for ${agentName}? It cannot be undone.">${csrfField(viewer.csrf)}<button class="danger" type="submit" aria-label="Revoke ${c.applicationName} for ${agentName}">Revoke</button></form>`}</td></tr>`)}</tbody></table></div>`}`,
     viewer,
     'connections',
   );
@@ -325,7 +324,7 @@ export function keysPage(viewer: Viewer, rows: { prefix: string; id: string; age
 ${rows.length === 0 ? html`<p class="muted">No keys.</p>` : html`<div class="scroll"><table>
 <thead><tr><th scope="col">Prefix</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
 <tbody>${rows.map((k) => html`<tr><td class="codes">${k.prefix}</td><td>${k.agentName ?? 'organisation-wide'}</td><td>${when(k.createdAt, zone)}</td><td>${k.lastUsedAt ? when(k.lastUsedAt, zone) : 'never'}</td>
-<td>${k.revokedAt ? html`revoked ${when(k.revokedAt, zone)}` : html`${k.expiresAt ? html`<span class="muted">expires ${when(k.expiresAt, zone)}</span> ` : ''}<form method="post" action="/dashboard/keys/${k.id}/revoke">${csrfField(viewer.csrf)}<button class="danger" type="submit" aria-label="Revoke key ${k.prefix}">Revoke</button></form>`}</td></tr>`)}</tbody></table></div>`}`,
+<td>${k.revokedAt ? html`revoked ${when(k.revokedAt, zone)}` : html`${k.expiresAt ? html`<span class="muted">expires ${when(k.expiresAt, zone)}</span> ` : ''}<form method="post" action="/dashboard/keys/${k.id}/revoke" data-confirm="Revoke key ${k.prefix}? It cannot be undone.">${csrfField(viewer.csrf)}<button class="danger" type="submit" aria-label="Revoke key ${k.prefix}">Revoke</button></form>`}</td></tr>`)}</tbody></table></div>`}`,
     viewer,
     'keys',
   );
@@ -352,7 +351,7 @@ export interface PolicyRow {
 function simulationCard(title: string, s: SimulationView | null) {
   if (!s) return html`<div class="card"><h4>${title}</h4><p class="muted">No active version.</p></div>`;
   return html`<div class="card" data-simulation="${title}"><h4>${title}</h4><p>${badge(s.outcome)} <span class="codes">${s.reasonCodes.join(', ')}</span></p><p>${s.explanation}</p>
-${s.budgets.map((b) => html`<p class="muted">${b.policyName} ${b.periodKey}: ${b.limits.map((l) => html`${money(l.limitMinor, b.currency)} limit, ${BigInt(l.remainingAfterMinor) < 0n ? `${money(-BigInt(l.remainingAfterMinor), b.currency)} over` : `${money(l.remainingAfterMinor, b.currency)} left after`}${l.wouldExceed ? ' (exceeded)' : ''}; `)}</p>`)}</div>`;
+${s.budgets.map((b) => html`<p class="muted">${b.policyName} ${b.periodKey}: ${b.limits.map((l) => `${money(l.limitMinor, b.currency)} limit, ${headroom(BigInt(l.remainingAfterMinor), b.currency)} after it`).join('; ')}.</p>`)}</div>`;
 }
 
 const PERIOD_WORD: Record<string, string> = { DAY: 'daily', MONTH: 'monthly', PER_REQUEST: 'per-purchase' };

@@ -226,6 +226,24 @@ test.serial('a forged cross-site form post is refused and changes nothing', asyn
   t.is((await readback(acme, id)).approval.state, 'PENDING');
 });
 
+test.serial('an admin revokes an API key from the keys page, after confirming; the API refuses it at once', async (t) => {
+  const { page } = await browser();
+  await signIn(page, acme.people.ana.email);
+  await page.getByRole('link', { name: 'API keys' }).click();
+  const prefix = (await app.store.db.collection<{ _id: string; prefix: string }>('api_keys').findOne({ _id: acme.keyIds['travel-key'] }))!.prefix;
+  let asked = '';
+  page.once('dialog', (dialog) => {
+    asked = dialog.message();
+    void dialog.accept();
+  });
+  await page.getByRole('button', { name: `Revoke key ${prefix}` }).click();
+  await page.waitForURL('**/dashboard/keys?revoked=1');
+  t.is(asked, `Revoke key ${prefix}? It cannot be undone.`);
+  t.regex(await page.getByRole('row', { name: new RegExp(prefix) }).innerText(), /revoked/);
+  const refused = await app.request('/v1/simulations/current-policies', { key: acme.keys['travel-key'], body: { merchant: 'X', amountMinor: '1', reason: 'r', currency: 'USD' } });
+  t.is(refused.body.error.code, 'api_key_revoked');
+});
+
 test.serial('sign out ends the session: the old cookie opens nothing', async (t) => {
   const { page, context } = await browser();
   await signIn(page, acme.people.ana.email);

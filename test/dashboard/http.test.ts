@@ -73,6 +73,9 @@ test('signed out: pages send you to sign in, and a change is refused without doi
     t.is(res.status, 303, path);
     t.is(res.location, '/dashboard/sign-in', path);
   }
+  const unknown = await client.get('/dashboard/no/such/page');
+  t.is(unknown.status, 404);
+  t.regex(unknown.headers.get('content-type')!, /^text\/html/);
   const post = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: 'x' });
   t.is(post.status, 403);
   t.regex(post.text, /signed out/);

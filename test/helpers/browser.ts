@@ -11,16 +11,16 @@ const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-export function chromiumPath(): string {
-  const configured = process.env.CHROMIUM_PATH;
+export function chromiumPath(env: NodeJS.ProcessEnv = process.env, exists: (path: string) => boolean = existsSync): string {
+  const configured = env.CHROMIUM_PATH;
   if (configured) {
-    if (!existsSync(configured)) throw new Error(`CHROMIUM_PATH is ${configured}, which does not exist.`);
+    if (!exists(configured)) throw new Error(`CHROMIUM_PATH is ${configured}, which does not exist.`);
     return configured;
   }
-  const found = CANDIDATES.find((p) => existsSync(p));
+  const found = CANDIDATES.find((p) => exists(p));
   if (found) return found;
   throw new Error(
-    `No Chromium found for the dashboard's browser tests${process.env.CI ? ' (CI must run them)' : ''}. ` +
+    `No Chromium found for the dashboard's browser tests${env.CI ? ' (CI must run them)' : ''}. ` +
       'Install one with "apt-get install -y chromium" (Debian/Ubuntu), or set CHROMIUM_PATH to a Chromium or Chrome binary, then run npm test again. ' +
       `Looked at: ${CANDIDATES.join(', ')}.`,
   );
