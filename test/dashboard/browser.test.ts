@@ -167,7 +167,7 @@ test.serial('a dashboard purchase is decided by the engine and read through the 
   t.is((await app.request(`/v1/purchase-requests/${id}`, { key: acme.keys['travel-key'] })).status, 404);
 });
 
-test.serial('a viewer sees the inbox but cannot approve', async (t) => {
+test.serial('a viewer sees the inbox but cannot approve; an answer given elsewhere removes the card', async (t) => {
   const id = await askForApproval(acme, 'Viewer Test Supplies');
   const { page } = await browser();
   await signIn(page, acme.people.vic.email);
@@ -182,6 +182,10 @@ test.serial('a viewer sees the inbox but cannot approve', async (t) => {
   })()`);
   t.is(status, 403);
   t.is((await readback(acme, id)).approval.state, 'PENDING');
+  // Answered elsewhere (here by the operator CLI's API, in Ana's name): it leaves the viewer's inbox by itself.
+  t.is((await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'REJECT', person: 'ana' } })).status, 200);
+  await card.waitFor({ state: 'detached', timeout: 20_000 });
+  t.regex(await page.locator('#inbox-status').innerText(), /1 no longer waiting/);
 });
 
 test.serial('a person of another organisation sees none of it', async (t) => {
