@@ -16,6 +16,7 @@ import { requireAdmin } from './auth.ts';
 import { manifestBody } from './manifest-body.ts';
 import { iso } from '../timestamps.ts';
 import { answerApproval } from '../approvals/answer.ts';
+import { revokeApiKey } from '../credentials/revoke.ts';
 
 const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
 const Answer = compile(
@@ -69,9 +70,7 @@ export function adminRoutes(deps: AppDeps): Router {
 
   router.delete('/api-keys/:apiKeyId', async (ctx) => {
     const id = uuidParam(ctx, 'apiKeyId', 'API key');
-    const now = deps.now();
-    const key = await c.apiKeys.findOneAndUpdate({ _id: id, revokedAt: null }, { $set: { revokedAt: now } }, { returnDocument: 'after' });
-    const final = key ?? (await c.apiKeys.findOne({ _id: id }));
+    const final = await revokeApiKey(c, id, deps.now());
     if (!final) throw notFound('API key');
     ctx.body = { apiKey: { id: final._id, prefix: final.prefix, revokedAt: iso(final.revokedAt) } };
   });

@@ -18,20 +18,26 @@ import { purchaseCollections } from '../purchases/documents.ts';
 import { decisionDocument, purchaseEvent } from '../purchases/submit.ts';
 import { projectPurchase } from '../purchases/projection.ts';
 import { readback } from '../purchases/present.ts';
+import { hasRole } from '../people/roles.ts';
 
 export interface AnswerCommand {
   purchaseId: string;
   answer: 'APPROVE' | 'REJECT';
   personHandle: string;
   comment: string | null;
+  /** Set by the dashboard: another organisation's purchase is then indistinguishable from none. */
+  organizationId?: string;
 }
 
 export const notPending = (state: string) =>
   new ApiError(409, 'approval_not_pending', `This purchase is not waiting for an answer (approval ${state}); nothing was changed.`);
 
+export const notAnApprover = (name: string) =>
+  new ApiError(403, 'person_not_approver', `${name} does not have the approver role, so cannot answer approvals; nothing was changed.`);
+
 export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
   const pc = purchaseCollections(deps.store.db);
-  const first = await pc.purchases.findOne({ _id: cmd.purchaseId });
+  const first = await pc.purchases.findOne({ _id: cmd.purchaseId, ...(cmd.organizationId ? { organizationId: cmd.organizationId } : {}) });
   if (!first) throw notFound('purchase request');
   const answered = await deps.mailboxes.run(first.agentId, () =>
     runCommand(deps.store, async (session) => {
@@ -44,6 +50,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       if (approval.expiresAt.getTime() <= now.getTime()) throw notPending('past its expiry');
       const person = await deps.collections.people.findOne({ organizationId: purchase.organizationId, handle: cmd.personHandle }, { session });
       if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
+      if (!hasRole(person, 'approver')) throw notAnApprover(person.name);
       const org = await deps.collections.organizations.findOne({ _id: purchase.organizationId }, { session });
       const agent = await fenceAgent(deps, session, { _id: purchase.agentId });
       if (!org || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);

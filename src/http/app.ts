@@ -18,6 +18,7 @@ import { connectionTokenResolver } from '../connections/resolve-token.ts';
 import { closeWhenStopping, healthRoutes } from './health.ts';
 import { openApiRoutes } from './openapi-route.ts';
 import { httpMetrics, metricsRoutes } from '../metrics/http.ts';
+import { dashboardRoutes } from '../dashboard/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -55,7 +56,7 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   app.use(admin.routes());
   app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
   app.use(under('/v1', refuseAuthoring));
-  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), ...extraRouters]) {
+  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), dashboardRoutes(deps), ...extraRouters]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

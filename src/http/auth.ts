@@ -3,7 +3,7 @@
 import type { Context, Next } from 'koa';
 import { ApiError, forbidden, unauthorized } from './errors.ts';
 import { classifyKey, hashesMatch } from '../credentials/api-keys.ts';
-import type { Collections } from '../store/collections.ts';
+import { lastUseIsStale, type Collections } from '../store/collections.ts';
 
 export type Scope = 'purchase:check' | 'purchase:read' | 'purchase:request';
 
@@ -58,6 +58,7 @@ export async function principalFor(header: string | undefined, deps: AuthDeps): 
   if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
     throw unauthorized('api_key_expired', 'This API key has expired.');
   }
+  if (lastUseIsStale(key.lastUsedAt, now)) await deps.collections.apiKeys.updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
   return { kind: 'API_KEY', organizationId: key.organizationId, apiKeyId: key._id, prefix: key.prefix, agentId: key.agentId };
 }
 

@@ -2,7 +2,7 @@
 // handle, never duplicate. A changed policy gets a new version (numbered here), activated only when
 // asked; keys are issued once and their secret appears only in this call's result.
 import { createHash } from 'node:crypto';
-import type { Manifest, ManifestPolicy } from '../../schemas/manifest.ts';
+import { DEFAULT_ROLES, type Manifest, type ManifestPolicy } from '../../schemas/manifest.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
@@ -86,7 +86,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
 
     for (const p of manifest.people ?? []) {
       const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
-      const fields = { name: p.name, email: p.email.toLowerCase() };
+      const fields = { name: p.name, email: p.email.toLowerCase(), roles: [...(p.roles ?? DEFAULT_ROLES)] };
       if (existing) {
         if (changed(existing, fields)) await c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
         result.people[p.handle] = { id: existing._id };

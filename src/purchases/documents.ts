@@ -18,8 +18,10 @@ export interface PurchaseDoc {
   agentId: string;
   /** The credential that submitted it: the only one that may read it back (SPEC.md 4.2). */
   submitterId: string;
-  submittedVia: SubmittedVia;
+  submittedVia: SubmittedVia | null;
   origin: Origin;
+  /** The person behind a DASHBOARD purchase; null for machine origins (absent on older documents). */
+  initiatedBy?: { name: string } | null;
   merchant: string;
   merchantKey: string;
   merchantDomain: string | null;

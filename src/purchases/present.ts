@@ -78,7 +78,7 @@ export function readback(p: PurchaseDoc, agent: { id: string; name: string; stat
     merchantDomain: p.merchantDomain,
     resolvedAt: iso(p.resolvedAt),
     origin: p.origin,
-    initiatedBy: null,
+    initiatedBy: p.initiatedBy ?? null,
     submittedVia: p.submittedVia,
     decision: { ...decisionWire(d), kind: d.kind },
     approval: approvalWire(a),

@@ -31,9 +31,18 @@ const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 export type SubmitDeps = AppDeps;
 
+/** A person making a dashboard purchase on behalf of one of their organisation's agents. */
+export interface DashboardSubmitter {
+  kind: 'PERSON';
+  organizationId: string;
+  agentId: string;
+  personId: string;
+  name: string;
+}
+
 export interface SubmitCommand {
   organization: OrganizationDoc;
-  principal: Principal;
+  principal: Principal | DashboardSubmitter;
   purchase: PurchaseInput;
   /** The parsed body, for idempotency comparison; metadata is kept as evidence only. */
   body: Record<string, unknown>;
@@ -62,9 +71,11 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-const submitterOf = (p: Principal) => (p.kind === 'API_KEY' ? p.apiKeyId : p.connectionId);
+const submitterOf = (p: SubmitCommand['principal']) => (p.kind === 'API_KEY' ? p.apiKeyId : p.kind === 'CONNECTION' ? p.connectionId : p.personId);
 
-function submittedVia(p: Principal): SubmittedVia {
+/** A dashboard purchase came through no credential: submittedVia null, initiatedBy the person (SPEC.md 2.5). */
+function submittedVia(p: SubmitCommand['principal']): SubmittedVia | null {
+  if (p.kind === 'PERSON') return null;
   return p.kind === 'API_KEY'
     ? { type: 'API_KEY', apiKeyPrefix: p.prefix }
     : { type: 'CONNECTION', connectionId: p.connectionId, application: p.application, grantedBy: p.grantedBy };
@@ -117,6 +128,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
         submitterId: submitterOf(cmd.principal),
         submittedVia: submittedVia(cmd.principal),
         origin: cmd.origin,
+        initiatedBy: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
         merchant: cmd.purchase.merchant,
         merchantKey: cmd.purchase.merchantKey,
         merchantDomain: cmd.purchase.merchantDomain,

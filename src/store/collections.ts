@@ -3,6 +3,7 @@
 // Amounts are stored as plain integers of minor units (at most 2^53-1); timestamps as Date.
 import type { StoreDb, StoreCollection } from './store.ts';
 
+export type PersonRole = 'approver' | 'viewer' | 'admin';
 export type OrganizationStatus = 'ACTIVE' | 'SUSPENDED';
 export type AgentStatus = 'ENABLED' | 'DISABLED' | 'ARCHIVED';
 export type PolicyStatus = 'ACTIVE' | 'DISABLED' | 'ARCHIVED';
@@ -27,6 +28,8 @@ export interface PersonDoc {
   name: string;
   email: string;
   passwordHash: string | null;
+  /** Dashboard roles from the manifest; absent on people stored before roles existed (= the default). */
+  roles?: PersonRole[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -110,7 +113,13 @@ export interface ApiKeyDoc {
   expiresAt: Date | null;
   revokedAt: Date | null;
   createdAt: Date;
+  /** Refreshed at most once a minute (LAST_USED_RESOLUTION_MS); absent until first used. */
+  lastUsedAt?: Date | null;
 }
+
+/** How stale a credential's `lastUsedAt` may get before a use writes it again: one write a minute, not one a request. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+export const lastUseIsStale = (lastUsedAt: Date | null | undefined, now: Date) => !lastUsedAt || now.getTime() - lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS;
 
 /** Read model answering GET /v1/policies: the PolicySummary, plus what filtering needs. */
 export interface PolicyViewDoc {

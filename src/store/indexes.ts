@@ -47,6 +47,11 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'oauth_clients', keys: { createdAt: -1 } },
   { collection: 'oauth_registration_windows', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   { collection: 'connections', keys: { clientId: 1 } },
+  // The people's dashboard (src/dashboard/documents.ts)
+  { collection: 'dashboard_sessions', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'dashboard_sign_in_throttle', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1 } },
+  { collection: 'purchase_views', keys: { organizationId: 1, requestedAt: -1, _id: -1 } },
   // Webhooks (src/webhooks/documents.ts WEBHOOK_INDEXES)
   { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1 } },
   { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },
