@@ -11,7 +11,6 @@ import { IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts
 import { purchaseInput } from './input.ts';
 import { submitPurchase, type SubmitDeps } from './submit.ts';
 import { getPurchase } from './read.ts';
-import { scheduleExpiry } from '../approvals/schedule.ts';
 
 const body = compile(PurchaseRequestBody);
 
@@ -39,7 +38,6 @@ export function purchaseRoutes(deps: SubmitDeps): Router {
       idempotencyKey: key,
       origin: 'API',
     });
-    await scheduleExpiry(deps, result);
     ctx.status = result.status;
     ctx.body = result.body;
   });

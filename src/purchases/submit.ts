@@ -23,6 +23,7 @@ import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, t
 import { engineBase, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, ruleEvaluationWire, submissionResponse } from './present.ts';
 import { projectPurchase } from './projection.ts';
+import { scheduleExpiry } from '../approvals/schedule.ts';
 
 const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -67,7 +68,17 @@ function submittedVia(p: Principal): SubmittedVia {
     : { type: 'CONNECTION', connectionId: p.connectionId, application: p.application, grantedBy: p.grantedBy };
 }
 
+/**
+ * The one submission path of every surface (REST and MCP): decide and record in one transaction,
+ * then, once committed, put a new approval's expiry on the job schedule.
+ */
 export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
+  const result = await decideAndRecord(deps, cmd);
+  await scheduleExpiry(deps, result);
+  return result;
+}
+
+async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
   const agentId = cmd.principal.agentId!;
   const pc = purchaseCollections(deps.store.db);
   const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
