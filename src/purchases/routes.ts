@@ -8,7 +8,7 @@ import { invalidRequest } from '../http/errors.ts';
 import { uuidParam } from '../http/params.ts';
 import { compile } from '../http/validate.ts';
 import { IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { purchaseInput } from './input.ts';
+import { parsePurchase } from './input.ts';
 import { submitPurchase, type SubmitDeps } from './submit.ts';
 import { getPurchase } from './read.ts';
 
@@ -27,13 +27,13 @@ export function purchaseRoutes(deps: SubmitDeps): Router {
   const router = new Router();
   router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), async (ctx) => {
     const key = idempotencyKey(ctx);
-    const parsed = body.parse(ctx.state.body);
     const organization = ctx.state.organization;
+    const parsed = parsePurchase(body, ctx.state.body, organization.currency);
     const result = await submitPurchase(deps, {
       organization,
       principal: principalOf(ctx),
-      purchase: purchaseInput(parsed, organization.currency),
-      body: parsed as Record<string, unknown>,
+      purchase: parsed.purchase,
+      body: parsed.body as Record<string, unknown>,
       rawBody: ctx.state.rawBody,
       idempotencyKey: key,
       origin: 'API',
