@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import { requireAgentIdentity, principalOf } from '../http/auth.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidRequest } from '../http/errors.ts';
-import { uuidParam } from '../http/params.ts';
+import { uuidParam, queryParams } from '../http/params.ts';
 import { compile } from '../http/validate.ts';
 import { IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
 import { parsePurchase } from './input.ts';
@@ -25,7 +25,7 @@ function idempotencyKey(ctx: Context): string | null {
 
 export function purchaseRoutes(deps: SubmitDeps): Router {
   const router = new Router();
-  router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), async (ctx) => {
+  router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), queryParams(), async (ctx) => {
     const key = idempotencyKey(ctx);
     const organization = ctx.state.organization;
     const parsed = parsePurchase(body, ctx.state.body, organization.currency);
@@ -41,7 +41,7 @@ export function purchaseRoutes(deps: SubmitDeps): Router {
     ctx.status = result.status;
     ctx.body = result.body;
   });
-  router.get('/v1/purchase-requests/:purchaseRequestId', requireAgentIdentity('purchase:read'), async (ctx) => {
+  router.get('/v1/purchase-requests/:purchaseRequestId', requireAgentIdentity('purchase:read'), queryParams(), async (ctx) => {
     ctx.body = await getPurchase(deps.store.db, principalOf(ctx), uuidParam(ctx, 'purchaseRequestId', 'purchase request'));
   });
   return router;

@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../app-deps.ts';
 import { principalOf, requireOrganizationKey, requireSimulationAccess } from '../http/auth.ts';
+import { queryParams } from '../http/params.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import type { ErrorIssue } from '../http/errors.ts';
 import { compile } from '../http/validate.ts';
@@ -15,7 +16,7 @@ const versionBody = compile(VersionSimulationBody);
 export function simulationRoutes(deps: AppDeps): Router {
   const router = new Router({ prefix: '/v1/simulations' });
 
-  router.post('/current-policies', requireSimulationAccess, jsonBody(LIMITS.standard), async (ctx) => {
+  router.post('/current-policies', requireSimulationAccess, jsonBody(LIMITS.standard), queryParams(), async (ctx) => {
     const principal = principalOf(ctx);
     const org = ctx.state.organization;
     // The agentId rule of SPEC.md 4.3 (issue codes: DESIGN.md section 3), listed with every other problem.
@@ -31,7 +32,7 @@ export function simulationRoutes(deps: AppDeps): Router {
   });
 
   for (const [path, mode] of [['/draft-policy', 'DRAFT_POLICY'], ['/policy-version', 'POLICY_VERSION']] as const) {
-    router.post(path, requireOrganizationKey, jsonBody(LIMITS.standard), async (ctx) => {
+    router.post(path, requireOrganizationKey, jsonBody(LIMITS.standard), queryParams(), async (ctx) => {
       const org = ctx.state.organization;
       const { body, purchase } = parsePurchase(versionBody, ctx.state.body, org.currency);
       ctx.body = await simulateVersion(deps, org, mode, body.policyVersionId.toLowerCase(), purchase);

@@ -57,3 +57,50 @@ test('simulation: the agentId rule is listed with the other problems', async (t)
   t.deepEqual(issuesOf(res), ['agentId:AGENT_ID_REQUIRED', 'amountMinor:AMOUNT_NOT_POSITIVE']);
   t.is(await purchases(), 0);
 });
+
+test('unknown query parameters are refused on every /v1 operation', async (t) => {
+  const org = shop.keys['org-key'];
+  const agent = shop.keys['a-key'];
+  const id = '0190a6f2-7c1e-7a41-9c3e-2f6d1b0e5a77';
+  const cases: [string, string, string, unknown?][] = [
+    ['GET', '/v1/agents?x=1', org],
+    ['GET', '/v1/webhooks?x=1', org],
+    ['GET', `/v1/webhooks/${id}?x=1`, org],
+    ['GET', `/v1/webhooks/${id}/deliveries?limit=5&x=1`, org],
+    ['DELETE', `/v1/webhooks/${id}?x=1`, org],
+    ['GET', `/v1/purchase-requests/${id}?x=1`, agent],
+    ['GET', `/v1/policies/${shop.policies.main.id}?x=1`, org],
+    ['POST', '/v1/purchase-requests?x=1', agent, purchase(100)],
+    ['POST', '/v1/simulations/current-policies?x=1', agent, purchase(100)],
+  ];
+  for (const [method, path, key, body] of cases) {
+    const res = await app.request(path, { method, key, body });
+    t.is(res.status, 400, `${method} ${path}`);
+    t.is(res.body.error.code, 'invalid_request', `${method} ${path}`);
+    t.deepEqual(issuesOf(res), ['x:UNKNOWN_FIELD'], `${method} ${path}`);
+  }
+  t.is(await purchases(), 0, 'a refused submission writes nothing');
+});
+
+test('pageSize above 100 is clamped and a page past the end is empty, whatever the number of digits', async (t) => {
+  const key = shop.keys['org-key'];
+  const list = (query: string) => app.request(`/v1/policies?${query}`, { key });
+  for (const pageSize of ['101', '99999999999', '9'.repeat(40)]) {
+    const res = await list(`pageSize=${pageSize}`);
+    t.is(res.status, 200, pageSize);
+    t.is(res.body.pagination.pageSize, 100);
+    t.true(res.body.policies.length > 0);
+  }
+  for (const page of ['4', '1000000', '2147483647', '9'.repeat(40)]) {
+    const res = await list(`page=${page}`);
+    t.is(res.status, 200, page);
+    t.deepEqual(res.body.policies, []);
+    t.true(Number.isSafeInteger(res.body.pagination.page) && res.body.pagination.page >= 4);
+    t.true(res.body.pagination.total > 0);
+  }
+  for (const bad of ['page=0', 'page=-1', 'page=1.5', 'pageSize=0', 'pageSize=abc', 'page=']) {
+    const res = await list(bad);
+    t.is(res.status, 400, bad);
+    t.is(res.body.error.code, 'invalid_request');
+  }
+});
