@@ -63,6 +63,23 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
   return issues;
 }
 
+/**
+ * What "the same body" means for Idempotency-Key (SPEC.md 2.1, 4.1): the parsed, normalised request,
+ * so "1999" and 1999 are one MinorAmount, null and absent are one, and key order or white space
+ * (canonicalised by the caller) make no difference.
+ */
+export function idempotentRequest(purchase: PurchaseInput, metadata: unknown) {
+  return {
+    merchant: purchase.merchant,
+    amountMinor: purchase.amountMinor.toString(),
+    reason: purchase.reason,
+    currency: purchase.currency,
+    category: purchase.category,
+    merchantDomain: purchase.merchantDomain,
+    metadata: metadata ?? null,
+  };
+}
+
 function toPurchase(body: PurchaseFields, organizationCurrency: string): PurchaseInput {
   return {
     merchant: body.merchant,

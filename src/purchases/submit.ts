@@ -20,7 +20,7 @@ import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { toStored } from '../money.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
-import { engineBase, type PurchaseInput } from './input.ts';
+import { engineBase, idempotentRequest, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, ruleEvaluationWire, submissionResponse } from './present.ts';
 import { projectPurchase } from './projection.ts';
 import { scheduleExpiry } from '../approvals/schedule.ts';
@@ -33,7 +33,7 @@ export interface SubmitCommand {
   organization: OrganizationDoc;
   principal: Principal;
   purchase: PurchaseInput;
-  /** The parsed body, for idempotency comparison; metadata is kept as evidence only. */
+  /** The parsed body; its metadata is kept as evidence only. */
   body: Record<string, unknown>;
   rawBody: string;
   idempotencyKey: string | null;
@@ -48,7 +48,7 @@ export interface SubmitResult {
   expiresAt?: Date | null;
 }
 
-/** 'Same body' means the same JSON after canonicalisation: key order is ignored (DESIGN.md 3). */
+/** JSON with object keys sorted, so key order makes no difference (DESIGN.md 3). */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
@@ -82,7 +82,7 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
   const agentId = cmd.principal.agentId!;
   const pc = purchaseCollections(deps.store.db);
   const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
-  const requestHash = createHash('sha256').update(canonicalJson(cmd.body)).digest('hex');
+  const requestHash = createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
 
   const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
     if (idemId === null) return null;

@@ -17,7 +17,8 @@ test.after.always(() => app?.close());
 
 const submit = (body: unknown) => app.request('/v1/purchase-requests', { key: shop.keys['a-key'], body });
 const issuesOf = (res: { body: any }) => (res.body.error.issues as { path: string; code: string }[]).map((i) => `${i.path}:${i.code}`).sort();
-const purchases = () => app.store.db.collection('purchases').countDocuments({});
+// Tests run concurrently: each counts the purchases of its own agent.
+const purchases = (agent = 'a') => app.store.db.collection('purchases').countDocuments({ agentId: shop.agents[agent].id });
 
 test('issues list schema and domain problems together', async (t) => {
   const res = await submit({ amountMinor: '0' });
@@ -103,4 +104,28 @@ test('pageSize above 100 is clamped and a page past the end is empty, whatever t
     t.is(res.status, 400, bad);
     t.is(res.body.error.code, 'invalid_request');
   }
+});
+
+test('an idempotent replay compares the parsed request: "1999" and 1999, key order and white space are the same body', async (t) => {
+  const key = shop.keys['b-key'];
+  const post = (raw: string, idem: string) => app.request('/v1/purchase-requests', { key, raw, headers: { 'content-type': 'application/json', 'idempotency-key': idem } });
+  const first = await post('{"merchant":"Paper Co","amountMinor":"1999","reason":"Paper","metadata":{"a":1,"b":[1,2]}}', 'idem-1');
+  t.is(first.status, 201);
+  const before = await purchases('b');
+  const same = await post('{ "reason" : "Paper", "metadata": {"b":[1,2],"a":1}, "amountMinor": 1999,\n "merchant":"Paper Co", "category": null }', 'idem-1');
+  t.is(same.status, 200, same.text);
+  t.true(same.body.replayed);
+  t.is(same.body.purchaseRequest.id, first.body.purchaseRequest.id);
+  const leadingZero = await post('{"merchant":"Paper Co","amountMinor":"01999","reason":"Paper","metadata":{"a":1,"b":[1,2]}}', 'idem-1');
+  t.is(leadingZero.status, 200);
+  for (const different of [
+    '{"merchant":"Paper Co","amountMinor":2000,"reason":"Paper","metadata":{"a":1,"b":[1,2]}}',
+    '{"merchant":"Paper Co","amountMinor":1999,"reason":"Paper","metadata":{"a":1,"b":[2,1]}}',
+    '{"merchant":"Paper Co","amountMinor":1999,"reason":"Paper"}',
+  ]) {
+    const res = await post(different, 'idem-1');
+    t.is(res.status, 409, different);
+    t.is(res.body.error.code, 'idempotency_key_reuse');
+  }
+  t.is(await purchases('b'), before);
 });
