@@ -60,6 +60,25 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
     issues.push({ path: 'merchant', code: 'MERCHANT_EMPTY', message: 'merchant needs letters or digits.' });
   }
   if (check('reason') && (body.reason as string).trim() === '') issues.push({ path: 'reason', code: 'REASON_EMPTY', message: 'reason must say why.' });
+  if (check('metadata')) issues.push(...reservedKeys(body.metadata, 'metadata'));
+  return issues;
+}
+
+/**
+ * `__proto__` is a valid JSON key, but a store that copies documents by assignment would turn it
+ * into a prototype: metadata refuses it by rule (RESERVED_KEY). The body's depth is already bounded.
+ */
+function reservedKeys(value: unknown, path: string): ErrorIssue[] {
+  const issues: ErrorIssue[] = [];
+  const stack: [unknown, string][] = [[value, path]];
+  while (stack.length > 0) {
+    const [current, at] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    for (const [key, child] of Object.entries(current)) {
+      if (key === '__proto__') issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: '"__proto__" is not accepted as a key.' });
+      else stack.push([child, `${at}.${key}`]);
+    }
+  }
   return issues;
 }
 

@@ -5,6 +5,7 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { shopManifest, purchase } from '../helpers/shop.ts';
 import { MAX_ISSUES } from '../../src/http/validate.ts';
+import { LIMITS, MAX_JSON_DEPTH } from '../../src/http/body.ts';
 
 let app: TestApp;
 let shop: AppliedOrg;
@@ -61,7 +62,7 @@ test('simulation: the agentId rule is listed with the other problems', async (t)
 
 test('unknown query parameters are refused on every /v1 operation', async (t) => {
   const org = shop.keys['org-key'];
-  const agent = shop.keys['a-key'];
+  const agent = shop.keys['lonely-key'];
   const id = '0190a6f2-7c1e-7a41-9c3e-2f6d1b0e5a77';
   const cases: [string, string, string, unknown?][] = [
     ['GET', '/v1/agents?x=1', org],
@@ -80,7 +81,7 @@ test('unknown query parameters are refused on every /v1 operation', async (t) =>
     t.is(res.body.error.code, 'invalid_request', `${method} ${path}`);
     t.deepEqual(issuesOf(res), ['x:UNKNOWN_FIELD'], `${method} ${path}`);
   }
-  t.is(await purchases(), 0, 'a refused submission writes nothing');
+  t.is(await purchases('lonely'), 0, 'a refused submission writes nothing');
 });
 
 test('pageSize above 100 is clamped and a page past the end is empty, whatever the number of digits', async (t) => {
@@ -128,4 +129,43 @@ test('an idempotent replay compares the parsed request: "1999" and 1999, key ord
     t.is(res.body.error.code, 'idempotency_key_reuse');
   }
   t.is(await purchases('b'), before);
+});
+
+test('JSON nested deeper than the documented limit is invalid_request before anything recursive runs', async (t) => {
+  const key = shop.keys['a-key'];
+  for (const depth of [MAX_JSON_DEPTH, 40, 4000, 100_000]) {
+    const nested = '{"a":'.repeat(depth - 2) + '1' + '}'.repeat(depth - 2);
+    const raw = `{"merchant":"Paper Co","amountMinor":1,"reason":"deep","metadata":${nested}}`;
+    const res = await app.request('/v1/purchase-requests', { key, raw, headers: { 'content-type': 'application/json' } });
+    if (depth <= MAX_JSON_DEPTH) {
+      t.is(res.status, 201, `depth ${depth}`);
+      continue;
+    }
+    t.is(res.status, depth * 5 > LIMITS.standard ? 413 : 400, `depth ${depth}`);
+    if (res.status === 400) t.deepEqual(issuesOf(res), ['body:TOO_DEEP']);
+  }
+  const arrays = await app.request('/v1/simulations/current-policies', { key, raw: '['.repeat(3000) + ']'.repeat(3000), headers: { 'content-type': 'application/json' } });
+  t.is(arrays.status, 400);
+  t.deepEqual(issuesOf(arrays), ['body:TOO_DEEP']);
+  const manifest = await app.admin('/admin/manifests', { raw: '{"organization":' + '['.repeat(3000) + ']'.repeat(3000) + '}', headers: { 'content-type': 'application/json' } });
+  t.is(manifest.status, 400);
+  t.deepEqual(issuesOf(manifest), ['body:TOO_DEEP']);
+});
+
+test('__proto__ is an ordinary key, refused by rule (unknown field, reserved in metadata), never a prototype', async (t) => {
+  const key = shop.keys['m-key'];
+  const post = (raw: string) => app.request('/v1/purchase-requests', { key, raw, headers: { 'content-type': 'application/json' } });
+  const top = await post('{"merchant":"Paper Co","amountMinor":1,"reason":"r","__proto__":{"amountMinor":5}}');
+  t.is(top.status, 400);
+  t.deepEqual(issuesOf(top), ['__proto__:UNKNOWN_FIELD']);
+  const inMetadata = await post('{"merchant":"Paper Co","amountMinor":1,"reason":"r","metadata":{"__proto__":{"polluted":true},"ok":1}}');
+  t.is(inMetadata.status, 400, inMetadata.text);
+  t.deepEqual(issuesOf(inMetadata), ['metadata.__proto__:RESERVED_KEY']);
+  const nested = await post('{"merchant":"Paper Co","amountMinor":1,"reason":"r","metadata":{"a":[{"__proto__":1}]}}');
+  t.deepEqual(issuesOf(nested), ['metadata.a.0.__proto__:RESERVED_KEY']);
+  t.is(({} as any).polluted, undefined);
+  t.is(await purchases('m'), 0);
+  const webhook = await app.request('/v1/webhooks', { key: shop.keys['org-key'], raw: '{"__proto__":{"url":"https://example.com/"}}', headers: { 'content-type': 'application/json' } });
+  t.is(webhook.status, 400);
+  t.is(webhook.body.error.code, 'invalid_request');
 });
