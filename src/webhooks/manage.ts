@@ -114,8 +114,9 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
     if (body.apiVersion !== undefined) set.apiVersion = body.apiVersion;
     if (body.status !== undefined && body.status !== endpoint.status) {
       set.status = body.status;
-      // disabledAt says when the current pause began; re-enabling clears it (SPEC.md 3.4).
-      set.disabledAt = body.status === 'DISABLED' ? now : null;
+      // SPEC.md 3.4 sets disabledAt on ACTIVE -> DISABLED and nothing on re-enabling: it keeps saying
+      // when the endpoint was last disabled.
+      if (body.status === 'DISABLED') set.disabledAt = now;
       if (body.status === 'DISABLED') await cancelPendingDeliveriesIn(deps, session, endpoint._id, now, { keepTests: true });
     }
     await writeVersioned(deps, session, endpoint, set);

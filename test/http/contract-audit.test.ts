@@ -6,6 +6,7 @@ import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { shopManifest, purchase } from '../helpers/shop.ts';
 import { MAX_ISSUES } from '../../src/http/validate.ts';
 import { LIMITS, MAX_JSON_DEPTH } from '../../src/http/body.ts';
+import { rawRequest } from '../helpers/raw-http.ts';
 
 let app: TestApp;
 let shop: AppliedOrg;
@@ -168,4 +169,17 @@ test('__proto__ is an ordinary key, refused by rule (unknown field, reserved in 
   const webhook = await app.request('/v1/webhooks', { key: shop.keys['org-key'], raw: '{"__proto__":{"url":"https://example.com/"}}', headers: { 'content-type': 'application/json' } });
   t.is(webhook.status, 400);
   t.is(webhook.body.error.code, 'invalid_request');
+});
+
+test('TRACE and other methods implemented nowhere answer the JSON error body, not a plain-text 501', async (t) => {
+  for (const [method, path] of [['TRACE', '/v1/agents'], ['TRACE', '/oauth/token'], ['TRACE', '/health'], ['PROPFIND', '/admin/manifests'], ['TRACE', '/nowhere']]) {
+    const res = await rawRequest(app.url, method, path, { authorization: `Bearer ${shop.keys['org-key']}` });
+    t.true(res.status === 405 || res.status === 401, `${method} ${path}: ${res.status}`);
+    t.regex(res.type, /^application\/json/, `${method} ${path}`);
+    const body = JSON.parse(res.text);
+    t.true(['method_not_allowed', 'unauthorized', 'invalid_api_key'].includes(body.error.code), `${method} ${path}: ${res.text}`);
+  }
+  const trace = await rawRequest(app.url, 'TRACE', '/oauth/token');
+  t.is(trace.status, 405);
+  t.is(JSON.parse(trace.text).error.code, 'method_not_allowed');
 });
