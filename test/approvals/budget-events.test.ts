@@ -30,8 +30,8 @@ test('expired holds use up nothing; approved spend passing 80% is reported; a re
   }
   t.deepEqual(await budgetEvents(org.organizationId), [], 'holds are not spending');
   const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline && (await app.store.db.collection('purchases').countDocuments({ _id: { $in: held }, status: 'EXPIRED' })) < held.length) await sleep(100);
-  t.is(await app.store.db.collection('purchases').countDocuments({ _id: { $in: held }, status: 'EXPIRED' }), held.length);
+  while (Date.now() < deadline && (await app.store.db.collection<{ _id: string }>('purchases').countDocuments({ _id: { $in: held }, status: 'EXPIRED' })) < held.length) await sleep(100);
+  t.is(await app.store.db.collection<{ _id: string }>('purchases').countDocuments({ _id: { $in: held }, status: 'EXPIRED' }), held.length);
 
   for (let i = 0; i < 9; i++) t.is((await buy(19_000)).body.decision.outcome, 'APPROVED'); // 171,000: passes 80% at the 9th
   t.is((await buy(2_200)).body.decision.outcome, 'APPROVED'); // 173,200
