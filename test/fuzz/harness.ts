@@ -6,9 +6,8 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import fc from 'fast-check';
-import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
-import { applyManifest } from '../helpers/fixtures.ts';
-import { shopManifest } from '../helpers/shop.ts';
+import { ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
+import { connect, setUpOrg, startConnectionsApp, startMetadataServer } from '../oauth/helpers.ts';
 
 /** SPEC.md section 7, plus the additions README lists ("Additions to the contract"). */
 export const KNOWN_CODES = new Set([
@@ -27,32 +26,46 @@ const OAUTH_CODES = new Set(['invalid_request', 'invalid_client', 'invalid_grant
 export interface FuzzTarget {
   app: TestApp;
   ids: Record<string, string>;
-  credentials: Record<'agent' | 'org' | 'otherAgent' | 'disabled' | 'admin', string>;
+  credentials: Record<'agent' | 'org' | 'otherAgent' | 'connection' | 'admin', string>;
+  close(): Promise<void>;
 }
 
 /** The credential a route's caller would hold, so most requests get past authentication. */
 function rightCredential(target: FuzzTarget, path: string): string {
   const c = target.credentials;
   if (path.startsWith('/admin')) return c.admin;
+  if (path.startsWith('/mcp')) return c.connection;
   if (path.startsWith('/v1/purchase-requests') || path.startsWith('/v1/simulations/current')) return c.agent;
   return c.org;
 }
 
 export async function startFuzzTarget(): Promise<FuzzTarget> {
-  const app = await startApp();
-  const org = await applyManifest(app, shopManifest('fuzz'));
-  const purchase = await app.request('/v1/purchase-requests', { key: org.keys['a-key'], body: { merchant: 'Paper Co', amountMinor: 25_000, reason: 'Held for a person' } });
+  // An organisation, and an assistant connected to its agent with every scope, so /mcp is reached too.
+  const app = await startConnectionsApp();
+  const meta = await startMetadataServer('Fuzzer');
+  const org = await setUpOrg(app, 'fuzz');
+  const connection = await connect(app, org, meta.clientId);
+  const purchase = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: 25_000, reason: 'Held for a person' } });
   const ids = {
-    agent: org.agents.a.id,
-    policy: org.policies.main.id,
-    version: org.policies.main.activeVersionId!,
+    agent: org.agents.buyer.id,
+    policy: org.policies.office.id,
+    version: org.policies.office.activeVersionId!,
     purchase: purchase.body.purchaseRequest.id,
     organization: org.organizationId,
-    apiKey: org.keyIds['b-key'],
-    person: (org.result.people as Record<string, { id: string }>).ana.id,
+    apiKey: org.keyIds['travel-key'],
+    person: org.personId,
+    // Not the connection's id: a DELETE /admin/connections/{it} that succeeds would end /mcp for the run.
   };
-  const credentials = { agent: org.keys['a-key'], org: org.keys['org-key'], otherAgent: org.keys['b-key'], disabled: org.keys['off-key'], admin: ADMIN_TOKEN };
-  return { app, ids, credentials };
+  const credentials = { agent: org.keys['buyer-key'], org: org.keys['admin-key'], otherAgent: org.keys['travel-key'], connection: connection.access_token, admin: ADMIN_TOKEN };
+  return {
+    app,
+    ids,
+    credentials,
+    async close() {
+      await meta.close();
+      await app.close();
+    },
+  };
 }
 
 // ---- requests ----------------------------------------------------------------------------------
@@ -187,6 +200,21 @@ const purchaseBodyArb: fc.Arbitrary<string | null> = fc.oneof(
   { arbitrary: big, weight: 1 },
   { arbitrary: fc.constant(null), weight: 1 },
 );
+const TOOLS = ['request_purchase', 'check_purchase', 'get_purchase', 'list_purchases', 'no_such_tool'];
+const toolArguments = fc.oneof(purchaseLike, manyUnknown, deep.map((d) => d), jsonText, fc.record({ purchaseRequestId: fc.oneof(fc.uuid(), hostileString) }).map((o) => JSON.stringify(o)), fc.record({ limit: hostileNumber, cursor: hostileString }, { requiredKeys: [] }).map((o) => JSON.stringify(o)));
+const rpc = fc.oneof(
+  fc.tuple(fc.constantFrom(...TOOLS), toolArguments, fc.oneof(fc.integer(), hostileString)).map(([name, args, id]) => `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":"${name}","arguments":${args}}}`),
+  fc.constantFrom('tools/list', 'initialize', 'ping', 'resources/list', 'prompts/get', 'nonsense').map((method) => `{"jsonrpc":"2.0","id":1,"method":"${method}","params":{}}`),
+  fc.constantFrom('{"jsonrpc":"1.0","id":1,"method":"tools/list"}', '{"jsonrpc":"2.0","method":"notifications/initialized"}', '[]', '{"jsonrpc":"2.0","id":null,"method":"tools/call"}'),
+);
+/** JSON-RPC for /mcp: tool calls with hostile arguments, batches, other methods. */
+const mcpBodyArb: fc.Arbitrary<string | null> = fc.oneof(
+  { arbitrary: rpc, weight: 6 },
+  { arbitrary: fc.array(rpc, { minLength: 1, maxLength: 3 }).map((items) => `[${items.join(',')}]`), weight: 1 },
+  { arbitrary: jsonText, weight: 1 },
+  { arbitrary: broken, weight: 1 },
+);
+
 const PURCHASE_SHAPED = /^\/v1\/(purchase-requests|simulations\/)/;
 
 const bodyArb: fc.Arbitrary<string | null> = fc.oneof(
@@ -258,18 +286,20 @@ export function requestArb(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
       weight: 2,
     },
   );
-  const extraHeaders = fc.record(
-    {
-      'idempotency-key': fc.oneof(fc.string({ maxLength: 30 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')), fc.constant('k'.repeat(300))),
-      origin: fc.constantFrom('https://evil.example', 'null', 'http://127.0.0.1'),
-      accept: fc.constantFrom('application/json, text/event-stream', 'text/html', '*/*', 'application/xml'),
-      'content-encoding': fc.constantFrom('gzip', 'br', 'identity', 'x-unknown'),
-      'x-request-id': fc.oneof(fc.uuid(), fc.constant('bad id with spaces')),
-      'mcp-protocol-version': fc.constantFrom('2025-06-18', '1999-01-01', 'x'),
-    },
-    { requiredKeys: [] },
-  );
-  const routeAndBody = path.chain((route) => (PURCHASE_SHAPED.test(route.path) ? purchaseBodyArb : bodyArb).map((body) => ({ route, body })));
+  // Each extra header is sent now and then (one request in five), so most requests get past them.
+  const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 4 }, { arbitrary: arb, weight: 1 });
+  const extraHeaders = fc
+    .record({
+      'idempotency-key': sometimes(fc.oneof(fc.string({ maxLength: 30 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')), fc.constant('k'.repeat(300)))),
+      origin: sometimes(fc.constantFrom('https://evil.example', 'null', 'http://127.0.0.1')),
+      accept: sometimes(fc.constantFrom('application/json, text/event-stream', 'text/html', '*/*', 'application/xml')),
+      'content-encoding': sometimes(fc.constantFrom('gzip', 'br', 'identity', 'x-unknown')),
+      'x-request-id': sometimes(fc.oneof(fc.uuid(), fc.constant('bad id with spaces'))),
+      'mcp-protocol-version': sometimes(fc.constantFrom('2025-06-18', '1999-01-01', 'x')),
+    })
+    .map((headers) => Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string>);
+  const bodyFor = (path: string) => (PURCHASE_SHAPED.test(path) ? purchaseBodyArb : path === '/mcp' ? mcpBodyArb : bodyArb);
+  const routeAndBody = path.chain((route) => bodyFor(route.path).map((body) => ({ route, body })));
   return fc.record({ rb: routeAndBody, method, query: queryArb, authorization, contentType, extra: extraHeaders }).map(({ rb, ...rest }) => ({ ...rest, ...rb })).map((r) => {
     const headers: Record<string, string> = { ...r.extra };
     if (r.authorization !== null) headers.authorization = r.authorization === 'right' ? `Bearer ${rightCredential(target, r.route.path)}` : r.authorization;
@@ -317,8 +347,10 @@ export async function storeDigest(target: FuzzTarget): Promise<string> {
 export function judge(r: FuzzRequest, res: FuzzResponse): string | null {
   const where = `${r.method} ${r.path.slice(0, 120)} -> ${res.status} ${res.text.slice(0, 200)}`;
   if (res.status >= 500) throw new Error(`5xx: ${where}`);
+  // As the server sees it: dot segments resolved, a trailing slash matching the route without it.
+  const route = new URL(r.path, 'http://x').pathname.replace(/(.)\/$/, '$1');
+  if (route === '/mcp' && res.status === 200) return judgeToolErrors(res.text, where);
   if (res.status < 400 || r.method === 'HEAD') return null;
-  const route = new URL(r.path, 'http://x').pathname;
   const isHtml = res.contentType.startsWith('text/html');
   if (isHtml && /^\/oauth\/(authorize|sign-in|consent)$/.test(route)) return `html ${res.status}`;
   if (!res.contentType.startsWith('application/json')) throw new Error(`not JSON: ${res.contentType}: ${where}`);
@@ -348,12 +380,52 @@ export function judge(r: FuzzRequest, res: FuzzResponse): string | null {
   return e.code;
 }
 
+/** MCP tool failures are results with isError whose text is SPEC.md 7's error body (README). */
+function judgeToolErrors(text: string, where: string): string | null {
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(`unparseable MCP answer: ${where}`);
+  }
+  let code: string | null = null;
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (message?.error) code = `jsonrpc:${message.error.code}`;
+    if (message?.result?.isError !== true) continue;
+    let error: any;
+    try {
+      error = JSON.parse(message.result.content[0].text).error;
+    } catch {
+      // The SDK's own refusals (an unknown tool) are plain text: still a tool error, not a 5xx.
+      code = 'tool:text';
+      continue;
+    }
+    if (typeof error?.code !== 'string' || !KNOWN_CODES.has(error.code)) throw new Error(`tool error without a known code: ${where}`);
+    if (error.code === 'internal_error') throw new Error(`tool internal_error: ${where}`);
+    if (error.code === 'invalid_request' && (!Array.isArray(error.issues) || error.issues.length === 0)) throw new Error(`tool invalid_request without issues: ${where}`);
+    code = `tool:${error.code}`;
+  }
+  return code;
+}
+
+/**
+ * Undoes what successful hostile requests may have switched off (the agent disabled, the
+ * organisation suspended), so a long run keeps reaching the routes behind them.
+ */
+export async function restore(target: FuzzTarget): Promise<void> {
+  await target.app.admin(`/admin/agents/${target.ids.agent}`, { method: 'PATCH', body: { status: 'ENABLED' } });
+  await target.app.admin(`/admin/organizations/${target.ids.organization}`, { method: 'PATCH', body: { status: 'ACTIVE' } });
+}
+
+/** An error answer, or an MCP tool call answered with a tool error: either must write nothing. */
+export const refused = (res: FuzzResponse, code: string | null): boolean => res.status >= 400 || (code?.startsWith('tool:') ?? false);
+
 /** Sends one request and checks it; a refused request must leave the store as it was. */
 export async function check(target: FuzzTarget, r: FuzzRequest): Promise<string | null> {
   const before = await storeDigest(target);
   const res = await send(target, r);
   const code = judge(r, res);
-  if (res.status >= 400) {
+  if (refused(res, code)) {
     const after = await storeDigest(target);
     if (after !== before) throw new Error(`refused request wrote to the store: ${r.method} ${r.path.slice(0, 120)} -> ${res.status} ${res.text.slice(0, 200)}`);
   }
