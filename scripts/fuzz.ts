@@ -2,7 +2,7 @@
 // FUZZ_SEED to replay a run. Prints each failure as it happens and one JSON summary line: cases,
 // distinct error codes (with counts), status counts, 5xx count and rule violations. Exit 1 on any.
 import fc from 'fast-check';
-import { judge, refused, requestArb, restore, send, startFuzzTarget, storeDigest } from '../test/fuzz/harness.ts';
+import { judge, refused, requestArb, restore, send, startFuzzTarget, storeDigest, ttlCutoff } from '../test/fuzz/harness.ts';
 
 const runs = Number(process.env.FUZZ_RUNS ?? 5000);
 const seed = process.env.FUZZ_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FUZZ_SEED);
@@ -16,7 +16,8 @@ const started = Date.now();
 const samples = fc.sample(requestArb(target), { numRuns: runs, seed });
 for (const [i, r] of samples.entries()) {
   if (i % 100 === 99) await restore(target);
-  const before = await storeDigest(target);
+  const cutoff = ttlCutoff();
+  const before = await storeDigest(target, cutoff);
   let res;
   try {
     res = await send(target, r);
@@ -29,7 +30,7 @@ for (const [i, r] of samples.entries()) {
   try {
     const code = judge(r, res);
     if (code) codes.set(code, (codes.get(code) ?? 0) + 1);
-    if (refused(res, code) && (await storeDigest(target)) !== before) throw new Error(`refused request wrote to the store: ${r.method} ${r.path.slice(0, 100)} -> ${res.status}`);
+    if (refused(res, code) && (await storeDigest(target, cutoff)) !== before) throw new Error(`refused request wrote to the store: ${r.method} ${r.path.slice(0, 100)} -> ${res.status}`);
   } catch (err) {
     violations.push(`#${i} ${(err as Error).message}`);
     process.stdout.write(`VIOLATION #${i}: ${(err as Error).message}\n  request: ${JSON.stringify({ ...r, body: r.body?.slice(0, 300) ?? null })}\n`);
