@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { createApp } from './http/app.ts';
+import { createHttpServer } from './http/server.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
 import { newLifecycle } from './http/health.ts';
@@ -37,6 +38,6 @@ if (values.manifest) {
 
 const stopWorker = embedded ? await startWorker(deps, agenda) : null;
 deps.lifecycle.jobsRunning = stopWorker !== null;
-const server = createApp(deps).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
+const server = createHttpServer(createApp(deps)).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
 
 onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker }));

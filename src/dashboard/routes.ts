@@ -11,9 +11,10 @@ import { isIsoCurrency } from '../engine/currency.ts';
 import { readForm, type FormResult } from '../oauth/form.ts';
 import { randomToken } from '../oauth/browser.ts';
 import { answerApproval } from '../approvals/answer.ts';
-import { scheduleExpiry } from '../approvals/schedule.ts';
 import { submitPurchase } from '../purchases/submit.ts';
-import { purchaseInput } from '../purchases/input.ts';
+import { parsePurchase } from '../purchases/input.ts';
+import { compile } from '../http/validate.ts';
+import { PurchaseRequestBody } from '../../schemas/purchases.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { connectionsCollection } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
@@ -30,6 +31,7 @@ import * as views from './views.ts';
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
+const purchaseBody = compile(PurchaseRequestBody);
 const ANSWERED: Record<string, string> = {
   APPROVED: 'Approved: the purchase can go ahead.',
   REJECTED: 'Rejected: the purchase will not go ahead.',
@@ -231,7 +233,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
     const body = { merchant: values.merchant ?? '', amountMinor: amount.toString(), reason: values.reason ?? '', currency, category: values.category ?? null };
     let input;
     try {
-      input = purchaseInput(body, org.currency);
+      input = parsePurchase(purchaseBody, body, org.currency).purchase;
     } catch (err) {
       if (err instanceof ApiError) return refuse(err.issues?.map((i) => i.message).join(' ') ?? err.message);
       throw err;
@@ -246,7 +248,6 @@ export function dashboardRoutes(deps: AppDeps): Router {
       idempotencyKey: token,
       origin: 'DASHBOARD',
     });
-    await scheduleExpiry(deps, result);
     ctx.status = 303;
     ctx.redirect(`/dashboard/purchases/${(result.body.purchaseRequest as { id: string }).id}`);
   });
@@ -359,7 +360,7 @@ async function compareDraft(deps: AppDeps, s: SignedIn, draftId: string, activeI
   const amount = parseMajor(form.amount, form.currency);
   if (amount === null) return { error: `Write the amount in ${form.currency} with a dot, for example 125.50.` };
   try {
-    const input = purchaseInput({ merchant: form.merchant, amountMinor: amount.toString(), reason: 'Dashboard comparison of a draft with its active version', currency: form.currency }, s.organization.currency);
+    const input = parsePurchase(purchaseBody, { merchant: form.merchant, amountMinor: amount.toString(), reason: 'Dashboard comparison of a draft with its active version', currency: form.currency }, s.organization.currency).purchase;
     const view = (r: Awaited<ReturnType<typeof simulateVersion>>): views.SimulationView => ({ ...r.simulatedDecision, budgets: r.budgets });
     const draft = view(await simulateVersion(deps, s.organization, 'DRAFT_POLICY', draftId, input));
     const active = activeId ? view(await simulateVersion(deps, s.organization, 'POLICY_VERSION', activeId, input)) : null;

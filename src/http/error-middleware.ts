@@ -10,7 +10,9 @@ export function errorMiddleware(log: Logger) {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not_found', 'No such resource.');
-      if (ctx.status === 405 && ctx.body === undefined) throw new ApiError(405, 'method_not_allowed', 'Method not allowed on this resource.');
+      // The router answers an HTTP method it implements nowhere (TRACE, PROPFIND...) with a bare 501:
+      // to a client that is the same mistake as any other method the resource does not allow.
+      if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined) throw new ApiError(405, 'method_not_allowed', 'Method not allowed on this resource.');
     } catch (err) {
       const apiError = toApiError(err);
       if (!apiError) {

@@ -23,9 +23,10 @@ import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { toStored } from '../money.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
-import { engineBase, type PurchaseInput } from './input.ts';
+import { engineBase, idempotentRequest, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, ruleEvaluationWire, submissionResponse } from './present.ts';
 import { projectPurchase } from './projection.ts';
+import { scheduleExpiry } from '../approvals/schedule.ts';
 
 const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -44,7 +45,7 @@ export interface SubmitCommand {
   organization: OrganizationDoc;
   principal: Principal | DashboardSubmitter;
   purchase: PurchaseInput;
-  /** The parsed body, for idempotency comparison; metadata is kept as evidence only. */
+  /** The parsed body; its metadata is kept as evidence only. */
   body: Record<string, unknown>;
   rawBody: string;
   idempotencyKey: string | null;
@@ -59,7 +60,7 @@ export interface SubmitResult {
   expiresAt?: Date | null;
 }
 
-/** 'Same body' means the same JSON after canonicalisation: key order is ignored (DESIGN.md 3). */
+/** JSON with object keys sorted, so key order makes no difference (DESIGN.md 3). */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
@@ -81,11 +82,21 @@ function submittedVia(p: SubmitCommand['principal']): SubmittedVia | null {
     : { type: 'CONNECTION', connectionId: p.connectionId, application: p.application, grantedBy: p.grantedBy };
 }
 
+/**
+ * The one submission path of every surface (REST and MCP): decide and record in one transaction,
+ * then, once committed, put a new approval's expiry on the job schedule.
+ */
 export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
+  const result = await decideAndRecord(deps, cmd);
+  await scheduleExpiry(deps, result);
+  return result;
+}
+
+async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
   const agentId = cmd.principal.agentId!;
   const pc = purchaseCollections(deps.store.db);
   const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
-  const requestHash = createHash('sha256').update(canonicalJson(cmd.body)).digest('hex');
+  const requestHash = createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
 
   const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
     if (idemId === null) return null;

@@ -115,8 +115,9 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
     if (body.apiVersion !== undefined) set.apiVersion = body.apiVersion;
     if (body.status !== undefined && body.status !== endpoint.status) {
       set.status = body.status;
-      // disabledAt says when the current pause began; re-enabling clears it (SPEC.md 3.4).
-      set.disabledAt = body.status === 'DISABLED' ? now : null;
+      // SPEC.md 3.4 sets disabledAt on ACTIVE -> DISABLED and nothing on re-enabling: it keeps saying
+      // when the endpoint was last disabled. Pending deliveries are cancelled after the commit (bounded batches).
+      if (body.status === 'DISABLED') set.disabledAt = now;
     }
     await writeVersioned(deps, session, endpoint, set);
     return { ...endpoint, ...set, version: endpoint.version + 1 };
