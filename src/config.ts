@@ -16,6 +16,11 @@ export interface Config {
   webhookEndpointLimit: number;
   nodeEnv: string;
   logLevel: LogLevel;
+  /** Where the service keeps its files; ':memory:' keeps them in the process. */
+  dataDir: string;
+  /** The embedded store's MongoDB wire-protocol listener: off (null) unless EMBEDDED_MONGO_PORT is set. */
+  embeddedMongoPort: number | null;
+  embeddedMongoHost: string;
 }
 
 export class ConfigError extends Error {
@@ -96,5 +101,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
     nodeEnv,
     logLevel,
+    dataDir: env.DATA_DIR || './data',
+    embeddedMongoPort: env.EMBEDDED_MONGO_PORT ? integer(env, 'EMBEDDED_MONGO_PORT', 0, 1, 65535) : null,
+    embeddedMongoHost: env.EMBEDDED_MONGO_HOST || '127.0.0.1',
   };
 }

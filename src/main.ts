@@ -8,6 +8,7 @@ import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { createApp } from './http/app.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
+import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
 let config = configOrExit();
@@ -33,6 +34,7 @@ if (values.manifest) {
 }
 
 const stopWorker = embedded ? await startWorker(deps, agenda) : null;
+const wire = embedded ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
 const server = createApp(deps).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
 
 onShutdown(async (signal) => {
@@ -42,5 +44,6 @@ onShutdown(async (signal) => {
     server.closeIdleConnections();
   });
   if (stopWorker) await stopWorker();
+  await wire?.close();
   await deps.store.close();
 });

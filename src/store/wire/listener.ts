@@ -74,12 +74,6 @@ export class WireListener {
     return (this.#server.address() as AddressInfo).port;
   }
 
-  /** The connection string for a user, pointed straight at this listener. */
-  url(user: string, password: string, database: string): string {
-    const query = `directConnection=true&authSource=admin&authMechanism=SCRAM-SHA-256`;
-    return `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${this.#context.me}/${encodeURIComponent(database)}?${query}`;
-  }
-
   #serve(socket: Socket, id: number): void {
     this.#sockets.add(socket);
     socket.setNoDelay(true);
