@@ -241,6 +241,5 @@ export async function dbStats(call: Call): Promise<Document> {
 
 export function configureFailPoint(call: Call): Document {
   const { configureFailPoint: name, mode, data } = call.command;
-  call.server.failPoints.configure(String(name), mode, data);
-  return { count: 0, ok: 1 };
+  return { count: call.server.failPoints.configure(String(name), mode, data), ok: 1 };
 }

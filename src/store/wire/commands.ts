@@ -105,7 +105,11 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     if (name === 'aggregate' && conn.user?.role !== 'readWrite' && crud.writesOutside(asArray(command.pipeline) as Document[])) {
       throw unauthorized(call, '$out and $merge write, and this user may only read');
     }
-    const action = server.failPoints.check(name, { appName: conn.appName, namespace: typeof command[name] === 'string' ? `${db}.${command[name]}` : undefined });
+    const action = server.failPoints.check(name, {
+      appName: conn.appName,
+      namespace: typeof command[name] === 'string' ? `${db}.${command[name]}` : undefined,
+      inTransaction: command.autocommit === false,
+    });
     if (action?.kind === 'close') return { reply: {}, close: true };
     if (action?.kind === 'error') {
       if (name !== 'commitTransaction') server.sessions.abortFailed(call.owner, command);

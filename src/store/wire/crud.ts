@@ -98,7 +98,9 @@ export async function insert(call: Call): Promise<Document> {
   const coll = (await collection(call, true))!;
   let n = 0;
   const errors = await eachWrite(call, list(call.command.documents, 'documents'), async (d) => {
-    await coll.insertOne(d, sessionOption(call.session));
+    // mongod stores _id first whatever the order it was sent in (drivers append a generated one).
+    const { _id, ...rest } = d;
+    await coll.insertOne(_id === undefined ? d : { _id, ...rest }, sessionOption(call.session));
     n++;
   });
   return writeReply({ n }, errors);

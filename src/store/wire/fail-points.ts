@@ -18,6 +18,11 @@ export interface FailCommandData {
   appName?: string;
   /** Only for this "db.collection". */
   namespace?: string;
+  /**
+   * Only inside multi-document transactions (this listener's addition: mongod retries a
+   * WriteConflict outside a transaction itself, so clients only ever see one inside).
+   */
+  inTransaction?: boolean;
 }
 
 export type FailAction =
@@ -34,27 +39,32 @@ interface Armed {
 
 export class FailPoints {
   #failCommand: Armed | undefined;
+  #entered = 0;
 
-  /** configureFailPoint's body: only 'failCommand' exists here. */
-  configure(name: string, mode: FailPointMode, data: Document = {}): void {
+  /** configureFailPoint's body: only 'failCommand' exists here. Returns how often it fired (mongod's count). */
+  configure(name: string, mode: FailPointMode, data: Document = {}): number {
     if (name !== 'failCommand') throw new CommandError('BadValue', `unknown fail point ${name}: this listener has only failCommand`);
+    const count = this.#entered;
+    this.#entered = 0;
     if (mode === 'off') {
       this.#failCommand = undefined;
-      return;
+      return count;
     }
     if (!Array.isArray(data.failCommands) || data.failCommands.some((c) => typeof c !== 'string')) {
       throw new CommandError('BadValue', 'failCommand needs data.failCommands, an array of command names');
     }
     this.#failCommand = { mode, data: data as FailCommandData, skipped: 0, fired: 0 };
+    return count;
   }
 
   /** What to do instead of (or after) running this command, if anything. */
-  check(command: string, context: { appName?: string; namespace?: string }): FailAction | undefined {
+  check(command: string, context: { appName?: string; namespace?: string; inTransaction: boolean }): FailAction | undefined {
     const armed = this.#failCommand;
     if (!armed || !armed.data.failCommands.includes(command)) return undefined;
     const { data, mode } = armed;
     if (data.appName !== undefined && data.appName !== context.appName) return undefined;
     if (data.namespace !== undefined && data.namespace !== context.namespace) return undefined;
+    if (data.inTransaction === true && !context.inTransaction) return undefined;
     if (typeof mode === 'object' && 'skip' in mode && armed.skipped < mode.skip) {
       armed.skipped++;
       return undefined;
@@ -65,6 +75,7 @@ export class FailPoints {
       if (armed.fired + 1 >= mode.times) this.#failCommand = undefined;
     }
     armed.fired++;
+    this.#entered++;
     if (data.closeConnection) return { kind: 'close' };
     if (data.writeConcernError) return { kind: 'writeConcernError', writeConcernError: data.writeConcernError };
     const code = data.errorCode ?? 1;
