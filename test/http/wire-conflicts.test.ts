@@ -20,9 +20,7 @@ let app: TestApp;
 test.before(async () => {
   wire = await startListener();
   const name = `conflicts_${randomBytes(4).toString('hex')}`;
-  // The listener runs one transaction at a time, so every waiting operation holds a connection:
-  // an unbounded pool keeps the transaction in progress from waiting for one (README: limits).
-  store = await openMongoStore(wire.serviceUrl(name, 'maxPoolSize=0&appName=service-under-test'), { dbName: name });
+  store = await openMongoStore(wire.serviceUrl(name, 'appName=service-under-test'), { dbName: name });
   app = await startApp({ store });
 });
 test.after.always(async () => {

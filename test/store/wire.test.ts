@@ -189,6 +189,30 @@ test('an abandoned transaction is aborted after the lifetime limit and stops hol
   t.true(late.labels.includes('TransientTransactionError'));
 });
 
+test('a transaction whose client has no free connection, every one waiting for the store, is aborted and retried instead of stalling', async (t) => {
+  // A lifetime limit far beyond the test's timeout: only the stall breaker can end the wait.
+  const slow = await startListener({ transactionLifetimeMs: 10 * 60_000 });
+  t.teardown(() => slow.close());
+  const c = await client(t, slow.serviceUrl(dbName(), 'maxPoolSize=2'));
+  const coll = c.db().collection<{ _id: string }>('pool');
+  const session = c.startSession();
+  t.teardown(() => session.endSession());
+  let attempts = 0;
+  let waiters: Array<Promise<unknown>> = [];
+  await session.withTransaction(async () => {
+    attempts++;
+    await coll.insertOne({ _id: `first-${attempts}` }, { session });
+    if (attempts === 1) {
+      // Both pooled connections now carry writes that wait for this transaction to end.
+      waiters = [coll.insertOne({ _id: 'w1' }), coll.insertOne({ _id: 'w2' })];
+    }
+    await coll.insertOne({ _id: `second-${attempts}` }, { session });
+  });
+  await Promise.all(waiters);
+  t.is(attempts, 2, 'the stalled attempt was aborted and retried');
+  t.deepEqual((await coll.find().sort({ _id: 1 }).toArray()).map((d) => d._id), ['first-2', 'second-2', 'w1', 'w2']);
+});
+
 test('fault injection: a WriteConflict on a transaction write and an unknown commit result make withTransaction retry; each write lands once', async (t) => {
   const c = await client(t, wire.serviceUrl(dbName(), 'appName=conflicts'));
   const coll = c.db().collection<{ _id: string; n: number }>('retried');

@@ -96,6 +96,9 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     store: (create) => server.databases.get(db, create && conn.user?.role === 'readWrite'),
   };
   let fail = () => {};
+  let leave = () => {};
+  // Until it joins a transaction that holds the store, an operation may be waiting for one.
+  let stopWaiting = name === 'commitTransaction' || name === 'abortTransaction' ? () => {} : server.sessions.waiting();
   try {
     const spec = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!spec) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
@@ -129,6 +132,9 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
       const txn = await server.sessions.enter(call.owner, command, store);
       call.session = txn.session;
       fail = txn.fail;
+      leave = txn.leave;
+      stopWaiting();
+      stopWaiting = () => {};
     }
     if (spec.retryable) {
       const earlier = server.sessions.retried(call.owner, command);
@@ -145,5 +151,8 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
   } catch (error) {
     fail();
     return { reply: errorReply(error) };
+  } finally {
+    stopWaiting();
+    leave();
   }
 }

@@ -2,6 +2,10 @@
 // store.withTransaction() call whose callback stays open on a promise that commitTransaction or
 // abortTransaction settles; a transaction left open longer than the lifetime limit is aborted
 // (mongod's transactionLifetimeLimitSeconds, 60 s) so that it cannot hold the store forever.
+// Because the store runs one transaction at a time, operations wait for an open one, each holding a
+// client connection; a client whose connections all wait cannot send the open transaction its next
+// operation. So a transaction that sits idle while others have waited STALL_MS is aborted too
+// (TransientTransactionError: the driver retries it).
 // The last retryable write of each session is remembered, so a retried write is not run twice.
 import type { Document } from 'bson';
 import type { Store, StoreSession } from '../store.ts';
@@ -18,6 +22,11 @@ interface Transaction {
   finish(outcome: 'commit' | 'abort'): void;
   done: Promise<void>;
   timer?: NodeJS.Timeout;
+  /** It holds the store (its callback is running). */
+  holding: boolean;
+  /** Its operations in progress, and when the last one ended. */
+  running: number;
+  idleSince: number;
 }
 
 interface SessionState {
@@ -29,6 +38,7 @@ interface SessionState {
 const ABORT = Symbol('abort');
 const TRANSIENT = ['TransientTransactionError'];
 const SESSION_IDLE_MS = 30 * 60_000;
+const STALL_MS = 2_000;
 
 function sessionKey(owner: string, lsid: unknown): string | undefined {
   const id = (lsid as { id?: { buffer?: Uint8Array; position?: number } } | undefined)?.id;
@@ -41,17 +51,43 @@ export interface TransactionContext {
   session?: StoreSession;
   /** Aborts the transaction after a failed operation, as mongod does. */
   fail(): void;
+  /** The operation is over. */
+  leave(): void;
 }
 
 export class Sessions {
   readonly #lifetimeMs: number;
   readonly #states = new Map<string, SessionState>();
   readonly #sweeper: NodeJS.Timeout;
+  readonly #watchdog: NodeJS.Timeout;
+  /** Start times of operations that are not (yet) inside a transaction holding the store. */
+  readonly #waiting = new Set<{ since: number }>();
 
   constructor(lifetimeMs: number) {
     this.#lifetimeMs = lifetimeMs;
     this.#sweeper = setInterval(() => this.#sweep(), 60_000);
     this.#sweeper.unref();
+    this.#watchdog = setInterval(() => this.#breakStalls(), STALL_MS / 4);
+    this.#watchdog.unref();
+  }
+
+  /** Counts an operation as waiting for the store until the returned function is called. */
+  waiting(): () => void {
+    const entry = { since: Date.now() };
+    this.#waiting.add(entry);
+    return () => this.#waiting.delete(entry);
+  }
+
+  #breakStalls(): void {
+    const now = Date.now();
+    let oldest = now;
+    for (const entry of this.#waiting) oldest = Math.min(oldest, entry.since);
+    if (now - oldest < STALL_MS) return;
+    for (const { txn } of this.#states.values()) {
+      if (txn?.state === 'active' && txn.holding && txn.running === 0 && now - txn.idleSince >= STALL_MS) {
+        this.#abort(txn, `it held the store idle for ${STALL_MS / 1000} s while other operations waited for it`);
+      }
+    }
   }
 
   #state(owner: string, command: Document): SessionState | undefined {
@@ -65,7 +101,7 @@ export class Sessions {
 
   /** Opens or joins the command's transaction; `{}` for a command outside any transaction. */
   async enter(owner: string, command: Document, store: Store): Promise<TransactionContext> {
-    const none: TransactionContext = { fail() {} };
+    const none: TransactionContext = { fail() {}, leave() {} };
     if (command.autocommit !== false) return none;
     const state = this.#state(owner, command);
     const number = Number(command.txnNumber);
@@ -89,7 +125,15 @@ export class Sessions {
       throw new CommandError('NoSuchTransaction', `Transaction ${number} has been aborted: ${txn.abortReason}.`, TRANSIENT);
     }
     const t = txn;
-    return { session, fail: () => this.#abort(t, 'an operation in it failed') };
+    t.running++;
+    return {
+      session,
+      fail: () => this.#abort(t, 'an operation in it failed'),
+      leave: () => {
+        t.running--;
+        t.idleSince = Date.now();
+      },
+    };
   }
 
   #begin(number: number, store: Store): Transaction {
@@ -98,20 +142,26 @@ export class Sessions {
     let finish!: (outcome: 'commit' | 'abort') => void;
     const session = new Promise<StoreSession>((resolve, reject) => ((resolveSession = resolve), (rejectSession = reject)));
     const outcome = new Promise<'commit' | 'abort'>((resolve) => (finish = resolve));
-    const txn: Transaction = { number, store, state: 'active', abortReason: '', session, finish, done: Promise.resolve() };
+    const txn: Transaction = { number, store, state: 'active', abortReason: '', session, finish, done: Promise.resolve(), holding: false, running: 0, idleSince: Date.now() };
     let runs = 0;
     txn.done = store.withTransaction(async (s) => {
       // An engine that retries its callback cannot replay messages the client has already sent.
       if (++runs > 1) throw new CommandError('WriteConflict', 'the store restarted the transaction', TRANSIENT);
       txn.timer = setTimeout(() => this.#abort(txn, `it exceeded the ${this.#lifetimeMs / 1000} s transaction lifetime limit`), this.#lifetimeMs);
       txn.timer.unref();
+      txn.holding = true;
+      txn.idleSince = Date.now();
       resolveSession(s);
       if ((await outcome) === 'abort') throw ABORT;
     });
     txn.done.then(
-      () => clearTimeout(txn.timer),
+      () => {
+        clearTimeout(txn.timer);
+        txn.holding = false;
+      },
       (error) => {
         clearTimeout(txn.timer);
+        txn.holding = false;
         if (txn.state !== 'aborted') {
           txn.state = 'aborted';
           txn.abortReason = error === ABORT ? 'it was aborted' : String((error as Error)?.message ?? error);
@@ -198,6 +248,7 @@ export class Sessions {
   /** Aborts every open transaction (the listener is closing). */
   async close(): Promise<void> {
     clearInterval(this.#sweeper);
+    clearInterval(this.#watchdog);
     const open = [...this.#states.values()].flatMap((s) => (s.txn ? [s.txn] : []));
     for (const txn of open) this.#abort(txn, 'the listener closed');
     this.#states.clear();
