@@ -6,7 +6,7 @@ import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { once } from 'node:events';
-import { MongoClient, MongoServerError } from 'mongodb';
+import { BSON, MongoClient, MongoServerError } from 'mongodb';
 import { openMongoStore } from '../../src/store/mongo.ts';
 import type { Store } from '../../src/store/store.ts';
 import { registerStoreConformance } from './conformance.ts';
@@ -214,7 +214,10 @@ test('a transaction whose client has no free connection, every one waiting for t
 });
 
 test('fault injection: a WriteConflict on a transaction write and an unknown commit result make withTransaction retry; each write lands once', async (t) => {
-  const c = await client(t, wire.serviceUrl(dbName(), 'appName=conflicts'));
+  // Its own listener: a fail point is one per listener, as in mongod.
+  const own = await startListener();
+  t.teardown(() => own.close());
+  const c = await client(t, own.serviceUrl(dbName(), 'appName=conflicts'));
   const coll = c.db().collection<{ _id: string; n: number }>('retried');
   await coll.insertOne({ _id: 'counter', n: 0 });
   const admin = c.db('admin');
@@ -256,6 +259,42 @@ test('fault injection: a WriteConflict on a transaction write and an unknown com
     await coll.updateOne({ _id: 'counter' }, { $inc: { n: 1 } }, { session });
   });
   t.is((await coll.findOne({ _id: 'counter' }))!.n, 3);
+});
+
+test('a retryable write whose acknowledgement failed is retried by the driver and applied once', async (t) => {
+  const own = await startListener();
+  t.teardown(() => own.close());
+  const c = await client(t, own.serviceUrl(dbName(), 'appName=retries'));
+  const coll = c.db().collection<{ _id: string; n: number }>('retryable');
+  await coll.insertOne({ _id: 'counter', n: 0 });
+  await c.db('admin').command({
+    configureFailPoint: 'failCommand',
+    mode: { times: 1 },
+    data: { failCommands: ['update'], writeConcernError: { code: 91, errmsg: 'shutting down', errorLabels: ['RetryableWriteError'] }, appName: 'retries' },
+  });
+  await coll.updateOne({ _id: 'counter' }, { $inc: { n: 1 } });
+  const { count } = await c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' });
+  t.is(count, 1, 'the first attempt ran and its answer carried the error');
+  t.is((await coll.findOne({ _id: 'counter' }))!.n, 1, 'the retry was answered from the session, not run again');
+});
+
+test('the legacy handshake: OP_QUERY isMaster on admin.$cmd gets an OP_REPLY', async (t) => {
+  const socket = connect(wire.listener.port, '127.0.0.1');
+  await once(socket, 'connect');
+  const name = Buffer.from('admin.$cmd\0');
+  const body = BSON.serialize({ isMaster: 1, helloOk: true });
+  const frame = Buffer.concat([Buffer.alloc(16), Buffer.alloc(4), name, Buffer.from([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]), body]);
+  frame.writeInt32LE(frame.length, 0);
+  frame.writeInt32LE(42, 4);
+  frame.writeInt32LE(2004, 12);
+  socket.write(frame);
+  const [reply] = (await once(socket, 'data')) as [Buffer];
+  socket.destroy();
+  t.is(reply.readInt32LE(8), 42, 'responseTo');
+  t.is(reply.readInt32LE(12), 1, 'OP_REPLY');
+  t.is(reply.readInt32LE(32), 1, 'one document');
+  const doc = BSON.deserialize(reply.subarray(36));
+  t.like(doc, { ismaster: true, helloOk: true, setName: 'spend-control', ok: 1 });
 });
 
 test('configureFailPoint is refused to the analyst and unknown to a listener without test commands', async (t) => {

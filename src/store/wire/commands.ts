@@ -146,7 +146,9 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     let reply = await spec.run(call);
     if (reply.writeErrors) fail();
     if (spec.retryable) server.sessions.rememberWrite(call.owner, command, reply);
-    if (action?.kind === 'writeConcernError') reply = { ...reply, writeConcernError: action.writeConcernError };
+    if (action?.kind === 'writeConcernError') {
+      reply = { ...reply, writeConcernError: action.writeConcernError, ...(action.errorLabels ? { errorLabels: action.errorLabels } : {}) };
+    }
     return { reply };
   } catch (error) {
     fail();

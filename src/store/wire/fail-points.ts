@@ -28,7 +28,7 @@ export interface FailCommandData {
 export type FailAction =
   | { kind: 'error'; reply: Document }
   | { kind: 'close' }
-  | { kind: 'writeConcernError'; writeConcernError: Document };
+  | { kind: 'writeConcernError'; writeConcernError: Document; errorLabels?: string[] };
 
 interface Armed {
   mode: FailPointMode;
@@ -77,7 +77,11 @@ export class FailPoints {
     armed.fired++;
     this.#entered++;
     if (data.closeConnection) return { kind: 'close' };
-    if (data.writeConcernError) return { kind: 'writeConcernError', writeConcernError: data.writeConcernError };
+    if (data.writeConcernError) {
+      // mongod reports a writeConcernError's labels (RetryableWriteError) on the reply itself.
+      const { errorLabels, ...writeConcernError } = data.writeConcernError;
+      return { kind: 'writeConcernError', writeConcernError, errorLabels: Array.isArray(errorLabels) ? errorLabels : undefined };
+    }
     const code = data.errorCode ?? 1;
     const reply: Document = { ok: 0, errmsg: `Failing command ${command} via 'failCommand' failpoint`, code, codeName: codeName(code) };
     if (data.errorLabels?.length) reply.errorLabels = data.errorLabels;
