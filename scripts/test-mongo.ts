@@ -30,6 +30,8 @@ interface Server {
 async function startServer(): Promise<Server> {
   const fromEnv = process.env.MONGODB_URI;
   if (fromEnv) return { uri: fromEnv, description: `MONGODB_URI (${redact(fromEnv)})`, stop: async () => {} };
+  // The listener's stores, like the tests' own, keep nothing on disk.
+  process.env.DATA_DIR ??= ':memory:';
   const users = new MemoryUsers();
   const password = users.set(SERVICE_USER);
   const databases = storePerDatabase((dbName) => openStore({ dbName }));

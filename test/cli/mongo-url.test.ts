@@ -78,6 +78,28 @@ test('npm start with EMBEDDED_MONGO_PORT serves the store over the wire; mongo-u
   t.is(await fresh.db().collection('notes').countDocuments(), 1, 'the service user writes, the analyst sees it');
 });
 
+test("with DATA_DIR=:memory: the web process prints both users' URLs at start, and they work", async (t) => {
+  const env = { DATA_DIR: ':memory:', EMBEDDED_MONGO_PORT: String(await freePort()), PORT: String(await freePort()), MONGODB_URI: '' };
+  const web = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => web.kill('SIGTERM'));
+  let output = '';
+  const urls = await new Promise<Record<string, string>>((resolve, reject) => {
+    web.stdout!.on('data', (chunk) => {
+      output += chunk;
+      const found = Object.fromEntries([...output.matchAll(/^\s+(service|analyst): (mongodb:\S+)$/gm)].map((m) => [m[1], m[2]]));
+      if (found.service && found.analyst) resolve(found);
+    });
+    web.on('exit', (code) => reject(new Error(`the web process exited (${code}): ${output}`)));
+  });
+  const analyst = await MongoClient.connect(urls.analyst, { serverSelectionTimeoutMS: 5000 });
+  t.teardown(() => analyst.close());
+  t.true((await analyst.db().listCollections().toArray()).length > 0);
+  const service = await MongoClient.connect(urls.service, { serverSelectionTimeoutMS: 5000 });
+  t.teardown(() => service.close());
+  await service.db().collection('notes').insertOne({ note: 'from the service user' });
+  t.is(await analyst.db().collection('notes').countDocuments(), 1);
+});
+
 test('mongo-url explains itself when the listener is off or the users live in memory', async (t) => {
   const off = await cli(['mongo-url'], { EMBEDDED_MONGO_PORT: '', DATA_DIR: '/nonexistent' });
   t.is(off.code, 2);

@@ -117,6 +117,11 @@ test('the analyst lists, finds, counts, distincts and aggregates, and is refused
   const db = (await client(t, wire.analystUrl(name))).db();
   const sales = db.collection<{ _id: number; amount: number; shop: string }>('sales');
   t.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['sales']);
+  const status = await db.command({ connectionStatus: 1, showPrivileges: true });
+  t.deepEqual(status.authInfo.authenticatedUsers, [{ user: 'analyst', db: 'admin' }]);
+  const actions = status.authInfo.authenticatedUserPrivileges.flatMap((p: { actions: string[] }) => p.actions);
+  t.true(actions.includes('find'));
+  t.false(actions.includes('insert'));
   t.is((await sales.find({ shop: 'a' }).toArray()).length, 1);
   t.is(await sales.countDocuments(), 2);
   t.deepEqual((await sales.distinct('shop')).sort(), ['a', 'b']);

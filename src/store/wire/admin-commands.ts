@@ -78,15 +78,21 @@ export function logout(call: Call): Document {
   return { ok: 1 };
 }
 
+const READ_ACTIONS = ['collStats', 'dbStats', 'find', 'killCursors', 'listCollections', 'listIndexes'];
+const WRITE_ACTIONS = ['createCollection', 'createIndex', 'dropCollection', 'dropDatabase', 'insert', 'remove', 'update'];
+
 export function connectionStatus(call: Call): Document {
   const user = call.conn.user;
-  return {
-    authInfo: {
-      authenticatedUsers: user ? [{ user: user.user, db: 'admin' }] : [],
-      authenticatedUserRoles: user ? [{ role: user.role === 'read' ? 'readAnyDatabase' : 'readWriteAnyDatabase', db: 'admin' }] : [],
-    },
-    ok: 1,
+  const authInfo: Document = {
+    authenticatedUsers: user ? [{ user: user.user, db: 'admin' }] : [],
+    authenticatedUserRoles: user ? [{ role: user.role === 'read' ? 'readAnyDatabase' : 'readWriteAnyDatabase', db: 'admin' }] : [],
   };
+  if (call.command.showPrivileges === true) {
+    // Compass reads these to decide what to offer.
+    const actions = user ? (user.role === 'read' ? READ_ACTIONS : [...READ_ACTIONS, ...WRITE_ACTIONS]) : [];
+    authInfo.authenticatedUserPrivileges = user ? [{ resource: { db: '', collection: '' }, actions }, { resource: { cluster: true }, actions: ['listDatabases'] }] : [];
+  }
+  return { authInfo, ok: 1 };
 }
 
 export function buildInfo(): Document {
