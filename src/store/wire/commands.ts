@@ -70,6 +70,9 @@ const COMMANDS: Record<string, Command> = {
   configureFailPoint: { run: admin.configureFailPoint, access: 'write' },
 };
 
+/** Write-level commands that touch no database's data. */
+const ADMINISTRATIVE = new Set(['commitTransaction', 'abortTransaction', 'configureFailPoint']);
+
 function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
@@ -140,7 +143,7 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
       const earlier = server.sessions.retried(call.owner, command);
       if (earlier) return { reply: earlier };
     }
-    if (spec.access === 'write' && spec.inTransaction && !(await call.store(true))) {
+    if (spec.access === 'write' && !ADMINISTRATIVE.has(name) && !(await call.store(true))) {
       throw new CommandError('BadValue', `this listener serves no database ${db}`);
     }
     let reply = await spec.run(call);
