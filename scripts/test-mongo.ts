@@ -36,7 +36,7 @@ async function startServer(): Promise<Server> {
   const password = users.set(SERVICE_USER);
   const databases = storePerDatabase((dbName) => openStore({ dbName }));
   const listener = await WireListener.start({ databases, users, port: 0, testCommands: true });
-  const uri = mongoUrl(listener.host, listener.port, SERVICE_USER, password, 'admin');
+  const uri = mongoUrl(listener.host, listener.port, SERVICE_USER, password, '');
   return {
     uri,
     description: `the embedded store's wire-protocol listener (${redact(uri)})`,
