@@ -53,7 +53,7 @@ async function tuneTtlMonitor(uri: string): Promise<void> {
   try {
     const hello = await client.db('admin').command({ hello: 1 });
     const version = await client.db('admin').command({ buildInfo: 1 });
-    console.log(`test:mongo: MongoDB ${version.version}, ${hello.setName ? `replica set ${hello.setName}` : hello.msg === 'isdbgrid' ? 'sharded cluster' : 'standalone'}`);
+    console.log(`test:mongo: server reports MongoDB ${version.version} (build ${version.gitVersion}), ${hello.setName ? `replica set ${hello.setName}` : hello.msg === 'isdbgrid' ? 'sharded cluster' : 'standalone'}`);
     await client.db('admin').command({ setParameter: 1, ttlMonitorSleepSecs: 1 }).catch(() => {
       console.log('test:mongo: could not lower ttlMonitorSleepSecs; the TTL test may wait up to a minute');
     });
