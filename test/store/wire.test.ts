@@ -5,6 +5,7 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
+import fc from 'fast-check';
 import { once } from 'node:events';
 import { BSON, MongoClient, MongoServerError } from 'mongodb';
 import { openMongoStore } from '../../src/store/mongo.ts';
@@ -162,6 +163,29 @@ test('an unknown command is CommandNotFound (59); a malformed message closes onl
   socket.write(frame);
   await once(socket, 'close');
   t.is((await c.db().command({ ping: 1 })).ok, 1, 'the listener still serves');
+});
+
+test('property: any bytes in an OP_MSG body get an answer or a closed connection, never a dead listener', async (t) => {
+  const c = await client(t, wire.serviceUrl(dbName()));
+  await fc.assert(
+    fc.asyncProperty(fc.uint8Array({ maxLength: 200 }), fc.integer({ min: 0, max: 3 }), async (body, flags) => {
+      const socket = connect(wire.listener.port, '127.0.0.1');
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      const frame = Buffer.concat([Buffer.alloc(20), Buffer.from(body)]);
+      frame.writeInt32LE(frame.length, 0);
+      frame.writeInt32LE(2013, 12);
+      frame.writeUInt32LE(flags, 16);
+      socket.write(frame);
+      // Either a reply comes, or the listener hangs up; a frame it is still waiting for is ours to end.
+      const settled = Promise.race([once(socket, 'data'), once(socket, 'close')]);
+      socket.end();
+      await settled;
+      socket.destroy();
+    }),
+    { numRuns: 60 },
+  );
+  t.is((await c.db().command({ ping: 1 })).ok, 1);
 });
 
 test('a transaction spans messages: invisible until commit, gone on abort', async (t) => {
