@@ -22,6 +22,11 @@ export interface Config {
   logLevel: LogLevel;
   /** Bearer token of GET /metrics; null turns the endpoint off. */
   metricsToken: string | null;
+  /** Where the service keeps its files; ':memory:' keeps them in the process. */
+  dataDir: string;
+  /** The embedded store's MongoDB wire-protocol listener: off (null) unless EMBEDDED_MONGO_PORT is set. */
+  embeddedMongoPort: number | null;
+  embeddedMongoHost: string;
 }
 
 export class ConfigError extends Error {
@@ -139,5 +144,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv,
     logLevel,
     metricsToken,
+    dataDir: env.DATA_DIR || './data',
+    embeddedMongoPort: env.EMBEDDED_MONGO_PORT ? integer(env, 'EMBEDDED_MONGO_PORT', 0, 1, 65535) : null,
+    embeddedMongoHost: env.EMBEDDED_MONGO_HOST || '127.0.0.1',
   };
 }

@@ -11,6 +11,7 @@ import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
 import { newLifecycle } from './http/health.ts';
 import { stopGracefully } from './http/shutdown.ts';
+import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
 let config = configOrExit();
@@ -38,6 +39,7 @@ if (values.manifest) {
 
 const stopWorker = embedded ? await startWorker(deps, agenda) : null;
 deps.lifecycle.jobsRunning = stopWorker !== null;
+const wire = embedded ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
 const server = createHttpServer(createApp(deps)).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
 
-onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker }));
+onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker, stopListeners: wire ? () => wire.close() : null }));

@@ -34,6 +34,8 @@ export interface Stoppable {
   lifecycle?: Lifecycle;
   /** Finishes or releases the jobs in hand (startWorker's stop function). */
   stopJobs?: (() => Promise<void>) | null;
+  /** Closes other listeners on the store (the wire-protocol listener), after requests drained. */
+  stopListeners?: (() => Promise<void>) | null;
 }
 
 export function stopGracefully(parts: Stoppable): (signal: string) => Promise<void> {
@@ -47,6 +49,7 @@ export function stopGracefully(parts: Stoppable): (signal: string) => Promise<vo
       if (parts.lifecycle) parts.lifecycle.jobsRunning = false;
     };
     await Promise.all([parts.server ? drainServer(parts.server) : undefined, stopJobs()]);
+    await parts.stopListeners?.();
     await parts.store.close();
     parts.log.info('stopped', { signal, ms: Math.round(performance.now() - started) });
   };

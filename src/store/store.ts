@@ -18,6 +18,7 @@ export type CollectionMethods =
   | 'deleteMany'
   | 'aggregate'
   | 'createIndex'
+  | 'indexes'
   | 'distinct';
 
 export type StoreCollection<T extends Document = Document> = Pick<Collection<T>, CollectionMethods>;
