@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agenda } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
 import { isDuplicateKeyError, type Store, type StoreSession } from '../../src/store/store.ts';
+import { runCommand } from '../../src/commands/run-command.ts';
 
 export interface ConformanceOptions {
   /** Shown in every test title, e.g. 'embedded' or 'mongodb'. */
@@ -434,9 +435,11 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     const c = store.db.collection<Doc>('counter');
     await c.insertOne({ _id: 'n', inc: 0, rmw: 0 });
     const n = 12;
+    // Through runCommand, the service's one retry loop: on MongoDB a write conflict aborts a transaction
+    // (TransientTransactionError) and the whole callback runs again.
     await Promise.all(
       Array.from({ length: n }, () =>
-        store.withTransaction(async (session: StoreSession) => {
+        runCommand(store, async (session: StoreSession) => {
           await c.updateOne({ _id: 'n' }, { $inc: { inc: 1 } }, { session });
           // Read-modify-write: only safe if the engine isolates transactions properly.
           const cur = await c.findOne({ _id: 'n' }, { session });
