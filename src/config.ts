@@ -11,7 +11,7 @@ export interface Config {
   mongodbUri: string | null;
   /** The database on MONGODB_URI: MONGODB_DB, else the URI's path; never the driver's `test` default. */
   mongodbDb: string | null;
-  /** The driver's deadline for every command (`timeoutMS`), MONGODB_TIMEOUT_MS. */
+  /** The deadline of every MongoDB command (src/store/mongo.ts deadlineOptions), MONGODB_TIMEOUT_MS. */
   mongodbTimeoutMs: number;
   adminToken: string | null;
   /** Raw WEBHOOK_ENCRYPTION_KEY (parsed by the webhook module), or null. */

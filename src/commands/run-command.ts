@@ -11,7 +11,7 @@ import { transactionRetried, versionConflicted } from '../metrics/metrics.ts';
 export interface RetryBudget {
   /** Attempts in all, the first included. */
   attempts: number;
-  /** No new attempt starts after this long (an attempt in flight is bounded by the driver's timeoutMS). */
+  /** No new attempt starts after this long (an attempt in flight is bounded by MONGODB_TIMEOUT_MS). */
   totalMs: number;
 }
 

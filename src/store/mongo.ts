@@ -7,7 +7,7 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 export interface MongoStoreOptions {
   /** Required: the driver's fallback is a database called 'test' (config.ts resolves MONGODB_DB or the URI's path). */
   dbName: string;
-  /** The deadline of every command (the driver's `timeoutMS`). */
+  /** The deadline of every command (see deadlineOptions). */
   timeoutMs?: number;
   clientOptions?: MongoClientOptions;
 }
@@ -15,20 +15,37 @@ export interface MongoStoreOptions {
 /** A commit whose outcome is unknown (network error, failover) is retried this many times, never the body. */
 const COMMIT_ATTEMPTS = 3;
 
-// Snapshot reads and majority commits: a transaction reads one consistent, durable view.
-const transactionOptions: TransactionOptions = {
-  readConcern: { level: 'snapshot' },
-  writeConcern: { w: 'majority' },
-  readPreference: 'primary',
-};
+/**
+ * The deadline of every command. Driver 7.8 ignores a client-level `timeoutMS` (it warns "timeoutMS has
+ * no effect"), so the deadline is made of the options that do act: no server to select, no free pooled
+ * connection, no byte back on a socket, and a commit's own time limit, each within `timeoutMs`.
+ * runCommand bounds the attempts and their total time around that.
+ */
+export function deadlineOptions(timeoutMs: number): MongoClientOptions {
+  return {
+    serverSelectionTimeoutMS: timeoutMs,
+    waitQueueTimeoutMS: timeoutMs,
+    socketTimeoutMS: timeoutMs,
+    connectTimeoutMS: Math.min(timeoutMs, 10_000),
+  };
+}
 
 export class MongoStore implements Store {
   readonly engine = 'mongodb' as const;
   readonly db: StoreDb;
   readonly client: MongoClient;
 
-  constructor(client: MongoClient, db: Db) {
+  readonly #transactionOptions: TransactionOptions;
+
+  constructor(client: MongoClient, db: Db, timeoutMs = DEFAULT_TIMEOUT_MS) {
     this.client = client;
+    // Snapshot reads and majority commits: a transaction reads one consistent, durable view.
+    this.#transactionOptions = {
+      readConcern: { level: 'snapshot' },
+      writeConcern: { w: 'majority' },
+      readPreference: 'primary',
+      maxCommitTimeMS: timeoutMs,
+    };
     this.db = {
       collection: <T extends Document>(name: string): StoreCollection<T> => db.collection<T>(name),
       listCollectionNames: async () =>
@@ -56,7 +73,7 @@ export class MongoStore implements Store {
   async withTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
     const session = this.client.startSession();
     try {
-      session.startTransaction(transactionOptions);
+      session.startTransaction(this.#transactionOptions);
       let result: T;
       try {
         result = await fn(session);
@@ -88,7 +105,8 @@ export class MongoStore implements Store {
  * (or a sharded cluster, whose mongos answers `hello` with msg 'isdbgrid').
  */
 export async function openMongoStore(uri: string, options: MongoStoreOptions): Promise<MongoStore> {
-  const client = await MongoClient.connect(uri, { timeoutMS: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, ...options.clientOptions });
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const client = await MongoClient.connect(uri, { ...deadlineOptions(timeoutMs), ...options.clientOptions });
   try {
     const hello = await client.db('admin').command({ hello: 1 });
     if (!hello.setName && hello.msg !== 'isdbgrid') {
@@ -101,5 +119,5 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions): P
     await client.close();
     throw error;
   }
-  return new MongoStore(client, client.db(options.dbName));
+  return new MongoStore(client, client.db(options.dbName), timeoutMs);
 }

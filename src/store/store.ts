@@ -73,6 +73,6 @@ export function hasErrorLabel(error: unknown, label: string): boolean {
   return Array.isArray(e.errorLabels) && e.errorLabels.includes(label);
 }
 
-/** The driver gave up waiting (its timeoutMS deadline, or no server to select): the store is unavailable now. */
-export const isStoreTimeout = (error: unknown): boolean =>
-  error instanceof Error && (error.name === 'MongoOperationTimeoutError' || error.name === 'MongoServerSelectionError');
+/** The driver gave up waiting (a deadline of src/store/mongo.ts deadlineOptions): the store is unavailable now. */
+const TIMEOUT_ERRORS = new Set(['MongoOperationTimeoutError', 'MongoServerSelectionError', 'MongoNetworkTimeoutError', 'MongoWaitQueueTimeoutError']);
+export const isStoreTimeout = (error: unknown): boolean => error instanceof Error && TIMEOUT_ERRORS.has(error.name);
