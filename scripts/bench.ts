@@ -8,7 +8,8 @@
 // MONGODB_URI is set, the store round trips per decision (driver command monitoring).
 // The service and the baselines run in child processes; autocannon drives them from this one.
 // BENCH_SECONDS (default 10) sets each run's duration. The service's environment is this one's, so
-// `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration.
+// `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration. BENCH_ONLY=32 runs one
+// connection count only (for profiling).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -93,7 +94,9 @@ const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
 
 async function main() {
   const port = await freePort();
-  const svc = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (scripts/profile-summary.ts reads it).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const svc = spawn(process.execPath, [...profile, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
     if (i > 300 || svc.exitCode !== null) throw new Error('service did not start');
@@ -121,7 +124,7 @@ async function main() {
     webConcurrency: Number(process.env.WEB_CONCURRENCY || 1),
     decisionBytes: Buffer.byteLength(sampleText),
   };
-  for (const connections of [32, 128]) {
+  for (const connections of process.env.BENCH_ONLY ? [Number(process.env.BENCH_ONLY)] : [32, 128]) {
     const decisions = await run(base, connections, decisionRequests);
     const bareRoute = await run(bare.url, connections, baselineRequests);
     const floorRoute = await run(floor.url, connections, baselineRequests);
