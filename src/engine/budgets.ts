@@ -18,6 +18,9 @@ export interface WindowTouch {
   state: WindowState;
   /** usedMinor(state), computed once. */
   used: bigint;
+  /** used + the purchase amount, and its text, computed once. */
+  projected: bigint;
+  projectedText?: string;
   policyName: string;
   limits: BudgetLimit[];
 }
@@ -42,7 +45,7 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
     policyId: key.policyId,
     policyVersionId: key.policyVersionId,
     policyName: touch.policyName,
-    simulated: { requestedMinor: amount, projectedMinor: touch.used + amount },
+    simulated: { requestedMinor: amount, projectedMinor: touch.projected },
     wouldExceed: touch.limits.some((limit) => limit.wouldExceed),
   };
 }
@@ -52,10 +55,15 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
  * EXHAUSTED when it reaches 100% (before < limit <= after). Usage includes the opening balance, because
  * that is spend the limit is judged against too.
  */
-export function crossingsFor(touch: WindowTouch, before: bigint, after: bigint): BudgetCrossing[] {
-  const crossings: BudgetCrossing[] = [];
-  if (after <= before) return crossings;
+export function crossingsFor(touch: WindowTouch, before: bigint, after: bigint, into: BudgetCrossing[] = []): BudgetCrossing[] {
+  if (after <= before) return into;
+  const before100 = before * 100n;
+  const after100 = after * 100n;
   for (const limit of touch.limits) {
+    const eighty = limit.limitMinor * 80n;
+    const threshold = before100 <= eighty && after100 > eighty;
+    const exhausted = before < limit.limitMinor && after >= limit.limitMinor;
+    if (!threshold && !exhausted) continue;
     const base = {
       windowId: touch.id,
       window: touch.key,
@@ -66,9 +74,8 @@ export function crossingsFor(touch: WindowTouch, before: bigint, after: bigint):
       usedBeforeMinor: before,
       usedAfterMinor: after,
     };
-    const eighty = limit.limitMinor * 80n;
-    if (before * 100n <= eighty && after * 100n > eighty) crossings.push({ kind: 'THRESHOLD_REACHED', ...base });
-    if (before < limit.limitMinor && after >= limit.limitMinor) crossings.push({ kind: 'EXHAUSTED', ...base });
+    if (threshold) into.push({ kind: 'THRESHOLD_REACHED', ...base });
+    if (exhausted) into.push({ kind: 'EXHAUSTED', ...base });
   }
-  return crossings;
+  return into;
 }

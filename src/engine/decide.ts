@@ -4,7 +4,7 @@ import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
 import { crossingsFor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
 import { amountPredicate, explain, explainRefusal, spendPredicate } from './explain.ts';
-import { isWindowRule, periodFor, ruleAppliesTo, windowId } from './periods.ts';
+import { isWindowRule, periodWindows, ruleAppliesTo, windowIn, type PeriodWindows } from './periods.ts';
 import {
   REASON_CODES,
   type BudgetCrossing,
@@ -13,11 +13,11 @@ import {
   type EngineInput,
   type EvaluationOutcome,
   type EvaluationRole,
+  type MerchantEntry,
   type Outcome,
   type PolicyCandidate,
   type PolicyConsidered,
   type PolicyExcludedByCurrency,
-  type Period,
   type ReasonCode,
   type Rule,
   type RuleEvaluation,
@@ -57,22 +57,23 @@ interface Run {
   primaryBlock: Highlight | null;
   primaryEscalation: Highlight | null;
   touches: Map<string, WindowTouch>;
-  periods: Partial<Record<WindowPeriodKind, Period>>;
+  /** The DAY and MONTH periods of this evaluation, resolved on first use. */
+  day: PeriodWindows | null;
+  month: PeriodWindows | null;
 }
 
-// Limits repeat from request to request: their formatted text is cached per currency (bounded).
-const formatted = new Map<string, Map<bigint, string>>();
-function money(run: Run, amount: bigint): string {
-  let cache = formatted.get(run.currency);
-  if (cache === undefined) formatted.set(run.currency, (cache = new Map()));
-  let text = cache.get(amount);
-  if (text === undefined) {
-    if (cache.size >= 4_096) cache.clear();
-    text = `${formatMajor(amount, run.exponent)} ${run.currency}`;
-    cache.set(amount, text);
-  }
+// Limits repeat from decision to decision: their text is kept with the rule, per currency (a rule
+// without a currency applies to several). Other amounts (the purchase, a projection) change every time.
+const limitTexts = new WeakMap<Rule, { currency: string; text: string }>();
+function limitText(run: Run, rule: Rule): string {
+  const cached = limitTexts.get(rule);
+  if (cached !== undefined && cached.currency === run.currency) return cached.text;
+  const text = money(run, rule.amountMinor);
+  limitTexts.set(rule, { currency: run.currency, text });
   return text;
 }
+
+const money = (run: Run, amount: bigint): string => `${formatMajor(amount, run.exponent)} ${run.currency}`;
 
 function record(
   run: Run,
@@ -84,6 +85,8 @@ function record(
     currency: string | null;
     limitMinor: bigint | null;
     observedMinor: bigint | null;
+    /** limitMinor - observedMinor when the caller has it already. */
+    headroomMinor?: bigint;
     message: string;
     reasonCode: ReasonCode | null;
     policyMerchantEntryId: string | null;
@@ -96,7 +99,7 @@ function record(
     outcome: fields.outcome,
     role: fields.role,
     currency: fields.currency,
-    headroomMinor: fields.limitMinor !== null && fields.observedMinor !== null ? fields.limitMinor - fields.observedMinor : null,
+    headroomMinor: fields.headroomMinor !== undefined ? fields.headroomMinor : fields.limitMinor !== null && fields.observedMinor !== null ? fields.limitMinor - fields.observedMinor : null,
     limitMinor: fields.limitMinor,
     observedMinor: fields.observedMinor,
     message: fields.message,
@@ -123,18 +126,44 @@ function record(
   }
 }
 
+interface MerchantIndex {
+  /** The list it was built from, and its length then: inputs are read-only, the check is cheap. */
+  length: number;
+  blockEntries: number;
+  allowEntries: number;
+  /** Entries by merchantKey, in list order. */
+  byKey: Map<string, MerchantEntry[]>;
+}
+
+// A version's merchant list is matched on every decision; indexing it once per list turns a scan of
+// every entry into one lookup. Keyed by the list itself, so it lives as long as the version does.
+const merchantIndexes = new WeakMap<readonly MerchantEntry[], MerchantIndex>();
+
+function merchantIndex(merchants: readonly MerchantEntry[]): MerchantIndex {
+  let index = merchantIndexes.get(merchants);
+  if (index === undefined || index.length !== merchants.length) {
+    index = { length: merchants.length, blockEntries: 0, allowEntries: 0, byKey: new Map() };
+    for (const entry of merchants) {
+      if (entry.listType === 'BLOCK') index.blockEntries++;
+      else index.allowEntries++;
+      const same = index.byKey.get(entry.merchantKey);
+      if (same) same.push(entry);
+      else index.byKey.set(entry.merchantKey, [entry]);
+    }
+    merchantIndexes.set(merchants, index);
+  }
+  return index;
+}
+
 function checkMerchants(run: Run, candidate: PolicyCandidate): void {
-  const key = run.input.purchase.merchantKey;
-  let blockEntries = 0;
+  const merchants = candidate.version.merchants;
+  if (merchants.length === 0) return;
+  const { blockEntries, allowEntries, byKey } = merchantIndex(merchants);
   let blockHit = false;
-  let allowEntries = 0;
   let allowHit = false;
   const base = { rule: 'MERCHANT_LIST', currency: null, limitMinor: null, observedMinor: null, policyRuleId: null };
-  for (const entry of candidate.version.merchants) {
-    const hit = entry.merchantKey === key;
+  for (const entry of byKey.get(run.input.purchase.merchantKey) ?? []) {
     if (entry.listType === 'BLOCK') {
-      blockEntries++;
-      if (!hit) continue;
       blockHit = true;
       record(
         run,
@@ -150,8 +179,6 @@ function checkMerchants(run: Run, candidate: PolicyCandidate): void {
         () => `${run.merchantName} is on the merchant block list`,
       );
     } else {
-      allowEntries++;
-      if (!hit) continue;
       allowHit = true;
       record(run, candidate, {
         ...base,
@@ -194,7 +221,7 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, rule: Rule): voi
   const block = rule.effect === 'BLOCK';
   const role: EvaluationRole = block ? 'PER_PURCHASE_MAXIMUM' : 'APPROVAL_THRESHOLD';
   const over = run.amount > rule.amountMinor;
-  const limit = money(run, rule.amountMinor);
+  const limit = limitText(run, rule);
   record(
     run,
     candidate,
@@ -210,51 +237,41 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, rule: Rule): voi
       policyMerchantEntryId: null,
       policyRuleId: rule.id,
     },
-    () => `${run.subject} ${amountPredicate(role, true, limit)}`,
+    over ? () => `${run.subject} ${amountPredicate(role, true, limit)}` : undefined,
   );
 }
 
 function checkWindow(run: Run, candidate: PolicyCandidate, rule: Rule & { periodKind: WindowPeriodKind }): void {
   const kind = rule.periodKind;
   const input = run.input;
-  const period = (run.periods[kind] ??= periodFor(kind, input.periodInstant ?? input.now, input.timeZone));
-  const id = windowId({ policyId: candidate.policyId, currency: run.currency, periodKind: kind, periodKey: period.periodKey });
-  let touch = run.touches.get(id);
+  const period =
+    kind === 'DAY'
+      ? (run.day ??= periodWindows(kind, input.periodInstant ?? input.now, input.timeZone))
+      : (run.month ??= periodWindows(kind, input.periodInstant ?? input.now, input.timeZone));
+  const window = windowIn(period, kind, candidate.policyId, candidate.version.id, run.currency);
+  let touch = run.touches.get(window.id);
   if (touch === undefined) {
-    const state = input.windows.get(id) ?? ZERO_WINDOW;
-    touch = {
-      id,
-      key: {
-        policyId: candidate.policyId,
-        policyVersionId: candidate.version.id,
-        currency: run.currency,
-        periodKind: kind,
-        periodKey: period.periodKey,
-        periodStart: period.periodStart,
-        periodEnd: period.periodEnd,
-      },
-      state,
-      used: usedMinor(state),
-      policyName: candidate.policyName,
-      limits: [],
-    };
-    run.touches.set(id, touch);
+    const state = input.windows.get(window.id) ?? ZERO_WINDOW;
+    const used = usedMinor(state);
+    touch = { id: window.id, key: window.key, state, used, projected: used + run.amount, projectedText: undefined, policyName: candidate.policyName, limits: [] };
+    run.touches.set(window.id, touch);
   }
   const before = touch.used;
-  const projected = before + run.amount;
+  const projected = touch.projected;
   const over = projected > rule.amountMinor;
   const block = rule.effect === 'BLOCK';
+  const remainingAfterMinor = rule.amountMinor - projected;
   touch.limits.push({
     effect: rule.effect,
     limitMinor: rule.amountMinor,
     policyRuleId: rule.id,
     remainingBeforeMinor: rule.amountMinor - before,
-    remainingAfterMinor: rule.amountMinor - projected,
+    remainingAfterMinor,
     wouldExceed: over,
   });
   const role: EvaluationRole = block ? 'SPENDING_BUDGET' : 'SPENDING_ESCALATION';
-  const limit = money(run, rule.amountMinor);
-  const projectedText = money(run, projected);
+  const limit = limitText(run, rule);
+  const projectedText = (touch.projectedText ??= money(run, projected));
   record(
     run,
     candidate,
@@ -265,12 +282,13 @@ function checkWindow(run: Run, candidate: PolicyCandidate, rule: Rule & { period
       currency: run.currency,
       limitMinor: rule.amountMinor,
       observedMinor: projected,
+      headroomMinor: remainingAfterMinor,
       message: `This purchase ${spendPredicate(role, kind, over, projectedText, limit)}.`,
       reasonCode: over ? (kind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED') : null,
       policyMerchantEntryId: null,
       policyRuleId: rule.id,
     },
-    () => `${run.subject} ${spendPredicate(role, kind, true, projectedText, limit)}`,
+    over ? () => `${run.subject} ${spendPredicate(role, kind, true, projectedText, limit)}` : undefined,
   );
 }
 
@@ -378,7 +396,8 @@ export function decide(input: EngineInput): Decision {
     primaryBlock: null,
     primaryEscalation: null,
     touches: new Map(),
-    periods: {},
+    day: null,
+    month: null,
   };
   for (const { candidate } of selection.covering) {
     checkMerchants(run, candidate);
@@ -411,7 +430,7 @@ export function decide(input: EngineInput): Decision {
       budgetCounterId: touch.state.budgetCounterId,
       amountMinor: run.amount,
     });
-    crossings.push(...crossingsFor(touch, touch.used, touch.used + run.amount));
+    crossingsFor(touch, touch.used, touch.projected, crossings);
   }
 
   return {
