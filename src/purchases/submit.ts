@@ -43,6 +43,8 @@ export interface SubmitCommand {
 export interface SubmitResult {
   status: 200 | 201;
   body: Record<string, unknown>;
+  /** `body` already serialised, when it was (a new decision). */
+  json?: string;
   /** Set when a new pending approval was created: its expiry must be scheduled after commit. */
   approvalId?: string | null;
   expiresAt?: Date | null;
@@ -72,7 +74,8 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
   const agentId = cmd.principal.agentId!;
   const pc = purchaseCollections(deps.store.db);
   const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
-  const requestHash = createHash('sha256').update(canonicalJson(cmd.body)).digest('hex');
+  // Only a request with a key is ever compared with another.
+  const requestHash = idemId === null ? '' : createHash('sha256').update(canonicalJson(cmd.body)).digest('hex');
 
   const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
     if (idemId === null) return null;
@@ -81,7 +84,8 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
     if (found.requestHash !== requestHash) {
       throw conflict('idempotency_key_reuse', 'This Idempotency-Key was used with a different body.');
     }
-    return { status: 200, body: { ...found.response, replayed: true } };
+    const response = found.responseJson !== undefined ? (JSON.parse(found.responseJson) as Record<string, unknown>) : found.response!;
+    return { status: 200, body: { ...response, replayed: true } };
   };
 
   const early = await replay();
@@ -145,10 +149,12 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
         previousStatus: null,
       });
       const response = submissionResponse(purchase, decisionDoc, approval);
+      // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads.
+      const json = JSON.stringify(response);
       if (idemId !== null) {
         try {
           await pc.idempotency.insertOne(
-            { _id: idemId, requestHash, purchaseId, response, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
+            { _id: idemId, requestHash, purchaseId, responseJson: json, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
             { session },
           );
         } catch (err) {
@@ -157,7 +163,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
           throw err;
         }
       }
-      return { status: 201 as const, body: response, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
+      return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
     }),
   );
 }
