@@ -6,6 +6,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface Config {
   port: number;
+  /** WEB_CONCURRENCY: how many web processes `npm start` runs (node:cluster). */
+  webConcurrency: number;
   baseUrl: string;
   authUrl: string;
   mongodbUri: string | null;
@@ -87,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   return {
     port,
+    webConcurrency: integer(env, 'WEB_CONCURRENCY', 1, 1, 64),
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),
     mongodbUri,
