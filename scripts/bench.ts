@@ -7,13 +7,16 @@
 // Then the engine micro-benchmark (p50/p99 of one evaluation on the realistic input) and, when
 // MONGODB_URI is set, the store round trips per decision (driver command monitoring).
 // The service and the baselines run in child processes; autocannon drives them from this one.
-// BENCH_SECONDS (default 10) sets each run's duration. The service's environment is this one's, so
+// BENCH_SECONDS (default 10) sets each run's duration. Beside requests per second (which depend on
+// whatever else the machine runs) it prints the CPU time the serving process spent per request, from
+// /proc, and the ratio of the floor's to the decision's: the load-independent form of the same ratio. The service's environment is this one's, so
 // `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration. BENCH_ONLY=32 runs one
 // connection count only (for profiling).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,6 +95,31 @@ async function run(url: string, connections: number, requests: autocannon.Reques
 
 const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
 
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+/** CPU time (user + system) a process has used so far, in microseconds; null where /proc is not there. */
+async function cpuUs(pid: number | undefined): Promise<number | null> {
+  if (pid === undefined) return null;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A run, with the CPU time the serving process spent per request: unlike requests per second, that
+ * does not depend on what else the machine is doing (the 2-core machine is often shared).
+ */
+async function measured(pid: number | undefined, url: string, connections: number, requests: autocannon.Request[]) {
+  const before = await cpuUs(pid);
+  const result = await run(url, connections, requests);
+  const after = await cpuUs(pid);
+  const served = result.perSecond * SECONDS;
+  return { ...result, cpuUsPerRequest: before === null || after === null || served === 0 ? null : Math.round((after - before) / served) };
+}
+
 async function main() {
   const port = await freePort();
   // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (scripts/profile-summary.ts reads it).
@@ -118,20 +146,37 @@ async function main() {
   const floor = await startChild(['scripts/bench-bare.ts'], { PORT: '0', BENCH_FLOOR_FILE: floorFile });
   const baselineRequests = [{ method: 'POST' as const, path: '/bench', headers: { 'content-type': 'application/json' }, body: BENCH_BODY }];
 
+  // Warm-up (not measured): the JIT compiles the hot paths of all three before the first measured run.
+  await Promise.all([
+    autocannon({ url: base, connections: 8, duration: 3, requests: decisionRequests }),
+    autocannon({ url: floor.url, connections: 8, duration: 3, requests: baselineRequests }),
+    autocannon({ url: bare.url, connections: 8, duration: 3, requests: baselineRequests }),
+  ]);
+
   const out: Record<string, unknown> = {
     seconds: SECONDS,
     store: process.env.MONGODB_URI ? 'mongodb' : 'embedded',
     webConcurrency: Number(process.env.WEB_CONCURRENCY || 1),
     decisionBytes: Buffer.byteLength(sampleText),
+    loadAverageBefore: Math.round(loadavg()[0] * 10) / 10,
   };
   for (const connections of process.env.BENCH_ONLY ? [Number(process.env.BENCH_ONLY)] : [32, 128]) {
-    const decisions = await run(base, connections, decisionRequests);
-    const bareRoute = await run(bare.url, connections, baselineRequests);
-    const floorRoute = await run(floor.url, connections, baselineRequests);
-    out[`c${connections}`] = { decisions, bareRoute, floorRoute, ratioToBare: ratio(decisions.perSecond, bareRoute.perSecond), ratioToFloor: ratio(decisions.perSecond, floorRoute.perSecond) };
+    const decisions = await measured(svc.pid, base, connections, decisionRequests);
+    const bareRoute = await measured(bare.child.pid, bare.url, connections, baselineRequests);
+    const floorRoute = await measured(floor.child.pid, floor.url, connections, baselineRequests);
+    const cpuRatioToFloor = decisions.cpuUsPerRequest && floorRoute.cpuUsPerRequest ? ratio(floorRoute.cpuUsPerRequest, decisions.cpuUsPerRequest) : null;
+    out[`c${connections}`] = {
+      decisions,
+      bareRoute,
+      floorRoute,
+      ratioToBare: ratio(decisions.perSecond, bareRoute.perSecond),
+      ratioToFloor: ratio(decisions.perSecond, floorRoute.perSecond),
+      cpuRatioToFloor,
+    };
     process.stderr.write(
-      `${connections} connections: ${decisions.perSecond} decisions/s (p50 ${decisions.p50Ms} ms, p99 ${decisions.p99Ms} ms, non-2xx ${decisions.non2xx}); ` +
-        `floor ${floorRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, floorRoute.perSecond)}), bare ${bareRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, bareRoute.perSecond)})\n`,
+      `${connections} connections: ${decisions.perSecond} decisions/s (p50 ${decisions.p50Ms} ms, p99 ${decisions.p99Ms} ms, non-2xx ${decisions.non2xx}, ${decisions.cpuUsPerRequest ?? '?'} us CPU each); ` +
+        `floor ${floorRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, floorRoute.perSecond)}; ${floorRoute.cpuUsPerRequest ?? '?'} us CPU each, CPU ratio ${cpuRatioToFloor ?? '?'}), ` +
+        `bare ${bareRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, bareRoute.perSecond)})\n`,
     );
   }
   svc.kill('SIGTERM');
@@ -140,6 +185,7 @@ async function main() {
   await Promise.all([once(svc, 'exit'), once(bare.child, 'exit'), once(floor.child, 'exit')]);
   await rm(dir, { recursive: true, force: true });
 
+  out.loadAverageAfter = Math.round(loadavg()[0] * 10) / 10;
   if (process.env.MONGODB_URI) out.mongodbRoundTrips = await countRoundTrips(process.env.MONGODB_URI);
   out.engine = benchEngine(20_000);
   process.stdout.write(JSON.stringify(out) + '\n');
