@@ -75,49 +75,48 @@ function limitText(run: Run, rule: Rule): string {
 
 const money = (run: Run, amount: bigint): string => `${formatMajor(amount, run.exponent)} ${run.currency}`;
 
-function record(
-  run: Run,
+/** A RuleEvaluation of `candidate`, built in one allocation (this runs 25 times per decision). */
+function evaluationOf(
   candidate: PolicyCandidate,
-  fields: {
-    rule: string;
-    outcome: EvaluationOutcome;
-    role: EvaluationRole;
-    currency: string | null;
-    limitMinor: bigint | null;
-    observedMinor: bigint | null;
-    /** limitMinor - observedMinor when the caller has it already. */
-    headroomMinor?: bigint;
-    message: string;
-    reasonCode: ReasonCode | null;
-    policyMerchantEntryId: string | null;
-    policyRuleId: string | null;
-  },
-  predicate?: () => string,
-): void {
-  const evaluation: RuleEvaluation = {
-    rule: fields.rule,
-    outcome: fields.outcome,
-    role: fields.role,
-    currency: fields.currency,
-    headroomMinor: fields.headroomMinor !== undefined ? fields.headroomMinor : fields.limitMinor !== null && fields.observedMinor !== null ? fields.limitMinor - fields.observedMinor : null,
-    limitMinor: fields.limitMinor,
-    observedMinor: fields.observedMinor,
-    message: fields.message,
-    reasonCode: fields.reasonCode,
-    policyMerchantEntryId: fields.policyMerchantEntryId,
-    policyRuleId: fields.policyRuleId,
+  rule: string,
+  outcome: EvaluationOutcome,
+  role: EvaluationRole,
+  currency: string | null,
+  limitMinor: bigint | null,
+  observedMinor: bigint | null,
+  headroomMinor: bigint | null,
+  message: string,
+  reasonCode: ReasonCode | null,
+  policyMerchantEntryId: string | null,
+  policyRuleId: string | null,
+): RuleEvaluation {
+  return {
+    rule,
+    outcome,
+    role,
+    currency,
+    headroomMinor,
+    limitMinor,
+    observedMinor,
+    message,
+    reasonCode,
+    policyMerchantEntryId,
+    policyRuleId,
     policyVersionId: candidate.version.id,
     policyId: candidate.policyId,
     policyName: candidate.policyName,
   };
+}
+
+function record(run: Run, candidate: PolicyCandidate, evaluation: RuleEvaluation, predicate?: () => string): void {
   run.evaluations.push(evaluation);
-  if (fields.outcome !== 'BLOCK' && fields.outcome !== 'ESCALATE') return;
-  const reason = fields.reasonCode!;
-  const block = fields.outcome === 'BLOCK';
+  if (evaluation.outcome !== 'BLOCK' && evaluation.outcome !== 'ESCALATE') return;
+  const reason = evaluation.reasonCode!;
+  const block = evaluation.outcome === 'BLOCK';
   (block ? run.blocking : run.escalating).push(reason);
   // The evaluation the explanation names: the first by reason order, then policy name, policy id and
   // rule/entry id, so that the sentence does not depend on the order the inputs arrive in.
-  const sortKey = `${String(RANK.get(reason)).padStart(2, '0')}\u0000${candidate.policyName}\u0000${candidate.policyId}\u0000${fields.policyRuleId ?? fields.policyMerchantEntryId}`;
+  const sortKey = `${String(RANK.get(reason)).padStart(2, '0')}\u0000${candidate.policyName}\u0000${candidate.policyId}\u0000${evaluation.policyRuleId ?? evaluation.policyMerchantEntryId}`;
   const current = block ? run.primaryBlock : run.primaryEscalation;
   if (current === null || sortKey < current.sortKey) {
     const chosen: Highlight = { evaluation, predicate: predicate!(), sortKey };
@@ -161,57 +160,30 @@ function checkMerchants(run: Run, candidate: PolicyCandidate): void {
   const { blockEntries, allowEntries, byKey } = merchantIndex(merchants);
   let blockHit = false;
   let allowHit = false;
-  const base = { rule: 'MERCHANT_LIST', currency: null, limitMinor: null, observedMinor: null, policyRuleId: null };
+  const merchant = (outcome: EvaluationOutcome, role: EvaluationRole, message: string, reasonCode: ReasonCode | null, entryId: string | null) =>
+    evaluationOf(candidate, 'MERCHANT_LIST', outcome, role, null, null, null, null, message, reasonCode, entryId, null);
   for (const entry of byKey.get(run.input.purchase.merchantKey) ?? []) {
     if (entry.listType === 'BLOCK') {
       blockHit = true;
       record(
         run,
         candidate,
-        {
-          ...base,
-          outcome: 'BLOCK',
-          role: 'MERCHANT_BLOCK_LIST',
-          message: `${entry.label} is on the merchant block list.`,
-          reasonCode: 'MERCHANT_BLOCKED',
-          policyMerchantEntryId: entry.id,
-        },
+        merchant('BLOCK', 'MERCHANT_BLOCK_LIST', `${entry.label} is on the merchant block list.`, 'MERCHANT_BLOCKED', entry.id),
         () => `${run.merchantName} is on the merchant block list`,
       );
     } else {
       allowHit = true;
-      record(run, candidate, {
-        ...base,
-        outcome: 'PASS',
-        role: 'MERCHANT_ALLOW_LIST',
-        message: `${entry.label} is on the merchant allow list.`,
-        reasonCode: null,
-        policyMerchantEntryId: entry.id,
-      });
+      record(run, candidate, merchant('PASS', 'MERCHANT_ALLOW_LIST', `${entry.label} is on the merchant allow list.`, null, entry.id));
     }
   }
   if (blockEntries > 0 && !blockHit) {
-    record(run, candidate, {
-      ...base,
-      outcome: 'PASS',
-      role: 'MERCHANT_BLOCK_LIST',
-      message: `${run.merchantName} is not on the merchant block list.`,
-      reasonCode: null,
-      policyMerchantEntryId: null,
-    });
+    record(run, candidate, merchant('PASS', 'MERCHANT_BLOCK_LIST', `${run.merchantName} is not on the merchant block list.`, null, null));
   }
   if (allowEntries > 0 && !allowHit) {
     record(
       run,
       candidate,
-      {
-        ...base,
-        outcome: 'BLOCK',
-        role: 'MERCHANT_ALLOW_LIST',
-        message: `${run.merchantName} is not on the merchant allow list.`,
-        reasonCode: 'MERCHANT_NOT_ALLOW_LISTED',
-        policyMerchantEntryId: null,
-      },
+      merchant('BLOCK', 'MERCHANT_ALLOW_LIST', `${run.merchantName} is not on the merchant allow list.`, 'MERCHANT_NOT_ALLOW_LISTED', null),
       () => `${run.merchantName} is not on the merchant allow list`,
     );
   }
@@ -225,18 +197,20 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, rule: Rule): voi
   record(
     run,
     candidate,
-    {
-      rule: rule.ruleType,
-      outcome: over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
+    evaluationOf(
+      candidate,
+      rule.ruleType,
+      over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
       role,
-      currency: run.currency,
-      limitMinor: rule.amountMinor,
-      observedMinor: run.amount,
-      message: `${run.amountText} ${amountPredicate(role, over, limit)}.`,
-      reasonCode: over ? (block ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED') : null,
-      policyMerchantEntryId: null,
-      policyRuleId: rule.id,
-    },
+      run.currency,
+      rule.amountMinor,
+      run.amount,
+      rule.amountMinor - run.amount,
+      `${run.amountText} ${amountPredicate(role, over, limit)}.`,
+      over ? (block ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED') : null,
+      null,
+      rule.id,
+    ),
     over ? () => `${run.subject} ${amountPredicate(role, true, limit)}` : undefined,
   );
 }
@@ -275,37 +249,28 @@ function checkWindow(run: Run, candidate: PolicyCandidate, rule: Rule & { period
   record(
     run,
     candidate,
-    {
-      rule: rule.ruleType,
-      outcome: over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
+    evaluationOf(
+      candidate,
+      rule.ruleType,
+      over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
       role,
-      currency: run.currency,
-      limitMinor: rule.amountMinor,
-      observedMinor: projected,
-      headroomMinor: remainingAfterMinor,
-      message: `This purchase ${spendPredicate(role, kind, over, projectedText, limit)}.`,
-      reasonCode: over ? (kind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED') : null,
-      policyMerchantEntryId: null,
-      policyRuleId: rule.id,
-    },
+      run.currency,
+      rule.amountMinor,
+      projected,
+      remainingAfterMinor,
+      `This purchase ${spendPredicate(role, kind, over, projectedText, limit)}.`,
+      over ? (kind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED') : null,
+      null,
+      rule.id,
+    ),
     over ? () => `${run.subject} ${spendPredicate(role, kind, true, projectedText, limit)}` : undefined,
   );
 }
 
 function checkRule(run: Run, candidate: PolicyCandidate, rule: Rule): void {
   if (!ruleAppliesTo(rule, run.currency)) {
-    record(run, candidate, {
-      rule: rule.ruleType,
-      outcome: 'NOT_APPLICABLE',
-      role: roleOf(rule),
-      currency: rule.currency,
-      limitMinor: rule.amountMinor,
-      observedMinor: null,
-      message: `Applies only to purchases in ${rule.currency}.`,
-      reasonCode: null,
-      policyMerchantEntryId: null,
-      policyRuleId: rule.id,
-    });
+    const message = `Applies only to purchases in ${rule.currency}.`;
+    record(run, candidate, evaluationOf(candidate, rule.ruleType, 'NOT_APPLICABLE', roleOf(rule), rule.currency, rule.amountMinor, null, null, message, null, null, rule.id));
     return;
   }
   if (isWindowRule(rule)) checkWindow(run, candidate, rule);

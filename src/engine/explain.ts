@@ -15,7 +15,13 @@ const ADJECTIVE: Record<WindowPeriodKind, string> = { DAY: 'daily', MONTH: 'mont
 const SPAN: Record<WindowPeriodKind, string> = { DAY: 'this day', MONTH: 'this month' };
 
 export const limitNoun = (role: EvaluationRole, periodKind: WindowPeriodKind | null): string =>
-  periodKind === null ? ROLE_NOUN[role] : `${ADJECTIVE[periodKind]} ${ROLE_NOUN[role]}`;
+  periodKind === null ? ROLE_NOUN[role] : PERIOD_NOUN[periodKind][role];
+
+// 'daily budget', 'monthly approval limit', ...: built once, not per evaluation.
+const PERIOD_NOUN: Record<WindowPeriodKind, Record<EvaluationRole, string>> = {
+  DAY: Object.fromEntries(Object.entries(ROLE_NOUN).map(([role, noun]) => [role, `${ADJECTIVE.DAY} ${noun}`])) as Record<EvaluationRole, string>,
+  MONTH: Object.fromEntries(Object.entries(ROLE_NOUN).map(([role, noun]) => [role, `${ADJECTIVE.MONTH} ${noun}`])) as Record<EvaluationRole, string>,
+};
 
 /** The part of a sentence after the subject, e.g. 'is above the per-purchase maximum of 500.00 EUR'. */
 export function amountPredicate(role: EvaluationRole, over: boolean, limit: string): string {
@@ -23,9 +29,7 @@ export function amountPredicate(role: EvaluationRole, over: boolean, limit: stri
 }
 
 export function spendPredicate(role: EvaluationRole, kind: WindowPeriodKind, over: boolean, projected: string, limit: string): string {
-  return over
-    ? `would bring spending ${SPAN[kind]} to ${projected}, above the ${limitNoun(role, kind)} of ${limit}`
-    : `would bring spending ${SPAN[kind]} to ${projected}, within the ${limitNoun(role, kind)} of ${limit}`;
+  return `would bring spending ${SPAN[kind]} to ${projected}, ${over ? 'above' : 'within'} the ${PERIOD_NOUN[kind][role]} of ${limit}`;
 }
 
 const names = (policyNames: string[]): string =>
