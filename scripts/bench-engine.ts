@@ -6,7 +6,7 @@ import { merchantKey } from '../src/engine/merchant-key.ts';
 import { windowKeysFor, windowId } from '../src/engine/periods.ts';
 import type { EngineInput, MerchantEntry, PolicyCandidate, Rule, WindowState } from '../src/engine/types.ts';
 
-function realisticInput(): EngineInput {
+export function realisticInput(): EngineInput {
   const policies: PolicyCandidate[] = [];
   for (let p = 0; p < 10; p++) {
     const rules: Rule[] = [

@@ -3,7 +3,7 @@
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
 import { crossingsFor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
-import { amountPredicate, explain, explainRefusal, spendPredicate } from './explain.ts';
+import { amountPredicate, amountTail, explain, explainRefusal, spendLead, spendPredicate, spendTail } from './explain.ts';
 import { isWindowRule, periodWindows, ruleAppliesTo, windowIn, type PeriodWindows } from './periods.ts';
 import {
   REASON_CODES,
@@ -62,15 +62,26 @@ interface Run {
   month: PeriodWindows | null;
 }
 
-// Limits repeat from decision to decision: their text is kept with the rule, per currency (a rule
-// without a currency applies to several). Other amounts (the purchase, a projection) change every time.
-const limitTexts = new WeakMap<Rule, { currency: string; text: string }>();
-function limitText(run: Run, rule: Rule): string {
-  const cached = limitTexts.get(rule);
-  if (cached !== undefined && cached.currency === run.currency) return cached.text;
-  const text = money(run, rule.amountMinor);
-  limitTexts.set(rule, { currency: run.currency, text });
-  return text;
+// Limits repeat from decision to decision: a rule's limit text and the end of its message are kept
+// with the rule, per currency (a rule without a currency applies to several). Other amounts (the
+// purchase, a projection) change every time.
+interface RuleTexts {
+  currency: string;
+  limit: string;
+  /** The message after the amount (per-purchase) or the projection (spend limit), within and above. */
+  within: string;
+  above: string;
+}
+const ruleTexts = new WeakMap<Rule, RuleTexts>();
+function textsOf(run: Run, rule: Rule): RuleTexts {
+  const cached = ruleTexts.get(rule);
+  if (cached !== undefined && cached.currency === run.currency) return cached;
+  const limit = money(run, rule.amountMinor);
+  const role = roleOf(rule);
+  const tail = (over: boolean) => (isWindowRule(rule) ? spendTail(role, rule.periodKind, over, limit) : amountTail(role, over, limit));
+  const texts = { currency: run.currency, limit, within: tail(false), above: tail(true) };
+  ruleTexts.set(rule, texts);
+  return texts;
 }
 
 const money = (run: Run, amount: bigint): string => `${formatMajor(amount, run.exponent)} ${run.currency}`;
@@ -193,7 +204,8 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, rule: Rule): voi
   const block = rule.effect === 'BLOCK';
   const role: EvaluationRole = block ? 'PER_PURCHASE_MAXIMUM' : 'APPROVAL_THRESHOLD';
   const over = run.amount > rule.amountMinor;
-  const limit = limitText(run, rule);
+  const texts = textsOf(run, rule);
+  const limit = texts.limit;
   record(
     run,
     candidate,
@@ -206,7 +218,7 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, rule: Rule): voi
       rule.amountMinor,
       run.amount,
       rule.amountMinor - run.amount,
-      `${run.amountText} ${amountPredicate(role, over, limit)}.`,
+      run.amountText + (over ? texts.above : texts.within),
       over ? (block ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED') : null,
       null,
       rule.id,
@@ -244,7 +256,8 @@ function checkWindow(run: Run, candidate: PolicyCandidate, rule: Rule & { period
     wouldExceed: over,
   });
   const role: EvaluationRole = block ? 'SPENDING_BUDGET' : 'SPENDING_ESCALATION';
-  const limit = limitText(run, rule);
+  const texts = textsOf(run, rule);
+  const limit = texts.limit;
   const projectedText = (touch.projectedText ??= money(run, projected));
   record(
     run,
@@ -258,7 +271,7 @@ function checkWindow(run: Run, candidate: PolicyCandidate, rule: Rule & { period
       rule.amountMinor,
       projected,
       remainingAfterMinor,
-      `This purchase ${spendPredicate(role, kind, over, projectedText, limit)}.`,
+      spendLead(kind) + projectedText + (over ? texts.above : texts.within),
       over ? (kind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED') : null,
       null,
       rule.id,
