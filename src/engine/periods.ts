@@ -111,15 +111,20 @@ export function windowIn(period: PeriodWindows, kind: WindowPeriodKind, policyId
     const { periodKey, periodStart, periodEnd } = cached.period;
     const key: WindowKey = Object.freeze({ policyId, policyVersionId, currency, periodKind: kind, periodKey, periodStart, periodEnd });
     window = Object.freeze({ id: windowId(key), key });
+    resolvedIds.set(key, window.id);
     byVersion.set(policyVersionId, window);
     cached.windowCount++;
   }
   return window;
 }
 
+// The ids of the keys windowIn hands out, so that callers holding such a key (loadWindows asks for
+// every window of every decision) get the id without building it again.
+const resolvedIds = new WeakMap<object, string>();
+
 /** Stable identity of a budget window: the policy's, not the version's (DESIGN.md 4 item 6). */
 export const windowId = (key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>): string =>
-  `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
+  resolvedIds.get(key) ?? `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
 
 /** A rule with a currency applies only to purchases in that currency (DESIGN.md 4 item 4). */
 export const ruleAppliesTo = (rule: Rule, currency: string): boolean => rule.currency === null || rule.currency === currency;
