@@ -113,3 +113,43 @@ test('events of an organisation without endpoints are dispatched as they are rec
   const thirdEvent = await eventsCollection(a.store.db).findOne({ 'data.purchaseRequestId': third.body.purchaseRequest.id });
   t.not(thirdEvent!.dispatchedAt, null);
 });
+
+test('concurrent submissions through two caches, with the configuration changing underneath, never overspend and count exactly', async (t) => {
+  const LIMIT = 300_000;
+  const manifest = (name: string) => ({
+    organization: { handle: `cache-race${orgs}`, name: 'Tight budget', currency: 'EUR', timezone: 'Europe/Berlin' },
+    agents: [{ handle: 'x', name: 'X' }, { handle: 'y', name: 'Y' }],
+    policies: [
+      {
+        handle: 'daily',
+        name,
+        scope: 'ORGANIZATION',
+        currencies: ['EUR'],
+        rules: [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: String(LIMIT) }],
+        merchants: [],
+      },
+    ],
+    apiKeys: [{ handle: 'x-key', agent: 'x' }, { handle: 'y-key', agent: 'y' }],
+  });
+  orgs++;
+  const org = await applyManifest(a, manifest('Shared daily budget'));
+  const requests = Array.from({ length: 120 }, (_, i) => {
+    const app = i % 2 === 0 ? a : b;
+    const key = i % 3 === 0 ? org.keys['y-key'] : org.keys['x-key'];
+    const amountMinor = 1000 + ((i * 7919) % 9000);
+    return app.request('/v1/purchase-requests', { key, body: { merchant: 'Parts Ltd', amountMinor, reason: `part ${i}` } }).then((res) => ({ res, amountMinor }));
+  });
+  // Meanwhile the policy is renamed twice: every change bumps the stamp and empties both caches.
+  const renamed = [applyManifest(b, manifest('Shared daily budget, renamed')), applyManifest(a, manifest('Shared daily budget, renamed again'))];
+  const results = await Promise.all(requests);
+  await Promise.all(renamed);
+  t.true(results.every(({ res }) => res.status === 201), 'every request got a decision');
+  const approved = results.filter(({ res }) => res.body.decision.outcome === 'APPROVED');
+  const rejected = results.filter(({ res }) => res.body.decision.outcome === 'REJECTED');
+  t.is(approved.length + rejected.length, 120);
+  t.true(rejected.length > 0, 'the budget was exhausted');
+  const windows = await a.store.db.collection('budget_windows').find({ policyId: org.policies.daily.id }).toArray();
+  t.is(windows.length, 1);
+  t.true(windows[0].committedMinor <= LIMIT, `committed ${windows[0].committedMinor} must not exceed ${LIMIT}`);
+  t.is(windows[0].committedMinor, approved.reduce((sum, { amountMinor }) => sum + amountMinor, 0), 'approved amounts add up exactly');
+});
