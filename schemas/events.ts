@@ -29,6 +29,8 @@ const budgetEvent = (thresholdPercent: 80 | 100) =>
     limitMinor: Minor,
     usedMinor: Minor,
     thresholdPercent: Type.Literal(thresholdPercent),
+    /** SPENDING: approved spend crossed the mark; PURCHASE_REFUSED: the limit, past 80%, refused a purchase. */
+    cause: thresholdPercent === 80 ? Type.Literal('SPENDING') : Type.Union([Type.Literal('SPENDING'), Type.Literal('PURCHASE_REFUSED')]),
   });
 
 export const EventData = {

@@ -5,6 +5,8 @@ import { AgentStatus, Currency, ListType, MinorAmountInput, PeriodKind, PolicySt
 
 const Handle = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' });
 const Name = Type.String({ minLength: 1, maxLength: 200 });
+export const PersonRole = Type.Union([Type.Literal('approver'), Type.Literal('viewer'), Type.Literal('admin')]);
+export const DEFAULT_ROLES = ['approver'] as const;
 const Description = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]);
 
 export const ManifestRule = Type.Object(
@@ -55,7 +57,13 @@ export const Manifest = Type.Object(
     people: Type.Optional(
       Type.Array(
         Type.Object(
-          { handle: Handle, name: Name, email: Type.String({ minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$' }) },
+          {
+            handle: Handle,
+            name: Name,
+            email: Type.String({ minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$' }),
+            // What the person may do in the dashboard (README "The people's dashboard"); default [approver].
+            roles: Type.Optional(Type.Array(PersonRole, { minItems: 1, maxItems: 3, uniqueItems: true })),
+          },
           { additionalProperties: false },
         ),
         { maxItems: 1000 },

@@ -2,7 +2,8 @@
 import Type from 'typebox';
 import { Currency, MinorAmountInput, Uuid } from './common.ts';
 
-const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });
+// An empty merchant or reason is the domain's MERCHANT_EMPTY / REASON_EMPTY, not a length problem.
+const Text = (max: number) => Type.String({ maxLength: max });
 const OptionalNullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
 
 const purchaseFields = {

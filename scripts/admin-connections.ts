@@ -50,6 +50,32 @@ export function revokeConnection(api: AdminApi, connectionId: string) {
   return call(api, 'DELETE', `/admin/connections/${encodeURIComponent(connectionId)}`);
 }
 
+/** GET /admin/oauth-clients: clients registered through Dynamic Client Registration, newest first. */
+export function listOAuthClients(api: AdminApi) {
+  return call(api, 'GET', '/admin/oauth-clients');
+}
+
+/** DELETE /admin/oauth-clients/{id}: the registration stops working and its connections are revoked. */
+export function revokeOAuthClient(api: AdminApi, id: string) {
+  return call(api, 'DELETE', `/admin/oauth-clients/${encodeURIComponent(id)}`);
+}
+
+/** One line per registered client, for people at a terminal. */
+export function formatOAuthClients(body: { clients: Array<Record<string, any>> }): string {
+  if (body.clients.length === 0) return 'No registered clients.';
+  return body.clients
+    .map((c) =>
+      [
+        c.id,
+        c.revokedAt ? `REVOKED ${c.revokedAt}` : c.lastConnectedAt ? `CONNECTED ${c.lastConnectedAt}` : `UNUSED until ${c.expiresAt}`,
+        `${c.clientName ?? '(no name)'} (unverified)`,
+        `redirects ${c.redirectUris.join(' ')}`,
+        `registered ${c.createdAt}`,
+      ].join('  '),
+    )
+    .join('\n');
+}
+
 /** One line per connection, for people at a terminal. */
 export function formatConnections(body: { connections: Array<Record<string, any>> }): string {
   if (body.connections.length === 0) return 'No connections.';

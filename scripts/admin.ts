@@ -2,6 +2,8 @@
 // Reads SERVICE_URL (default http://localhost:3000) and ADMIN_TOKEN from the environment.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.ts';
+import { rotateMongoUrl } from '../src/store/wire/embedded-listener.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [arguments]
 
@@ -13,8 +15,13 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   set-password <personId>                      reads the new password from standard input
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
+  oauth-clients                                list clients registered through Dynamic Client Registration
+  revoke-oauth-client <id|clientId URL>        revoke a registered client and every connection made with it
+  mongo-url [--analyst]                        a new password for the wire-protocol listener's service
+                                               (or analyst) user, printed once in its connection string
 
-Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required).`;
+Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required);
+mongo-url reads DATA_DIR, EMBEDDED_MONGO_PORT and EMBEDDED_MONGO_HOST instead and runs on the service's machine.`;
 
 type Call = { method: string; path: string; body?: string; contentType?: string };
 
@@ -58,6 +65,12 @@ export async function buildCall(argv: string[]): Promise<Call> {
     case 'revoke-connection':
       if (a) return { method: 'DELETE', path: `/admin/connections/${a}` };
       break;
+    case 'oauth-clients':
+      return { method: 'GET', path: '/admin/oauth-clients' };
+    case 'revoke-oauth-client':
+      // The id, or the whole client_id URL as it appears in connection listings.
+      if (a) return { method: 'DELETE', path: `/admin/oauth-clients/${encodeURIComponent(a.split('/').at(-1)!)}` };
+      break;
   }
   throw new UsageError();
 }
@@ -65,6 +78,17 @@ export async function buildCall(argv: string[]): Promise<Call> {
 class UsageError extends Error {}
 
 async function main() {
+  const [command, ...rest] = process.argv.slice(2);
+  if (command === 'mongo-url') {
+    const { values } = parseArgs({ args: rest, options: { analyst: { type: 'boolean' } } });
+    try {
+      process.stdout.write(rotateMongoUrl(loadConfig(), values.analyst === true) + '\n');
+      process.exit(0);
+    } catch (err) {
+      process.stderr.write(`${(err as Error).message}\n`);
+      process.exit(2);
+    }
+  }
   const token = process.env.ADMIN_TOKEN;
   const base = (process.env.SERVICE_URL || 'http://localhost:3000').replace(/\/+$/, '');
   let call: Call;

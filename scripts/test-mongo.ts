@@ -1,12 +1,18 @@
-// `npm run test:mongo`: runs the store conformance suite for MongoDB and the whole normal test
-// suite against a real MongoDB replica set (DESIGN.md section 2): MONGODB_URI when set,
-// otherwise a mongodb-memory-server replica set (which downloads mongod on machines that can).
+// `npm run test:mongo`: runs the store conformance suite and the whole normal test suite through
+// the official driver (src/store/mongo.ts) and Agenda's Mongo backend (DESIGN.md section 2):
+// against MONGODB_URI when set, otherwise against this project's MongoDB wire-protocol listener
+// (src/store/wire/) over a fresh store per database, started here in this process.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
+import { openStore } from '../src/store/open-store.ts';
+import { storePerDatabase } from '../src/store/wire/databases.ts';
+import { mongoUrl } from '../src/store/wire/embedded-listener.ts';
+import { WireListener } from '../src/store/wire/listener.ts';
+import { MemoryUsers, SERVICE_USER } from '../src/store/wire/users.ts';
 
 const projectDir = fileURLToPath(new URL('..', import.meta.url));
 const avaCli = fileURLToPath(new URL('../node_modules/ava/entrypoints/cli.js', import.meta.url));
@@ -24,25 +30,21 @@ interface Server {
 async function startServer(): Promise<Server> {
   const fromEnv = process.env.MONGODB_URI;
   if (fromEnv) return { uri: fromEnv, description: `MONGODB_URI (${redact(fromEnv)})`, stop: async () => {} };
-  try {
-    const { MongoMemoryReplSet } = await import('mongodb-memory-server-core');
-    const replSet = await MongoMemoryReplSet.create({
-      replSet: { count: 1, storageEngine: 'wiredTiger', args: ['--setParameter', 'ttlMonitorSleepSecs=1'] },
-    });
-    return {
-      uri: replSet.getUri(),
-      description: `a mongodb-memory-server replica set (${replSet.getUri()})`,
-      stop: () => replSet.stop().then(() => undefined),
-    };
-  } catch (error) {
-    console.error(
-      'test:mongo: no MongoDB to test against. MONGODB_URI is not set, and mongodb-memory-server could not ' +
-        'download or start mongod (no internet access?).\n' +
-        'Set MONGODB_URI to a replica set (e.g. mongodb://localhost:27017/?replicaSet=rs0) and run again.\n' +
-        `Cause: ${error instanceof Error ? error.message : String(error)}`
-    );
-    process.exit(2);
-  }
+  // The listener's stores, like the tests' own, keep nothing on disk.
+  process.env.DATA_DIR ??= ':memory:';
+  const users = new MemoryUsers();
+  const password = users.set(SERVICE_USER);
+  const databases = storePerDatabase((dbName) => openStore({ dbName }));
+  const listener = await WireListener.start({ databases, users, port: 0, testCommands: true });
+  const uri = mongoUrl(listener.host, listener.port, SERVICE_USER, password, '');
+  return {
+    uri,
+    description: `the embedded store's wire-protocol listener (${redact(uri)})`,
+    stop: async () => {
+      await listener.close();
+      await databases.close();
+    },
+  };
 }
 
 /** Makes TTL tests quick where the server allows it (MongoDB's default monitor period is 60 s). */
@@ -51,7 +53,7 @@ async function tuneTtlMonitor(uri: string): Promise<void> {
   try {
     const hello = await client.db('admin').command({ hello: 1 });
     const version = await client.db('admin').command({ buildInfo: 1 });
-    console.log(`test:mongo: MongoDB ${version.version}, ${hello.setName ? `replica set ${hello.setName}` : hello.msg === 'isdbgrid' ? 'sharded cluster' : 'standalone'}`);
+    console.log(`test:mongo: server reports MongoDB ${version.version} (build ${version.gitVersion}), ${hello.setName ? `replica set ${hello.setName}` : hello.msg === 'isdbgrid' ? 'sharded cluster' : 'standalone'}`);
     await client.db('admin').command({ setParameter: 1, ttlMonitorSleepSecs: 1 }).catch(() => {
       console.log('test:mongo: could not lower ttlMonitorSleepSecs; the TTL test may wait up to a minute');
     });

@@ -5,6 +5,7 @@ import type { Store } from './store/store.ts';
 import type { Collections } from './store/collections.ts';
 import type { AgentMailboxes } from './commands/agent-mailbox.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
+import type { Lifecycle } from './http/health.ts';
 
 export interface AppDeps {
   config: Config;
@@ -16,4 +17,6 @@ export interface AppDeps {
   mailboxes: AgentMailboxes;
   /** Puts one-off jobs on the schedule (approval expiry, webhook attempts). */
   scheduler: Scheduler;
+  /** Readiness and shutdown state of this process (main.ts); absent in tests that need none. */
+  lifecycle?: Lifecycle;
 }

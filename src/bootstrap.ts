@@ -10,6 +10,7 @@ import { AgentMailboxes } from './commands/agent-mailbox.ts';
 import { createAgenda } from './jobs/agenda.ts';
 import { agendaScheduler } from './jobs/scheduler.ts';
 import type { AppDeps } from './app-deps.ts';
+import { HARD_EXIT_MS } from './http/shutdown.ts';
 
 export function configOrExit(): Config {
   try {
@@ -25,7 +26,7 @@ export function configOrExit(): Config {
 
 export async function bootstrap(config: Config): Promise<{ deps: AppDeps; agenda: Agenda }> {
   const log = createLogger(config.logLevel);
-  const store = await openStore({ mongodbUri: config.mongodbUri ?? undefined });
+  const store = await openStore({ mongodbUri: config.mongodbUri ?? undefined, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs });
   await createIndexes(store.db);
   log.info('store ready', { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: process.env.JOBS_PROCESS_EVERY || '5 seconds' });
@@ -46,6 +47,10 @@ export function onShutdown(stop: (signal: string) => Promise<void>): void {
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    setTimeout(() => {
+      process.stderr.write(`shutdown did not finish within ${HARD_EXIT_MS} ms; exiting\n`);
+      process.exit(1);
+    }, HARD_EXIT_MS).unref();
     stop(signal).then(
       () => process.exit(0),
       (err) => {

@@ -11,6 +11,10 @@ export interface Config {
   baseUrl: string;
   authUrl: string;
   mongodbUri: string | null;
+  /** The database on MONGODB_URI: MONGODB_DB, else the URI's path; never the driver's `test` default. */
+  mongodbDb: string | null;
+  /** The driver's deadline for every command (`timeoutMS`), MONGODB_TIMEOUT_MS. */
+  mongodbTimeoutMs: number;
   adminToken: string | null;
   /** Raw WEBHOOK_ENCRYPTION_KEY (parsed by the webhook module), or null. */
   webhookEncryptionKey: string | null;
@@ -18,6 +22,13 @@ export interface Config {
   webhookEndpointLimit: number;
   nodeEnv: string;
   logLevel: LogLevel;
+  /** Bearer token of GET /metrics; null turns the endpoint off. */
+  metricsToken: string | null;
+  /** Where the service keeps its files; ':memory:' keeps them in the process. */
+  dataDir: string;
+  /** The embedded store's MongoDB wire-protocol listener: off (null) unless EMBEDDED_MONGO_PORT is set. */
+  embeddedMongoPort: number | null;
+  embeddedMongoHost: string;
 }
 
 export class ConfigError extends Error {
@@ -54,6 +65,37 @@ function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   return raw.replace(/\/+$/, '');
 }
 
+/** The database named by a connection string's path (`mongodb://host/NAME?...`), or null. */
+export function databaseInUri(uri: string): string | null {
+  const path = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/.exec(uri)?.[1];
+  if (!path) return null;
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    throw new ConfigError('MONGODB_URI', 'has a database name that is not valid percent-encoding');
+  }
+}
+
+// MongoDB's own rules for a database name: no /\. "$*<>:|? or whitespace, under 64 bytes.
+const DB_NAME = /^[^/\\. "$*<>:|?\s]{1,63}$/;
+
+function mongodbDatabase(env: NodeJS.ProcessEnv, uri: string | null): string | null {
+  if (uri === null) return null;
+  const named = env.MONGODB_DB || databaseInUri(uri);
+  if (!named) {
+    throw new ConfigError(
+      'MONGODB_DB',
+      'must be set: MONGODB_URI names no database and the driver would silently use one called "test". ' +
+        'Set MONGODB_DB (e.g. MONGODB_DB=spend_control) or name it in the URI path (mongodb+srv://host/spend_control?...)',
+    );
+  }
+  const variable = env.MONGODB_DB ? 'MONGODB_DB' : 'MONGODB_URI';
+  if (!DB_NAME.test(named) || Buffer.byteLength(named) > 63) {
+    throw new ConfigError(variable, `names the database ${JSON.stringify(named)}, which MongoDB does not allow (no /\\. "$*<>:|? or spaces, under 64 bytes)`);
+  }
+  return named;
+}
+
 function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
@@ -75,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (mongodbUri !== null && !/^mongodb(\+srv)?:\/\//.test(mongodbUri)) {
     throw new ConfigError('MONGODB_URI', 'must start with mongodb:// or mongodb+srv://');
   }
+  const mongodbDb = mongodbDatabase(env, mongodbUri);
   const webhookUnsafeAllowLocal = flag(env, 'WEBHOOK_UNSAFE_ALLOW_LOCAL');
   if (webhookUnsafeAllowLocal && nodeEnv === 'production') {
     throw new ConfigError('WEBHOOK_UNSAFE_ALLOW_LOCAL', 'is refused when NODE_ENV=production');
@@ -87,17 +130,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError('WEBHOOK_ENCRYPTION_KEY', 'must be 32 bytes written as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)');
     }
   }
+  const metricsToken = env.METRICS_TOKEN || null;
+  if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
   return {
     port,
     webConcurrency: integer(env, 'WEB_CONCURRENCY', 1, 1, 64),
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),
     mongodbUri,
+    mongodbDb,
+    mongodbTimeoutMs: integer(env, 'MONGODB_TIMEOUT_MS', 10_000, 100, 600_000),
     adminToken,
     webhookEncryptionKey,
     webhookUnsafeAllowLocal,
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
     nodeEnv,
     logLevel,
+    metricsToken,
+    dataDir: env.DATA_DIR || './data',
+    embeddedMongoPort: env.EMBEDDED_MONGO_PORT ? integer(env, 'EMBEDDED_MONGO_PORT', 0, 1, 65535) : null,
+    embeddedMongoHost: env.EMBEDDED_MONGO_HOST || '127.0.0.1',
   };
 }

@@ -7,9 +7,13 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { createApp } from './http/app.ts';
+import { createHttpServer } from './http/server.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
 import { superviseWebProcesses } from './http/web-cluster.ts';
+import { newLifecycle } from './http/health.ts';
+import { stopGracefully } from './http/shutdown.ts';
+import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
 let config = configOrExit();
@@ -28,6 +32,7 @@ if (embedded && config.webhookEncryptionKey === null) {
   process.stdout.write('Webhook signing secrets are sealed with a key generated for this process (set WEBHOOK_ENCRYPTION_KEY to choose one).\n');
 }
 const { deps, agenda } = await bootstrap(config);
+deps.lifecycle = newLifecycle(embedded);
 if (!embedded && config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 
 // In a cluster, the first web process applies it.
@@ -39,14 +44,8 @@ if (values.manifest && (cluster.isPrimary || cluster.worker?.id === 1)) {
 }
 
 const stopWorker = embedded ? await startWorker(deps, agenda) : null;
-const server = createApp(deps).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
+deps.lifecycle.jobsRunning = stopWorker !== null;
+const wire = embedded ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
+const server = createHttpServer(createApp(deps)).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
 
-onShutdown(async (signal) => {
-  deps.log.info('stopping', { signal });
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
-  if (stopWorker) await stopWorker();
-  await deps.store.close();
-});
+onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker, stopListeners: wire ? () => wire.close() : null }));

@@ -1,6 +1,7 @@
 // Manifests arrive as JSON or YAML (Content-Type application/yaml, text/yaml or application/x-yaml).
 import type { Context, Next } from 'koa';
 import { parse as parseYaml } from 'yaml';
+import { checkDepth } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
 
 export const MANIFEST_LIMIT = 1024 * 1024;
@@ -31,5 +32,6 @@ export async function manifestBody(ctx: Context, next: Next) {
   } catch {
     throw new ApiError(400, 'malformed_json', isYaml ? 'The manifest is not valid YAML.' : 'The manifest is not valid JSON.');
   }
+  checkDepth(ctx.state.body);
   return next();
 }

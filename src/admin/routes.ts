@@ -8,13 +8,15 @@ import { notFound } from '../http/errors.ts';
 import { uuidParam } from '../http/params.ts';
 import { compile } from '../http/validate.ts';
 import { applyManifest } from '../manifests/apply.ts';
-import { changeAgentStatus } from '../agents/change-status.ts';
+import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-status.ts';
+import { runCommand } from '../commands/run-command.ts';
 import { presentAgent } from '../agents/routes.ts';
 import { AgentStatus } from '../../schemas/common.ts';
 import { requireAdmin } from './auth.ts';
 import { manifestBody } from './manifest-body.ts';
 import { iso } from '../timestamps.ts';
 import { answerApproval } from '../approvals/answer.ts';
+import { revokeApiKey } from '../credentials/revoke.ts';
 
 const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
 const Answer = compile(
@@ -43,11 +45,12 @@ export function adminRoutes(deps: AppDeps): Router {
   router.patch('/agents/:agentId', jsonBody(LIMITS.standard), async (ctx) => {
     const id = uuidParam(ctx, 'agentId', 'agent');
     const { status } = AgentPatch.parse(ctx.state.body);
-    const agent = await deps.store.withTransaction(async (session) => {
+    const agent = await runCommand(deps.store, async (session) => {
       const found = await c.agents.findOne({ _id: id }, { session });
       if (!found) throw notFound('agent');
       return changeAgentStatus(deps, session, found, status, deps.now());
     });
+    await finishAgentStatusChange(deps, agent);
     ctx.body = { agent: presentAgent(agent) };
   });
 
@@ -67,9 +70,7 @@ export function adminRoutes(deps: AppDeps): Router {
 
   router.delete('/api-keys/:apiKeyId', async (ctx) => {
     const id = uuidParam(ctx, 'apiKeyId', 'API key');
-    const now = deps.now();
-    const key = await c.apiKeys.findOneAndUpdate({ _id: id, revokedAt: null }, { $set: { revokedAt: now } }, { returnDocument: 'after' });
-    const final = key ?? (await c.apiKeys.findOne({ _id: id }));
+    const final = await revokeApiKey(c, id, deps.now());
     if (!final) throw notFound('API key');
     ctx.body = { apiKey: { id: final._id, prefix: final.prefix, revokedAt: iso(final.revokedAt) } };
   });

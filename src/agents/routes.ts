@@ -2,9 +2,12 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../app-deps.ts';
 import { requireOrganizationKey } from '../http/auth.ts';
+import { queryParams } from '../http/params.ts';
 import type { AgentDoc } from '../store/collections.ts';
+import type { Static } from 'typebox';
+import type { Agent } from '../../schemas/agents.ts';
 
-export const presentAgent = (a: AgentDoc) => ({
+export const presentAgent = (a: AgentDoc): Static<typeof Agent> => ({
   id: a._id,
   name: a.name,
   description: a.description,
@@ -15,7 +18,7 @@ export const presentAgent = (a: AgentDoc) => ({
 
 export function agentRoutes(deps: AppDeps): Router {
   const router = new Router();
-  router.get('/v1/agents', requireOrganizationKey, async (ctx) => {
+  router.get('/v1/agents', requireOrganizationKey, queryParams(), async (ctx) => {
     const agents = await deps.collections.agents
       .find({ organizationId: ctx.state.organization._id })
       .sort({ createdAt: 1, _id: 1 })

@@ -8,30 +8,38 @@ import { reevaluate } from '../engine/reevaluate.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import { engineBase } from '../purchases/input.ts';
 import { candidatesFor } from '../policies/candidates.ts';
-import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
+import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '../budgets/windows.ts';
+import { fenceAgent } from '../agents/fence.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
+import { decisionRecorded } from '../metrics/metrics.ts';
 import { fromStored } from '../money.ts';
 import { purchaseCollections } from '../purchases/documents.ts';
 import { decisionDocument, purchaseEvent } from '../purchases/submit.ts';
 import { projectPurchase } from '../purchases/projection.ts';
 import { readback } from '../purchases/present.ts';
+import { hasRole } from '../people/roles.ts';
 
 export interface AnswerCommand {
   purchaseId: string;
   answer: 'APPROVE' | 'REJECT';
   personHandle: string;
   comment: string | null;
+  /** Set by the dashboard: another organisation's purchase is then indistinguishable from none. */
+  organizationId?: string;
 }
 
 export const notPending = (state: string) =>
   new ApiError(409, 'approval_not_pending', `This purchase is not waiting for an answer (approval ${state}); nothing was changed.`);
 
+export const notAnApprover = (name: string) =>
+  new ApiError(403, 'person_not_approver', `${name} does not have the approver role, so cannot answer approvals; nothing was changed.`);
+
 export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
   const pc = purchaseCollections(deps.store.db);
-  const first = await pc.purchases.findOne({ _id: cmd.purchaseId });
+  const first = await pc.purchases.findOne({ _id: cmd.purchaseId, ...(cmd.organizationId ? { organizationId: cmd.organizationId } : {}) });
   if (!first) throw notFound('purchase request');
-  return deps.mailboxes.run(first.agentId, () =>
+  const answered = await deps.mailboxes.run(first.agentId, () =>
     runCommand(deps.store, async (session) => {
       const now = deps.now();
       const purchase = await pc.purchases.findOne({ _id: cmd.purchaseId }, { session });
@@ -42,8 +50,9 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       if (approval.expiresAt.getTime() <= now.getTime()) throw notPending('past its expiry');
       const person = await deps.collections.people.findOne({ organizationId: purchase.organizationId, handle: cmd.personHandle }, { session });
       if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
+      if (!hasRole(person, 'approver')) throw notAnApprover(person.name);
       const org = await deps.collections.organizations.findOne({ _id: purchase.organizationId }, { session });
-      const agent = await deps.collections.agents.findOne({ _id: purchase.agentId }, { session });
+      const agent = await fenceAgent(deps, session, { _id: purchase.agentId });
       if (!org || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);
 
       const candidates = await candidatesFor(deps.collections, org._id, agent._id, session);
@@ -71,6 +80,9 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       if (updated.matchedCount === 0) throw new VersionConflict(`approval ${approval._id}`);
       const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
       const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, result.effects.budget, result.effects.crossings, now, policyNames);
+      if (approved) {
+        await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: result.policiesConsidered.map((p) => p.policyId), currency: purchase.currency, requestedAt: purchase.requestedAt, timeZone: org.timezone, windowIds });
+      }
 
       const decision = decisionDocument(result, purchase._id, org._id, 'APPROVAL_REEVALUATION', now);
       await pc.decisions.insertOne(decision, { session });
@@ -104,4 +116,6 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       return { purchase: readback(next, agentView, decision, resolvedApproval) };
     }),
   );
+  if (answered.purchase.decision) decisionRecorded(answered.purchase.decision, 'APPROVAL_REEVALUATION');
+  return answered;
 }

@@ -15,15 +15,16 @@ import { fromStored } from '../money.ts';
 import type { StoreSession } from '../store/store.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
 import { projectPurchase } from '../purchases/projection.ts';
+import { approvalExpired, decisionRecorded } from '../metrics/metrics.ts';
 
 export type ClosingState = 'EXPIRED' | 'CANCELLED';
 
-/** Closes one approval inside the caller's transaction. Returns false when it was not PENDING (or not yet due). */
-export async function closeApprovalIn(deps: AppDeps, session: StoreSession, approvalId: string, state: ClosingState, now: Date): Promise<boolean> {
+/** Closes one approval inside the caller's transaction. Returns null when it was not PENDING (or not yet due). */
+export async function closeApprovalIn(deps: AppDeps, session: StoreSession, approvalId: string, state: ClosingState, now: Date): Promise<{ approval: ApprovalDoc; decision: DecisionDoc } | null> {
   const pc = purchaseCollections(deps.store.db);
   const approval = await pc.approvals.findOne({ _id: approvalId }, { session });
-  if (!approval || approval.state !== 'PENDING') return false;
-  if (state === 'EXPIRED' && approval.expiresAt.getTime() > now.getTime()) return false;
+  if (!approval || approval.state !== 'PENDING') return null;
+  if (state === 'EXPIRED' && approval.expiresAt.getTime() > now.getTime()) return null;
   const purchase = await pc.purchases.findOne({ _id: approval.purchaseId }, { session });
   if (!purchase) throw new Error(`approval ${approvalId} has no purchase`);
   const org = await deps.collections.organizations.findOne({ _id: purchase.organizationId }, { session });
@@ -93,11 +94,15 @@ export async function closeApprovalIn(deps: AppDeps, session: StoreSession, appr
     timeZone: org.timezone,
     previousStatus: purchase.status,
   });
-  return true;
+  return { approval: closed, decision };
 }
 
-export function expireApproval(deps: AppDeps, approvalId: string): Promise<boolean> {
-  return runCommand(deps.store, (session) => closeApprovalIn(deps, session, approvalId, 'EXPIRED', deps.now()));
+export async function expireApproval(deps: AppDeps, approvalId: string): Promise<boolean> {
+  const closed = await runCommand(deps.store, (session) => closeApprovalIn(deps, session, approvalId, 'EXPIRED', deps.now()));
+  if (closed === null) return false;
+  decisionRecorded(closed.decision, closed.decision.kind);
+  approvalExpired((closed.decision.evaluatedAt.getTime() - closed.approval.expiresAt.getTime()) / 1000);
+  return true;
 }
 
 /** Every overdue PENDING approval, in batches: the safety net behind the per-approval jobs. */
@@ -112,8 +117,33 @@ export async function expireDueApprovals(deps: AppDeps, batch = 100): Promise<nu
   }
 }
 
-/** An archived agent's pending approvals are cancelled in the same transaction as the archive. */
-export async function cancelPendingApprovalsOf(deps: AppDeps, session: StoreSession, agentId: string, now: Date): Promise<void> {
-  const pending = await purchaseCollections(deps.store.db).approvals.find({ agentId, state: 'PENDING' }, { session }).toArray();
-  for (const a of pending) await closeApprovalIn(deps, session, a._id, 'CANCELLED', now);
+/**
+ * An archived agent's pending approvals are cancelled after the archive commits, one transaction each,
+ * a batch at a time (DESIGN.md 2: bounded work per transaction; a busy agent can always be archived).
+ * Idempotent and resumable: closeApprovalIn leaves anything no longer PENDING alone, the agent's
+ * `cancelApprovals` mark is cleared only when none is left, and the approval sweep resumes any agent
+ * still marked (a process that stopped half-way). An agent enabled again meanwhile is left as it is.
+ */
+export async function cancelPendingApprovalsOf(deps: AppDeps, agentId: string, batch = 100): Promise<number> {
+  const pc = purchaseCollections(deps.store.db);
+  let cancelled = 0;
+  for (;;) {
+    const agent = await deps.collections.agents.findOne({ _id: agentId });
+    if (agent?.status !== 'ARCHIVED') return cancelled;
+    const pending = await pc.approvals.find({ agentId, state: 'PENDING' }).sort({ _id: 1 }).limit(batch).toArray();
+    for (const a of pending) {
+      if (await runCommand(deps.store, (session) => closeApprovalIn(deps, session, a._id, 'CANCELLED', deps.now()))) cancelled++;
+    }
+    if (pending.length < batch) break;
+  }
+  await deps.collections.agents.updateOne({ _id: agentId, status: 'ARCHIVED', cancelApprovals: true }, { $unset: { cancelApprovals: '' } });
+  return cancelled;
+}
+
+/** The sweep behind cancelPendingApprovalsOf: finishes every archive whose follow-up was interrupted. */
+export async function finishInterruptedArchives(deps: AppDeps): Promise<number> {
+  const marked = await deps.collections.agents.find({ cancelApprovals: true }).limit(100).toArray();
+  let cancelled = 0;
+  for (const agent of marked) cancelled += await cancelPendingApprovalsOf(deps, agent._id);
+  return cancelled;
 }

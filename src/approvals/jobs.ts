@@ -1,9 +1,10 @@
 // Agenda jobs of the approval lifecycle. `approvals.expire` is scheduled for each pending approval at
 // its expiresAt; `approvals.expire-due` sweeps for overdue ones, so a crash between a commit and the
-// scheduling loses no expiry. Both are idempotent (closeApprovalIn ignores anything not PENDING).
+// scheduling loses no expiry, and finishes archives whose approval cancellations were interrupted.
+// Both are idempotent (closeApprovalIn ignores anything not PENDING).
 import type { Agenda } from 'agenda';
 import type { AppDeps } from '../app-deps.ts';
-import { expireApproval, expireDueApprovals } from './close.ts';
+import { expireApproval, expireDueApprovals, finishInterruptedArchives } from './close.ts';
 
 export const EXPIRE_APPROVAL = 'approvals.expire';
 export const EXPIRE_DUE_APPROVALS = 'approvals.expire-due';
@@ -16,5 +17,7 @@ export function defineApprovalJobs(agenda: Agenda, deps: AppDeps): void {
   agenda.define(EXPIRE_DUE_APPROVALS, async () => {
     const count = await expireDueApprovals(deps);
     if (count > 0) deps.log.info('expired overdue approvals', { count });
+    const cancelled = await finishInterruptedArchives(deps);
+    if (cancelled > 0) deps.log.info('cancelled pending approvals of archived agents', { count: cancelled });
   });
 }

@@ -2,7 +2,7 @@
 // Every write checks the document's `version`; a matched count of 0, or a lost race to create it,
 // is a VersionConflict and the whole command is retried. Amounts are stored as integers.
 import type { BudgetCrossing, BudgetEffect, WindowKey, WindowState } from '../engine/types.ts';
-import { windowId } from '../engine/periods.ts';
+import { periodFor, windowId } from '../engine/periods.ts';
 import { VersionConflict } from '../http/errors.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
@@ -21,7 +21,7 @@ export interface BudgetWindowDoc {
   committedMinor: number;
   heldMinor: number;
   openingBalanceMinor: number;
-  /** `${kind}:${policyRuleId}` of the budget events already emitted for this window. */
+  /** `EXHAUSTED:${policyRuleId}` of the limits already reported exhausted in this window. */
   notified: string[];
   version: number;
   createdAt: Date;
@@ -97,8 +97,8 @@ const DELTAS: Record<BudgetEffect['operation'], { held: bigint; committed: bigin
 };
 
 /**
- * Writes the engine's budget effects and emits each crossing's event once per window and limit.
- * Returns the ids of the windows written.
+ * Writes the engine's budget effects and emits the budget events of its crossings (README "Budget
+ * events"). Returns the ids of the windows whose amounts changed.
  */
 export async function applyBudgetEffects(
   db: StoreDb,
@@ -119,14 +119,17 @@ export async function applyBudgetEffects(
     acc.committed += d.committed * e.amountMinor;
     byWindow.set(e.windowId, acc);
   }
+  // Crossings of spending are reported each time they happen. A refusal by a limit past 80% is
+  // reported once per window and limit rule (`notified`), as is the limit being reached either way.
   const newlyNotified = new Map<string, string[]>();
   for (const c of crossings) {
-    const tag = `${c.kind}:${c.policyRuleId}`;
+    const tag = `EXHAUSTED:${c.policyRuleId}`;
     const already = loaded.docs.get(c.windowId)?.notified ?? [];
     const pending = newlyNotified.get(c.windowId) ?? [];
-    if (already.includes(tag) || pending.includes(tag)) continue;
-    pending.push(tag);
-    newlyNotified.set(c.windowId, pending);
+    if (c.kind === 'EXHAUSTED') {
+      if (c.cause === 'PURCHASE_REFUSED' && (already.includes(tag) || pending.includes(tag))) continue;
+      if (!already.includes(tag) && !pending.includes(tag)) newlyNotified.set(c.windowId, [...pending, tag]);
+    }
     await recordEvent(db, session, {
       type: c.kind === 'THRESHOLD_REACHED' ? 'budget.threshold_reached' : 'budget.exhausted',
       organizationId,
@@ -144,9 +147,13 @@ export async function applyBudgetEffects(
         limitMinor: c.limitMinor.toString(),
         usedMinor: c.usedAfterMinor.toString(),
         thresholdPercent: c.kind === 'THRESHOLD_REACHED' ? 80 : 100,
+        cause: c.cause,
       },
     });
   }
+  // A window whose only change is a new tag (a refusal moves no amounts) is written too, version-checked.
+  const tagOnly = [...newlyNotified.keys()].filter((id) => !byWindow.has(id));
+  for (const id of tagOnly) byWindow.set(id, { held: 0n, committed: 0n, key: crossings.find((c) => c.windowId === id)!.window });
 
   for (const [id, delta] of byWindow) {
     const doc = loaded.docs.get(id);
@@ -199,5 +206,30 @@ export async function applyBudgetEffects(
       throw err;
     }
   }
-  return [...byWindow.keys()];
+  return [...byWindow.keys()].filter((id) => !tagOnly.includes(id));
+}
+
+/**
+ * The fence that keeps opening balances exact (DESIGN.md 2). A window that opens mid-period (a new
+ * version adds a SPEND_LIMIT) starts from the spend approved under its policy that no window counted
+ * (attributableSpend). An approval that wrote none of that policy's windows for the period is invisible
+ * to a concurrent transaction opening one, and they write no document in common: both would commit, and
+ * the window would start short. So such an approval writes the policy document, which every change of
+ * what is in force (a version activated, a status or scope changed) writes too: under snapshot isolation
+ * an approval that read the previous version conflicts with the activation and is retried under the new
+ * one, where it reads and writes the window itself. Policies whose DAY and MONTH windows this transaction
+ * wrote need no fence (their windows already make the race a conflict).
+ */
+export async function fencePoliciesOutsideWindows(
+  db: StoreDb,
+  session: StoreSession,
+  approved: { policyIds: string[]; currency: string; requestedAt: Date; timeZone: string; windowIds: string[] },
+): Promise<void> {
+  const written = new Set(approved.windowIds);
+  const instant = approved.requestedAt.toISOString();
+  const keys = (['DAY', 'MONTH'] as const).map((kind) => ({ periodKind: kind, periodKey: periodFor(kind, instant, approved.timeZone).periodKey }));
+  for (const policyId of new Set(approved.policyIds)) {
+    if (keys.every((k) => written.has(windowId({ policyId, currency: approved.currency, ...k })))) continue;
+    await db.collection<{ _id: string; fence?: number }>('policies').updateOne({ _id: policyId }, { $inc: { fence: 1 } }, { session });
+  }
 }

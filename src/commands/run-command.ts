@@ -1,18 +1,45 @@
 // One shape for every command handler (DESIGN.md 6a): a transaction, retried as a whole with a
-// bounded, jittered p-retry when one of our versioned documents changed underneath it.
-// The driver's own TransientTransactionError / UnknownTransactionCommitResult retries happen inside
-// withTransaction; we only add retries for our own version conflicts.
+// bounded, jittered p-retry when it lost a race: one of our versioned documents changed underneath it
+// (VersionConflict), or MongoDB reported a write conflict (code 112, label TransientTransactionError).
+// This is the only retry loop around a transaction (MongoStore.withTransaction makes one attempt), and
+// it has a budget of attempts AND time: a command that cannot commit within it answers 503, never hangs.
 import pRetry from 'p-retry';
-import { VersionConflict } from '../http/errors.ts';
-import type { Store, StoreSession } from '../store/store.ts';
+import { VersionConflict, storeUnavailable } from '../http/errors.ts';
+import { hasErrorLabel, isStoreTimeout, type Store, type StoreSession } from '../store/store.ts';
+import { transactionRetried, versionConflicted } from '../metrics/metrics.ts';
 
-export function runCommand<T>(store: Store, fn: (session: StoreSession) => Promise<T>): Promise<T> {
-  return pRetry(() => store.withTransaction(fn), {
-    retries: 10,
-    minTimeout: 5,
-    maxTimeout: 250,
-    factor: 1.5,
-    randomize: true,
-    shouldRetry: ({ error }) => error instanceof VersionConflict,
-  });
+export interface RetryBudget {
+  /** Attempts in all, the first included. */
+  attempts: number;
+  /** No new attempt starts after this long (an attempt in flight is bounded by the driver's timeoutMS). */
+  totalMs: number;
+}
+
+export const COMMAND_BUDGET: RetryBudget = { attempts: 20, totalMs: 20_000 };
+
+const lostRace = (error: unknown) => error instanceof VersionConflict || hasErrorLabel(error, 'TransientTransactionError');
+
+export async function runCommand<T>(store: Store, fn: (session: StoreSession) => Promise<T>, budget: RetryBudget = COMMAND_BUDGET): Promise<T> {
+  let runs = 0;
+  const counted = (session: StoreSession) => {
+    if (runs++ > 0) transactionRetried();
+    return fn(session);
+  };
+  try {
+    return await pRetry(() => store.withTransaction(counted), {
+      retries: budget.attempts - 1,
+      maxRetryTime: budget.totalMs,
+      minTimeout: 5,
+      maxTimeout: 250,
+      factor: 1.5,
+      randomize: true,
+      shouldRetry: ({ error }) => lostRace(error),
+      onFailedAttempt: ({ error }) => {
+        if (lostRace(error)) versionConflicted();
+      },
+    });
+  } catch (error) {
+    if (lostRace(error) || isStoreTimeout(error) || hasErrorLabel(error, 'UnknownTransactionCommitResult')) throw storeUnavailable(error);
+    throw error;
+  }
 }

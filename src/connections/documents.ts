@@ -21,6 +21,8 @@ export interface ConnectionDoc {
   createdAt: Date;
   revokedAt: Date | null;
   revokedReason: RevokedReason | null;
+  /** Refreshed at most once a minute by token use; absent until first used. */
+  lastUsedAt?: Date | null;
 }
 
 export const connectionsCollection = (db: StoreDb) => db.collection<ConnectionDoc>('connections');

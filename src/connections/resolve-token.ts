@@ -1,9 +1,10 @@
 // The TokenResolver of src/http/auth.ts for `cmp_oat_` access tokens (SPEC.md 5.2, 5.3):
 //   unknown, malformed or expired token            -> 401 invalid_token
-//   revoked connection, agent not ENABLED (or gone) -> 403 connection_unauthorized
+//   revoked connection, agent not ENABLED (or gone) -> 403 connection_unauthorized (on /v1; /mcp
+//                                                     answers 401 invalid_token, mcp/routes.ts)
 //   otherwise                                       -> Principal CONNECTION with the token's scopes
 // Revocation therefore takes effect on the very next call: nothing is cached.
-import type { Collections } from '../store/collections.ts';
+import { lastUseIsStale, type Collections } from '../store/collections.ts';
 import type { StoreDb } from '../store/store.ts';
 import type { Principal, TokenResolver } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
@@ -33,6 +34,7 @@ export async function resolveConnectionToken(deps: { db: StoreDb; collections: C
   if (!connection || connection.revokedAt !== null) throw connectionUnauthorized();
   const agent = await deps.collections.agents.findOne({ _id: connection.agentId, organizationId: connection.organizationId });
   if (!agent || agent.status !== 'ENABLED') throw connectionUnauthorized();
+  if (lastUseIsStale(connection.lastUsedAt, now)) await connectionsCollection(deps.db).updateOne({ _id: connection._id }, { $set: { lastUsedAt: now } });
   return {
     resource: access.resource,
     principal: {

@@ -50,32 +50,51 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
   };
 }
 
+/** Spending under a limit (SPEC.md 6.2): reconciled spend and approved purchases; holds are not spending. */
+export const spentMinor = (state: WindowState): bigint => state.openingBalanceMinor + state.committedMinor;
+
+/** A window with the limit rules that read it: all budget events need. */
+export type LimitedWindow = Pick<WindowTouch, 'id' | 'key' | 'limits'> & { budgetCounterId: string | null };
+
+const crossing = (w: LimitedWindow, limit: BudgetLimit, before: bigint, after: bigint, kind: BudgetCrossing['kind'], cause: BudgetCrossing['cause']): BudgetCrossing => ({
+  kind,
+  cause,
+  windowId: w.id,
+  window: w.key,
+  budgetCounterId: w.budgetCounterId,
+  policyRuleId: limit.policyRuleId,
+  effect: limit.effect,
+  limitMinor: limit.limitMinor,
+  usedBeforeMinor: before,
+  usedAfterMinor: after,
+});
+
 /**
- * Limits this increase crosses: THRESHOLD_REACHED when usage first passes 80% (before <= 80% < after),
- * EXHAUSTED when it reaches 100% (before < limit <= after). Usage includes the opening balance, because
- * that is spend the limit is judged against too.
+ * Limits that spending crosses when it goes from `before` to `after` (README "Budget events"):
+ * THRESHOLD_REACHED when it passes 80% (before <= 80% < after), EXHAUSTED when it reaches the limit
+ * (before < limit <= after). Judged against each limit in force, on every change, so every real
+ * crossing is reported, and a hold (not spending) never is.
  */
-export function crossingsFor(touch: WindowTouch, before: bigint, after: bigint, into: BudgetCrossing[] = []): BudgetCrossing[] {
-  if (after <= before) return into;
-  const before100 = before * 100n;
-  const after100 = after * 100n;
-  for (const limit of touch.limits) {
+export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint): BudgetCrossing[] {
+  const crossings: BudgetCrossing[] = [];
+  if (after <= before) return crossings;
+  for (const limit of w.limits) {
     const eighty = limit.limitMinor * 80n;
-    const threshold = before100 <= eighty && after100 > eighty;
-    const exhausted = before < limit.limitMinor && after >= limit.limitMinor;
-    if (!threshold && !exhausted) continue;
-    const base = {
-      windowId: touch.id,
-      window: touch.key,
-      budgetCounterId: touch.state.budgetCounterId,
-      policyRuleId: limit.policyRuleId,
-      effect: limit.effect,
-      limitMinor: limit.limitMinor,
-      usedBeforeMinor: before,
-      usedAfterMinor: after,
-    };
-    if (threshold) into.push({ kind: 'THRESHOLD_REACHED', ...base });
-    if (exhausted) into.push({ kind: 'EXHAUSTED', ...base });
+    if (before * 100n <= eighty && after * 100n > eighty) crossings.push(crossing(w, limit, before, after, 'THRESHOLD_REACHED', 'SPENDING'));
+    if (before < limit.limitMinor && after >= limit.limitMinor) crossings.push(crossing(w, limit, before, after, 'EXHAUSTED', 'SPENDING'));
   }
-  return into;
+  return crossings;
+}
+
+/**
+ * A BLOCK limit refusing a purchase once spending under it has passed 80%: the limit is used up and
+ * purchases under it are being refused (SPEC.md 6.2 budget.exhausted). The command reports it once
+ * per window and limit rule. A purchase refused only for being large, in a window still below 80%,
+ * reports nothing.
+ */
+export function refusalExhaustion(w: LimitedWindow, state: WindowState): BudgetCrossing[] {
+  const spent = spentMinor(state);
+  return w.limits
+    .filter((limit) => limit.effect === 'BLOCK' && limit.wouldExceed && spent * 100n > limit.limitMinor * 80n)
+    .map((limit) => crossing(w, limit, spent, spent, 'EXHAUSTED', 'PURCHASE_REFUSED'));
 }

@@ -1,26 +1,18 @@
-// ISO 4217 codes and their minor-unit exponents come from the platform's Intl data (DESIGN.md 4 item 8).
-// Everything is computed once per currency and cached: decide() runs on every request.
+// ISO 4217 codes and their minor-unit exponents come from ISO 4217 List One itself (iso-4217.ts,
+// generated), not from Intl/CLDR, which differs for HUF, IDR, COP (ISO: 2) and IQD (ISO: 3).
+import { ISO_4217_MINOR_UNITS } from './iso-4217.ts';
 
-const CODE = /^[A-Z]{3}$/;
-let isoCodes: ReadonlySet<string> | undefined;
-const exponents = new Map<string, number>();
+const hasOwn = (code: string) => Object.prototype.hasOwnProperty.call(ISO_4217_MINOR_UNITS, code);
 
-/** Whether code is an ISO 4217 alpha-3 code the platform knows. */
+/** Whether code is an active ISO 4217 alpha-3 code with a minor unit. */
 export function isIsoCurrency(code: unknown): code is string {
-  if (typeof code !== 'string' || !CODE.test(code)) return false;
-  isoCodes ??= new Set(Intl.supportedValuesOf('currency'));
-  return isoCodes.has(code);
+  return typeof code === 'string' && /^[A-Z]{3}$/.test(code) && hasOwn(code);
 }
 
-/** Number of minor-unit digits (EUR 2, JPY 0, BHD 3). Throws RangeError for a malformed code. */
+/** Number of minor-unit digits (EUR 2, JPY 0, BHD 3, CLF 4). Throws RangeError for anything else. */
 export function currencyExponent(code: string): number {
-  let exponent = exponents.get(code);
-  if (exponent === undefined) {
-    if (!CODE.test(code)) throw new RangeError(`not a currency code: ${code}`);
-    exponent = new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions().maximumFractionDigits ?? 2;
-    exponents.set(code, exponent);
-  }
-  return exponent;
+  if (!isIsoCurrency(code)) throw new RangeError(`not an ISO 4217 currency code: ${code}`);
+  return ISO_4217_MINOR_UNITS[code];
 }
 
 /** Exact major-unit digits of a minor amount: formatMajor(-5n, 2) === '-0.05'. No grouping, no floats. */

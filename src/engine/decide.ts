@@ -1,7 +1,7 @@
 // The decision engine: a pure decider (DESIGN.md 1 and 6a). No I/O, no clock, no randomness:
 // the same input always gives the same decision. Semantics: DESIGN.md section 4.
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
-import { crossingsFor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
+import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
 import { amountPredicate, amountTail, explain, explainRefusal, spendLead, spendPredicate, spendTail } from './explain.ts';
 import { isWindowRule, periodWindows, ruleAppliesTo, windowIn, type PeriodWindows } from './periods.ts';
@@ -400,7 +400,11 @@ export function decide(input: EngineInput): Decision {
   const crossings: BudgetCrossing[] = [];
   for (const touch of run.touches.values()) {
     budgets.push(toSimulatedBudget(touch, run.amount));
-    if (outcome === 'REJECTED') continue;
+    const limited = { ...touch, budgetCounterId: touch.state.budgetCounterId };
+    if (outcome === 'REJECTED') {
+      crossings.push(...refusalExhaustion(limited, touch.state));
+      continue;
+    }
     budget.push({
       operation: outcome === 'APPROVED' ? 'COMMIT' : 'HOLD',
       windowId: touch.id,
@@ -408,7 +412,7 @@ export function decide(input: EngineInput): Decision {
       budgetCounterId: touch.state.budgetCounterId,
       amountMinor: run.amount,
     });
-    crossingsFor(touch, touch.used, touch.projected, crossings);
+    if (outcome === 'APPROVED') crossings.push(...crossingsFor(limited, spentMinor(touch.state), spentMinor(touch.state) + run.amount));
   }
 
   return {

@@ -15,7 +15,8 @@
 // version the person approved, so the approval stands; a BLOCK limit that filled meanwhile blocks.
 import { formatMinor } from './currency.ts';
 import { decide, orderReasons } from './decide.ts';
-import type { BudgetEffect, Decision, EngineInput, ReasonCode, WindowState } from './types.ts';
+import type { BudgetCrossing, BudgetEffect, Decision, EngineInput, ReasonCode, WindowState } from './types.ts';
+import { crossingsFor, spentMinor, ZERO_WINDOW } from './budgets.ts';
 
 export interface ReevaluationRequest {
   answer: 'APPROVE' | 'REJECT';
@@ -115,13 +116,20 @@ export function reevaluate(input: EngineInput, request: ReevaluationRequest): Re
       amountMinor: amount,
     });
   }
-  // Windows the purchase counts toward now but that never held it (a policy that came into force since).
-  const crossings = [];
+  const crossings: BudgetCrossing[] = [];
   if (outcome === 'APPROVED') {
+    // Windows the purchase counts toward now but that never held it (a policy that came into force since).
     for (const effect of evaluation.effects.budget) {
       if (!held.has(effect.windowId)) budget.push({ ...effect, operation: 'COMMIT' });
     }
-    for (const crossing of evaluation.effects.crossings) if (!held.has(crossing.windowId)) crossings.push(crossing);
+    // The amount becomes spending: the limits that read each window judge the crossings now.
+    for (const effect of budget) {
+      const current = keys.get(effect.windowId);
+      if (!current || !effect.window) continue;
+      const state = input.windows.get(effect.windowId) ?? ZERO_WINDOW;
+      const before = spentMinor(state);
+      crossings.push(...crossingsFor({ id: effect.windowId, key: effect.window, limits: current.limits, budgetCounterId: state.budgetCounterId }, before, before + amount));
+    }
   }
 
   return {

@@ -240,11 +240,13 @@ export interface BudgetEffect {
 export type CrossingKind = 'THRESHOLD_REACHED' | 'EXHAUSTED';
 
 /**
- * committed + held + opening balance passes 80% (THRESHOLD_REACHED) or reaches 100% (EXHAUSTED)
- * of a limit because of this effect. The command emits each event once per window.
+ * Spending (opening balance + committed) passes 80% (THRESHOLD_REACHED) or reaches 100% (EXHAUSTED)
+ * of a limit because of this effect (cause SPENDING), or a BLOCK limit past 80% refuses a purchase
+ * (EXHAUSTED, cause PURCHASE_REFUSED; the command reports that once per window and limit rule).
  */
 export interface BudgetCrossing {
   kind: CrossingKind;
+  cause: 'SPENDING' | 'PURCHASE_REFUSED';
   windowId: string;
   window: WindowKey;
   budgetCounterId: string | null;

@@ -15,6 +15,10 @@ import { webhookRoutes } from '../webhooks/routes.ts';
 import type Router from '@koa/router';
 import { connectionRouters } from '../oauth/mount.ts';
 import { connectionTokenResolver } from '../connections/resolve-token.ts';
+import { closeWhenStopping, healthRoutes } from './health.ts';
+import { openApiRoutes } from './openapi-route.ts';
+import { httpMetrics, metricsRoutes } from '../metrics/http.ts';
+import { dashboardRoutes } from '../dashboard/routes.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -39,21 +43,20 @@ const under = (prefix: string, mw: (ctx: Context, next: Next) => unknown) => (ct
   ctx.path === prefix || ctx.path.startsWith(prefix + '/') ? mw(ctx, next) : next();
 
 export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
-  const app = new Koa({ proxy: true });
+  // One proxy hop (the platform router) appends the caller's address to X-Forwarded-For: trust only that
+  // rightmost entry, so a caller cannot choose its own address (the registration rate limit keys on it).
+  const app = new Koa({ proxy: true, maxIpsCount: 1 });
   app.use(requestContext(deps));
+  app.use(httpMetrics);
+  app.use(closeWhenStopping(deps));
   app.use(errorMiddleware(deps.log));
-  app.use(async (ctx, next) => {
-    if (ctx.path === '/health' && ctx.method === 'GET') {
-      ctx.body = { status: 'ok', store: deps.store.engine };
-      return;
-    }
-    return next();
-  });
+  // Probes, metrics and the API reference answer without /v1 credentials.
+  for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
   const admin = adminRoutes(deps);
   app.use(admin.routes());
   app.use(under('/v1', authenticate({ db: deps.store.db, collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
   app.use(under('/v1', refuseAuthoring));
-  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), ...extraRouters]) {
+  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), dashboardRoutes(deps), ...extraRouters]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

@@ -3,7 +3,7 @@
 import type { Context, Next } from 'koa';
 import { ApiError, forbidden, unauthorized } from './errors.ts';
 import { classifyKey, hashesMatch } from '../credentials/api-keys.ts';
-import type { Collections } from '../store/collections.ts';
+import { lastUseIsStale, type ApiKeyDoc, type Collections } from '../store/collections.ts';
 import type { StoreDb } from '../store/store.ts';
 import { configView, type ConfigView } from '../cache/config-cache.ts';
 
@@ -43,6 +43,12 @@ export async function principalFor(header: string | undefined, deps: AuthDeps, v
     if (!deps.resolveAccessToken) throw unauthorized('invalid_token', 'The access token is not valid.');
     return deps.resolveAccessToken(credential, now);
   }
+  // An OAuth refresh token or authorization code is an OAuth credential, just not a bearer one.
+  if (credential.startsWith('cmp_ort_') || credential.startsWith('cmp_oac_')) {
+    throw new ApiError(401, 'invalid_token', 'Only an access token (cmp_oat_) is a bearer credential; exchange this one at the token endpoint.', undefined, {
+      'WWW-Authenticate': 'Bearer error="invalid_token"',
+    });
+  }
   const shape = classifyKey(credential);
   if (shape.kind === 'other-environment') {
     throw unauthorized('wrong_environment', 'This key belongs to a different environment.');
@@ -55,6 +61,8 @@ export async function principalFor(header: string | undefined, deps: AuthDeps, v
   if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
     throw unauthorized('api_key_expired', 'This API key has expired.');
   }
+  // Last use is bookkeeping, not configuration: written past the cache's stamp, so it invalidates nothing.
+  if (lastUseIsStale(key.lastUsedAt, now)) await deps.db.collection<ApiKeyDoc>('api_keys').updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
   return { kind: 'API_KEY', organizationId: key.organizationId, apiKeyId: key._id, prefix: key.prefix, agentId: key.agentId };
 }
 

@@ -1,13 +1,34 @@
 // Request bodies: JSON only for writes (415 otherwise), size limits of SPEC.md section 8 (413),
 // malformed JSON is 400 `malformed_json`. The raw text is kept because purchases store it verbatim.
+// koa-body reads the text; JSON.parse (not co-body's bourne, which refuses a `__proto__` key as if
+// the JSON were malformed) parses it: `__proto__` is then an ordinary own key the validators judge.
 import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
-import { ApiError } from './errors.ts';
+import { ApiError, invalidRequest } from './errors.ts';
 
 export const LIMITS = {
   standard: 64 * 1024, // purchases, policies, simulations
   webhooks: 16 * 1024, // webhook management
 } as const;
+
+/** Objects and arrays nest at most this deep in any JSON body (the body itself is level 1). */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Refuses a parsed value nested deeper than MAX_JSON_DEPTH, walking it without recursion, before
+ * anything recursive (validation, canonical JSON, storage) sees it.
+ */
+export function checkDepth(value: unknown): void {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth > MAX_JSON_DEPTH) {
+      throw invalidRequest([{ path: 'body', code: 'TOO_DEEP', message: `JSON objects and arrays nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
+    }
+    for (const child of Object.values(current)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+  }
+}
 
 const isJson = (ctx: Context) => {
   const type = ctx.request.type; // media type without parameters, lower-cased
@@ -25,13 +46,12 @@ const hasBody = (ctx: Context) => {
  */
 export function jsonBody(limit: number, { optional = false }: { optional?: boolean } = {}) {
   const parse = koaBody({
-    json: true,
+    json: false,
     urlencoded: false,
-    text: false,
+    text: true,
+    textTypes: ['application/json', 'application/*+json'],
     multipart: false,
-    jsonLimit: limit,
-    jsonStrict: false,
-    includeUnparsed: true,
+    textLimit: limit,
     // koa-body types these as its own enum; the strings are its values.
     parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as unknown as NonNullable<Parameters<typeof koaBody>[0]>['parsedMethods'],
     onError: (err: Error) => {
@@ -55,7 +75,7 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       if (status === 413) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
       throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
     }
-    const raw = (ctx.request as unknown as { rawBody?: string }).rawBody ?? '';
+    const raw = typeof ctx.request.body === 'string' ? ctx.request.body : '';
     if (raw.trim() === '') {
       if (optional) {
         ctx.state.body = undefined;
@@ -63,8 +83,15 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       }
       throw new ApiError(400, 'malformed_json', 'The request body is empty; send a JSON object.');
     }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
+    }
+    checkDepth(parsed);
     ctx.state.rawBody = raw;
-    ctx.state.body = ctx.request.body;
+    ctx.state.body = parsed;
     return next();
   };
 }

@@ -1,7 +1,8 @@
 // Mounted first (DESIGN.md 6a): renders SPEC.md section 7's error body for expected errors,
 // and logs anything else once as a 500 `internal_error` without exposing its message.
 import type { Context, Next } from 'koa';
-import { ApiError } from './errors.ts';
+import { ApiError, storeUnavailable } from './errors.ts';
+import { isStoreTimeout } from '../store/store.ts';
 import type { Logger } from '../log.ts';
 
 export function errorMiddleware(log: Logger) {
@@ -9,7 +10,9 @@ export function errorMiddleware(log: Logger) {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not_found', 'No such resource.');
-      if (ctx.status === 405 && ctx.body === undefined) throw new ApiError(405, 'method_not_allowed', 'Method not allowed on this resource.');
+      // The router answers an HTTP method it implements nowhere (TRACE, PROPFIND...) with a bare 501:
+      // to a client that is the same mistake as any other method the resource does not allow.
+      if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined) throw new ApiError(405, 'method_not_allowed', 'Method not allowed on this resource.');
     } catch (err) {
       const apiError = toApiError(err);
       if (!apiError) {
@@ -26,6 +29,7 @@ export function errorMiddleware(log: Logger) {
 /** Errors raised by the HTTP stack itself (body parsers, routers) mapped onto the contract's codes. */
 function toApiError(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
+  if (isStoreTimeout(err)) return storeUnavailable(err);
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;
   if (status === 413 || e?.type === 'entity.too.large') {

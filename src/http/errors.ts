@@ -51,3 +51,24 @@ export class VersionConflict extends Error {
     this.name = 'VersionConflict';
   }
 }
+
+/**
+ * A command that could not commit within its retry budget, or a store that did not answer within its
+ * deadline: 503 with SPEC.md's `internal_error` code (its condition: a server failure, safe to retry a
+ * submission with the same Idempotency-Key; SPEC.md has no 503 code for this) and Retry-After.
+ */
+export class StoreUnavailable extends ApiError {
+  constructor(cause: unknown) {
+    super(
+      503,
+      'internal_error',
+      'The service is busy and could not complete this request in time. Retry shortly; a purchase submission is safe to retry with the same Idempotency-Key.',
+      undefined,
+      { 'retry-after': '1' },
+    );
+    this.name = 'StoreUnavailable';
+    this.cause = cause;
+  }
+}
+
+export const storeUnavailable = (cause: unknown) => new StoreUnavailable(cause);

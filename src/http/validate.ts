@@ -2,7 +2,27 @@
 // ErrorIssue per problem (SPEC.md section 7). Unknown fields: issue code UNKNOWN_FIELD (DESIGN.md 3).
 import type { TSchema, Static } from 'typebox';
 import { Compile } from 'typebox/compile';
+import { Settings } from 'typebox/system';
 import { invalidRequest, type ErrorIssue } from './errors.ts';
+
+/**
+ * At most this many issues are listed (the first ones found, in body order); a body can never
+ * produce an empty list. TypeBox stops collecting at its own `maxErrors` (8 by default), which hid
+ * problems: it is raised far enough that every listed issue is found.
+ */
+export const MAX_ISSUES = 100;
+Settings.Set({ maxErrors: MAX_ISSUES * 4 });
+
+/** The issues to report: the first MAX_ISSUES, deduplicated by path and code. */
+export function capIssues(issues: ErrorIssue[]): ErrorIssue[] {
+  const seen = new Set<string>();
+  return issues.filter((i) => {
+    const key = `${i.path}|${i.code}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  }).slice(0, MAX_ISSUES);
+}
 
 export interface Validator<T extends TSchema> {
   check(value: unknown): value is Static<T>;
@@ -29,7 +49,6 @@ const join = (base: string, tail: string) => (base && tail ? `${base}.${tail}` :
 
 function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
-  const seen = new Set<string>();
   // Branch errors of a union are noise once the union itself failed: keep the union's verdict.
   const unionPaths = new Set(errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.instancePath));
   for (const e of errors) {
@@ -42,8 +61,12 @@ function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
         }
         continue;
       }
-      case 'boolean': // the `false` schema behind additionalProperties: reported above
-        continue;
+      case 'boolean': {
+        // The `false` schema behind additionalProperties fails at the field itself.
+        if (!/\/additionalProperties$/.test(String((e as { schemaPath?: string }).schemaPath ?? ''))) continue;
+        issue = { path: join(rootPath, path), code: 'UNKNOWN_FIELD', message: `Unknown field "${path.split('.').pop()}".` };
+        break;
+      }
       case 'required': {
         for (const field of (e.params.requiredProperties as string[]) ?? [e.params.missingProperty as string]) {
           if (field === undefined) continue;
@@ -65,13 +88,9 @@ function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
         issue = { path: join(rootPath, path), code: codeFor(e.keyword), message: `"${path || 'body'}" ${e.message}.` };
       }
     }
-    const key = `${issue.path}|${issue.code}`;
-    if (!seen.has(key)) {
-      seen.add(key);
-      issues.push(issue);
-    }
+    issues.push(issue);
   }
-  return issues;
+  return capIssues(issues);
 }
 
 function codeFor(keyword: string): string {

@@ -3,7 +3,7 @@
 // engine `store.db.raw` offers the same Db surface, so the same code runs on both.
 import { Agenda } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
-import type { Store } from '../store/store.ts';
+import { isDuplicateKeyError, type Store } from '../store/store.ts';
 
 export interface JobsOptions {
   /** How often due jobs are polled for. */
@@ -21,4 +21,18 @@ export async function createAgenda(store: Store, options: JobsOptions = {}): Pro
   });
   await agenda.ready;
   return agenda;
+}
+
+/**
+ * Declares a recurring job (agenda.every). Its {name, type: 'single'} document is unique (src/store/indexes.ts),
+ * so a worker starting beside another may lose the insert race with a duplicate-key error: the job then
+ * exists, and the second try updates it.
+ */
+export async function every(agenda: Agenda, interval: string | number, name: string): Promise<void> {
+  try {
+    await agenda.every(interval, name);
+  } catch (error) {
+    if (!isDuplicateKeyError(error)) throw error;
+    await agenda.every(interval, name);
+  }
 }

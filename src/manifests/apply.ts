@@ -2,16 +2,17 @@
 // handle, never duplicate. A changed policy gets a new version (numbered here), activated only when
 // asked; keys are issued once and their secret appears only in this call's result.
 import { createHash } from 'node:crypto';
-import type { Manifest, ManifestPolicy } from '../../schemas/manifest.ts';
+import { DEFAULT_ROLES, type Manifest, type ManifestPolicy } from '../../schemas/manifest.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
 import { issueApiKey } from '../credentials/api-keys.ts';
-import { changeAgentStatus } from '../agents/change-status.ts';
+import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-status.ts';
+import { runCommand } from '../commands/run-command.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
-import type { Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
+import type { AgentDoc, Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { checkManifest } from './check.ts';
 
@@ -66,7 +67,9 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const manifest = input as Manifest;
   const now = deps.now();
 
-  return deps.store.withTransaction(async (session) => {
+  const changedAgents: Array<Pick<AgentDoc, '_id' | 'status'>> = [];
+  const applied = await runCommand(deps.store, async (session) => {
+    changedAgents.length = 0;
     const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {} };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
@@ -83,7 +86,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
 
     for (const p of manifest.people ?? []) {
       const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
-      const fields = { name: p.name, email: p.email.toLowerCase() };
+      const fields = { name: p.name, email: p.email.toLowerCase(), roles: [...(p.roles ?? DEFAULT_ROLES)] };
       if (existing) {
         if (changed(existing, fields)) await c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
         result.people[p.handle] = { id: existing._id };
@@ -102,7 +105,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       if (existing) {
         if (changed(existing, fields)) await c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
         if (a.status && a.status !== existing.status) {
-          await changeAgentStatus(deps, session, { ...existing, ...fields }, a.status, now);
+          changedAgents.push(await changeAgentStatus(deps, session, { ...existing, ...fields }, a.status, now));
         }
         result.agents[a.handle] = { id: existing._id };
       } else {
@@ -142,6 +145,8 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     }
     return result;
   });
+  for (const agent of changedAgents) await finishAgentStatusChange(deps, agent);
+  return applied;
 }
 
 async function applyPolicy(

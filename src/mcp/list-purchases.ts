@@ -4,6 +4,7 @@ import type { StoreDb } from '../store/store.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { isUuid } from '../ids.ts';
 import { views, type PurchaseViewDoc } from '../purchases/projection.ts';
+import { currentReadbacks } from '../purchases/read.ts';
 import type { ConnectionPrincipal } from '../connections/resolve-token.ts';
 
 export const LIST_LIMIT_MIN = 1;
@@ -48,7 +49,7 @@ export async function listConnectionPurchases(db: StoreDb, principal: Connection
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {
-    purchases: page.map((r) => r.readback),
+    purchases: await currentReadbacks(db, page),
     nextCursor: hasMore && last ? encodeCursor({ requestedAt: last.requestedAt, id: last._id }) : null,
     hasMore,
   };

@@ -3,8 +3,12 @@
 // metadata (RFC 9728). Per request:
 //   1. Origin, when sent, must be this service's own origin (MCP transport security; DNS rebinding).
 //   2. Bearer access token (RFC 6750) resolved like on /v1; 401 carries
-//      `WWW-Authenticate: Bearer resource_metadata=...` so a client can discover the authorization
-//      server (RFC 9728 5.1). The token's audience must be exactly {base_url}/mcp (RFC 8707).
+//      `WWW-Authenticate: Bearer resource_metadata=..., scope=...` so a client can discover the
+//      authorization server (RFC 9728 5.1) and the scopes to ask for (MCP 2025-11-25). The token's
+//      audience must be exactly {base_url}/mcp (RFC 8707). Unlike /v1 (SPEC.md 5.3: 403
+//      connection_unauthorized), every token that no longer works here, revoked connection and
+//      disabled agent included, is 401 invalid_token: the MCP authorization specification and
+//      RFC 6750 3.1 say so, and it is what makes a client sign in again by itself.
 //   3. A tools/call for a tool the connection's scopes do not reach is a 403 insufficient_scope
 //      challenge naming the scope (RFC 6750 3.1), so a client can ask the person for more.
 //   4. The JSON-RPC message goes to a fresh server + transport; both are closed with the response.
@@ -13,15 +17,17 @@ import type { Context } from 'koa';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, forbidden } from '../http/errors.ts';
+import { corsPreflight, openCors } from '../oauth/cors.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidToken, resolveConnectionToken } from '../connections/resolve-token.ts';
 import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../oauth/issuer.ts';
 import { SCOPES } from '../oauth/scopes.ts';
 import { buildMcpServer, TOOL_SCOPES } from './tools.ts';
 
-export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>) {
+/** RFC 9728 3.3: `resource` is the URL the document's well-known address was built from. */
+export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>, resource = mcpResourceOf(deps.config)) {
   return {
-    resource: mcpResourceOf(deps.config),
+    resource,
     authorization_servers: [issuerOf(deps.config)],
     scopes_supported: [...SCOPES],
     bearer_methods_supported: ['header'],
@@ -29,8 +35,10 @@ export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>) {
   };
 }
 
-function challenge(deps: AppDeps, extra = ''): Record<string, string> {
-  return { 'WWW-Authenticate': `Bearer ${extra}resource_metadata="${protectedResourceMetadataUrl(deps.config)}"` };
+/** RFC 6750 3 with RFC 9728 5.1's resource_metadata; `scope` is what to ask for (MCP 2025-11-25). */
+function challenge(deps: AppDeps, error: string | null = null, scope = SCOPES.join(' ')): Record<string, string> {
+  const err = error ? `error="${error}", ` : '';
+  return { 'WWW-Authenticate': `Bearer ${err}scope="${scope}", resource_metadata="${protectedResourceMetadataUrl(deps.config)}"` };
 }
 
 function checkOrigin(ctx: Context, deps: AppDeps): void {
@@ -44,12 +52,12 @@ function checkOrigin(ctx: Context, deps: AppDeps): void {
 async function authenticateMcp(ctx: Context, deps: AppDeps) {
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('authorization'));
   if (!match) throw new ApiError(401, 'unauthorized', 'Connect through OAuth and send Authorization: Bearer <access token>.', undefined, challenge(deps));
-  const rejected = () => invalidToken(challenge(deps, 'error="invalid_token", '));
+  const rejected = () => invalidToken(challenge(deps, 'invalid_token'));
   let resolved;
   try {
     resolved = await resolveConnectionToken({ db: deps.store.db, collections: deps.collections }, match[1], deps.now());
   } catch (err) {
-    if (err instanceof ApiError && err.code === 'invalid_token') throw rejected();
+    if (err instanceof ApiError && (err.code === 'invalid_token' || err.code === 'connection_unauthorized')) throw rejected();
     throw err;
   }
   // RFC 8707 / MCP authorization: a token for another audience is not valid here.
@@ -75,12 +83,17 @@ function missingScope(body: unknown, scopes: readonly string[]): string | null {
 export function mcpRoutes(deps: AppDeps): Router {
   const router = new Router();
 
-  for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
-    router.get(path, (ctx) => {
-      ctx.set('Access-Control-Allow-Origin', '*');
-      ctx.body = protectedResourceMetadata(deps);
-    });
-  }
+  corsPreflight(router, ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']);
+  router.get('/.well-known/oauth-protected-resource/mcp', (ctx) => {
+    openCors(ctx);
+    ctx.body = protectedResourceMetadata(deps);
+  });
+  // The root document describes the resource {base_url} itself (RFC 9728 3.3), not /mcp. Tokens are
+  // issued only for {base_url}/mcp (SPEC.md 5.2), and MCP clients read the path-suffixed document.
+  router.get('/.well-known/oauth-protected-resource', (ctx) => {
+    openCors(ctx);
+    ctx.body = protectedResourceMetadata(deps, deps.config.baseUrl);
+  });
 
   router.post('/mcp', async (ctx, next) => {
     checkOrigin(ctx, deps);
@@ -91,7 +104,7 @@ export function mcpRoutes(deps: AppDeps): Router {
     const { principal, organization } = ctx.state.mcp as Awaited<ReturnType<typeof authenticateMcp>>;
     const lacking = missingScope(ctx.state.body, principal.scopes);
     if (lacking) {
-      throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking} scope.`, undefined, challenge(deps, `error="insufficient_scope", scope="${lacking}", `));
+      throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking} scope.`, undefined, challenge(deps, 'insufficient_scope', lacking));
     }
     const server = buildMcpServer({ deps, principal, organization });
     // Stateless (no session id) and plain JSON responses: every call is one HTTP exchange.

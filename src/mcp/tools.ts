@@ -12,7 +12,7 @@ import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { purchaseInput } from '../purchases/input.ts';
+import { parsePurchase } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
 import { simulateCurrentPolicies } from '../simulations/simulate.ts';
@@ -32,11 +32,11 @@ const simulationBody = compile(CurrentPoliciesSimulationBody);
 // ---- schemas ---------------------------------------------------------------------------------
 
 const purchaseFields = {
-  merchant: z.string().min(1).max(200).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
+  merchant: z.string().max(200).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
   amountMinor: z
     .union([z.string().regex(/^-?\d+$/), z.number().int()])
     .describe('The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.'),
-  reason: z.string().min(1).max(2000).describe('Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.'),
+  reason: z.string().max(2000).describe('Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.'),
   currency: z.string().regex(/^[A-Z]{3}$/).nullable().optional().describe('ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.'),
   category: z.string().max(100).nullable().optional().describe('Optional category, e.g. "office-supplies".'),
   merchantDomain: z.string().max(253).nullable().optional().describe('Optional web domain of the merchant, recorded as evidence only.'),
@@ -200,8 +200,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       },
       (args) =>
         run(async () => {
-          const body = simulationBody.parse(args);
-          return simulateCurrentPolicies(deps, organization, principal.agentId, purchaseInput(body, organization.currency));
+          const { purchase } = parsePurchase(simulationBody, args, organization.currency);
+          return simulateCurrentPolicies(deps, organization, principal.agentId, purchase);
         }),
     );
   }
@@ -226,11 +226,11 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       (args) =>
         run(async () => {
           const { idempotencyKey, ...fields } = args;
-          const body = submissionBody.parse(fields);
+          const { body, purchase } = parsePurchase(submissionBody, fields, organization.currency);
           const result = await submitPurchase(deps, {
             organization,
             principal,
-            purchase: purchaseInput(body, organization.currency),
+            purchase,
             body: body as Record<string, unknown>,
             rawBody: JSON.stringify(fields),
             idempotencyKey: idempotencyKey ?? null,

@@ -2,6 +2,8 @@
 //   PUT    /admin/people/{personId}/password   body {password}: sets a person's sign-in password
 //   GET    /admin/connections?organizationId=  lists an organisation's connections, newest first
 //   DELETE /admin/connections/{connectionId}   revokes one (connection.revoked), idempotent
+//   GET    /admin/oauth-clients                 clients registered through RFC 7591, newest first
+//   DELETE /admin/oauth-clients/{id}            revokes a registration and every connection made with it
 import Router from '@koa/router';
 import Type from 'typebox';
 import type { AppDeps } from '../app-deps.ts';
@@ -11,10 +13,16 @@ import { invalidRequest, notFound } from '../http/errors.ts';
 import { queryValue, uuidParam } from '../http/params.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
+import { iso } from '../timestamps.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { connectionsCollection, presentConnection, type ConnectionDoc } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './password.ts';
+import { oauthCollections, type RegisteredClientDoc } from './documents.ts';
+import { registeredClientId, revokeRegisteredClient } from './registration.ts';
+
+/** Enough for any operator's screen; unused registrations expire after a day anyway. */
+const CLIENT_LIST_LIMIT = 500;
 
 const PasswordBody = compile(
   Type.Object({ password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }) }, { additionalProperties: false }),
@@ -61,6 +69,30 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
     const { connection } = await runCommand(deps.store, (session) => revokeConnectionIn(deps.store.db, session, id, 'OPERATOR', deps.now()));
     if (!connection) throw notFound('connection');
     ctx.body = { connection: (await present([connection]))[0] };
+  });
+
+  const presentClient = (x: RegisteredClientDoc) => ({
+    id: x._id,
+    clientId: registeredClientId(deps.config, x._id),
+    clientName: x.clientName,
+    redirectUris: x.redirectUris,
+    scope: x.scope,
+    createdAt: x.createdAt.toISOString(),
+    expiresAt: iso(x.expiresAt),
+    lastConnectedAt: iso(x.lastConnectedAt),
+    revokedAt: iso(x.revokedAt),
+  });
+
+  router.get('/oauth-clients', async (ctx) => {
+    const list = await oauthCollections(deps.store.db).clients.find({}).sort({ createdAt: -1, _id: -1 }).limit(CLIENT_LIST_LIMIT).toArray();
+    ctx.body = { clients: list.map(presentClient) };
+  });
+
+  router.delete('/oauth-clients/:clientId', async (ctx) => {
+    const id = uuidParam(ctx, 'clientId', 'client');
+    const { client, connectionsRevoked } = await revokeRegisteredClient(deps.store, deps.config, id, deps.now());
+    if (!client) throw notFound('client');
+    ctx.body = { client: presentClient(client), connectionsRevoked };
   });
 
   return router;

@@ -100,6 +100,15 @@ export async function approveAuthorization(db: StoreDb, session: StoreSession, i
   const { request: r, person, agent, now } = input;
   const consumed = await o.requests.deleteOne({ _id: r._id }, { session });
   if (consumed.deletedCount !== 1) return null;
+  if (r.registeredClientId) {
+    // A registered client must still be live; once used it no longer expires (registration.ts 5).
+    const live = await o.clients.updateOne(
+      { _id: r.registeredClientId, revokedAt: null, $or: [{ expiresAt: null }, { expiresAt: { $gt: now } }] },
+      { $set: { expiresAt: null, lastConnectedAt: now } },
+      { session },
+    );
+    if (live.matchedCount !== 1) return null;
+  }
   const connection: ConnectionDoc = {
     _id: newId(),
     organizationId: person.organizationId,

@@ -26,6 +26,8 @@ export interface ClientMetadata {
   redirectUris: string[];
   /** The `scope` the client declares it may ask for, if any (space-separated). */
   scope: string | null;
+  /** The registration's id when the client registered here (RFC 7591): its name is then unverified. */
+  registeredId: string | null;
 }
 
 export type ClientMetadataResult = { ok: true; metadata: ClientMetadata } | { ok: false; reason: string };
@@ -82,7 +84,7 @@ function pinnedLookup(expectedHost: string, addresses: ResolvedAddress[]): Looku
   };
 }
 
-const cleanText = (s: string, max: number) => s.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim().slice(0, max);
+export const cleanText = (s: string, max: number) => s.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim().slice(0, max);
 
 /** Step 4: the document itself. Exported for unit tests. */
 export function parseClientMetadata(clientId: string, url: URL, doc: unknown): ClientMetadataResult {
@@ -107,7 +109,7 @@ export function parseClientMetadata(clientId: string, url: URL, doc: unknown): C
   const host = url.host;
   const name = typeof d.client_name === 'string' ? cleanText(d.client_name, 100) : '';
   const scope = typeof d.scope === 'string' ? d.scope : null;
-  return { ok: true, metadata: { clientId, clientName: name || host, clientHost: host, redirectUris: uris as string[], scope } };
+  return { ok: true, metadata: { clientId, clientName: name || host, clientHost: host, redirectUris: uris as string[], scope, registeredId: null } };
 }
 
 async function readCapped(body: AsyncIterable<Buffer | Uint8Array>, limit: number): Promise<Buffer | null> {

@@ -15,6 +15,8 @@ export interface AuthorizationRequestDoc {
   clientId: string;
   clientName: string;
   clientHost: string;
+  /** The registration's id for a client registered here (RFC 7591), whose name is unverified; else null. */
+  registeredClientId: string | null;
   redirectUri: string;
   state: string | null;
   codeChallenge: string;
@@ -66,9 +68,39 @@ export interface RefreshTokenDoc {
   consumedAt: Date | null;
 }
 
+/**
+ * A client registered through RFC 7591 (POST /oauth/register). Its client_id is
+ * `{auth_url}/oauth/clients/{_id}`, where the same metadata is served as a client ID metadata
+ * document. Nothing in it is verified: anyone may register any name.
+ */
+export interface RegisteredClientDoc {
+  /** UUID; the last segment of the client_id. */
+  _id: string;
+  clientName: string | null;
+  redirectUris: string[];
+  /** Space-separated scopes the client registered, or null for all. */
+  scope: string | null;
+  createdAt: Date;
+  /** Set until a person first approves a connection for it; the TTL index removes unused ones. */
+  expiresAt: Date | null;
+  /** When a person last approved a connection for it. */
+  lastConnectedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** Registrations counted per source address and fixed window (the registration rate limit). */
+export interface RegistrationWindowDoc {
+  /** `{address} {window start ms}` */
+  _id: string;
+  count: number;
+  expiresAt: Date;
+}
+
 export const oauthCollections = (db: StoreDb) => ({
   requests: db.collection<AuthorizationRequestDoc>('oauth_authorization_requests'),
   codes: db.collection<AuthorizationCodeDoc>('oauth_codes'),
   accessTokens: db.collection<AccessTokenDoc>('oauth_access_tokens'),
   refreshTokens: db.collection<RefreshTokenDoc>('oauth_refresh_tokens'),
+  clients: db.collection<RegisteredClientDoc>('oauth_clients'),
+  registrationWindows: db.collection<RegistrationWindowDoc>('oauth_registration_windows'),
 });

@@ -12,3 +12,7 @@ export const protectedResourceMetadataUrl = (config: Config) => `${config.baseUr
 export const authorizationEndpointOf = (config: Config) => `${config.authUrl}/oauth/authorize`;
 export const tokenEndpointOf = (config: Config) => `${config.authUrl}/oauth/token`;
 export const revocationEndpointOf = (config: Config) => `${config.authUrl}/oauth/revoke`;
+export const registrationEndpointOf = (config: Config) => `${config.authUrl}/oauth/register`;
+
+/** Registered clients get a client_id under this prefix, where their metadata document is served. */
+export const registeredClientIdPrefix = (config: Config) => `${config.authUrl}/oauth/clients/`;

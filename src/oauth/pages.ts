@@ -71,9 +71,16 @@ export interface SignInView {
   csrf: string;
   clientName: string;
   clientHost: string;
+  /** Registered here (RFC 7591): the name is the application's own, unverified claim. */
+  registered: boolean;
   email?: string;
   error?: string;
 }
+
+const UNVERIFIED = 'unverified name: the application registered itself and chose this name';
+
+/** Who the client is, as far as the service knows: the host that serves its metadata, or nothing. */
+const clientOrigin = (v: { clientHost: string; registered: boolean }) => (v.registered ? UNVERIFIED : v.clientHost);
 
 export function signInPage(v: SignInView): { title: string; body: string } {
   const err = v.error ? `<div class="alert" role="alert" id="sign-in-error">${escapeHtml(v.error)}</div>` : '';
@@ -81,7 +88,7 @@ export function signInPage(v: SignInView): { title: string; body: string } {
   return {
     title: 'Sign in',
     body: `<h1>Sign in to connect ${escapeHtml(v.clientName)}</h1>
-<p><strong>${escapeHtml(v.clientName)}</strong> <span class="muted">(${escapeHtml(v.clientHost)})</span> wants to act as one of your organisation's agents. Sign in to choose whether to allow it.</p>
+<p><strong>${escapeHtml(v.clientName)}</strong> <span class="muted">(${escapeHtml(clientOrigin(v))})</span> wants to act as one of your organisation's agents. Sign in to choose whether to allow it.</p>
 ${err}
 <form method="post" action="/oauth/sign-in">
 ${hidden('request', v.requestId)}
@@ -108,6 +115,7 @@ export interface ConsentView {
   clientName: string;
   clientId: string;
   clientHost: string;
+  registered: boolean;
   redirectHost: string;
   scopes: Scope[];
   agents: { id: string; name: string; description: string | null }[];
@@ -136,8 +144,12 @@ ${v.agents
 ${err}
 <h2>Who is asking</h2>
 <dl>
-<dt>Application</dt><dd>${escapeHtml(v.clientName)}</dd>
-<dt>Identified by</dt><dd><strong>${escapeHtml(v.clientHost)}</strong> <span class="muted">(<code>${escapeHtml(v.clientId)}</code>)</span></dd>
+<dt>Application</dt><dd>${escapeHtml(v.clientName)}${v.registered ? ' <strong>(unverified)</strong>' : ''}</dd>
+<dt>Identified by</dt><dd>${
+      v.registered
+        ? `nothing: it registered itself with this service, and its name was chosen by whoever registered it. Allow it only if you started this connection from the application you expect. <span class="muted">(<code>${escapeHtml(v.clientId)}</code>)</span>`
+        : `<strong>${escapeHtml(v.clientHost)}</strong> <span class="muted">(<code>${escapeHtml(v.clientId)}</code>)</span>`
+    }</dd>
 <dt>You will be sent back to</dt><dd><strong>${escapeHtml(v.redirectHost)}</strong></dd>
 </dl>
 <h2>What it may do</h2>

@@ -6,6 +6,7 @@
 //   POST /oauth/consent                             approve (connection + code) or deny (access_denied)
 //   POST /oauth/token                               authorization_code and refresh_token grants
 //   POST /oauth/revoke                              RFC 7009
+// (POST /oauth/register and the registered clients' documents: registration-routes.ts.)
 // Protocol errors use RFC 6749's bodies, not SPEC.md 7's (SPEC.md 5.2: 'not shown').
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -15,12 +16,14 @@ import { bindBrowser, randomToken, requestBelongsHere, REQUEST_TTL_MS } from './
 import { credentialDigest } from './credentials.ts';
 import { oauthCollections, type AuthorizationRequestDoc } from './documents.ts';
 import { queryParams, readForm } from './form.ts';
-import { authorizationEndpointOf, issuerOf, mcpResourceOf, revocationEndpointOf, tokenEndpointOf } from './issuer.ts';
+import { authorizationEndpointOf, issuerOf, mcpResourceOf, registrationEndpointOf, revocationEndpointOf, tokenEndpointOf } from './issuer.ts';
 import { consentPage, errorPage, sendPage, signInPage } from './pages.ts';
 import { burnPasswordCheck, verifyPassword } from './password.ts';
 import { SCOPES } from './scopes.ts';
 import { revocationRequest, tokenRequest } from './token.ts';
-import { fetchClientMetadata } from './client-metadata.ts';
+import { corsPreflight, openCors } from './cors.ts';
+import { clientResolver } from './registration.ts';
+import { runCommand } from '../commands/run-command.ts';
 
 const MAX_FAILED_SIGN_INS = 5;
 
@@ -31,6 +34,7 @@ export function authorizationServerMetadata(deps: Pick<AppDeps, 'config'>) {
     authorization_endpoint: authorizationEndpointOf(c),
     token_endpoint: tokenEndpointOf(c),
     revocation_endpoint: revocationEndpointOf(c),
+    registration_endpoint: registrationEndpointOf(c),
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
@@ -41,14 +45,6 @@ export function authorizationServerMetadata(deps: Pick<AppDeps, 'config'>) {
     client_id_metadata_document_supported: true,
     authorization_response_iss_parameter_supported: true,
   };
-}
-
-/** CORS for what browser-based MCP clients fetch: metadata, token, revoke. No cookies are involved. */
-function openCors(ctx: Context): void {
-  ctx.set('Access-Control-Allow-Origin', '*');
-  ctx.set('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
-  ctx.set('Access-Control-Allow-Headers', 'Content-Type, Authorization, MCP-Protocol-Version');
-  ctx.set('Access-Control-Max-Age', '600');
 }
 
 function tokenHeaders(ctx: Context): void {
@@ -76,13 +72,11 @@ export function oauthRoutes(deps: AppDeps): Router {
     openCors(ctx);
     ctx.body = authorizationServerMetadata(deps);
   });
-  router.options(['/.well-known/oauth-authorization-server', '/oauth/token', '/oauth/revoke'], (ctx) => {
-    openCors(ctx);
-    ctx.status = 204;
-  });
+  corsPreflight(router, ['/.well-known/oauth-authorization-server', '/oauth/token', '/oauth/revoke']);
+  const resolveClient = clientResolver(deps.store.db, deps.config, deps.now);
 
   router.get('/oauth/authorize', async (ctx) => {
-    const check = await checkAuthorizationRequest(queryParams(ctx), mcpResourceOf(deps.config), { allowLocal: deps.config.webhookUnsafeAllowLocal }, fetchClientMetadata);
+    const check = await checkAuthorizationRequest(queryParams(ctx), mcpResourceOf(deps.config), { allowLocal: deps.config.webhookUnsafeAllowLocal }, resolveClient);
     if (check.kind === 'page') return page(ctx, 400, errorPage(check.heading, check.message));
     if (check.kind === 'redirect') {
       ctx.set('Cache-Control', 'no-store');
@@ -100,6 +94,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       clientId: r.client.clientId,
       clientName: r.client.clientName,
       clientHost: r.client.clientHost,
+      registeredClientId: r.client.registeredId,
       redirectUri: r.redirectUri,
       state: r.state,
       codeChallenge: r.codeChallenge,
@@ -111,7 +106,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       expiresAt: new Date(now.getTime() + REQUEST_TTL_MS),
     };
     await o.requests.insertOne(doc);
-    page(ctx, 200, signInPage({ requestId: doc._id, csrf: doc.csrfToken, clientName: doc.clientName, clientHost: doc.clientHost }));
+    page(ctx, 200, signInPage({ requestId: doc._id, csrf: doc.csrfToken, clientName: doc.clientName, clientHost: doc.clientHost, registered: doc.registeredClientId !== null }));
   });
 
   router.post('/oauth/sign-in', async (ctx) => {
@@ -122,7 +117,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     const email = (form.get('email') ?? '').trim();
     const password = form.get('password') ?? '';
     const again = (message: string) =>
-      page(ctx, 401, signInPage({ requestId: request._id, csrf: request.csrfToken, clientName: request.clientName, clientHost: request.clientHost, email, error: message }));
+      page(ctx, 401, signInPage({ requestId: request._id, csrf: request.csrfToken, clientName: request.clientName, clientHost: request.clientHost, registered: request.registeredClientId !== null, email, error: message }));
 
     const candidates = email === '' ? [] : await deps.collections.people.find({ email: { $in: [...new Set([email, email.toLowerCase()])] } }).toArray();
     let person = null;
@@ -163,6 +158,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       clientName: request.clientName,
       clientId: request.clientId,
       clientHost: request.clientHost,
+      registered: request.registeredClientId !== null,
       redirectHost: redirectHostOf(request.redirectUri),
       scopes: request.scopes,
       agents: agents.map((a) => ({ id: a._id, name: a.name, description: a.description })),
@@ -201,7 +197,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     const agent = shown.agents.find((a) => a._id === form.get('agent'));
     if (!agent) return page(ctx, 400, (await consentView(request, 'Choose which agent the application may act as.'))!.view);
     const now = deps.now();
-    const approved = await deps.store.withTransaction((session) =>
+    const approved = await runCommand(deps.store, (session) =>
       approveAuthorization(deps.store.db, session, { request, person: shown.person, agent, now }),
     );
     if (!approved) return expired(ctx);

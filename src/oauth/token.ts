@@ -64,6 +64,20 @@ async function issueTokens(db: StoreDb, session: StoreSession, connection: Conne
   return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL_MS / 1000, refresh_token: refresh, scope: scopes.join(' ') };
 }
 
+/**
+ * The connection tokens may be issued for, or why not. Tokens for an agent that is not ENABLED would
+ * be refused on their first use; refusing the grant instead sends the client back to the person
+ * (who can choose an enabled agent). The refresh token is not consumed, so it works again once the
+ * agent is re-enabled.
+ */
+async function usableConnection(deps: AppDeps, session: StoreSession, connectionId: string): Promise<ConnectionDoc | string> {
+  const connection = await connectionsCollection(deps.store.db).findOne({ _id: connectionId }, { session });
+  if (!connection || connection.revokedAt !== null) return 'the connection has been revoked';
+  const agent = await deps.collections.agents.findOne({ _id: connection.agentId, organizationId: connection.organizationId }, { session });
+  if (!agent || agent.status !== 'ENABLED') return 'the agent of this connection is not enabled';
+  return connection;
+}
+
 /** The token endpoint: dispatches on grant_type. */
 export async function tokenRequest(deps: AppDeps, form: FormResult): Promise<TokenOutcome> {
   if (!form.ok) return failure('invalid_request', form.detail);
@@ -114,8 +128,8 @@ async function exchangeCode(deps: AppDeps, form: Form, clientId: string): Promis
     if (!verifierMatches(verifier, found.codeChallenge)) return invalidGrant('code_verifier does not match the code_challenge');
     const used = await o.codes.updateOne({ _id: digest, usedAt: null }, { $set: { usedAt: now } }, { session });
     if (used.matchedCount !== 1) throw new VersionConflict(`authorization code ${digest.slice(0, 8)}`);
-    const connection = await connectionsCollection(deps.store.db).findOne({ _id: found.connectionId }, { session });
-    if (!connection || connection.revokedAt !== null) return invalidGrant('the connection has been revoked');
+    const connection = await usableConnection(deps, session, found.connectionId);
+    if (typeof connection === 'string') return invalidGrant(connection);
     return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, found.scopes, found.resource, now) };
   });
 }
@@ -147,8 +161,8 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
       return invalidGrant('the refresh token was already used; the connection has been revoked');
     }
     if (found.expiresAt.getTime() <= now.getTime()) return invalidGrant('the refresh token has expired');
-    const connection = await connectionsCollection(deps.store.db).findOne({ _id: found.connectionId }, { session });
-    if (!connection || connection.revokedAt !== null) return invalidGrant('the connection has been revoked');
+    const connection = await usableConnection(deps, session, found.connectionId);
+    if (typeof connection === 'string') return invalidGrant(connection);
     // RFC 6749 6: a refresh may narrow the scopes, never widen them.
     if (narrowed && !narrowed.every((s) => found.scopes.includes(s))) return failure('invalid_scope', 'a refresh cannot add scopes');
     const consumed = await o.refreshTokens.updateOne({ _id: digest, consumedAt: null }, { $set: { consumedAt: now } }, { session });

@@ -16,7 +16,9 @@ export async function listPolicies(c: Collections, q: ListPoliciesQuery) {
   if (q.status) filter.status = q.status;
   if (q.search) filter.nameLower = { $regex: escapeRegex(q.search.toLowerCase()) };
   const total = await c.policyViews.countDocuments(filter);
-  const rows = await c.policyViews
+  const totalPages = Math.max(1, Math.ceil(total / q.pageSize));
+  // A page past the end is empty (SPEC.md 4.6), however far past: no skip beyond the data.
+  const rows = q.page > totalPages ? [] : await c.policyViews
     .find(filter)
     .sort({ createdAt: -1, _id: -1 })
     .skip((q.page - 1) * q.pageSize)
@@ -24,6 +26,6 @@ export async function listPolicies(c: Collections, q: ListPoliciesQuery) {
     .toArray();
   return {
     policies: rows.map((r) => r.summary),
-    pagination: { page: q.page, pageSize: q.pageSize, total, totalPages: Math.max(1, Math.ceil(total / q.pageSize)) },
+    pagination: { page: q.page, pageSize: q.pageSize, total, totalPages },
   };
 }

@@ -1,9 +1,11 @@
 // Wire shapes of policies and versions (SPEC.md 2.6), built from stored documents.
 import type { PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import { iso } from '../timestamps.ts';
+import type { Static } from 'typebox';
+import type { PolicySummary, PolicyVersion, PolicyVersionSummary } from '../../schemas/policies.ts';
 
 
-export function versionSummary(v: PolicyVersionDoc) {
+export function versionSummary(v: PolicyVersionDoc): Static<typeof PolicyVersionSummary> {
   return {
     id: v._id,
     versionNumber: v.versionNumber,
@@ -18,7 +20,7 @@ export function versionSummary(v: PolicyVersionDoc) {
   };
 }
 
-export function versionFull(v: PolicyVersionDoc) {
+export function versionFull(v: PolicyVersionDoc): Static<typeof PolicyVersion> {
   return {
     ...versionSummary(v),
     policyId: v.policyId,
@@ -36,7 +38,7 @@ export function versionFull(v: PolicyVersionDoc) {
 
 export const isInForce = (p: PolicyDoc) => p.status === 'ACTIVE' && p.activeVersionId !== null;
 
-export function policySummary(p: PolicyDoc, active: PolicyVersionDoc | null) {
+export function policySummary(p: PolicyDoc, active: PolicyVersionDoc | null): Static<typeof PolicySummary> {
   return {
     id: p._id,
     name: p.name,

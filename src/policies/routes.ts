@@ -4,7 +4,7 @@ import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { refusePolicyAuthoring, requireOrganizationKey } from '../http/auth.ts';
 import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
-import { queryValue, uuidParam } from '../http/params.ts';
+import { queryValue, uuidParam, queryParams } from '../http/params.ts';
 import type { PolicyStatus } from '../store/collections.ts';
 import { listPolicies } from './list.ts';
 import { getPolicy, getPolicyVersion, getPolicyVersionDoc } from './read.ts';
@@ -16,13 +16,18 @@ const STATUSES: PolicyStatus[] = ['ACTIVE', 'DISABLED', 'ARCHIVED'];
 const LIST_PARAMS = new Set(['status', 'search', 'page', 'pageSize']);
 const SEARCH_MAX = 200;
 
+/**
+ * A whole number of at least 1, with any number of digits (SPEC.md 4.6: a page past the end is
+ * empty, a pageSize above 100 is clamped); values beyond 2^53-1 are clamped to it.
+ */
 function positiveInt(value: string | undefined, name: string, fallback: number, issues: ErrorIssue[]): number {
   if (value === undefined) return fallback;
-  if (!/^\d{1,9}$/.test(value) || Number(value) < 1) {
+  const digits = /^\d+$/.test(value) ? value.replace(/^0+/, '') : '';
+  if (digits === '') {
     issues.push({ path: name, code: 'INVALID_INTEGER', message: `${name} must be a whole number of at least 1.` });
     return fallback;
   }
-  return Number(value);
+  return digits.length > 16 ? Number.MAX_SAFE_INTEGER : Math.min(Number(digits), Number.MAX_SAFE_INTEGER);
 }
 
 function parseListQuery(ctx: Context) {
@@ -59,13 +64,13 @@ export function policyRoutes(deps: AppDeps): Router {
   router.get('/v1/policies', requireOrganizationKey, async (ctx) => {
     ctx.body = await listPolicies(c, { organizationId: orgId(ctx), ...parseListQuery(ctx) });
   });
-  router.get('/v1/policies/:policyId', requireOrganizationKey, async (ctx) => {
+  router.get('/v1/policies/:policyId', requireOrganizationKey, queryParams(), async (ctx) => {
     ctx.body = await getPolicy(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'));
   });
-  router.get('/v1/policies/:policyId/versions/:versionId', requireOrganizationKey, async (ctx) => {
+  router.get('/v1/policies/:policyId/versions/:versionId', requireOrganizationKey, queryParams(), async (ctx) => {
     ctx.body = await getPolicyVersion(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
   });
-  router.post('/v1/policies/:policyId/versions/:versionId/validate', requireOrganizationKey, async (ctx) => {
+  router.post('/v1/policies/:policyId/versions/:versionId/validate', requireOrganizationKey, queryParams(), async (ctx) => {
     const version = await getPolicyVersionDoc(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
     const { issues, warnings } = checkVersion(version);
     ctx.body = {

@@ -1,7 +1,9 @@
 // Write-side documents of a purchase: the request (with its verbatim body as evidence), each
 // decision made about it, and the approval a person answers. Read models live in projection.ts.
 import type { StoreDb } from '../store/store.ts';
-import type { ReasonCode } from '../engine/types.ts';
+import type { ApplicabilityReason, ReasonCode } from '../engine/types.ts';
+import type { Static } from 'typebox';
+import type { RuleEvaluation } from '../../schemas/decisions.ts';
 
 export type PurchaseStatus = 'EVALUATING' | 'PENDING_APPROVAL' | 'APPROVED' | 'REJECTED' | 'EXPIRED' | 'CANCELLED';
 export type Origin = 'DASHBOARD' | 'API' | 'MCP';
@@ -16,8 +18,10 @@ export interface PurchaseDoc {
   agentId: string;
   /** The credential that submitted it: the only one that may read it back (SPEC.md 4.2). */
   submitterId: string;
-  submittedVia: SubmittedVia;
+  submittedVia: SubmittedVia | null;
   origin: Origin;
+  /** The person behind a DASHBOARD purchase; null for machine origins (absent on older documents). */
+  initiatedBy?: { name: string } | null;
   merchant: string;
   merchantKey: string;
   merchantDomain: string | null;
@@ -40,9 +44,8 @@ export interface PurchaseDoc {
   version: number;
 }
 
-export interface StoredRuleEvaluation {
-  [field: string]: unknown;
-}
+/** Stored in its wire shape: a decision's evidence is what was answered. */
+export type StoredRuleEvaluation = Static<typeof RuleEvaluation>;
 
 export interface DecisionDoc {
   _id: string;
@@ -54,7 +57,7 @@ export interface DecisionDoc {
   explanation: string;
   evaluatedAt: Date;
   engineVersion: string;
-  policyVersions: { policyVersionId: string; applicabilityReason: string }[];
+  policyVersions: { policyVersionId: string; applicabilityReason: ApplicabilityReason }[];
   ruleEvaluations: StoredRuleEvaluation[];
 }
 

@@ -1,6 +1,8 @@
 // Turns a validated request body into the engine's purchase: exact amount, currency defaulted to
 // the organisation's own, merchant key normalised. Domain problems are `invalid_request` issues.
+import type { Static, TSchema } from 'typebox';
 import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { capIssues, type Validator } from '../http/validate.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
@@ -17,32 +19,97 @@ export interface PurchaseInput {
   reason: string;
 }
 
-export function purchaseInput(
-  body: { merchant: string; amountMinor: string | number; reason: string; currency?: string | null; category?: string | null; merchantDomain?: string | null },
+type PurchaseFields = { merchant: string; amountMinor: string | number; reason: string; currency?: string | null; category?: string | null; merchantDomain?: string | null };
+
+/**
+ * Validates a purchase body in one pass: the schema's issues and the domain's (amount, currency,
+ * merchant, reason, plus `more` for the caller's own rules) in one list, so no problem hides another.
+ * A domain rule looks only at a field the schema accepted.
+ */
+export function parsePurchase<T extends TSchema>(
+  validator: Validator<T>,
+  value: unknown,
   organizationCurrency: string,
-): PurchaseInput {
+  more: (body: Record<string, unknown>) => ErrorIssue[] = () => [],
+): { body: Static<T>; purchase: PurchaseInput } {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidRequest([{ path: 'body', code: 'INVALID_TYPE', message: 'The body must be a JSON object.' }]);
+  }
+  const record = value as Record<string, unknown>;
+  const schemaIssues = validator.issues(record);
+  const refused = new Set(schemaIssues.map((i) => i.path.split('.')[0]));
+  const issues = [...schemaIssues, ...domainIssues(record, organizationCurrency, refused), ...more(record)];
+  if (issues.length > 0) throw invalidRequest(capIssues(issues));
+  return { body: record as Static<T>, purchase: toPurchase(record as PurchaseFields, organizationCurrency) };
+}
+
+function domainIssues(body: Record<string, unknown>, organizationCurrency: string, refused: Set<string>): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
-  const amount = parseMinor(body.amountMinor);
-  if (amount === null) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
-  else if (amount <= 0n) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' });
-  else if (amount > MAX_STORED_MINOR) issues.push({ path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` });
-  const currency = body.currency ?? organizationCurrency;
-  if (!isIsoCurrency(currency)) issues.push({ path: 'currency', code: 'CURRENCY_NOT_ISO_4217', message: `${currency} is not an ISO 4217 currency.` });
-  const key = merchantKey(body.merchant);
-  if (key === '') issues.push({ path: 'merchant', code: 'MERCHANT_EMPTY', message: 'merchant needs letters or digits.' });
-  if (body.reason.trim() === '') issues.push({ path: 'reason', code: 'REASON_EMPTY', message: 'reason must say why.' });
-  if (issues.length > 0) throw invalidRequest(issues);
+  const check = (field: string) => Object.hasOwn(body, field) && !refused.has(field);
+  if (check('amountMinor')) {
+    const amount = parseMinor(body.amountMinor);
+    if (amount === null) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
+    else if (amount <= 0n) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' });
+    else if (amount > MAX_STORED_MINOR) issues.push({ path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` });
+  }
+  if (!refused.has('currency')) {
+    const currency = body.currency ?? organizationCurrency;
+    if (!isIsoCurrency(currency)) issues.push({ path: 'currency', code: 'CURRENCY_NOT_ISO_4217', message: `${String(currency)} is not an ISO 4217 currency.` });
+  }
+  if (check('merchant') && merchantKey(body.merchant as string) === '') {
+    issues.push({ path: 'merchant', code: 'MERCHANT_EMPTY', message: 'merchant needs letters or digits.' });
+  }
+  if (check('reason') && (body.reason as string).trim() === '') issues.push({ path: 'reason', code: 'REASON_EMPTY', message: 'reason must say why.' });
+  if (check('metadata')) issues.push(...reservedKeys(body.metadata, 'metadata'));
+  return issues;
+}
+
+/**
+ * `__proto__` is a valid JSON key, but a store that copies documents by assignment would turn it
+ * into a prototype: metadata refuses it by rule (RESERVED_KEY). The body's depth is already bounded.
+ */
+function reservedKeys(value: unknown, path: string): ErrorIssue[] {
+  const issues: ErrorIssue[] = [];
+  const stack: [unknown, string][] = [[value, path]];
+  while (stack.length > 0) {
+    const [current, at] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    for (const [key, child] of Object.entries(current)) {
+      if (key === '__proto__') issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: '"__proto__" is not accepted as a key.' });
+      else stack.push([child, `${at}.${key}`]);
+    }
+  }
+  return issues;
+}
+
+/**
+ * What "the same body" means for Idempotency-Key (SPEC.md 2.1, 4.1): the parsed, normalised request,
+ * so "1999" and 1999 are one MinorAmount, null and absent are one, and key order or white space
+ * (canonicalised by the caller) make no difference.
+ */
+export function idempotentRequest(purchase: PurchaseInput, metadata: unknown) {
+  return {
+    merchant: purchase.merchant,
+    amountMinor: purchase.amountMinor.toString(),
+    reason: purchase.reason,
+    currency: purchase.currency,
+    category: purchase.category,
+    merchantDomain: purchase.merchantDomain,
+    metadata: metadata ?? null,
+  };
+}
+
+function toPurchase(body: PurchaseFields, organizationCurrency: string): PurchaseInput {
   return {
     merchant: body.merchant,
-    merchantKey: key,
+    merchantKey: merchantKey(body.merchant),
     merchantDomain: body.merchantDomain ?? null,
-    amountMinor: amount!,
-    currency,
+    amountMinor: parseMinor(body.amountMinor)!,
+    currency: body.currency ?? organizationCurrency,
     category: body.category ?? null,
     reason: body.reason,
   };
 }
-
 
 /**
  * The engine's input (without the windows) for a purchase evaluated for an agent at `now` in the

@@ -1,14 +1,16 @@
 // Wire shapes of SPEC.md 2.3-2.5 and 4.1, built from engine results and stored documents.
-import type { Decision, RuleEvaluation } from '../engine/types.ts';
+import type { AgentStatus, Decision, RuleEvaluation } from '../engine/types.ts';
 import type { ApprovalDoc, DecisionDoc, PurchaseDoc } from './documents.ts';
 import { iso } from '../timestamps.ts';
+import type { Static } from 'typebox';
+import type { Approval, Decision as DecisionWire, PurchaseDecisionResponse, PurchaseReadback, RuleEvaluation as RuleEvaluationWire } from '../../schemas/decisions.ts';
 
 const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
 
 /** RuleEvaluation with MinorAmount strings (SPEC.md 2.7). */
-export function ruleEvaluationWire(e: RuleEvaluation) {
+export function ruleEvaluationWire(e: RuleEvaluation): Static<typeof RuleEvaluationWire> {
   return {
-    rule: e.rule,
+    rule: e.rule as Static<typeof RuleEvaluationWire>['rule'], // the engine's rule types, or MERCHANT_LIST
     outcome: e.outcome,
     role: e.role,
     currency: e.currency,
@@ -28,7 +30,7 @@ export function ruleEvaluationWire(e: RuleEvaluation) {
 export const policyVersionsOf = (d: Decision) =>
   d.policiesConsidered.map((p) => ({ policyVersionId: p.policyVersionId, applicabilityReason: p.applicabilityReason }));
 
-export const decisionWire = (d: DecisionDoc) => ({
+export const decisionWire = (d: DecisionDoc): Static<typeof DecisionWire> => ({
   id: d._id,
   outcome: d.outcome,
   reasonCodes: d.reasonCodes,
@@ -37,7 +39,7 @@ export const decisionWire = (d: DecisionDoc) => ({
   engineVersion: d.engineVersion,
 });
 
-export function submissionResponse(p: PurchaseDoc, d: DecisionDoc, approval: ApprovalDoc | null) {
+export function submissionResponse(p: PurchaseDoc, d: DecisionDoc, approval: ApprovalDoc | null): Static<typeof PurchaseDecisionResponse> {
   return {
     purchaseRequest: { id: p._id, status: p.status, amountMinor: String(p.amountMinor), currency: p.currency },
     decision: decisionWire(d),
@@ -48,7 +50,7 @@ export function submissionResponse(p: PurchaseDoc, d: DecisionDoc, approval: App
   };
 }
 
-export function approvalWire(a: ApprovalDoc | null) {
+export function approvalWire(a: ApprovalDoc | null): Static<typeof Approval> | null {
   if (!a) return null;
   return {
     state: a.state,
@@ -62,7 +64,7 @@ export function approvalWire(a: ApprovalDoc | null) {
 }
 
 /** PurchaseReadback (SPEC.md 2.5), as stored in the purchase_views read model. */
-export function readback(p: PurchaseDoc, agent: { id: string; name: string; status: string }, d: DecisionDoc, a: ApprovalDoc | null) {
+export function readback(p: PurchaseDoc, agent: { id: string; name: string; status: AgentStatus }, d: DecisionDoc, a: ApprovalDoc | null): Static<typeof PurchaseReadback> {
   return {
     id: p._id,
     status: p.status,
@@ -76,7 +78,7 @@ export function readback(p: PurchaseDoc, agent: { id: string; name: string; stat
     merchantDomain: p.merchantDomain,
     resolvedAt: iso(p.resolvedAt),
     origin: p.origin,
-    initiatedBy: null,
+    initiatedBy: p.initiatedBy ?? null,
     submittedVia: p.submittedVia,
     decision: { ...decisionWire(d), kind: d.kind },
     approval: approvalWire(a),

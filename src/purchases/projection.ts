@@ -4,6 +4,7 @@
 // - analytics_daily_spend: totals per organisation, agent, currency and day.
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { periodFor } from '../engine/periods.ts';
+import type { AgentStatus } from '../engine/types.ts';
 import type { ApprovalDoc, DecisionDoc, PurchaseDoc, PurchaseStatus } from './documents.ts';
 import { readback } from './present.ts';
 
@@ -84,7 +85,7 @@ export async function projectPurchase(
     purchase: PurchaseDoc;
     decision: DecisionDoc;
     approval: ApprovalDoc | null;
-    agent: { id: string; name: string; status: string };
+    agent: { id: string; name: string; status: AgentStatus };
     policyIds: string[];
     timeZone: string;
     previousStatus: PurchaseStatus | null;

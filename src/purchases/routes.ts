@@ -5,13 +5,13 @@ import type { Context } from 'koa';
 import { requireAgentIdentity, principalOf } from '../http/auth.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidRequest } from '../http/errors.ts';
-import { uuidParam } from '../http/params.ts';
+import { uuidParam, queryParams } from '../http/params.ts';
 import { compile } from '../http/validate.ts';
 import { IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { purchaseInput } from './input.ts';
+import { parsePurchase } from './input.ts';
 import { submitPurchase, type SubmitDeps } from './submit.ts';
 import { getPurchase } from './read.ts';
-import { scheduleExpiry } from '../approvals/schedule.ts';
+import { serverTiming } from '../metrics/timing.ts';
 
 const body = compile(PurchaseRequestBody);
 
@@ -26,27 +26,26 @@ function idempotencyKey(ctx: Context): string | null {
 
 export function purchaseRoutes(deps: SubmitDeps): Router {
   const router = new Router();
-  router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), async (ctx) => {
+  router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), queryParams(), serverTiming, async (ctx) => {
     const key = idempotencyKey(ctx);
-    const parsed = body.parse(ctx.state.body);
     const organization = ctx.state.organization;
+    const parsed = parsePurchase(body, ctx.state.body, organization.currency);
     const result = await submitPurchase(deps, {
       organization,
       principal: principalOf(ctx),
-      purchase: purchaseInput(parsed, organization.currency),
-      body: parsed as Record<string, unknown>,
+      purchase: parsed.purchase,
+      body: parsed.body as Record<string, unknown>,
       rawBody: ctx.state.rawBody,
       idempotencyKey: key,
       origin: 'API',
     });
-    await scheduleExpiry(deps, result);
     ctx.status = result.status;
     if (result.json !== undefined) {
       ctx.type = 'application/json';
       ctx.body = result.json;
     } else ctx.body = result.body;
   });
-  router.get('/v1/purchase-requests/:purchaseRequestId', requireAgentIdentity('purchase:read'), async (ctx) => {
+  router.get('/v1/purchase-requests/:purchaseRequestId', requireAgentIdentity('purchase:read'), queryParams(), async (ctx) => {
     ctx.body = await getPurchase(deps.store.db, principalOf(ctx), uuidParam(ctx, 'purchaseRequestId', 'purchase request'));
   });
   return router;

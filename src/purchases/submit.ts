@@ -13,27 +13,40 @@ import { windowKeysFor } from '../engine/periods.ts';
 import type { Decision } from '../engine/types.ts';
 import { candidatesFor } from '../policies/candidates.ts';
 import { configView } from '../cache/config-cache.ts';
-import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
+import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '../budgets/windows.ts';
+import { fenceAgent } from '../agents/fence.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
+import { decisionRecorded } from '../metrics/metrics.ts';
+import { timeEngine } from '../metrics/timing.ts';
 import { isDuplicateKeyError } from '../store/store.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { toStored } from '../money.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
-import { engineBase, type PurchaseInput } from './input.ts';
+import { engineBase, idempotentRequest, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, ruleEvaluationWire, submissionResponse } from './present.ts';
 import { projectPurchase } from './projection.ts';
+import { scheduleExpiry } from '../approvals/schedule.ts';
 
 const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 export type SubmitDeps = AppDeps;
 
+/** A person making a dashboard purchase on behalf of one of their organisation's agents. */
+export interface DashboardSubmitter {
+  kind: 'PERSON';
+  organizationId: string;
+  agentId: string;
+  personId: string;
+  name: string;
+}
+
 export interface SubmitCommand {
   organization: OrganizationDoc;
-  principal: Principal;
+  principal: Principal | DashboardSubmitter;
   purchase: PurchaseInput;
-  /** The parsed body, for idempotency comparison; metadata is kept as evidence only. */
+  /** The parsed body; its metadata is kept as evidence only. */
   body: Record<string, unknown>;
   rawBody: string;
   idempotencyKey: string | null;
@@ -50,7 +63,7 @@ export interface SubmitResult {
   expiresAt?: Date | null;
 }
 
-/** 'Same body' means the same JSON after canonicalisation: key order is ignored (DESIGN.md 3). */
+/** JSON with object keys sorted, so key order makes no difference (DESIGN.md 3). */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
@@ -62,20 +75,32 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-const submitterOf = (p: Principal) => (p.kind === 'API_KEY' ? p.apiKeyId : p.connectionId);
+const submitterOf = (p: SubmitCommand['principal']) => (p.kind === 'API_KEY' ? p.apiKeyId : p.kind === 'CONNECTION' ? p.connectionId : p.personId);
 
-function submittedVia(p: Principal): SubmittedVia {
+/** A dashboard purchase came through no credential: submittedVia null, initiatedBy the person (SPEC.md 2.5). */
+function submittedVia(p: SubmitCommand['principal']): SubmittedVia | null {
+  if (p.kind === 'PERSON') return null;
   return p.kind === 'API_KEY'
     ? { type: 'API_KEY', apiKeyPrefix: p.prefix }
     : { type: 'CONNECTION', connectionId: p.connectionId, application: p.application, grantedBy: p.grantedBy };
 }
 
+/**
+ * The one submission path of every surface (REST and MCP): decide and record in one transaction,
+ * then, once committed, put a new approval's expiry on the job schedule.
+ */
 export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
+  const result = await decideAndRecord(deps, cmd);
+  await scheduleExpiry(deps, result);
+  return result;
+}
+
+async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
   const agentId = cmd.principal.agentId!;
   const pc = purchaseCollections(deps.store.db);
   const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
   // Only a request with a key is ever compared with another.
-  const requestHash = idemId === null ? '' : createHash('sha256').update(canonicalJson(cmd.body)).digest('hex');
+  const requestHash = idemId === null ? '' : createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
 
   const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
     if (idemId === null) return null;
@@ -91,25 +116,29 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
   const early = await replay();
   if (early) return early;
 
-  return deps.mailboxes.run(agentId, () =>
-    runCommand(deps.store, async (session) => {
+  const result = await deps.mailboxes.run(agentId, () =>
+    runCommand(deps.store, async (session): Promise<SubmitResult> => {
       const again = await replay(session);
       if (again) return again;
       const now = deps.now();
       const org = cmd.organization;
+      // The agent is read with its fence write (never from the cache): see agents/fence.ts.
+      const agent = await fenceAgent(deps, session, { _id: agentId, organizationId: org._id });
+      if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
       const config = await configView(deps.store.db, session);
-      const agent = await config.get(`agent:${agentId}`, () => deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }, { session }));
-      if (!agent || agent.organizationId !== org._id) throw new Error(`agent ${agentId} of a valid credential does not exist`);
       const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
       const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
       const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
-      const decision = decide({ ...base, windows: loaded.states });
+      const decision = timeEngine(() => decide({ ...base, windows: loaded.states }));
 
       const purchaseId = newId();
       const decisionDoc = decisionDocument(decision, purchaseId, org._id, 'INITIAL', now);
       const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, purchaseId, org, agentId, now) : null;
       const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
       const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, decision.effects.budget, decision.effects.crossings, now, policyNames);
+      if (decision.outcome === 'APPROVED') {
+        await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: decision.policiesConsidered.map((p) => p.policyId), currency: cmd.purchase.currency, requestedAt: now, timeZone: org.timezone, windowIds });
+      }
       const purchase: PurchaseDoc = {
         _id: purchaseId,
         organizationId: org._id,
@@ -117,6 +146,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
         submitterId: submitterOf(cmd.principal),
         submittedVia: submittedVia(cmd.principal),
         origin: cmd.origin,
+        initiatedBy: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
         merchant: cmd.purchase.merchant,
         merchantKey: cmd.purchase.merchantKey,
         merchantDomain: cmd.purchase.merchantDomain,
@@ -166,6 +196,8 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
     }),
   );
+  if (result.status === 201) decisionRecorded(result.body.decision as { outcome: string; reasonCodes: string[] }, 'INITIAL');
+  return result;
 }
 
 export function decisionDocument(decision: Decision, purchaseId: string, organizationId: string, kind: DecisionDoc['kind'], now: Date): DecisionDoc {

@@ -5,10 +5,12 @@ import { currencyExponent } from '../engine/currency.ts';
 import type { AgentDoc } from '../store/collections.ts';
 import type { PurchaseInput } from '../purchases/input.ts';
 import { ruleEvaluationWire } from '../purchases/present.ts';
+import type { Static } from 'typebox';
+import type { SimulatedBudget as SimulatedBudgetWire, SimulationResponse } from '../../schemas/simulations.ts';
 
 const DISCLAIMER = 'A simulation: nothing was recorded, no budget was reserved, and a real submission may be decided differently if policies or budgets change.';
 
-export function budgetWire(b: SimulatedBudget) {
+export function budgetWire(b: SimulatedBudget): Static<typeof SimulatedBudgetWire> {
   return {
     budgetCounterId: b.budgetCounterId,
     currency: b.currency,
@@ -38,7 +40,7 @@ export function budgetWire(b: SimulatedBudget) {
   };
 }
 
-export function simulationResponse(d: Decision, purchase: PurchaseInput, agent: AgentDoc | null, now: Date) {
+export function simulationResponse(d: Decision, purchase: PurchaseInput, agent: AgentDoc | null, now: Date): Static<typeof SimulationResponse> {
   return {
     simulation: { isSimulation: true, mode: d.mode, disclaimer: DISCLAIMER, simulatedAt: now.toISOString(), engineVersion: d.engineVersion },
     purchase: {

@@ -10,12 +10,13 @@ import { loadWindows } from '../budgets/windows.ts';
 import type { AgentDoc, OrganizationDoc } from '../store/collections.ts';
 import { engineBase, type PurchaseInput } from '../purchases/input.ts';
 import { simulationResponse } from './present.ts';
+import { timeEngine } from '../metrics/timing.ts';
 
 async function evaluate(deps: AppDeps, org: OrganizationDoc, purchase: PurchaseInput, mode: EvaluationMode, agent: AgentDoc | null, policies: PolicyCandidate[]) {
   const now = deps.now();
   const base = engineBase({ mode, purchase, agent, policies, now, timeZone: org.timezone });
   const loaded = await loadWindows(deps.store.db, windowKeysFor(base));
-  return simulationResponse(decide({ ...base, windows: loaded.states }), purchase, agent, now);
+  return simulationResponse(timeEngine(() => decide({ ...base, windows: loaded.states })), purchase, agent, now);
 }
 
 export async function simulateCurrentPolicies(deps: AppDeps, org: OrganizationDoc, agentId: string, purchase: PurchaseInput) {

@@ -4,6 +4,7 @@
 import type { StoreDb, StoreCollection } from './store.ts';
 import { stamped } from '../cache/config-cache.ts';
 
+export type PersonRole = 'approver' | 'viewer' | 'admin';
 export type OrganizationStatus = 'ACTIVE' | 'SUSPENDED';
 export type AgentStatus = 'ENABLED' | 'DISABLED' | 'ARCHIVED';
 export type PolicyStatus = 'ACTIVE' | 'DISABLED' | 'ARCHIVED';
@@ -28,6 +29,8 @@ export interface PersonDoc {
   name: string;
   email: string;
   passwordHash: string | null;
+  /** Dashboard roles from the manifest; absent on people stored before roles existed (= the default). */
+  roles?: PersonRole[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -41,6 +44,13 @@ export interface AgentDoc {
   status: AgentStatus;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * Written (incremented) by every transaction that must not interleave with a change of the agent's
+   * status: submissions, answers, archive/activate (DESIGN.md 2). Never read.
+   */
+  fence?: number;
+  /** Set while an archive's follow-up (cancelling pending approvals) is unfinished. */
+  cancelApprovals?: boolean;
 }
 
 export interface RuleDoc {
@@ -73,6 +83,8 @@ export interface PolicyDoc {
   createdAt: Date;
   updatedAt: Date;
   archivedAt: Date | null;
+  /** Written by approvals that leave the policy's budget windows untouched (src/budgets/windows.ts). Never read. */
+  fence?: number;
 }
 
 export interface PolicyVersionDoc {
@@ -102,7 +114,13 @@ export interface ApiKeyDoc {
   expiresAt: Date | null;
   revokedAt: Date | null;
   createdAt: Date;
+  /** Refreshed at most once a minute (LAST_USED_RESOLUTION_MS); absent until first used. */
+  lastUsedAt?: Date | null;
 }
+
+/** How stale a credential's `lastUsedAt` may get before a use writes it again: one write a minute, not one a request. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+export const lastUseIsStale = (lastUsedAt: Date | null | undefined, now: Date) => !lastUsedAt || now.getTime() - lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS;
 
 /** Read model answering GET /v1/policies: the PolicySummary, plus what filtering needs. */
 export interface PolicyViewDoc {

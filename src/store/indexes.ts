@@ -4,14 +4,19 @@ import type { StoreDb } from './store.ts';
 interface IndexSpec {
   collection: string;
   keys: Record<string, 1 | -1>;
-  options?: { unique?: boolean; expireAfterSeconds?: number; name?: string };
+  options?: { unique?: boolean; expireAfterSeconds?: number; name?: string; partialFilterExpression?: Record<string, unknown> };
 }
+
+/** Agenda's collection (its MongoBackend default). */
+export const AGENDA_JOBS = 'agendaJobs';
 
 export const INDEXES: IndexSpec[] = [
   { collection: 'organizations', keys: { handle: 1 }, options: { unique: true } },
   { collection: 'people', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
   { collection: 'people', keys: { email: 1 } },
   { collection: 'agents', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
+  // Archives whose follow-up is unfinished (src/approvals/close.ts finishInterruptedArchives).
+  { collection: 'agents', keys: { cancelApprovals: 1 }, options: { partialFilterExpression: { cancelApprovals: true } } },
   { collection: 'policies', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
   { collection: 'policies', keys: { organizationId: 1, status: 1 } },
   { collection: 'policy_versions', keys: { policyId: 1, versionNumber: 1 }, options: { unique: true } },
@@ -26,7 +31,6 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'budget_windows', keys: { organizationId: 1, policyId: 1, periodKind: 1, periodKey: 1 } },
   { collection: 'events', keys: { dispatchedAt: 1, _id: 1 } },
   { collection: 'purchase_views', keys: { submitterId: 1, requestedAt: -1, _id: -1 } },
-  { collection: 'purchase_views', keys: { agentId: 1 } },
   { collection: 'analytics_purchases', keys: { organizationId: 1, monthKey: 1, agentId: 1 } },
   { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, dayKey: 1 } },
   { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, monthKey: 1 } },
@@ -39,16 +43,52 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'oauth_access_tokens', keys: { connectionId: 1 } },
   { collection: 'oauth_refresh_tokens', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   { collection: 'oauth_refresh_tokens', keys: { connectionId: 1 } },
+  { collection: 'oauth_clients', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'oauth_clients', keys: { createdAt: -1 } },
+  { collection: 'oauth_registration_windows', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'connections', keys: { clientId: 1 } },
+  // The people's dashboard (src/dashboard/documents.ts)
+  { collection: 'dashboard_sessions', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'dashboard_sign_in_throttle', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+  { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1 } },
+  { collection: 'purchase_views', keys: { organizationId: 1, requestedAt: -1, _id: -1 } },
   // Webhooks (src/webhooks/documents.ts WEBHOOK_INDEXES)
   { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1 } },
   { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },
   { collection: 'webhook_deliveries', keys: { eventId: 1, endpointId: 1 }, options: { unique: true } },
   { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },
   { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1 } },
+  { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1 } },
+  // Agenda's every() upserts {name, type: 'single'} with no unique index of its own: two workers starting
+  // together could both insert, and the recurring job would run twice as often, for ever.
+  { collection: AGENDA_JOBS, keys: { name: 1 }, options: { unique: true, partialFilterExpression: { type: 'single' }, name: 'single_job_name_unique' } },
 ];
 
+/**
+ * Every collection the service writes, created at start: implicit creation inside a transaction fails
+ * on sharded clusters (and webhook_quotas, say, has no index that would create it).
+ */
+export const COLLECTIONS: string[] = [...new Set([...INDEXES.map((i) => i.collection), 'webhook_quotas'])].sort();
+
 export async function createIndexes(db: StoreDb): Promise<void> {
+  const existing = new Set(await db.listCollectionNames());
+  for (const name of COLLECTIONS) if (!existing.has(name)) await db.createCollection(name);
+  await removeDuplicateSingleJobs(db);
   for (const spec of INDEXES) {
     await db.collection(spec.collection).createIndex(spec.keys, spec.options ?? {});
   }
+}
+
+/** Duplicates left by the race the unique index now prevents would stop it being built: keep the first. */
+async function removeDuplicateSingleJobs(db: StoreDb): Promise<void> {
+  const jobs = db.collection(AGENDA_JOBS);
+  const groups = await jobs
+    .aggregate<{ _id: string; ids: unknown[] }>([
+      { $match: { type: 'single' } },
+      { $sort: { _id: 1 } },
+      { $group: { _id: '$name', ids: { $push: '$_id' }, count: { $sum: 1 } } },
+      { $match: { count: { $gt: 1 } } },
+    ])
+    .toArray();
+  for (const g of groups) await jobs.deleteMany({ _id: { $in: g.ids.slice(1) } } as never);
 }

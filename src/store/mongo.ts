@@ -1,12 +1,19 @@
 // The Store on the official MongoDB driver (DESIGN.md sections 2 and 8).
 import { MongoClient, type ClientSession, type Db, type Document, type MongoClientOptions, type TransactionOptions } from 'mongodb';
-import type { Store, StoreCollection, StoreDb } from './store.ts';
+import { hasErrorLabel, type Store, type StoreCollection, type StoreDb } from './store.ts';
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
 
 export interface MongoStoreOptions {
-  /** Defaults to the database named in the URI (or the driver's default, 'test'). */
-  dbName?: string;
+  /** Required: the driver's fallback is a database called 'test' (config.ts resolves MONGODB_DB or the URI's path). */
+  dbName: string;
+  /** The deadline of every command (the driver's `timeoutMS`). */
+  timeoutMs?: number;
   clientOptions?: MongoClientOptions;
 }
+
+/** A commit whose outcome is unknown (network error, failover) is retried this many times, never the body. */
+const COMMIT_ATTEMPTS = 3;
 
 // Snapshot reads and majority commits: a transaction reads one consistent, durable view.
 const transactionOptions: TransactionOptions = {
@@ -29,16 +36,43 @@ export class MongoStore implements Store {
           .map((c) => c.name)
           .filter((name) => !name.startsWith('system.'))
           .sort(),
+      createCollection: async (name) => {
+        try {
+          await db.createCollection(name);
+        } catch (error) {
+          // NamespaceExists: already there (another process created it first).
+          if ((error as { code?: unknown }).code !== 48) throw error;
+        }
+      },
       raw: db,
     };
   }
 
+  /**
+   * One attempt. Not the driver's session.withTransaction: that retries for up to 120 s whatever the
+   * deadline, under our own retries. runCommand (src/commands/run-command.ts) owns the one bounded
+   * retry budget, for TransientTransactionError (write conflicts) and our VersionConflict alike.
+   */
   async withTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
     const session = this.client.startSession();
     try {
-      // The driver retries the callback on TransientTransactionError and the commit on
-      // UnknownTransactionCommitResult; any other error aborts the transaction and is rethrown.
-      return await session.withTransaction(fn, transactionOptions);
+      session.startTransaction(transactionOptions);
+      let result: T;
+      try {
+        result = await fn(session);
+      } catch (error) {
+        if (session.inTransaction()) await session.abortTransaction().catch(() => undefined);
+        throw error;
+      }
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await session.commitTransaction();
+          return result;
+        } catch (error) {
+          const unknown = hasErrorLabel(error, 'UnknownTransactionCommitResult') && (error as { codeName?: string }).codeName !== 'MaxTimeMSExpired';
+          if (!unknown || attempt >= COMMIT_ATTEMPTS) throw error;
+        }
+      }
     } finally {
       await session.endSession();
     }
@@ -53,8 +87,8 @@ export class MongoStore implements Store {
  * Connects, then refuses a standalone server: multi-document transactions need a replica set
  * (or a sharded cluster, whose mongos answers `hello` with msg 'isdbgrid').
  */
-export async function openMongoStore(uri: string, options: MongoStoreOptions = {}): Promise<MongoStore> {
-  const client = await MongoClient.connect(uri, options.clientOptions);
+export async function openMongoStore(uri: string, options: MongoStoreOptions): Promise<MongoStore> {
+  const client = await MongoClient.connect(uri, { timeoutMS: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, ...options.clientOptions });
   try {
     const hello = await client.db('admin').command({ hello: 1 });
     if (!hello.setName && hello.msg !== 'isdbgrid') {

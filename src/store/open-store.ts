@@ -6,10 +6,16 @@ import type { Store } from './store.ts';
 
 export interface OpenStoreOptions {
   mongodbUri?: string;
+  /** Required with mongodbUri (config.ts refuses to start without MONGODB_DB or a database in the URI). */
   dbName?: string;
+  /** The driver's deadline for every command (MONGODB_TIMEOUT_MS). */
+  timeoutMs?: number;
 }
 
 export async function openStore(options: OpenStoreOptions = {}): Promise<Store> {
-  if (options.mongodbUri) return openMongoStore(options.mongodbUri, { dbName: options.dbName });
+  if (options.mongodbUri) {
+    if (!options.dbName) throw new Error('openStore: a MongoDB store needs a database name (MONGODB_DB)');
+    return openMongoStore(options.mongodbUri, { dbName: options.dbName, timeoutMs: options.timeoutMs });
+  }
   return openEmbeddedStore({ dbName: options.dbName });
 }

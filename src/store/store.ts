@@ -18,6 +18,7 @@ export type CollectionMethods =
   | 'deleteMany'
   | 'aggregate'
   | 'createIndex'
+  | 'indexes'
   | 'distinct';
 
 export type StoreCollection<T extends Document = Document> = Pick<Collection<T>, CollectionMethods>;
@@ -26,6 +27,11 @@ export interface StoreDb {
   collection<T extends Document = Document>(name: string): StoreCollection<T>;
   /** Names of the collections that hold documents (used by tests that prove nothing was written). */
   listCollectionNames(): Promise<string[]>;
+  /**
+   * Creates the collection unless it exists, outside any transaction. Done at start for every collection
+   * (src/store/indexes.ts): implicit creation inside a transaction fails on sharded clusters.
+   */
+  createCollection(name: string): Promise<void>;
   /** The raw handle Agenda's MongoBackend is given. */
   readonly raw: Db;
 }
@@ -54,3 +60,19 @@ export function isDuplicateKeyError(error: unknown): boolean {
   if (e.code === 11000) return true;
   return Array.isArray(e.writeErrors) && e.writeErrors.some((w) => w.code === 11000);
 }
+
+/**
+ * True when a MongoDB error carries `label` (e.g. 'TransientTransactionError': a write conflict, code 112,
+ * that a retry of the whole transaction resolves). Read from the error's shape, so errors of either
+ * engine, and of test doubles, are recognised alike.
+ */
+export function hasErrorLabel(error: unknown, label: string): boolean {
+  if (error === null || typeof error !== 'object') return false;
+  const e = error as { hasErrorLabel?: unknown; errorLabels?: unknown };
+  if (typeof e.hasErrorLabel === 'function' && (e.hasErrorLabel as (l: string) => boolean).call(error, label)) return true;
+  return Array.isArray(e.errorLabels) && e.errorLabels.includes(label);
+}
+
+/** The driver gave up waiting (its timeoutMS deadline, or no server to select): the store is unavailable now. */
+export const isStoreTimeout = (error: unknown): boolean =>
+  error instanceof Error && (error.name === 'MongoOperationTimeoutError' || error.name === 'MongoServerSelectionError');

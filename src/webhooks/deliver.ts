@@ -24,6 +24,7 @@ import { nextAttemptAt } from './schedule.ts';
 import { decryptSecret } from './secrets.ts';
 import type { AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
+import { webhookAttempted } from '../metrics/metrics.ts';
 
 /** Beyond the 10 s request timeout: an attempt still holding its lease after this has died. */
 const LEASE_MARGIN_MS = 50_000;
@@ -54,6 +55,8 @@ export function signingSecrets(endpoint: WebhookEndpointDoc, key: Buffer, now: D
  */
 const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType'>): boolean =>
   endpoint.status === 'ACTIVE' || (endpoint.status === 'DISABLED' && delivery.eventType === 'webhook.test');
+
+const RESULT_LABEL = { DELIVERED: 'delivered', PENDING: 'retry', FAILED: 'failed', EXHAUSTED: 'exhausted', CANCELLED: 'failed' } as const;
 
 const statusFor = (result: AttemptResult, next: Date | null): DeliveryStatus => {
   if (result.verdict === 'SUCCESS') return 'DELIVERED';
@@ -124,6 +127,7 @@ export async function attemptDelivery(deps: AppDeps, deliveryId: string): Promis
     deps.log.warn('webhook attempt finished after its lease was taken over; result not recorded', { deliveryId, attempt });
     return { kind: 'LOST_LEASE' };
   }
+  webhookAttempted(RESULT_LABEL[status], attempt, (claimedAt.getTime() - (claimed.nextAttemptAt ?? claimedAt).getTime()) / 1000);
   if (result.verdict !== 'SUCCESS') {
     deps.log.info('webhook attempt failed', { deliveryId, endpointId: endpoint._id, attempt, status, statusCode: result.statusCode, errorClass: result.errorClass, detail: result.errorDetail });
   }
@@ -178,22 +182,24 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
 }
 
 /**
- * Closes the deliveries of an endpoint that was just disabled (test deliveries excepted, see
- * mayReceive) or revoked, inside the caller's transaction. One with an attempt in flight is left
- * to that attempt; its next attempt cancels it.
+ * Closes the pending deliveries of an endpoint that was just disabled (test deliveries excepted, see
+ * mayReceive) or revoked. Runs after that change committed, a bounded batch per write (DESIGN.md 2: an
+ * endpoint with a long backlog can always be disabled). Idempotent; and if it stops half-way, each
+ * delivery left is cancelled by its own attempt, which re-reads the endpoint (step 2). One with an
+ * attempt in flight is left to that attempt.
  */
-export async function cancelPendingDeliveriesIn(
-  deps: AppDeps,
-  session: StoreSession,
-  endpointId: string,
-  now: Date,
-  { keepTests }: { keepTests: boolean },
-): Promise<void> {
-  await webhookCollections(deps.store.db).deliveries.updateMany(
-    { endpointId, status: 'PENDING', leaseUntil: { $lte: now }, ...(keepTests ? { eventType: { $ne: 'webhook.test' } } : {}) },
-    { $set: { status: 'CANCELLED', nextAttemptAt: null } },
-    { session },
-  );
+export async function cancelPendingDeliveriesOf(deps: AppDeps, endpointId: string, { keepTests }: { keepTests: boolean }, batch = 500): Promise<number> {
+  const { deliveries } = webhookCollections(deps.store.db);
+  let cancelled = 0;
+  for (;;) {
+    const now = deps.now();
+    const filter = { endpointId, status: 'PENDING' as const, leaseUntil: { $lte: now }, ...(keepTests ? { eventType: { $ne: 'webhook.test' as const } } : {}) };
+    const ids = (await deliveries.find(filter, { projection: { _id: 1 } }).limit(batch).toArray()).map((d) => d._id);
+    if (ids.length === 0) return cancelled;
+    const result = await deliveries.updateMany({ ...filter, _id: { $in: ids } }, { $set: { status: 'CANCELLED', nextAttemptAt: null } });
+    cancelled += result.modifiedCount;
+    if (ids.length < batch) return cancelled;
+  }
 }
 
 /**

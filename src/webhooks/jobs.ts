@@ -12,6 +12,7 @@ import { attemptDelivery, attemptDueDeliveries } from './deliver.ts';
 import { dispatchEvents } from './dispatch.ts';
 import { ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS } from './queue.ts';
 import { warnIfUnsafe } from './runtime.ts';
+import { every as declareEvery } from '../jobs/agenda.ts';
 
 export { ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS };
 
@@ -49,6 +50,6 @@ export async function scheduleRecurringWebhookJobs(
   agenda: Agenda,
   every: { dispatch?: string | number; sweep?: string | number } = {},
 ): Promise<void> {
-  await agenda.every(every.dispatch ?? DEFAULT_DISPATCH_EVERY, DISPATCH_EVENTS);
-  await agenda.every(every.sweep ?? DEFAULT_ATTEMPT_SWEEP_EVERY, ATTEMPT_DUE_DELIVERIES);
+  await declareEvery(agenda, every.dispatch ?? DEFAULT_DISPATCH_EVERY, DISPATCH_EVENTS);
+  await declareEvery(agenda, every.sweep ?? DEFAULT_ATTEMPT_SWEEP_EVERY, ATTEMPT_DUE_DELIVERIES);
 }

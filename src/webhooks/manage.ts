@@ -10,7 +10,8 @@ import { newId } from '../ids.ts';
 import type { StoreSession } from '../store/store.ts';
 import type { CreateWebhookBody, UpdateWebhookBody } from '../../schemas/webhooks.ts';
 import { WEBHOOK_API_VERSION } from '../../schemas/webhooks.ts';
-import { cancelPendingDeliveriesIn } from './deliver.ts';
+import { cancelPendingDeliveriesOf } from './deliver.ts';
+import { DELIVERIES_LIMIT } from '../../schemas/webhook-resources.ts';
 import { checkWebhookDestination } from './destination.ts';
 import { newDelivery } from './dispatch.ts';
 import { webhookCollections, type EndpointSecrets, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
@@ -22,7 +23,7 @@ import { encryptSecret, generateWebhookSecret } from './secrets.ts';
 /** SPEC.md 8 / 4.17: the old secret keeps signing this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
-export const DELIVERIES_LIMIT = { default: 20, min: 1, max: 100 } as const;
+export { DELIVERIES_LIMIT };
 
 const revoked = () => conflict('webhook_endpoint_revoked', 'This webhook endpoint is revoked; revocation is terminal.');
 
@@ -117,13 +118,14 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
     if (body.apiVersion !== undefined) set.apiVersion = body.apiVersion;
     if (body.status !== undefined && body.status !== endpoint.status) {
       set.status = body.status;
-      // disabledAt says when the current pause began; re-enabling clears it (SPEC.md 3.4).
-      set.disabledAt = body.status === 'DISABLED' ? now : null;
-      if (body.status === 'DISABLED') await cancelPendingDeliveriesIn(deps, session, endpoint._id, now, { keepTests: true });
+      // SPEC.md 3.4 sets disabledAt on ACTIVE -> DISABLED and nothing on re-enabling: it keeps saying
+      // when the endpoint was last disabled. Pending deliveries are cancelled after the commit (bounded batches).
+      if (body.status === 'DISABLED') set.disabledAt = now;
     }
     await writeVersioned(deps, session, endpoint, set);
     return { ...endpoint, ...set, version: endpoint.version + 1 };
   });
+  if (doc.status === 'DISABLED') await cancelPendingDeliveriesOf(deps, doc._id, { keepTests: true });
   return presentEndpoint(doc);
 }
 
@@ -135,11 +137,11 @@ export async function revokeEndpoint(deps: AppDeps, organizationId: string, id: 
     const now = deps.now();
     const set = { status: 'REVOKED' as const, revokedAt: now, updatedAt: now };
     await writeVersioned(deps, session, endpoint, set, { secrets: '' });
-    await cancelPendingDeliveriesIn(deps, session, endpoint._id, now, { keepTests: false });
     const next: WebhookEndpointDoc = { ...endpoint, ...set, version: endpoint.version + 1 };
     delete next.secrets;
     return next;
   });
+  await cancelPendingDeliveriesOf(deps, doc._id, { keepTests: false });
   return presentEndpoint(doc);
 }
 

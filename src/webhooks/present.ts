@@ -2,14 +2,17 @@
 import type { WebhookDeliveryDoc, WebhookEndpointDoc } from './documents.ts';
 
 import { iso } from '../timestamps.ts';
+import type { Static } from 'typebox';
+import type { IssuedWebhookEndpoint, WebhookDelivery, WebhookEndpoint } from '../../schemas/webhook-resources.ts';
+import type { SubscribableEventType } from '../../schemas/webhooks.ts';
 
-export function presentEndpoint(e: WebhookEndpointDoc) {
+export function presentEndpoint(e: WebhookEndpointDoc): Static<typeof WebhookEndpoint> {
   return {
     id: e._id,
     url: e.url,
     description: e.description,
     status: e.status,
-    subscribedTypes: [...e.subscribedTypes],
+    subscribedTypes: [...e.subscribedTypes] as SubscribableEventType[], // validated against the schema when written
     apiVersion: e.apiVersion,
     consecutiveFailures: e.consecutiveFailures,
     createdAt: e.createdAt.toISOString(),
@@ -28,9 +31,9 @@ export function presentEndpoint(e: WebhookEndpointDoc) {
 }
 
 /** IssuedWebhookEndpoint: the endpoint plus its new secret, shown exactly once. */
-export const presentIssuedEndpoint = (e: WebhookEndpointDoc, secret: string) => ({ ...presentEndpoint(e), secret });
+export const presentIssuedEndpoint = (e: WebhookEndpointDoc, secret: string): Static<typeof IssuedWebhookEndpoint> => ({ ...presentEndpoint(e), secret });
 
-export function presentDelivery(d: WebhookDeliveryDoc) {
+export function presentDelivery(d: WebhookDeliveryDoc): Static<typeof WebhookDelivery> {
   return {
     id: d._id,
     eventId: d.eventId,

@@ -7,7 +7,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { requireOrganizationKey } from '../http/auth.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidRequest } from '../http/errors.ts';
-import { queryValue, uuidParam } from '../http/params.ts';
+import { queryValue, uuidParam, queryParams } from '../http/params.ts';
 import { compile, type Validator } from '../http/validate.ts';
 import type { TSchema, Static } from 'typebox';
 import { CreateWebhookBody, RotateSecretBody, TestWebhookBody, UpdateWebhookBody } from '../../schemas/webhooks.ts';
@@ -57,21 +57,21 @@ export function webhookRoutes(deps: AppDeps): Router {
   const body = jsonBody(LIMITS.webhooks);
   const optionalBody = jsonBody(LIMITS.webhooks, { optional: true });
 
-  router.get('/v1/webhooks', requireOrganizationKey, async (ctx) => {
+  router.get('/v1/webhooks', requireOrganizationKey, queryParams(), async (ctx) => {
     ctx.body = await listEndpoints(deps, orgOf(ctx));
   });
 
-  router.post('/v1/webhooks', requireOrganizationKey, body, async (ctx) => {
+  router.post('/v1/webhooks', requireOrganizationKey, body, queryParams(), async (ctx) => {
     const parsed = parseBody(createBody, ctx.state.body);
     ctx.status = 201;
     ctx.body = await createEndpoint(deps, orgOf(ctx), parsed);
   });
 
-  router.get('/v1/webhooks/:webhookId', requireOrganizationKey, async (ctx) => {
+  router.get('/v1/webhooks/:webhookId', requireOrganizationKey, queryParams(), async (ctx) => {
     ctx.body = await getEndpoint(deps, orgOf(ctx), webhookId(ctx));
   });
 
-  router.patch('/v1/webhooks/:webhookId', requireOrganizationKey, body, async (ctx) => {
+  router.patch('/v1/webhooks/:webhookId', requireOrganizationKey, body, queryParams(), async (ctx) => {
     const id = webhookId(ctx);
     const parsed = parseBody(updateBody, ctx.state.body);
     if (Object.keys(parsed).length === 0) {
@@ -80,22 +80,22 @@ export function webhookRoutes(deps: AppDeps): Router {
     ctx.body = await updateEndpoint(deps, orgOf(ctx), id, parsed);
   });
 
-  router.delete('/v1/webhooks/:webhookId', requireOrganizationKey, async (ctx) => {
+  router.delete('/v1/webhooks/:webhookId', requireOrganizationKey, queryParams(), async (ctx) => {
     ctx.body = await revokeEndpoint(deps, orgOf(ctx), webhookId(ctx));
   });
 
-  router.get('/v1/webhooks/:webhookId/deliveries', requireOrganizationKey, async (ctx) => {
+  router.get('/v1/webhooks/:webhookId/deliveries', requireOrganizationKey, queryParams('limit'), async (ctx) => {
     const id = webhookId(ctx);
     ctx.body = await listDeliveries(deps, orgOf(ctx), id, deliveriesLimit(ctx));
   });
 
-  router.post('/v1/webhooks/:webhookId/rotate-secret', requireOrganizationKey, optionalBody, async (ctx) => {
+  router.post('/v1/webhooks/:webhookId/rotate-secret', requireOrganizationKey, optionalBody, queryParams(), async (ctx) => {
     const id = webhookId(ctx);
     const parsed = ctx.state.body === undefined ? {} : parseBody(rotateBody, ctx.state.body);
     ctx.body = await rotateSecret(deps, orgOf(ctx), id, parsed.retireImmediately === true);
   });
 
-  router.post('/v1/webhooks/:webhookId/test', requireOrganizationKey, optionalBody, async (ctx) => {
+  router.post('/v1/webhooks/:webhookId/test', requireOrganizationKey, optionalBody, queryParams(), async (ctx) => {
     const id = webhookId(ctx);
     if (ctx.state.body !== undefined) parseBody(testBody, ctx.state.body);
     ctx.status = 202;

@@ -1,6 +1,7 @@
 // The worker process (Procfile `worker`): runs the scheduled jobs against MongoDB.
 import { bootstrap, configOrExit, onShutdown } from '../bootstrap.ts';
 import { startWorker } from './start-worker.ts';
+import { stopGracefully } from '../http/shutdown.ts';
 
 const config = configOrExit();
 if (config.mongodbUri === null) {
@@ -9,8 +10,4 @@ if (config.mongodbUri === null) {
 }
 const { deps, agenda } = await bootstrap(config);
 const stop = await startWorker(deps, agenda);
-onShutdown(async (signal) => {
-  deps.log.info('stopping worker', { signal });
-  await stop();
-  await deps.store.close();
-});
+onShutdown(stopGracefully({ log: deps.log, store: deps.store, stopJobs: stop }));

@@ -4,6 +4,7 @@ import type { Agenda } from 'agenda';
 import type { AppDeps } from '../app-deps.ts';
 import { defineApprovalJobs, EXPIRE_DUE_APPROVALS } from '../approvals/jobs.ts';
 import { defineWebhookJobs, scheduleRecurringWebhookJobs } from '../webhooks/jobs.ts';
+import { every } from '../jobs/agenda.ts';
 
 export interface WorkerOptions {
   /** How often the overdue-approval sweep runs (human interval, e.g. '1 minute'). */
@@ -20,7 +21,7 @@ export async function startWorker(deps: AppDeps, agenda: Agenda, options: Worker
   defineApprovalJobs(agenda, deps);
   defineWebhookJobs(agenda, deps);
   for (const define of extra) await define(agenda, deps);
-  await agenda.every(options.sweepEvery ?? '1 minute', EXPIRE_DUE_APPROVALS);
+  await every(agenda, options.sweepEvery ?? '1 minute', EXPIRE_DUE_APPROVALS);
   await scheduleRecurringWebhookJobs(agenda, { dispatch: options.webhookDispatchEvery, sweep: options.webhookSweepEvery });
   await agenda.start();
   deps.log.info('worker started');

@@ -19,11 +19,12 @@ test('purchase, approval, budget and agent events match their schemas', async (t
     const pending = (await buy(25000)).body.purchaseRequest.id; // approval required; expires in 4 s
     const answered = (await buy(21000)).body.purchaseRequest.id;
     await app.admin(`/admin/purchase-requests/${answered}/answer`, { body: { answer: 'REJECT', person: 'ana' } });
-    for (let i = 0; i < 4; i++) await buy(18000); // 25000 held + 72000: past 80% of the daily 100000
-    await buy(2900); // 100 + 25000 + 72000 + 2900: exactly 100%, exhausted
+    for (let i = 0; i < 150 && !(await app.store.db.collection('events').findOne({ type: 'purchase.approval_expired', 'data.purchaseRequestId': pending })); i++) await sleep(100);
+    for (let i = 0; i < 5; i++) await buy(18000); // 100 + 90000 spent: past 80% of the daily 100000
+    await buy(9900); // exactly 100%: exhausted
+    await buy(5000); // refused by the exhausted budget: reported once already
     await app.admin(`/admin/agents/${org.agents.b.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
     await app.admin(`/admin/agents/${org.agents.b.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } });
-    for (let i = 0; i < 150 && !(await app.store.db.collection('events').findOne({ type: 'purchase.approval_expired', 'data.purchaseRequestId': pending })); i++) await sleep(100);
 
     const events = await app.store.db.collection('events').find({ organizationId: org.organizationId }).toArray();
     const types = new Set(events.map((e: any) => e.type));

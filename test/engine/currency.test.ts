@@ -1,18 +1,44 @@
 import test from 'ava';
 import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
 import { currencyExponent, formatMajor, formatMinor, isIsoCurrency } from '../../src/engine/currency.ts';
+import { ISO_4217_MINOR_UNITS } from '../../src/engine/iso-4217.ts';
+import { listOne } from '../../scripts/generate-iso-4217.ts';
 
 test('isIsoCurrency accepts ISO 4217 codes only', (t) => {
   for (const code of ['EUR', 'USD', 'JPY', 'BHD', 'GBP', 'CHF']) t.true(isIsoCurrency(code), code);
   for (const code of ['eur', 'EURO', 'XYZ', 'E1R', '', null, 978]) t.false(isIsoCurrency(code), String(code));
 });
 
-test('currencyExponent comes from Intl', (t) => {
+test('currencyExponent is ISO 4217, not Intl/CLDR (HUF, IDR, COP have 2 digits, IQD 3)', (t) => {
   t.is(currencyExponent('EUR'), 2);
   t.is(currencyExponent('JPY'), 0);
   t.is(currencyExponent('BHD'), 3);
   t.is(currencyExponent('KWD'), 3);
+  t.is(currencyExponent('HUF'), 2);
+  t.is(currencyExponent('IDR'), 2);
+  t.is(currencyExponent('COP'), 2);
+  t.is(currencyExponent('IQD'), 3);
+  t.is(currencyExponent('CLF'), 4);
   t.throws(() => currencyExponent('euro'), { instanceOf: RangeError });
+  t.throws(() => currencyExponent('XAU'), { instanceOf: RangeError });
+});
+
+test('messages format with the ISO exponent', (t) => {
+  t.is(formatMinor(123_456n, 'HUF'), '1234.56 HUF');
+  t.is(formatMinor(1_000n, 'IQD'), '1.000 IQD');
+});
+
+test('the table is every code of ISO 4217 List One that has a minor unit, with its digits', (t) => {
+  const xml = readFileSync(new URL('../../node_modules/currency-codes/iso-4217-list-one.xml', import.meta.url), 'utf8');
+  const listed = listOne(xml);
+  t.true(listed.size > 150);
+  for (const [code, digits] of listed) t.is(ISO_4217_MINOR_UNITS[code], digits, code);
+  // Codes without a minor unit (gold, SDR, the test and "no currency" codes) are not currencies to spend in.
+  for (const code of ['XAU', 'XAG', 'XDR', 'XTS', 'XXX', 'XBA']) t.false(isIsoCurrency(code), code);
+  // Withdrawn codes Intl still knows are refused.
+  for (const code of ['DEM', 'FRF', 'ZWL', 'SLL']) t.false(isIsoCurrency(code), code);
+  for (const code of Object.keys(ISO_4217_MINOR_UNITS)) t.true(listed.has(code) || code === 'XCG', `${code} is in List One or a listed amendment`);
 });
 
 test('formatMinor is exact', (t) => {

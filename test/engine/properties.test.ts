@@ -1,5 +1,6 @@
 // Property tests of decide() and reevaluate() against a naive reference reading of DESIGN.md section 4.
 import test from 'ava';
+import { ISO_4217_MINOR_UNITS } from '../../src/engine/iso-4217.ts';
 import fc from 'fast-check';
 import { DateTime } from 'luxon';
 import { decide } from '../../src/engine/decide.ts';
@@ -189,7 +190,7 @@ test('property: never APPROVED when a BLOCK rule is exceeded, and an approval ne
   t.pass();
 });
 
-test('property: REJECTED iff there is a blocking reason; REJECTED has no effects', (t) => {
+test('property: REJECTED iff there is a blocking reason; REJECTED has no budget effects', (t) => {
   fc.assert(
     fc.property(inputArb, (input) => {
       const decision = decide(input);
@@ -199,7 +200,9 @@ test('property: REJECTED iff there is a blocking reason; REJECTED has no effects
       if (rejected !== (refused || blocked.length > 0)) return false;
       if (!rejected) return decision.effects.budget.length === decision.budgets.length;
       const explained = decision.reasonCodes.every((code) => REFUSALS.includes(code) || blocked.some((e) => e.reasonCode === code));
-      return explained && decision.effects.budget.length === 0 && decision.effects.crossings.length === 0 && decision.escalationReasonCodes.length === 0;
+      // A refusal writes nothing; it may report that a BLOCK limit past 80% is now refusing purchases.
+      const refusalsOnly = decision.effects.crossings.every((c) => c.kind === 'EXHAUSTED' && c.cause === 'PURCHASE_REFUSED' && c.effect === 'BLOCK' && c.usedBeforeMinor * 100n > c.limitMinor * 80n);
+      return explained && decision.effects.budget.length === 0 && refusalsOnly && decision.escalationReasonCodes.length === 0;
     }),
     RUNS,
   );
@@ -263,7 +266,9 @@ test('property: an unchanged escalation approved by a person is approved, and it
         !approved.versionsChanged &&
         approved.effects.budget.every((e) => e.operation === 'CONVERT_HOLD') &&
         approved.effects.budget.length === request.heldWindowIds.length &&
-        approved.effects.crossings.length === 0 &&
+        // Approval turns holds into spending: any budget event is reported now, for a held window.
+        approved.effects.crossings.every((c) => c.cause === 'SPENDING' && request.heldWindowIds.includes(c.windowId) && c.usedAfterMinor - c.usedBeforeMinor === input.purchase.amountMinor) &&
+        rejected.effects.crossings.length === 0 &&
         rejected.outcome === 'REJECTED' &&
         rejected.effects.budget.every((e) => e.operation === 'RELEASE_HOLD') &&
         JSON.stringify(rejected.reasonCodes) === JSON.stringify(submitted.escalationReasonCodes)
@@ -275,7 +280,8 @@ test('property: an unchanged escalation approved by a person is approved, and it
 });
 
 // Wider inputs: any amounts, zones, currencies, merchant text, empty lists, duplicate ids.
-const allCurrencies = Intl.supportedValuesOf('currency');
+// Every currency the service accepts (inputs are checked against ISO 4217 before the engine runs).
+const allCurrencies = Object.keys(ISO_4217_MINOR_UNITS);
 const wideInputArb = fc
   .record({
     base: inputArb,

@@ -7,6 +7,7 @@ import { createLogger } from '../../src/log.ts';
 import { collections } from '../../src/store/collections.ts';
 import { createIndexes } from '../../src/store/indexes.ts';
 import { createApp } from '../../src/http/app.ts';
+import { createHttpServer, type ServerTimeouts } from '../../src/http/server.ts';
 import { AgentMailboxes } from '../../src/commands/agent-mailbox.ts';
 import type { AppDeps } from '../../src/app-deps.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -14,6 +15,7 @@ import { agendaScheduler, noScheduler, type Scheduler } from '../../src/jobs/sch
 import { createAgenda } from '../../src/jobs/agenda.ts';
 import { startWorker } from '../../src/worker/start-worker.ts';
 import { testStore } from './store.ts';
+import { checkAgainstDocument } from './contract.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -50,6 +52,8 @@ export async function startApp(
     scheduler?: Scheduler;
     /** Runs the real Agenda worker in this process, polling often so tests need not wait long. */
     jobs?: { sweepEvery?: string };
+    /** The server's timeouts; the production values by default. */
+    timeouts?: ServerTimeouts;
   } = {},
 ): Promise<TestApp> {
   const store = options.store ?? (await testStore());
@@ -58,7 +62,7 @@ export async function startApp(
   const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
   const deps: AppDeps = { config, store, collections: collections(store.db), log: createLogger('error', (line) => process.stderr.write(line + '\n')), now: options.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler: options.scheduler ?? (agenda ? agendaScheduler(agenda) : noScheduler) };
   const stopWorker = agenda ? await startWorker(deps, agenda, { sweepEvery: options.jobs?.sweepEvery ?? '1 second' }) : null;
-  const server = createApp(deps).listen(0, '127.0.0.1');
+  const server = createHttpServer(createApp(deps), options.timeouts).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -79,7 +83,9 @@ export async function startApp(
     } catch {
       parsed = undefined;
     }
-    return { status: res.status, headers: res.headers, body: parsed, text };
+    const response = { status: res.status, headers: res.headers, body: parsed, text };
+    checkAgainstDocument(o.method ?? (body === undefined ? 'GET' : 'POST'), path, response);
+    return response;
   };
 
   return {

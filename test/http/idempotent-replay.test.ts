@@ -6,6 +6,8 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { purchaseCollections } from '../../src/purchases/documents.ts';
 import { canonicalJson } from '../../src/purchases/submit.ts';
+import { idempotentRequest } from '../../src/purchases/input.ts';
+import { merchantKey } from '../../src/engine/merchant-key.ts';
 
 let app: TestApp;
 let acme: AppliedOrg;
@@ -37,9 +39,11 @@ test('a record written before responseJson (the response as an object) still rep
   const first = await app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], body: { ...body, amountMinor: '1300' } });
   t.is(first.status, 201);
   const apiKeyId = acme.keyIds['buyer-key'];
+  // The hash of the normalised request, as submitPurchase computes it (only the response's shape is legacy).
+  const purchase = { merchant: body.merchant, merchantKey: merchantKey(body.merchant), merchantDomain: null, amountMinor: 1200n, currency: 'EUR', category: null, reason: body.reason };
   await purchaseCollections(app.store.db).idempotency.insertOne({
     _id: `${apiKeyId}:legacy-1`,
-    requestHash: createHash('sha256').update(canonicalJson(body)).digest('hex'),
+    requestHash: createHash('sha256').update(canonicalJson(idempotentRequest(purchase, undefined))).digest('hex'),
     purchaseId: first.body.purchaseRequest.id,
     response: first.body,
     createdAt: new Date(),

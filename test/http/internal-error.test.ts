@@ -3,16 +3,42 @@
 import test from 'ava';
 import { startApp } from '../helpers/app.ts';
 import { applyManifest, acmeManifest } from '../helpers/fixtures.ts';
+import { testStore } from '../helpers/store.ts';
+import type { Store, StoreCollection } from '../../src/store/store.ts';
+
+/** The store, except that inserting a purchase fails once `broken` is set, as a lost connection would. */
+function breakable(store: Store): { store: Store; break(): void } {
+  let broken = false;
+  const failing = async () => {
+    throw new Error('connection to the database was lost: secret-host:27017');
+  };
+  const collection = (name: string): StoreCollection => {
+    const real = store.db.collection(name);
+    if (name !== 'purchases') return real;
+    return new Proxy(real, {
+      get(target, prop) {
+        if (prop === 'insertOne' && broken) return failing;
+        const value = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  };
+  const wrapped: Store = {
+    engine: store.engine,
+    db: { ...store.db, collection: collection as Store['db']['collection'] },
+    withTransaction: (fn) => store.withTransaction(fn),
+    close: () => store.close(),
+  };
+  return { store: wrapped, break: () => (broken = true) };
+}
 
 test('a failing store answers 500 internal_error without exposing the cause', async (t) => {
-  const app = await startApp();
+  const failing = breakable(await testStore());
+  const app = await startApp({ store: failing.store });
+  t.teardown(() => failing.store.close());
   try {
     const org = await applyManifest(app, acmeManifest('doomed'));
-    const purchases = app.store.db.collection('purchases');
-    // The store fails underneath a submission, as a lost database connection would.
-    (purchases as { insertOne: unknown }).insertOne = async () => {
-      throw new Error('connection to the database was lost: secret-host:27017');
-    };
+    failing.break();
     const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: 100, reason: 'paper' } });
     t.is(res.status, 500);
     t.is(res.body.error.code, 'internal_error');

@@ -183,7 +183,8 @@ test.serial('bad input is a clear 400 and records nothing', async (t) => {
     [purchase(1, 'Paper Co', { currency: 'ABC' }), 'currency', 'CURRENCY_NOT_ISO_4217'],
     [purchase(1, 'Paper Co', { colour: 'red' }), 'colour', 'UNKNOWN_FIELD'],
     [purchase(1, 'Paper Co', { metadata: 'not an object' }), 'metadata', 'INVALID_TYPE'],
-    [purchase(1, ''), 'merchant', 'TOO_SHORT'],
+    [purchase(1, ''), 'merchant', 'MERCHANT_EMPTY'],
+    [purchase(1, 'Paper Co', { reason: '' }), 'reason', 'REASON_EMPTY'],
     [[1, 2], 'body', 'INVALID_TYPE'],
     ['"just a string"', 'body', 'INVALID_TYPE'],
   ];

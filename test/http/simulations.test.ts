@@ -30,10 +30,11 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
+/** Everything stored, except a credential's lastUsedAt: authentication records it on every call (README). */
 async function snapshot() {
   const out: Record<string, unknown[]> = {};
   for (const name of (await app.store.db.listCollectionNames()).sort()) {
-    out[name] = await app.store.db.collection(name).find({}).sort({ _id: 1 }).toArray();
+    out[name] = (await app.store.db.collection(name).find({}).sort({ _id: 1 }).toArray()).map(({ lastUsedAt: _, ...doc }) => doc);
   }
   return out;
 }

@@ -128,11 +128,14 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
   const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
   const none = await rpc(list);
   t.is(none.status, 401);
-  t.regex(none.headers.get('www-authenticate') ?? '', /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"$/);
+  t.regex(none.headers.get('www-authenticate') ?? '', /^Bearer scope="purchase:check purchase:read purchase:request", resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"$/);
   const bad = await rpc(list, { authorization: `Bearer cmp_oat_${'x'.repeat(43)}` });
   t.is(bad.status, 401);
   t.is((await bad.json()).error.code, 'invalid_token');
-  t.regex(bad.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+  t.regex(bad.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token", scope="purchase:check purchase:read purchase:request", resource_metadata="/);
+  const refresh = await rpc(list, { authorization: `Bearer ${full.refresh_token}` });
+  t.is(refresh.status, 401, 'a refresh token is not a bearer credential');
+  t.is((await refresh.json()).error.code, 'invalid_token');
   const apiKey = await rpc(list, { authorization: `Bearer ${org.keys['buyer-key']}` });
   t.is(apiKey.status, 401, 'API keys do not reach MCP');
 
@@ -153,4 +156,8 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
   const prm = await (await fetchJson(`${app.url}/.well-known/oauth-protected-resource/mcp`)).json();
   t.deepEqual(prm.scopes_supported, ['purchase:check', 'purchase:read', 'purchase:request']);
   t.is(prm.resource, `${app.url}/mcp`);
+  // RFC 9728 3.3: the root document's resource is the URL it was built from, the service itself.
+  const root = await (await fetchJson(`${app.url}/.well-known/oauth-protected-resource`)).json();
+  t.is(root.resource, app.url);
+  t.deepEqual(root.authorization_servers, [app.url]);
 });

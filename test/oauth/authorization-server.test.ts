@@ -268,6 +268,7 @@ test('authorization server metadata (RFC 8414)', async (t) => {
     authorization_endpoint: `${app.url}/oauth/authorize`,
     token_endpoint: `${app.url}/oauth/token`,
     revocation_endpoint: `${app.url}/oauth/revoke`,
+    registration_endpoint: `${app.url}/oauth/register`,
     code_challenge_methods_supported: ['S256'],
     client_id_metadata_document_supported: true,
     authorization_response_iss_parameter_supported: true,

@@ -169,14 +169,16 @@ test('discovery, PKCE, sign-in, consent, iss, code exchange, MCP tools, refresh,
   const reuseEvents = await eventsOf(app, 'security.connection_token_reuse_detected');
   t.is(reuseEvents.length, 1);
   t.is(reuseEvents[0].data.connectionId, created[0].data.connectionId);
-  // Revocation takes effect on the next call: MCP and /v1 alike, even with the newest tokens.
+  // Revocation takes effect on the next call, even with the newest tokens: on /mcp a 401
+  // invalid_token challenge (MCP authorization, RFC 6750), on /v1 SPEC.md 5.3's 403.
   const revokedMcp = await fetchJson(resource, {
     method: 'POST',
     headers: { authorization: `Bearer ${refreshed.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
   });
-  t.is(revokedMcp.status, 403);
-  t.is((await revokedMcp.json()).error.code, 'connection_unauthorized');
+  t.is(revokedMcp.status, 401);
+  t.is((await revokedMcp.json()).error.code, 'invalid_token');
+  t.regex(revokedMcp.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token", scope="[^"]+", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp"$/);
   const v1 = await app.request(`/v1/purchase-requests/${submission.purchaseRequest.id}`, { key: refreshed.access_token });
   t.is(v1.status, 403);
   t.is(v1.body.error.code, 'connection_unauthorized');

@@ -28,8 +28,8 @@ export function clock(): Clock {
  * The app on a port, with BASE_URL (and so the issuer and the MCP resource) equal to its real
  * address, and the development switch that lets a loopback client_id be fetched over http.
  */
-export async function startConnectionsApp(options: { now?: () => Date } = {}): Promise<TestApp> {
-  const app = await startApp({ env: { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' }, now: options.now });
+export async function startConnectionsApp(options: { now?: () => Date; jobs?: { sweepEvery?: string } } = {}): Promise<TestApp> {
+  const app = await startApp({ env: { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' }, now: options.now, jobs: options.jobs });
   // BASE_URL can only be known once the port is: the routes read the configuration per request.
   app.deps.config.baseUrl = app.url;
   app.deps.config.authUrl = app.url;
@@ -85,8 +85,9 @@ export interface Org extends AppliedOrg {
   email: string;
 }
 
-export async function setUpOrg(app: TestApp, handle = 'acme'): Promise<Org> {
-  const org = await applyManifest(app, acmeManifest(handle));
+export async function setUpOrg(app: TestApp, handle = 'acme', approvalTtl = 'PT24H'): Promise<Org> {
+  const manifest = acmeManifest(handle);
+  const org = await applyManifest(app, { ...manifest, organization: { ...manifest.organization, approvalTtl } });
   const personId = (org.result.people as Record<string, { id: string }>).ana.id;
   const res = await app.admin(`/admin/people/${personId}/password`, { method: 'PUT', body: { password: PASSWORD } });
   if (res.status !== 200) throw new Error(`password refused: ${res.status} ${res.text}`);

@@ -13,6 +13,7 @@ import { parseForm } from '../../src/oauth/form.ts';
 import { authorizationResponseUrl } from '../../src/oauth/authorize.ts';
 import { escapeHtml } from '../../src/oauth/pages.ts';
 import { sdkIssues } from '../../src/mcp/tools.ts';
+import { validateRegistration } from '../../src/oauth/registration.ts';
 
 test('credentials: prefix, 32 random bytes, digest lookup', (t) => {
   for (const prefix of [ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, CODE_PREFIX] as const) {
@@ -161,4 +162,55 @@ test('authorization responses always carry iss, keep the redirect URI\'s own que
 test('SDK schema failures become SPEC.md issues', (t) => {
   const issues = sdkIssues('MCP error -32602: Input validation error: Invalid arguments for tool check_purchase: Invalid string at amountMinor\nUnrecognized keys: "a", "b"');
   t.deepEqual(issues.map((i) => [i.path, i.code]), [['amountMinor', 'INVALID_ARGUMENT'], ['a', 'UNKNOWN_FIELD'], ['b', 'UNKNOWN_FIELD']]);
+});
+
+test('registration redirect URIs: https or loopback http only, whatever the spelling', (t) => {
+  const verdict = (uri: string) => {
+    const r = validateRegistration({ redirect_uris: [uri] });
+    return r.ok ? 'ok' : r.error;
+  };
+  for (const ok of ['https://app.example/cb', 'https://app.example:8443/cb?x=1', 'http://127.0.0.1/cb', 'http://127.0.0.1:53682/callback', 'http://[::1]:8080/cb', 'http://localhost/cb', 'HTTP://LOCALHOST:9/cb']) {
+    t.is(verdict(ok), 'ok', ok);
+  }
+  for (const bad of [
+    'http://localhost.evil.example/cb', 'http://127.0.0.1.nip.io/cb', 'http://10.0.0.1/cb', 'http://app.example/cb', 'https://user:pw@app.example/cb',
+    'https://app.example/cb#frag', 'javascript:alert(1)', 'data:text/html,hi', 'com.example.app:/cb', 'file:///etc/passwd', '/relative/cb', '',
+  ]) {
+    t.is(verdict(bad), 'invalid_redirect_uri', bad);
+  }
+  t.is(verdict('https://app.example/' + 'x'.repeat(2000)), 'invalid_redirect_uri', 'length is bounded');
+  const many = validateRegistration({ redirect_uris: Array.from({ length: 21 }, (_, i) => `https://app.example/${i}`) });
+  t.false(many.ok);
+  // Property: whatever is accepted is an https URL or an http URL on a loopback host.
+  fc.assert(
+    fc.property(fc.webUrl({ validSchemes: ['http', 'https'] }), (uri) => {
+      const r = validateRegistration({ redirect_uris: [uri] });
+      if (!r.ok) return true;
+      const u = new URL(r.input.redirectUris[0]);
+      return u.protocol === 'https:' || ['127.0.0.1', '[::1]', 'localhost'].includes(u.hostname);
+    }),
+  );
+});
+
+test('registration metadata: public clients, code flow grants, names cleaned, unknown scopes dropped', (t) => {
+  const base = { redirect_uris: ['https://app.example/cb'] };
+  const ok = validateRegistration({ ...base, client_name: ' Desk\u202eAssistant\u0000 ', scope: 'purchase:read openid purchase:read', extra: { ignored: true } });
+  t.true(ok.ok);
+  if (ok.ok) t.deepEqual(ok.input, { clientName: 'DeskAssistant', redirectUris: ['https://app.example/cb'], scope: 'purchase:read' });
+  for (const bad of [
+    { ...base, token_endpoint_auth_method: 'client_secret_post' },
+    { ...base, grant_types: ['refresh_token'] },
+    { ...base, grant_types: ['implicit'] },
+    { ...base, grant_types: 'authorization_code' },
+    { ...base, response_types: ['code', 'token'] },
+    { ...base, response_types: [] },
+    { ...base, client_name: 42 },
+    { ...base, scope: ['purchase:read'] },
+    null,
+    'text',
+  ]) {
+    const r = validateRegistration(bad);
+    t.false(r.ok, JSON.stringify(bad));
+    if (!r.ok) t.is(r.error, 'invalid_client_metadata', JSON.stringify(bad));
+  }
 });

@@ -3,7 +3,7 @@
 // expired tokens, and purchases readable only by the credential that submitted them.
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
-import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from './helpers.ts';
+import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, tokenForm, type MetadataServer, type Org } from './helpers.ts';
 
 let app: TestApp;
 let meta: MetadataServer;
@@ -84,12 +84,15 @@ test('every other /v1 operation is oauth_not_permitted, whatever the scopes', as
   }
 });
 
-test('an unknown, malformed or expired token is 401 invalid_token', async (t) => {
-  for (const key of ['cmp_oat_' + 'A'.repeat(43), 'cmp_oat_short', full.refresh_token]) {
+test('an unknown or malformed token, and a refresh token or code used as a bearer, is 401 invalid_token', async (t) => {
+  for (const key of ['cmp_oat_' + 'A'.repeat(43), 'cmp_oat_short', full.refresh_token, 'cmp_oac_' + 'A'.repeat(43)]) {
     const res = await app.request('/v1/simulations/current-policies', { key, body: purchase });
     t.is(res.status, 401, key.slice(0, 12));
-    t.is(res.body.error.code, key.startsWith('cmp_oat_') ? 'invalid_token' : 'invalid_api_key');
+    t.is(res.body.error.code, 'invalid_token', key.slice(0, 12));
+    t.regex(res.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token"/);
   }
+  const notOurs = await app.request('/v1/simulations/current-policies', { key: 'cmp_xyz_' + 'A'.repeat(43), body: purchase });
+  t.is(notOurs.body.error.code, 'invalid_api_key', 'anything else is still an unrecognised key');
 });
 
 test.serial('an access token expires after 60 minutes', async (t) => {
@@ -103,13 +106,29 @@ test.serial('an access token expires after 60 minutes', async (t) => {
   time.advance(-61 * 60_000);
 });
 
+/** The same token on /mcp, where a token that no longer works is a 401 challenge instead. */
+const mcpList = (token: string) =>
+  app.request('/mcp', { key: token, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } });
+
 test.serial('an agent no longer ENABLED makes its connections connection_unauthorized until re-enabled', async (t) => {
   await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
   const res = await app.request('/v1/simulations/current-policies', { key: full.access_token, body: purchase });
   t.is(res.status, 403);
   t.is(res.body.error.code, 'connection_unauthorized');
+  const mcp = await mcpList(full.access_token);
+  t.is(mcp.status, 401);
+  t.is(mcp.body.error.code, 'invalid_token');
+  t.regex(mcp.headers.get('www-authenticate') ?? '', /^Bearer error="invalid_token", scope="purchase:check purchase:read purchase:request", resource_metadata="/);
+  // A refresh would only yield tokens refused at once: invalid_grant, so a client asks the person again.
+  const refresh = { grant_type: 'refresh_token', refresh_token: full.refresh_token, client_id: meta.clientId };
+  const refused = await tokenForm(app, refresh);
+  t.is(refused.status, 400);
+  t.deepEqual(await refused.json(), { error: 'invalid_grant', error_description: 'the agent of this connection is not enabled' });
   await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'ENABLED' } });
   t.is((await app.request('/v1/simulations/current-policies', { key: full.access_token, body: purchase })).status, 200);
+  const renewed = await tokenForm(app, refresh);
+  t.is(renewed.status, 200, 'the refresh token was not consumed by the refusal');
+  full = { ...full, ...(await renewed.json()) };
 });
 
 test('a connection revoked by an operator is refused on the next call', async (t) => {
@@ -119,6 +138,9 @@ test('a connection revoked by an operator is refused on the next call', async (t
   const res = await app.request('/v1/simulations/current-policies', { key: doomed.access_token, body: purchase });
   t.is(res.status, 403);
   t.is(res.body.error.code, 'connection_unauthorized');
+  const mcp = await mcpList(doomed.access_token);
+  t.is(mcp.status, 401);
+  t.is(mcp.body.error.code, 'invalid_token');
   const event = (await app.store.db.collection<{ _id: string; type: string; data: Record<string, unknown> }>('events').find({ type: 'connection.revoked' }).toArray()).find(
     (e) => e.data.connectionId === doomed.connectionId,
   );

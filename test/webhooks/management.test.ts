@@ -261,7 +261,8 @@ test('PATCH changes url, description (null clears), subscribedTypes, status and 
   t.truthy(disabled.body.disabledAt);
   const enabled = await app.request(`/v1/webhooks/${created.id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } });
   t.is(enabled.body.status, 'ACTIVE');
-  t.is(enabled.body.disabledAt, null);
+  t.is(enabled.body.disabledAt, disabled.body.disabledAt, 're-enabling keeps when it was last disabled (SPEC.md 3.4)');
+  t.is((await app.request(`/v1/webhooks/${created.id}`, { key: o.admin })).body.disabledAt, disabled.body.disabledAt);
 
   const after = await webhookCollections(app.store.db).endpoints.findOne({ _id: created.id });
   t.deepEqual(after?.secrets, before?.secrets);

@@ -134,7 +134,8 @@ test('301 with a Location: PERMANENT and the Location is never requested', async
 
 test('a receiver slower than timeoutMs: RETRY TIMEOUT', async (t) => {
   await withReceiver([{ status: 200, hang: true }], async (receiver) => {
-    const { result } = await sendInChild({ url: `${receiver.origin}/slow`, timeoutMs: 400 });
+    // Long enough for a cold child to finish TLS on a loaded machine, so the request does arrive.
+    const { result } = await sendInChild({ url: `${receiver.origin}/slow`, timeoutMs: 3000 });
     t.like(result, { verdict: 'RETRY', statusCode: null, errorClass: 'TIMEOUT', responseSnippet: null });
     t.is(receiver.requests.length, 1);
   });

@@ -77,6 +77,9 @@ export class EmbeddedStore implements Store {
     this.db = {
       collection: <T extends Document>(name: string) => db.collection(name) as unknown as StoreCollection<T>,
       listCollectionNames: () => db.listCollectionNames(),
+      createCollection: async (name) => {
+        await db.createCollection(name);
+      },
       raw: db as unknown as Db,
     };
   }

@@ -1,0 +1,63 @@
+// Probes (README "Probes"). /health/live: the process answers. /health/ready: the store answers a
+// round trip within READY_DEADLINE_MS, the jobs run if this process runs them, and the process is
+// not shutting down; a platform routes traffic only to ready processes. /health stays as it was.
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import type { AppDeps } from '../app-deps.ts';
+
+export const READY_DEADLINE_MS = 2000;
+
+/** What a process tells its probes about itself; main.ts owns it, shutdown.ts flips `stopping`. */
+export interface Lifecycle {
+  /** True when this process runs the Agenda jobs (the embedded default's web process, the worker). */
+  runsJobs: boolean;
+  jobsRunning: boolean;
+  stopping: boolean;
+}
+
+export const newLifecycle = (runsJobs: boolean): Lifecycle => ({ runsJobs, jobsRunning: false, stopping: false });
+
+/** While stopping, every answer (the ones in flight included) closes its connection. */
+export const closeWhenStopping = (deps: AppDeps) => async (ctx: Context, next: Next) => {
+  try {
+    await next();
+  } finally {
+    if (deps.lifecycle?.stopping) ctx.set('Connection', 'close');
+  }
+};
+
+async function storeRoundTrip(deps: AppDeps): Promise<{ ok: boolean; ms: number; error?: string }> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${READY_DEADLINE_MS} ms`)), READY_DEADLINE_MS);
+  });
+  try {
+    await Promise.race([deps.store.db.collection('organizations').findOne({ _id: 'readiness-probe' as never }, { projection: { _id: 1 } }), deadline]);
+    return { ok: true, ms: Math.round(performance.now() - started) };
+  } catch (err) {
+    return { ok: false, ms: Math.round(performance.now() - started), error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function healthRoutes(deps: AppDeps): Router {
+  const router = new Router();
+  router.get('/health', (ctx) => {
+    ctx.body = { status: 'ok', store: deps.store.engine };
+  });
+  router.get('/health/live', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/health/ready', async (ctx) => {
+    const lifecycle = deps.lifecycle ?? newLifecycle(false);
+    const store = await storeRoundTrip(deps);
+    const jobs = lifecycle.runsJobs ? { ok: lifecycle.jobsRunning, where: 'this process' } : { ok: true, where: 'another process' };
+    const ready = store.ok && jobs.ok && !lifecycle.stopping;
+    ctx.status = ready ? 200 : 503;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { status: ready ? 'ready' : lifecycle.stopping ? 'stopping' : 'unavailable', store: { engine: deps.store.engine, ...store }, jobs };
+  });
+  return router;
+}

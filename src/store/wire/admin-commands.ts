@@ -1,0 +1,251 @@
+// The handshake, authentication, namespace and diagnostic commands: what drivers, mongosh,
+// Compass and pymongo send around the data commands.
+import { hostname, cpus, platform, release } from 'node:os';
+import { Binary, ObjectId, type Document } from 'bson';
+import type { Call } from './call.ts';
+import { CommandError } from './errors.ts';
+import { MAX_MESSAGE_BYTES } from './frames.ts';
+import { MECHANISM, ScramConversation } from './scram.ts';
+
+export const VERSION = '7.0.0';
+/** MongoDB 7.0's wire version; the mongodb driver 7 needs at least 9 (MongoDB 4.4). */
+const MAX_WIRE_VERSION = 21;
+const MAX_BSON_BYTES = 16 * 1024 * 1024;
+const ELECTION_ID = new ObjectId('7fffffff0000000000000001');
+
+export function hello(call: Call): Document {
+  const { server, conn, command } = call;
+  const application = (command.client as { application?: { name?: unknown } } | undefined)?.application;
+  if (typeof application?.name === 'string') conn.appName = application.name;
+  const reply: Document = {
+    helloOk: true,
+    [call.name === 'hello' ? 'isWritablePrimary' : 'ismaster']: true,
+    secondary: false,
+    setName: server.setName,
+    setVersion: 1,
+    electionId: ELECTION_ID,
+    hosts: [server.me],
+    primary: server.me,
+    me: server.me,
+    maxBsonObjectSize: MAX_BSON_BYTES,
+    maxMessageSizeBytes: MAX_MESSAGE_BYTES,
+    maxWriteBatchSize: 100_000,
+    localTime: new Date(),
+    logicalSessionTimeoutMinutes: 30,
+    connectionId: conn.id,
+    minWireVersion: 0,
+    maxWireVersion: MAX_WIRE_VERSION,
+    readOnly: false,
+  };
+  if (typeof command.saslSupportedMechs === 'string') {
+    const user = command.saslSupportedMechs.slice(command.saslSupportedMechs.indexOf('.') + 1);
+    if (server.users.lookup(user)) reply.saslSupportedMechs = [MECHANISM];
+  }
+  return { ...reply, ok: 1 };
+}
+
+function bytes(payload: unknown): Buffer {
+  if (payload instanceof Binary) return Buffer.from(payload.buffer.subarray(0, payload.position));
+  if (payload instanceof Uint8Array) return Buffer.from(payload);
+  throw new CommandError('TypeMismatch', 'payload must be binary');
+}
+
+export function saslStart(call: Call): Document {
+  if (call.command.mechanism !== MECHANISM) {
+    throw new CommandError('MechanismUnavailable', `Received authentication for mechanism ${String(call.command.mechanism)} which is not enabled: this listener offers ${MECHANISM}`);
+  }
+  const scram = new ScramConversation(call.server.users);
+  call.conn.scram = undefined;
+  const payload = scram.start(bytes(call.command.payload));
+  call.conn.scram = scram;
+  return { conversationId: 1, done: false, payload: new Binary(payload), ok: 1 };
+}
+
+export function saslContinue(call: Call): Document {
+  const scram = call.conn.scram;
+  if (!scram) {
+    if (call.conn.user) return { conversationId: 1, done: true, payload: new Binary(Buffer.alloc(0)), ok: 1 };
+    throw new CommandError('AuthenticationFailed', 'No SASL session state found');
+  }
+  call.conn.scram = undefined;
+  const { payload, user } = scram.finish(bytes(call.command.payload));
+  call.conn.user = user;
+  return { conversationId: 1, done: true, payload: new Binary(payload), ok: 1 };
+}
+
+export function logout(call: Call): Document {
+  call.conn.user = undefined;
+  return { ok: 1 };
+}
+
+const READ_ACTIONS = ['collStats', 'dbStats', 'find', 'killCursors', 'listCollections', 'listIndexes'];
+const WRITE_ACTIONS = ['createCollection', 'createIndex', 'dropCollection', 'dropDatabase', 'insert', 'remove', 'update'];
+
+export function connectionStatus(call: Call): Document {
+  const user = call.conn.user;
+  const authInfo: Document = {
+    authenticatedUsers: user ? [{ user: user.user, db: 'admin' }] : [],
+    authenticatedUserRoles: user ? [{ role: user.role === 'read' ? 'readAnyDatabase' : 'readWriteAnyDatabase', db: 'admin' }] : [],
+  };
+  if (call.command.showPrivileges === true) {
+    // Compass reads these to decide what to offer.
+    const actions = user ? (user.role === 'read' ? READ_ACTIONS : [...READ_ACTIONS, ...WRITE_ACTIONS]) : [];
+    authInfo.authenticatedUserPrivileges = user ? [{ resource: { db: '', collection: '' }, actions }, { resource: { cluster: true }, actions: ['listDatabases'] }] : [];
+  }
+  return { authInfo, ok: 1 };
+}
+
+export function buildInfo(): Document {
+  return {
+    version: VERSION,
+    gitVersion: 'spend-control-embedded',
+    versionArray: [7, 0, 0, 0],
+    modules: [],
+    allocator: 'system',
+    javascriptEngine: 'none',
+    sysInfo: 'deprecated',
+    bits: 64,
+    debug: false,
+    maxBsonObjectSize: MAX_BSON_BYTES,
+    storageEngines: ['embedded'],
+    ok: 1,
+  };
+}
+
+export function hostInfo(): Document {
+  return {
+    system: { currentTime: new Date(), hostname: hostname(), cpuAddrSize: 64, numCores: cpus().length },
+    os: { type: platform() === 'linux' ? 'Linux' : platform(), name: platform(), version: release() },
+    extra: {},
+    ok: 1,
+  };
+}
+
+export function getLog(call: Call): Document {
+  if (call.command.getLog === '*') return { names: ['global', 'startupWarnings'], ok: 1 };
+  return { totalLinesWritten: 0, log: [], ok: 1 };
+}
+
+export function getParameter(call: Call): Document {
+  const reply: Document = {};
+  if (call.command.featureCompatibilityVersion !== undefined || call.command.getParameter === '*') {
+    reply.featureCompatibilityVersion = { version: '7.0' };
+  }
+  return { ...reply, ok: 1 };
+}
+
+export function serverStatus(call: Call): Document {
+  return {
+    host: call.server.me,
+    version: VERSION,
+    process: 'mongod',
+    pid: process.pid,
+    uptime: Math.floor((Date.now() - call.server.startedAt.getTime()) / 1000),
+    localTime: new Date(),
+    ok: 1,
+  };
+}
+
+/** listCollections/listDatabases filters: on name (a string, $in, or a regular expression) only. */
+function nameFilter(filter: unknown): (name: string) => boolean {
+  if (filter === undefined || filter === null) return () => true;
+  const f = filter as Document;
+  const keys = Object.keys(f).filter((k) => !(k === 'type' && f.type === 'collection'));
+  if (keys.length === 0) return () => true;
+  if (keys.length !== 1 || keys[0] !== 'name') throw new CommandError('BadValue', 'this listener filters collections and databases by name only');
+  const cond = f.name;
+  if (typeof cond === 'string') return (name) => name === cond;
+  if (cond instanceof RegExp) return (name) => cond.test(name);
+  if (cond && typeof cond === 'object' && Array.isArray((cond as Document).$in)) return (name) => ((cond as Document).$in as unknown[]).includes(name);
+  if (cond && typeof cond === 'object' && (cond as Document).$regex !== undefined) {
+    const re = new RegExp(String((cond as Document).$regex), String((cond as Document).$options ?? ''));
+    return (name) => re.test(name);
+  }
+  throw new CommandError('BadValue', 'this listener filters by name with a string, $in or a regular expression only');
+}
+
+export async function listCollections(call: Call): Promise<Document> {
+  const store = await call.store(false);
+  const matches = nameFilter(call.command.filter);
+  const names = store ? (await store.db.listCollectionNames()).filter(matches) : [];
+  const readOnly = call.conn.user?.role === 'read';
+  const docs = names.map((name) =>
+    call.command.nameOnly === true
+      ? { name, type: 'collection' }
+      : { name, type: 'collection', options: {}, info: { readOnly }, idIndex: { v: 2, key: { _id: 1 }, name: '_id_' } },
+  );
+  return call.server.cursors.open(`${call.db}.$cmd.listCollections`, call.owner, docs, undefined);
+}
+
+export function listDatabases(call: Call): Document {
+  const matches = nameFilter(call.command.filter);
+  const names = call.server.databases.names().filter(matches);
+  const databases = names.map((name) => (call.command.nameOnly === true ? { name } : { name, sizeOnDisk: 0, empty: false }));
+  return { databases, totalSize: 0, totalSizeMb: 0, ok: 1 };
+}
+
+async function existing(call: Call): Promise<{ name: string; exists: boolean }> {
+  const name = call.command[call.name];
+  if (typeof name !== 'string' || name === '') throw new CommandError('BadValue', `${call.name} needs a collection name`);
+  const store = await call.store(false);
+  return { name, exists: store ? (await store.db.listCollectionNames()).includes(name) : false };
+}
+
+export async function listIndexes(call: Call): Promise<Document> {
+  const { name, exists } = await existing(call);
+  if (!exists) throw new CommandError('NamespaceNotFound', `ns does not exist: ${call.db}.${name}`);
+  const store = await call.store(false);
+  const indexes = await store!.db.collection(name).indexes();
+  return call.server.cursors.open(`${call.db}.${name}`, call.owner, indexes, undefined);
+}
+
+export async function createIndexes(call: Call): Promise<Document> {
+  const { name, exists } = await existing(call);
+  const specs = call.command.indexes;
+  if (!Array.isArray(specs) || specs.length === 0) throw new CommandError('BadValue', 'createIndexes needs a non-empty indexes array');
+  const store = await call.store(true);
+  const coll = store!.db.collection(name);
+  const before = exists ? (await coll.indexes()).length : 1;
+  for (const spec of specs as Document[]) {
+    const { key, v: _version, ns: _ns, ...options } = spec;
+    if (!key || typeof key !== 'object') throw new CommandError('BadValue', 'every index needs a key document');
+    await coll.createIndex(key as Document, options);
+  }
+  const after = (await coll.indexes()).length;
+  return { numIndexesBefore: before, numIndexesAfter: after, createdCollectionAutomatically: !exists, ok: 1 };
+}
+
+export async function create(call: Call): Promise<Document> {
+  const { name, exists } = await existing(call);
+  if (exists) throw new CommandError('NamespaceExists', `Collection ${call.db}.${name} already exists.`);
+  const store = await call.store(true);
+  await store!.db.raw.createCollection(name);
+  return { ok: 1 };
+}
+
+export async function drop(call: Call): Promise<Document> {
+  const { name, exists } = await existing(call);
+  if (!exists) return { ok: 1 };
+  const store = await call.store(false);
+  const nIndexesWas = (await store!.db.collection(name).indexes()).length;
+  await store!.db.raw.dropCollection(name);
+  return { ns: `${call.db}.${name}`, nIndexesWas, ok: 1 };
+}
+
+export async function dropDatabase(call: Call): Promise<Document> {
+  await call.server.databases.drop(call.db);
+  return { dropped: call.db, ok: 1 };
+}
+
+export async function dbStats(call: Call): Promise<Document> {
+  const store = await call.store(false);
+  const names = store ? await store.db.listCollectionNames() : [];
+  let objects = 0;
+  for (const name of names) objects += await store!.db.collection(name).countDocuments({});
+  return { db: call.db, collections: names.length, views: 0, objects, dataSize: 0, storageSize: 0, indexes: 0, indexSize: 0, ok: 1 };
+}
+
+export function configureFailPoint(call: Call): Document {
+  const { configureFailPoint: name, mode, data } = call.command;
+  return { count: call.server.failPoints.configure(String(name), mode, data), ok: 1 };
+}

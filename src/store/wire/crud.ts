@@ -1,0 +1,230 @@
+// The data commands, each a translation to the store contract (src/store/store.ts): find,
+// getMore, killCursors, insert, update, delete, findAndModify, aggregate, count, distinct.
+import type { Document } from 'bson';
+import type { StoreCollection, StoreSession } from '../store.ts';
+import type { Call } from './call.ts';
+import { CommandError, writeError } from './errors.ts';
+
+function collectionName(call: Call): string {
+  const name = call.command[call.name];
+  if (typeof name !== 'string' || name === '') throw new CommandError('BadValue', `${call.name} needs a collection name`);
+  return name;
+}
+
+function doc(value: unknown, what: string): Document {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new CommandError('TypeMismatch', `${what} must be an object`);
+  return value as Document;
+}
+
+function count(value: unknown, what: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new CommandError('TypeMismatch', `${what} must be a whole number`);
+  return value;
+}
+
+async function collection(call: Call, create: boolean): Promise<StoreCollection | undefined> {
+  const store = await call.store(create);
+  return store?.db.collection(collectionName(call));
+}
+
+function sessionOption(session: StoreSession | undefined): { session?: StoreSession } {
+  return session ? { session } : {};
+}
+
+/** Runs fn atomically: in the command's transaction, or in one of its own. */
+async function atomically<T>(call: Call, fn: (session: StoreSession) => Promise<T>): Promise<T> {
+  if (call.session) return fn(call.session);
+  const store = await call.store(true);
+  return store!.withTransaction(fn);
+}
+
+export async function find(call: Call): Promise<Document> {
+  const { command } = call;
+  const ns = `${call.db}.${collectionName(call)}`;
+  const coll = await collection(call, false);
+  const limit = count(command.limit, 'limit');
+  const docs = coll
+    ? await coll
+        .find(doc(command.filter, 'filter'), {
+          sort: command.sort,
+          projection: command.projection,
+          skip: count(command.skip, 'skip'),
+          limit: limit === undefined ? undefined : Math.abs(limit),
+          ...sessionOption(call.session),
+        })
+        .toArray()
+    : [];
+  const single = command.singleBatch === true || (limit !== undefined && limit < 0);
+  return call.server.cursors.open(ns, call.owner, docs, count(command.batchSize, 'batchSize'), single);
+}
+
+export async function getMore(call: Call): Promise<Document> {
+  const id = Number(call.command.getMore);
+  const ns = `${call.db}.${String(call.command.collection)}`;
+  return call.server.cursors.more(id, ns, call.owner, count(call.command.batchSize, 'batchSize'));
+}
+
+export async function killCursors(call: Call): Promise<Document> {
+  const ids = Array.isArray(call.command.cursors) ? call.command.cursors.map(Number) : [];
+  const { killed, notFound } = call.server.cursors.kill(ids);
+  return { cursorsKilled: killed, cursorsNotFound: notFound, cursorsAlive: [], cursorsUnknown: [], ok: 1 };
+}
+
+function list(value: unknown, what: string): Document[] {
+  if (!Array.isArray(value)) throw new CommandError('TypeMismatch', `${what} must be an array`);
+  return value.map((v, i) => doc(v, `${what}.${i}`));
+}
+
+async function eachWrite(call: Call, items: Document[], run: (item: Document, index: number) => Promise<void>): Promise<Document[]> {
+  const ordered = call.command.ordered !== false;
+  const errors: Document[] = [];
+  for (const [index, item] of items.entries()) {
+    try {
+      await run(item, index);
+    } catch (error) {
+      errors.push(writeError(index, error));
+      if (ordered || call.session) break;
+    }
+  }
+  return errors;
+}
+
+function writeReply(fields: Document, errors: Document[]): Document {
+  return errors.length ? { ...fields, writeErrors: errors, ok: 1 } : { ...fields, ok: 1 };
+}
+
+export async function insert(call: Call): Promise<Document> {
+  const coll = (await collection(call, true))!;
+  let n = 0;
+  const errors = await eachWrite(call, list(call.command.documents, 'documents'), async (d) => {
+    // mongod stores _id first whatever the order it was sent in (drivers append a generated one).
+    const { _id, ...rest } = d;
+    await coll.insertOne(_id === undefined ? d : { _id, ...rest }, sessionOption(call.session));
+    n++;
+  });
+  return writeReply({ n }, errors);
+}
+
+function isReplacement(update: unknown): update is Document {
+  return !Array.isArray(update) && !Object.keys(doc(update, 'u')).some((k) => k.startsWith('$'));
+}
+
+export async function update(call: Call): Promise<Document> {
+  const coll = (await collection(call, true))!;
+  let n = 0;
+  let nModified = 0;
+  const upserted: Document[] = [];
+  const errors = await eachWrite(call, list(call.command.updates, 'updates'), async (u, index) => {
+    const filter = doc(u.q, 'q');
+    const options = { upsert: u.upsert === true, ...(u.arrayFilters ? { arrayFilters: u.arrayFilters } : {}), ...(u.sort ? { sort: u.sort } : {}), ...sessionOption(call.session) };
+    let result;
+    if (isReplacement(u.u)) {
+      if (u.multi === true) throw new CommandError('FailedToParse', 'multi update is not supported for replacement-style update');
+      result = await coll.replaceOne(filter, u.u, options);
+    } else if (u.multi === true) {
+      result = await coll.updateMany(filter, u.u as Document, options);
+    } else {
+      result = await coll.updateOne(filter, u.u as Document, options);
+    }
+    n += result.matchedCount + result.upsertedCount;
+    nModified += result.modifiedCount;
+    if (result.upsertedId !== null && result.upsertedId !== undefined) upserted.push({ index, _id: result.upsertedId });
+  });
+  return writeReply(upserted.length ? { n, nModified, upserted } : { n, nModified }, errors);
+}
+
+export async function remove(call: Call): Promise<Document> {
+  const coll = (await collection(call, true))!;
+  let n = 0;
+  const errors = await eachWrite(call, list(call.command.deletes, 'deletes'), async (d) => {
+    const filter = doc(d.q, 'q');
+    const result = d.limit === 1 ? await coll.deleteOne(filter, sessionOption(call.session)) : await coll.deleteMany(filter, sessionOption(call.session));
+    n += result.deletedCount;
+  });
+  return writeReply({ n }, errors);
+}
+
+export async function findAndModify(call: Call): Promise<Document> {
+  const { command } = call;
+  const coll = (await collection(call, true))!;
+  const query = doc(command.query, 'query');
+  const sort = command.sort;
+  const projection = command.fields;
+  const returnNew = command.new === true;
+  if (command.remove === true) {
+    return atomically(call, async (session) => {
+      const hit = await coll.findOne(query, { sort, projection: { _id: 1 }, session });
+      if (!hit) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
+      const value = await coll.findOne({ _id: hit._id }, { projection, session });
+      await coll.deleteOne({ _id: hit._id }, { session });
+      return { lastErrorObject: { n: 1 }, value, ok: 1 };
+    });
+  }
+  if (command.update === undefined) throw new CommandError('FailedToParse', 'Either an update or remove=true must be specified');
+  if (isReplacement(command.update)) {
+    const replacement = command.update;
+    return atomically(call, async (session) => {
+      const hit = await coll.findOne(query, { sort, projection: { _id: 1 }, session });
+      if (hit) {
+        const before = returnNew ? null : await coll.findOne({ _id: hit._id }, { projection, session });
+        await coll.replaceOne({ _id: hit._id }, replacement, { session });
+        const value = returnNew ? await coll.findOne({ _id: hit._id }, { projection, session }) : before;
+        return { lastErrorObject: { n: 1, updatedExisting: true }, value, ok: 1 };
+      }
+      if (command.upsert !== true) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
+      const result = await coll.replaceOne(query, replacement, { upsert: true, session });
+      const value = returnNew ? await coll.findOne({ _id: result.upsertedId } as Document, { projection, session }) : null;
+      return { lastErrorObject: { n: 1, updatedExisting: false, upserted: result.upsertedId }, value, ok: 1 };
+    });
+  }
+  const result = (await coll.findOneAndUpdate(query, command.update as Document, {
+    sort,
+    projection,
+    upsert: command.upsert === true,
+    returnDocument: returnNew ? 'after' : 'before',
+    includeResultMetadata: true,
+    ...(command.arrayFilters ? { arrayFilters: command.arrayFilters } : {}),
+    ...sessionOption(call.session),
+  })) as unknown as Document;
+  return { lastErrorObject: result.lastErrorObject, value: result.value ?? null, ok: 1 };
+}
+
+export function writesOutside(pipeline: Document[]): boolean {
+  return pipeline.some((stage) => stage && typeof stage === 'object' && ('$out' in stage || '$merge' in stage));
+}
+
+export async function aggregate(call: Call): Promise<Document> {
+  const { command } = call;
+  if (typeof command.aggregate !== 'string') {
+    throw new CommandError('CommandNotFound', 'aggregate without a collection ({aggregate: 1}) is not supported by this listener');
+  }
+  if (command.explain === true) throw new CommandError('CommandNotFound', 'explain is not supported by this listener');
+  const pipeline = list(command.pipeline, 'pipeline');
+  const cursor = doc(command.cursor, 'cursor');
+  const coll = await collection(call, writesOutside(pipeline));
+  const docs = coll ? await coll.aggregate(pipeline, sessionOption(call.session)).toArray() : [];
+  return call.server.cursors.open(`${call.db}.${command.aggregate}`, call.owner, docs, count(cursor.batchSize, 'cursor.batchSize'));
+}
+
+export async function countCommand(call: Call): Promise<Document> {
+  const coll = await collection(call, false);
+  const skip = count(call.command.skip, 'skip');
+  const limit = count(call.command.limit, 'limit');
+  const n = coll
+    ? await coll.countDocuments(doc(call.command.query, 'query'), {
+        ...(skip ? { skip } : {}),
+        ...(limit ? { limit: Math.abs(limit) } : {}),
+        ...sessionOption(call.session),
+      })
+    : 0;
+  return { n, ok: 1 };
+}
+
+export async function distinct(call: Call): Promise<Document> {
+  const key = call.command.key;
+  if (typeof key !== 'string') throw new CommandError('TypeMismatch', 'distinct needs key, a field path');
+  const coll = await collection(call, false);
+  const values = coll ? await coll.distinct(key, doc(call.command.query, 'query'), sessionOption(call.session)) : [];
+  return { values, ok: 1 };
+}

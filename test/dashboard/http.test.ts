@@ -1,0 +1,366 @@
+// The dashboard through plain HTTP, for what a browser test would only show slowly or not at all:
+// cookie attributes, session expiry, sign-in throttling, CSRF and Origin refusals, roles, tenant
+// isolation, the answer command's refusals, filters and keyset pages, admins' pages, policies.
+import test from 'ava';
+import type { TestApp } from '../helpers/app.ts';
+import { Client, PASSWORD, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
+import { clock, connect, startMetadataServer, type Clock } from '../oauth/helpers.ts';
+import { acmeManifest } from '../helpers/fixtures.ts';
+
+const ANA = { handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] };
+const VIC = { handle: 'vic', name: 'Vic Viewer', email: 'vic@acme.example', roles: ['viewer'] };
+const PAM = { handle: 'pam', name: 'Pam Plain', email: 'pam@acme.example' }; // no roles: the default
+
+async function setUp(t: { teardown(fn: () => Promise<void>): void }, options: { clock?: Clock; env?: Record<string, string> } = {}) {
+  const app = await startDashboardApp({ now: options.clock?.now, env: options.env });
+  t.teardown(() => app.close());
+  const acme = await setUpDashboardOrg(app, 'acme', [ANA, VIC, PAM]);
+  return { app, acme };
+}
+
+async function pending(app: TestApp, org: DashboardOrg, merchant = 'Standing Desks Ltd') {
+  const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant, amountMinor: '30000', reason: 'A desk' } });
+  if (res.body?.decision?.outcome !== 'REQUIRES_APPROVAL') throw new Error(res.text);
+  return res.body.purchaseRequest.id as string;
+}
+
+const state = async (app: TestApp, org: DashboardOrg, id: string) => (await app.request(`/v1/purchase-requests/${id}`, { key: org.keys['buyer-key'] })).body.purchase;
+
+test('sign-in: a session cookie that is HttpOnly and SameSite=Lax; Secure with the __Host- prefix when BASE_URL is https', async (t) => {
+  const { app, acme } = await setUp(t);
+  const client = new Client(app.url);
+  const signedIn = await client.signIn(acme.people.ana.email);
+  t.is(signedIn.status, 303);
+  t.is(signedIn.location, '/dashboard');
+  const cookie = signedIn.headers.getSetCookie().find((c) => c.startsWith('cmp_dashboard='))!;
+  t.regex(cookie, /^cmp_dashboard=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200$/);
+  t.notRegex(cookie, /Secure/);
+  // The store keeps a digest of the cookie, not the cookie.
+  const value = cookie.split(';')[0].split('=')[1];
+  const sessions = app.store.db.collection<{ _id: string }>('dashboard_sessions');
+  t.is(await sessions.countDocuments({ _id: value }), 0);
+  t.is(await sessions.countDocuments({}), 1);
+
+  app.deps.config.baseUrl = 'https://spend.example';
+  const secure = new Client(app.url);
+  const form = await secure.get('/dashboard/sign-in');
+  t.regex(form.headers.getSetCookie()[0], /^__Host-cmp_dashboard_signin=.*; Secure$/);
+  const https = await secure.post('/dashboard/sign-in', { token: field(form.text, 'token'), email: acme.people.ana.email, password: PASSWORD }, { origin: 'https://spend.example' });
+  t.is(https.status, 303);
+  t.regex(https.headers.getSetCookie().find((c) => c.startsWith('__Host-cmp_dashboard='))!, /; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200; Secure$/);
+});
+
+test('sign-in refusals: a wrong password and an unknown email read the same; a form from elsewhere is refused', async (t) => {
+  const { app, acme } = await setUp(t);
+  const wrong = await new Client(app.url).signIn(acme.people.ana.email, 'not the password at all');
+  const unknown = await new Client(app.url).signIn('nobody@acme.example');
+  t.is(wrong.status, 401);
+  t.is(unknown.status, 401);
+  t.regex(wrong.text, /That email and password do not match/);
+  t.is(wrong.text.replace(/value="[^"]*"/g, ''), unknown.text.replace(/value="[^"]*"/g, ''));
+  // No sign-in cookie: the form did not come from this browser's sign-in page (login CSRF).
+  const foreign = await new Client(app.url).post('/dashboard/sign-in', { token: 'x'.repeat(43), email: acme.people.ana.email, password: PASSWORD });
+  t.is(foreign.status, 403);
+  t.is(foreign.headers.getSetCookie().filter((c) => c.startsWith('cmp_dashboard=')).length, 0);
+});
+
+test('signed out: pages send you to sign in, and a change is refused without doing anything', async (t) => {
+  const { app, acme } = await setUp(t);
+  const id = await pending(app, acme);
+  const client = new Client(app.url);
+  for (const path of ['/dashboard', '/dashboard/purchases', '/dashboard/budgets', '/dashboard/policies', '/dashboard/keys', `/dashboard/purchases/${id}`]) {
+    const res = await client.get(path);
+    t.is(res.status, 303, path);
+    t.is(res.location, '/dashboard/sign-in', path);
+  }
+  const unknown = await client.get('/dashboard/no/such/page');
+  t.is(unknown.status, 404);
+  t.regex(unknown.headers.get('content-type')!, /^text\/html/);
+  const post = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: 'x' });
+  t.is(post.status, 403);
+  t.regex(post.text, /signed out/);
+  t.is((await state(app, acme, id)).status, 'PENDING_APPROVAL');
+});
+
+test('sessions end after 30 idle minutes, and after 12 hours however active', async (t) => {
+  const c = clock();
+  const { app, acme } = await setUp(t, { clock: c });
+  const idle = new Client(app.url);
+  await idle.signIn(acme.people.ana.email);
+  c.advance(29 * 60 * 1000);
+  t.is((await idle.get('/dashboard')).status, 200);
+  c.advance(29 * 60 * 1000);
+  t.is((await idle.get('/dashboard')).status, 200, 'activity slides the idle timeout');
+  c.advance(31 * 60 * 1000);
+  t.is((await idle.get('/dashboard')).location, '/dashboard/sign-in');
+
+  const busy = new Client(app.url);
+  await busy.signIn(acme.people.ana.email);
+  for (let elapsed = 0; elapsed < 11.5 * 60; elapsed += 20) {
+    c.advance(20 * 60 * 1000);
+    t.is((await busy.get('/dashboard/budgets')).status, 200);
+  }
+  c.advance(40 * 60 * 1000);
+  t.is((await busy.get('/dashboard/budgets')).location, '/dashboard/sign-in');
+});
+
+test('failed sign-ins are throttled per account and per address, for 15 minutes', async (t) => {
+  const c = clock();
+  const { app, acme } = await setUp(t, { clock: c });
+  const from = (address: string) => {
+    const client = new Client(app.url);
+    return {
+      async signIn(email: string, password = PASSWORD) {
+        const page = await client.get('/dashboard/sign-in');
+        return client.post('/dashboard/sign-in', { token: field(page.text, 'token'), email, password }, { origin: app.url, 'x-forwarded-for': address });
+      },
+    };
+  };
+  // Per account: five failures from different addresses lock the account, even for the right password.
+  for (let i = 0; i < 5; i++) t.is((await from(`198.51.100.${i}`).signIn(acme.people.vic.email, 'wrong password')).status, 401);
+  const locked = await from('198.51.100.99').signIn(acme.people.vic.email);
+  t.is(locked.status, 429);
+  t.regex(locked.text, /Too many failed sign-ins\. Try again in 15 minutes\./);
+  t.is((await from('198.51.100.99').signIn(acme.people.ana.email)).status, 303, 'other accounts are not affected');
+
+  // Per address: twenty failures over many accounts block that address, for every account.
+  for (let i = 0; i < 20; i++) t.is((await from('203.0.113.7').signIn(`guess${i}@acme.example`, 'wrong password')).status, 401);
+  t.is((await from('203.0.113.7').signIn(acme.people.ana.email)).status, 429);
+  t.is((await from('203.0.113.8').signIn(acme.people.ana.email)).status, 303);
+
+  c.advance(15 * 60 * 1000 + 1000);
+  t.is((await from('203.0.113.7').signIn(acme.people.vic.email)).status, 303, 'the windows end');
+});
+
+test('every change needs the session\'s CSRF token and a same-origin request', async (t) => {
+  const { app, acme } = await setUp(t);
+  const id = await pending(app, acme);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  const csrf = await client.csrf();
+
+  const missing = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE' });
+  t.is(missing.status, 403);
+  t.regex(missing.text, /did not come from the dashboard/);
+  const forged = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: csrf.slice(0, -1) + (csrf.endsWith('A') ? 'B' : 'A') });
+  t.is(forged.status, 403);
+  const otherSite = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf }, { origin: 'https://evil.example' });
+  t.is(otherSite.status, 403);
+  t.regex(otherSite.text, /came from another site/);
+  const noOrigin = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf }, { 'sec-fetch-site': 'cross-site' });
+  t.is(noOrigin.status, 403);
+  const signOut = await client.post('/dashboard/sign-out', {}, { origin: 'https://evil.example' });
+  t.is(signOut.status, 403, 'nobody can sign you out from another site either');
+  t.is((await state(app, acme, id)).status, 'PENDING_APPROVAL');
+
+  const ok = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf });
+  t.is(ok.status, 303);
+  t.is((await state(app, acme, id)).status, 'APPROVED');
+});
+
+test('a second answer and an answer after expiry get the operator API\'s refusal', async (t) => {
+  const c = clock();
+  const { app, acme } = await setUp(t, { clock: c });
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  const csrf = await client.csrf();
+  const answered = await pending(app, acme);
+  t.is((await client.post(`/dashboard/approvals/${answered}/answer`, { answer: 'REJECT', comment: 'No', csrf })).status, 303);
+  const again = await client.post(`/dashboard/approvals/${answered}/answer`, { answer: 'APPROVE', csrf });
+  const operator = await app.admin(`/admin/purchase-requests/${answered}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
+  t.is(again.status, 409);
+  t.true(again.text.includes(operator.body.error.message));
+
+  const late = await pending(app, acme, 'Late Answers Ltd');
+  c.advance(24 * 60 * 60 * 1000 + 1000);
+  const fresh = new Client(app.url); // a day later the old session has ended too
+  await fresh.signIn(acme.people.ana.email);
+  const afterExpiry = await fresh.post(`/dashboard/approvals/${late}/answer`, { answer: 'APPROVE', csrf: await fresh.csrf() });
+  const operatorLate = await app.admin(`/admin/purchase-requests/${late}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
+  t.is(afterExpiry.status, 409);
+  t.is(operatorLate.status, 409);
+  t.true(afterExpiry.text.includes(operatorLate.body.error.message));
+});
+
+test('roles: viewers look, approvers answer and buy, admins see connections and keys; the default role is approver', async (t) => {
+  const { app, acme } = await setUp(t);
+  const id = await pending(app, acme);
+  const vic = new Client(app.url);
+  await vic.signIn(acme.people.vic.email);
+  const inbox = await vic.get('/dashboard');
+  t.true(inbox.text.includes(`data-id="${id}"`));
+  t.false(inbox.text.includes('value="APPROVE"'));
+  for (const path of ['/dashboard/keys', '/dashboard/connections', '/dashboard/purchases/new']) t.is((await vic.get(path)).status, 403, path);
+  t.is((await vic.get('/dashboard/policies')).status, 200);
+  t.is((await vic.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: await vic.csrf() })).status, 403);
+  // The operator cannot answer in a viewer's name either: the rule lives in the answer command.
+  const operator = await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person: 'vic' } });
+  t.is(operator.status, 403);
+  t.is(operator.body.error.code, 'person_not_approver');
+
+  const pam = new Client(app.url);
+  await pam.signIn(acme.people.pam.email);
+  t.is((await pam.get('/dashboard/keys')).status, 403);
+  t.is((await pam.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: await pam.csrf() })).status, 303);
+  t.deepEqual((await state(app, acme, id)).approval.resolvedBy, { name: 'Pam Plain' });
+});
+
+test('another organisation\'s purchases, keys and approvals are indistinguishable from ones that do not exist', async (t) => {
+  const { app, acme } = await setUp(t);
+  const globex = await setUpDashboardOrg(app, 'globex', [{ handle: 'ana', name: 'Ana of Globex', email: 'ana@globex.example', roles: ['approver', 'admin'] }]);
+  const id = await pending(app, acme);
+  const client = new Client(app.url);
+  await client.signIn(globex.people.ana.email);
+  const csrf = await client.csrf();
+  const missing = '0197a000-0000-7000-8000-000000000000';
+  const pairs: [string, string][] = [
+    [`/dashboard/purchases/${id}`, `/dashboard/purchases/${missing}`],
+  ];
+  for (const [theirs, none] of pairs) {
+    const a = await client.get(theirs);
+    const b = await client.get(none);
+    t.is(a.status, 404);
+    t.is(a.text, b.text);
+  }
+  // The same person handle exists in both organisations: the answer must still not reach acme's purchase.
+  const answer = await client.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf });
+  const answerNone = await client.post(`/dashboard/approvals/${missing}/answer`, { answer: 'APPROVE', csrf });
+  t.is(answer.status, 404);
+  t.is(answer.text, answerNone.text);
+  const key = await client.post(`/dashboard/keys/${acme.keyIds['buyer-key']}/revoke`, { csrf });
+  t.is(key.status, 404);
+  t.is((await app.request('/v1/agents', { key: acme.keys['admin-key'] })).status, 200);
+  t.is((await state(app, acme, id)).status, 'PENDING_APPROVAL');
+  t.false((await client.get('/dashboard/purchases')).text.includes('Standing Desks'));
+});
+
+test('purchases: filters by agent, status, decision, merchant and dates in the organisation\'s zone, with keyset pages', async (t) => {
+  const { app, acme } = await setUp(t);
+  for (let i = 0; i < 27; i++) {
+    await app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], body: { merchant: `Paper Shop ${i}`, amountMinor: '100', reason: 'paper' } });
+  }
+  await app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], body: { merchant: 'Shady Goods Ltd', amountMinor: '100', reason: 'blocked' } });
+  await app.request('/v1/purchase-requests', { key: acme.keys['travel-key'], body: { merchant: 'Skyline Airways', amountMinor: '5000', reason: 'flight', currency: 'USD' } });
+  const client = new Client(app.url);
+  await client.signIn(acme.people.vic.email);
+  const rows = (html: string) => [...html.matchAll(/<tr><td>[^<]*<\/td><td><a href="\/dashboard\/purchases\/([0-9a-f-]{36})">([^<]*)<\/a>/g)].map((m) => m[2].replace(/&amp;/g, '&'));
+
+  const first = await client.get('/dashboard/purchases');
+  t.is(rows(first.text).length, 25);
+  t.is(rows(first.text)[0], 'Skyline Airways', 'newest first');
+  const next = /<a href="([^"]+)" rel="next">/.exec(first.text)![1].replace(/&amp;/g, '&');
+  const second = await client.get(next);
+  t.is(rows(second.text).length, 4);
+  t.is(new Set([...rows(first.text), ...rows(second.text)]).size, 29, 'no purchase twice, none missing');
+  t.false(/rel="next"/.test(second.text));
+
+  t.deepEqual(rows((await client.get(`/dashboard/purchases?agent=${acme.agents.travel.id}`)).text), ['Skyline Airways']);
+  t.deepEqual(rows((await client.get('/dashboard/purchases?status=REJECTED')).text), ['Shady Goods Ltd']);
+  t.deepEqual(rows((await client.get('/dashboard/purchases?outcome=REJECTED')).text), ['Shady Goods Ltd']);
+  t.deepEqual(rows((await client.get('/dashboard/purchases?merchant=shop%2026')).text), ['Paper Shop 26']);
+  t.deepEqual(rows((await client.get('/dashboard/purchases?merchant=.*')).text), [], 'the search is text, not a pattern');
+  const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date());
+  const yesterday = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date(Date.now() - 86_400_000));
+  t.is(rows((await client.get(`/dashboard/purchases?from=${today}&to=${today}&agent=${acme.agents.travel.id}`)).text).length, 1);
+  t.is(rows((await client.get(`/dashboard/purchases?to=${yesterday}`)).text).length, 0);
+  const bad = await client.get('/dashboard/purchases?from=yesterday&status=LOST&cursor=abc');
+  t.is(bad.status, 400);
+  t.regex(bad.text, /role="alert">Choose a status from the list\. From is a date like 2026-11-23\. This page link is not valid/);
+});
+
+test('a dashboard purchase form submitted twice records one purchase; bad amounts are explained', async (t) => {
+  const { app, acme } = await setUp(t);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  const form = await client.get('/dashboard/purchases/new');
+  const fields = { csrf: field(form.text, 'csrf'), token: field(form.text, 'token'), agent: acme.agents.buyer.id, merchant: 'Paper Co', amount: '12.5', currency: 'EUR', reason: 'Paper' };
+  const once = await client.post('/dashboard/purchases', fields);
+  const twice = await client.post('/dashboard/purchases', fields);
+  t.is(once.status, 303);
+  t.is(twice.location, once.location);
+  const id = once.location!.split('/').pop()!;
+  const read = (await app.request(`/v1/purchase-requests/${id}`, { key: acme.keys['buyer-key'] })).body.purchase;
+  t.is(read.amountMinor, '1250');
+  t.is(read.origin, 'DASHBOARD');
+
+  const tooPrecise = await client.post('/dashboard/purchases', { ...fields, token: 'b'.repeat(43), amount: '12.505' });
+  t.is(tooPrecise.status, 400);
+  t.regex(tooPrecise.text, /at most as many decimals as EUR has/);
+  const yen = await client.post('/dashboard/purchases', { ...fields, token: 'c'.repeat(43), amount: '1500', currency: 'JPY' });
+  t.is(yen.status, 303);
+  const otherOrgsAgent = await client.post('/dashboard/purchases', { ...fields, token: 'd'.repeat(43), agent: '0197a000-0000-7000-8000-000000000000' });
+  t.is(otherOrgsAgent.status, 400);
+  t.regex(otherOrgsAgent.text, /Choose one of your organisation&#39;s agents/);
+});
+
+test('admins see keys with their last use and revoke them; the API refuses a revoked key at once', async (t) => {
+  const { app, acme } = await setUp(t);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  const prefix = (await app.store.db.collection<{ _id: string; prefix: string }>('api_keys').findOne({ _id: acme.keyIds['travel-key'] }))!.prefix;
+  const row = (html: string) => new RegExp(`<td class="codes">${prefix}</td>.*?</tr>`, 's').exec(html)![0];
+  t.regex(row((await client.get('/dashboard/keys')).text), /<td>never<\/td>/);
+  t.is((await app.request('/v1/simulations/current-policies', { key: acme.keys['travel-key'], body: { merchant: 'X', amountMinor: '1', reason: 'r', currency: 'USD' } })).status, 200);
+  t.regex(row((await client.get('/dashboard/keys')).text), /Travel booker.*\d{4}, \d\d:\d\d/s);
+  const revoked = await client.post(`/dashboard/keys/${acme.keyIds['travel-key']}/revoke`, { csrf: await client.csrf() });
+  t.is(revoked.status, 303);
+  t.regex(row((await client.get('/dashboard/keys?revoked=1')).text), /revoked/);
+  const refused = await app.request('/v1/simulations/current-policies', { key: acme.keys['travel-key'], body: { merchant: 'X', amountMinor: '1', reason: 'r', currency: 'USD' } });
+  t.is(refused.status, 401);
+  t.is(refused.body.error.code, 'api_key_revoked');
+});
+
+test('admins see connections (application, agent, scopes, who granted, last use) and revoke them', async (t) => {
+  const { app, acme } = await setUp(t, { env: { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' } });
+  const metadata = await startMetadataServer('Claude Desktop');
+  t.teardown(() => metadata.close());
+  const tokens = await connect(app, { ...acme, personId: acme.people.ana.id, email: acme.people.ana.email }, metadata.clientId);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  const page = await client.get('/dashboard/connections');
+  t.regex(page.text, /Claude Desktop.*Office buyer.*purchase:check purchase:read purchase:request.*Ana Admin.*never/s);
+  const body = { merchant: 'X', amountMinor: '1', reason: 'r' };
+  t.is((await app.request('/v1/simulations/current-policies', { key: tokens.access_token, body })).status, 200);
+  t.notRegex((await client.get('/dashboard/connections')).text, /<td>never<\/td>/);
+  const revoked = await client.post(`/dashboard/connections/${tokens.connectionId}/revoke`, { csrf: await client.csrf() });
+  t.is(revoked.status, 303);
+  t.regex((await client.get('/dashboard/connections')).text, /revoked \d/);
+  const refused = await app.request('/v1/simulations/current-policies', { key: tokens.access_token, body });
+  t.is(refused.status, 403);
+  t.is(refused.body.error.code, 'connection_unauthorized');
+});
+
+test('policies: the active version and the draft, with the draft-versus-active simulation side by side', async (t) => {
+  const { app, acme } = await setUp(t);
+  // A draft that would ask a person above 100 EUR instead of 200 EUR.
+  const manifest = acmeManifest('acme');
+  const office = manifest.policies[0];
+  const draft = { ...office, activate: false, rules: office.rules.map((r) => (r.effect === 'REQUIRE_APPROVAL' ? { ...r, amountMinor: '10000' } : r)) };
+  const applied = await app.admin('/admin/manifests', { body: { ...manifest, people: [ANA, VIC, PAM], policies: [draft, manifest.policies[1]] } });
+  t.is(applied.status, 200);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.vic.email);
+  const page = await client.get('/dashboard/policies');
+  t.regex(page.text, /Active version 1.*Draft version 2/s);
+  t.regex(page.text, /Ask a person for one purchase over €100\.00/);
+  const compared = await client.get(`/dashboard/policies?policy=${acme.policies.office.id}&merchant=Paper+Co&amount=150.00&currency=EUR`);
+  t.is(compared.status, 200);
+  t.regex(compared.text, /data-simulation="Draft"><h4>Draft<\/h4><p><span class="badge REQUIRES_APPROVAL">/);
+  t.regex(compared.text, /data-simulation="Active"><h4>Active<\/h4><p><span class="badge APPROVED">/);
+  // A simulation writes nothing.
+  t.is(await app.store.db.collection('purchases').countDocuments({}), 0);
+  const bad = await client.get(`/dashboard/policies?policy=${acme.policies.office.id}&merchant=Paper&amount=abc&currency=EUR`);
+  t.regex(bad.text, /role="alert">Write the amount in EUR/);
+});
+
+test('a suspended organisation\'s dashboard closes: sign-in refused, sessions ended', async (t) => {
+  const { app, acme } = await setUp(t);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  t.is((await client.get('/dashboard')).status, 200);
+  t.is((await app.admin(`/admin/organizations/${acme.organizationId}`, { method: 'PATCH', body: { status: 'SUSPENDED' } })).status, 200);
+  t.is((await client.get('/dashboard')).location, '/dashboard/sign-in');
+  const again = await new Client(app.url).signIn(acme.people.ana.email);
+  t.is(again.status, 403);
+  t.regex(again.text, /suspended/);
+});

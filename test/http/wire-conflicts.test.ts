@@ -1,0 +1,112 @@
+// The service through the official driver under injected faults (src/store/wire/ fail points):
+// transaction operations answer WriteConflict, and commits answer UnknownTransactionCommitResult
+// after committing, so the driver's withTransaction retries run for real. 200 concurrent purchases
+// still give exactly one decision per idempotency key and budget counters that add up exactly.
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { openMongoStore } from '../../src/store/mongo.ts';
+import type { Store } from '../../src/store/store.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { applyManifest } from '../helpers/fixtures.ts';
+import { startListener, type TestListener } from '../helpers/wire.ts';
+
+const LIMIT = 400_000;
+const KEYS = 100;
+
+let wire: TestListener;
+let store: Store;
+let app: TestApp;
+
+test.before(async () => {
+  wire = await startListener();
+  const name = `conflicts_${randomBytes(4).toString('hex')}`;
+  store = await openMongoStore(wire.serviceUrl(name, 'appName=service-under-test'), { dbName: name });
+  app = await startApp({ store });
+});
+test.after.always(async () => {
+  await app?.close();
+  await store?.close();
+  await wire?.close();
+});
+
+function manifest(handle: string) {
+  return {
+    organization: { handle, name: 'Conflicted', currency: 'EUR', timezone: 'Europe/Berlin' },
+    agents: [{ handle: 'x', name: 'X' }],
+    policies: [
+      {
+        handle: 'daily',
+        name: 'Daily budget',
+        scope: 'ORGANIZATION',
+        currencies: ['EUR'],
+        rules: [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: String(LIMIT) }],
+        merchants: [],
+      },
+    ],
+    apiKeys: [{ handle: 'x-key', agent: 'x' }],
+  };
+}
+
+async function purchasesUnderFaults(t: import('ava').ExecutionContext, handle: string, failPoint: Record<string, unknown>) {
+  const org = await applyManifest(app, manifest(handle));
+  const admin = (store as unknown as { client: import('mongodb').MongoClient }).client.db('admin');
+  await admin.command({ configureFailPoint: 'failCommand', ...failPoint });
+  // Each idempotency key is sent twice at once: 200 concurrent requests, 100 purchases.
+  const amounts = Array.from({ length: KEYS }, (_, i) => 1000 + ((i * 7919) % 9000));
+  const results = await Promise.all(
+    Array.from({ length: KEYS * 2 }, (_, i) => {
+      const k = i % KEYS;
+      return app
+        .request('/v1/purchase-requests', {
+          key: org.keys['x-key'],
+          body: { merchant: 'Parts Ltd', amountMinor: amounts[k], reason: `part ${k}` },
+          headers: { 'Idempotency-Key': `key-${k}` },
+        })
+        .then((res) => ({ res, k }));
+    }),
+  );
+  const { count } = await admin.command({ configureFailPoint: 'failCommand', mode: 'off' });
+  t.true(count > 0, `the fail point fired (${count} times)`);
+
+  t.deepEqual(results.filter(({ res }) => res.status !== 201 && res.status !== 200).map(({ res }) => res.text), []);
+  const decisions = new Map<number, Set<string>>();
+  for (const { res, k } of results) {
+    decisions.set(k, (decisions.get(k) ?? new Set()).add(res.body.decision.id));
+  }
+  t.true([...decisions.values()].every((ids) => ids.size === 1), 'one decision per idempotency key');
+  t.is(results.filter(({ res }) => res.status === 201).length, KEYS);
+  t.is(await store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), KEYS);
+
+  const approvedTotal = results
+    .filter(({ res }) => res.status === 201 && res.body.decision.outcome === 'APPROVED')
+    .reduce((sum, { k }) => sum + amounts[k], 0);
+  const windows = await store.db.collection('budget_windows').find({ policyId: org.policies.daily.id }).toArray();
+  t.is(windows.length, 1);
+  t.is(windows[0].committedMinor, approvedTotal, 'the budget counter is exactly the approved total');
+  t.true(windows[0].committedMinor <= LIMIT);
+  t.is(windows[0].heldMinor, 0);
+}
+
+test.serial('200 concurrent purchases while transaction operations answer WriteConflict (112, TransientTransactionError)', async (t) => {
+  await purchasesUnderFaults(t, 'write-conflicts', {
+    mode: { activationProbability: 0.05 },
+    data: {
+      failCommands: ['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'commitTransaction'],
+      errorCode: 112,
+      errorLabels: ['TransientTransactionError'],
+      inTransaction: true,
+      appName: 'service-under-test',
+    },
+  });
+});
+
+test.serial('200 concurrent purchases while commits answer UnknownTransactionCommitResult after committing', async (t) => {
+  await purchasesUnderFaults(t, 'unknown-commits', {
+    mode: { activationProbability: 0.3 },
+    data: {
+      failCommands: ['commitTransaction'],
+      writeConcernError: { code: 64, codeName: 'WriteConcernFailed', errmsg: 'waiting for replication timed out', errInfo: { wtimeout: true } },
+      appName: 'service-under-test',
+    },
+  });
+});

@@ -1,0 +1,214 @@
+// Dynamic Client Registration (RFC 7591) through the HTTP surface: oauth4webapi registers and then
+// runs code + PKCE + resource + iss with the issued client_id; every refusal the rules name; the
+// per-address rate limit; expiry of registrations nobody used; the operator API and CLI; and the
+// CORS headers a browser-based client needs on every discovery document and OAuth endpoint.
+import test from 'ava';
+import * as oauth from 'oauth4webapi';
+import type { TestApp } from '../helpers/app.ts';
+import { ADMIN_TOKEN } from '../helpers/app.ts';
+import { formatOAuthClients, listOAuthClients, revokeOAuthClient } from '../../scripts/admin-connections.ts';
+import { buildCall } from '../../scripts/admin.ts';
+import { REGISTRATION_LIMIT } from '../../src/oauth/registration.ts';
+import { Browser, clock, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, authorizeUrl, pkce, type Org } from './helpers.ts';
+
+const time = clock();
+let app: TestApp;
+let org: Org;
+
+test.before(async () => {
+  app = await startConnectionsApp({ now: time.now });
+  org = await setUpOrg(app);
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+const insecure = { [oauth.allowInsecureRequests]: true };
+
+function register(body: unknown, headers: Record<string, string> = {}) {
+  return fetchJson(`${app.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+const goodMetadata = { client_name: 'Registered Assistant', redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] };
+
+test('oauth4webapi registers, then code + PKCE + resource + iss with the issued client_id', async (t) => {
+  const issuer = new URL(app.url);
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+  t.is(as.registration_endpoint, `${app.url}/oauth/register`);
+  const registered = await oauth.processDynamicClientRegistrationResponse(
+    await oauth.dynamicClientRegistrationRequest(as, { ...goodMetadata, redirect_uris: ['http://127.0.0.1/cb', 'https://app.example/cb'], scope: 'purchase:check purchase:read openid' }, insecure),
+  );
+  const clientId = registered.client_id;
+  t.regex(clientId, new RegExp(`^${app.url}/oauth/clients/[0-9a-f-]{36}$`));
+  t.is(registered.client_secret, undefined, 'no secret is ever issued');
+  t.is(registered.token_endpoint_auth_method, 'none');
+  t.deepEqual(registered.grant_types, ['authorization_code', 'refresh_token']);
+  t.is(registered.scope, 'purchase:check purchase:read', 'unknown scopes are not registered');
+  t.is(typeof registered.client_id_issued_at, 'number');
+
+  // The client_id is a client ID metadata document address, and serves exactly what was registered.
+  const doc = await fetchJson(clientId);
+  t.is(doc.status, 200);
+  t.is(doc.headers.get('access-control-allow-origin'), '*');
+  const served = await doc.json();
+  t.is(served.client_id, clientId);
+  t.deepEqual(served.redirect_uris, ['http://127.0.0.1/cb', 'https://app.example/cb']);
+  t.is(served.client_name, 'Registered Assistant');
+
+  // Code flow with PKCE and a resource indicator; the person signs in and consents on the pages.
+  const client: oauth.Client = { client_id: clientId };
+  const verifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const url = new URL(as.authorization_endpoint!);
+  for (const [k, v] of Object.entries({
+    response_type: 'code', client_id: clientId, redirect_uri: 'http://127.0.0.1:40111/cb', state, resource: `${app.url}/mcp`,
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+  })) url.searchParams.set(k, v);
+  const signIn = await (await new Browser().fetch(url.href)).text();
+  t.regex(signIn, /<strong>Registered Assistant<\/strong> <span class="muted">\(unverified name: the application registered itself and chose this name\)<\/span>/);
+  const { browser, consentHtml } = await signInToConsent(app, org, url.href);
+  t.regex(consentHtml, /Registered Assistant <strong>\(unverified\)<\/strong>/);
+  t.regex(consentHtml, /it registered itself with this service, and its name was chosen by whoever registered it/);
+  t.regex(consentHtml, /<code>purchase:check<\/code>/);
+  t.notRegex(consentHtml, /<code>purchase:request<\/code>/, 'the registered scope is the default');
+  const approved = await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(consentHtml, 'request'), csrf: hiddenField(consentHtml, 'csrf'), agent: org.agents.buyer.id, decision: 'approve' });
+  const callback = new URL(approved.headers.get('location')!);
+  const params = oauth.validateAuthResponse(as, client, callback, state);
+  const tokens = await oauth.processAuthorizationCodeResponse(
+    as,
+    client,
+    await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, 'http://127.0.0.1:40111/cb', verifier, { additionalParameters: { resource: `${app.url}/mcp` }, ...insecure }),
+  );
+  t.regex(tokens.access_token, /^cmp_oat_/);
+  t.is(tokens.scope, 'purchase:check purchase:read');
+  const sim = await app.request('/v1/simulations/current-policies', { key: tokens.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  t.is(sim.status, 200);
+
+  // Used once, the registration no longer expires.
+  const listed = (await app.admin('/admin/oauth-clients')).body.clients.find((c: { clientId: string }) => c.clientId === clientId);
+  t.is(listed.expiresAt, null);
+  t.truthy(listed.lastConnectedAt);
+});
+
+test('registration refusals: each rule gives a clear RFC 7591 error', async (t) => {
+  const cases: Array<[string, unknown, number, string, RegExp]> = [
+    ['non-loopback http redirect URI', { ...goodMetadata, redirect_uris: ['http://app.example/cb'] }, 400, 'invalid_redirect_uri', /not a loopback address/],
+    ['private-use scheme', { ...goodMetadata, redirect_uris: ['com.example.app:/cb'] }, 400, 'invalid_redirect_uri', /scheme com\.example\.app:/],
+    ['fragment', { ...goodMetadata, redirect_uris: ['https://app.example/cb#x'] }, 400, 'invalid_redirect_uri', /fragment/],
+    ['no redirect URI', { client_name: 'x' }, 400, 'invalid_redirect_uri', /non-empty array/],
+    ['confidential client', { ...goodMetadata, token_endpoint_auth_method: 'client_secret_basic' }, 400, 'invalid_client_metadata', /only public clients/],
+    ['private_key_jwt', { ...goodMetadata, token_endpoint_auth_method: 'private_key_jwt' }, 400, 'invalid_client_metadata', /only public clients/],
+    ['unknown grant', { ...goodMetadata, grant_types: ['authorization_code', 'client_credentials'] }, 400, 'invalid_client_metadata', /"client_credentials" is not supported/],
+    ['implicit response type', { ...goodMetadata, response_types: ['token'] }, 400, 'invalid_client_metadata', /response_types/],
+    ['not an object', [goodMetadata], 400, 'invalid_client_metadata', /JSON object/],
+    ['not JSON', '{"redirect_uris": [', 400, 'invalid_client_metadata', /not valid JSON/],
+    ['oversized body', { ...goodMetadata, client_name: 'x'.repeat(9000) }, 413, 'invalid_client_metadata', /larger than 8192 bytes/],
+  ];
+  for (const [name, body, status, error, description] of cases) {
+    const res = await register(body);
+    t.is(res.status, status, name);
+    const answer = await res.json();
+    t.is(answer.error, error, name);
+    t.regex(answer.error_description, description, name);
+    t.is(res.headers.get('cache-control'), 'no-store', name);
+  }
+  const form = await fetchJson(`${app.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'redirect_uris=x' });
+  t.is(form.status, 415);
+  t.is((await form.json()).error, 'invalid_client_metadata');
+  // Omitted: a public client is what gets registered, and the answer says so (RFC 7591 3.2.1).
+  const plain = await register({ redirect_uris: ['https://app.example/cb'] });
+  t.is(plain.status, 201);
+  const body = await plain.json();
+  t.is(body.token_endpoint_auth_method, 'none');
+  t.is(body.client_name, undefined);
+});
+
+test('a burst beyond the per-address limit is 429 with Retry-After; the caller cannot pick its address', async (t) => {
+  // Behind one proxy hop the rightmost X-Forwarded-For entry is the caller; what it prepends is ignored.
+  const from = (i: number) => ({ 'x-forwarded-for': `10.0.${i}.1, 203.0.113.7` });
+  const statuses = [];
+  for (let i = 0; i < REGISTRATION_LIMIT; i++) statuses.push((await register(goodMetadata, from(i))).status);
+  t.deepEqual(statuses, Array(REGISTRATION_LIMIT).fill(201));
+  const refused = await register(goodMetadata, from(99));
+  t.is(refused.status, 429);
+  t.is((await refused.json()).error, 'too_many_requests');
+  const retryAfter = Number(refused.headers.get('retry-after'));
+  t.true(retryAfter > 0 && retryAfter <= 3600, `Retry-After ${retryAfter}`);
+  t.is(refused.headers.get('access-control-allow-origin'), '*');
+  t.is((await register(goodMetadata, { 'x-forwarded-for': '198.51.100.9' })).status, 201, 'another address is not affected');
+});
+
+test.serial('a registration nobody connected with expires after a day; the operator lists and revokes registrations', async (t) => {
+  const unused = await (await register({ ...goodMetadata, client_name: 'Never Used' })).json();
+  const used = await (await register({ ...goodMetadata, client_name: 'Used Once' })).json();
+  const p = pkce();
+  const { browser, consentHtml } = await signInToConsent(app, org, authorizeUrl(app, used.client_id, p));
+  t.is((await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(consentHtml, 'request'), csrf: hiddenField(consentHtml, 'csrf'), agent: org.agents.buyer.id, decision: 'approve' })).status, 303);
+
+  time.advance(25 * 60 * 60_000);
+  try {
+    t.is((await fetchJson(unused.client_id)).status, 404);
+    const page = await new Browser().fetch(authorizeUrl(app, unused.client_id, pkce()));
+    t.is(page.status, 400);
+    t.regex(await page.text(), /no client is registered under this client_id/);
+    t.is((await fetchJson(used.client_id)).status, 200, 'a used registration does not expire');
+    t.is((await new Browser().fetch(authorizeUrl(app, used.client_id, pkce()))).status, 200);
+  } finally {
+    time.advance(-25 * 60 * 60_000);
+  }
+
+  const api = { baseUrl: app.url, adminToken: ADMIN_TOKEN };
+  const listed = await listOAuthClients(api);
+  const usedRow = listed.clients.find((c: { clientId: string }) => c.clientId === used.client_id);
+  t.is(usedRow.clientName, 'Used Once');
+  t.deepEqual(usedRow.redirectUris, ['http://127.0.0.1/callback']);
+  t.regex(formatOAuthClients(listed), /CONNECTED .*Used Once \(unverified\)/);
+  t.regex(formatOAuthClients(listed), /UNUSED until .*Never Used \(unverified\)/);
+  const revoked = await revokeOAuthClient(api, usedRow.id);
+  t.is(revoked.connectionsRevoked, 1);
+  t.truthy(revoked.client.revokedAt);
+  t.is((await fetchJson(used.client_id)).status, 404);
+  const events = await app.store.db.collection<{ type: string; data: Record<string, unknown> }>('events').find({ type: 'connection.revoked' }).toArray();
+  t.true(events.some((e) => e.data.clientId === used.client_id && e.data.reason === 'OPERATOR'));
+  t.is((await revokeOAuthClient(api, usedRow.id)).connectionsRevoked, 0, 'idempotent');
+  t.is((await app.admin('/admin/oauth-clients/00000000-0000-4000-8000-000000000000', { method: 'DELETE' })).status, 404);
+  for (const argv of [['oauth-clients'], ['revoke-oauth-client', usedRow.id], ['revoke-oauth-client', used.client_id]]) {
+    const c = await buildCall(argv);
+    t.is((await app.admin(c.path, { method: c.method })).status, 200, argv[0]);
+  }
+});
+
+test('CORS: every discovery document and OAuth endpoint answers an Origin and a preflight; /mcp does not', async (t) => {
+  const { client_id: clientDoc } = await (await register(goodMetadata, { 'x-forwarded-for': '192.0.2.50' })).json();
+  const origin = 'https://inspector.example';
+  const documents = [
+    `${app.url}/.well-known/oauth-authorization-server`,
+    `${app.url}/.well-known/oauth-protected-resource/mcp`,
+    `${app.url}/.well-known/oauth-protected-resource`,
+    clientDoc,
+  ];
+  for (const url of documents) {
+    const res = await fetch(url, { headers: { origin } });
+    t.is(res.status, 200, url);
+    t.is(res.headers.get('access-control-allow-origin'), '*', url);
+  }
+  for (const url of [...documents, `${app.url}/oauth/token`, `${app.url}/oauth/revoke`, `${app.url}/oauth/register`]) {
+    const pre = await fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': url.endsWith('/token') || url.endsWith('/register') || url.endsWith('/revoke') ? 'POST' : 'GET', 'access-control-request-headers': 'content-type, mcp-protocol-version' } });
+    t.is(pre.status, 204, url);
+    t.is(pre.headers.get('access-control-allow-origin'), '*', url);
+    t.regex(pre.headers.get('access-control-allow-methods') ?? '', /POST/, url);
+    t.regex(pre.headers.get('access-control-allow-headers') ?? '', /Content-Type/i, url);
+    t.regex(pre.headers.get('access-control-allow-headers') ?? '', /MCP-Protocol-Version/i, url);
+  }
+  const token = await fetch(`${app.url}/oauth/token`, { method: 'POST', headers: { origin, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token' });
+  t.is(token.status, 400);
+  t.is(token.headers.get('access-control-allow-origin'), '*', 'errors are readable cross-origin too');
+  const mcp = await fetch(`${app.url}/mcp`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } });
+  t.is(mcp.headers.get('access-control-allow-origin'), null, '/mcp keeps its Origin check and gets no CORS');
+  const pages = await fetch(authorizeUrl(app, clientDoc, pkce()), { headers: { origin } });
+  t.is(pages.headers.get('access-control-allow-origin'), null, 'the sign-in pages get no CORS');
+});

@@ -1,0 +1,120 @@
+// Fences against write skew (DESIGN.md 2). MongoDB runs transactions under snapshot isolation: two
+// concurrent transactions conflict (one gets WriteConflict and is retried) exactly when they write a
+// document in common; what one only reads, the other may change, and both commit. The embedded engine
+// runs one transaction at a time, so the race cannot be staged here; what makes it impossible on
+// MongoDB can be proved here: the write sets of the operations that must not interleave intersect.
+// (Before the fences, a submission read the agent but wrote only new documents, and an archive wrote
+// only existing ones: empty intersection, so on MongoDB both commit and the archived agent keeps a
+// pending approval nobody cancels.) The last test stages the race through HTTP, which on the embedded
+// engine checks the outcome and on `npm run test:mongo` runs it truly concurrently.
+import test from 'ava';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { applyManifest } from '../helpers/fixtures.ts';
+import { purchase } from '../helpers/shop.ts';
+import { testStore } from '../helpers/store.ts';
+import { InstrumentedStore, commonWrites, type TransactionRecord } from '../helpers/instrumented-store.ts';
+
+let app: TestApp;
+let store: InstrumentedStore;
+let handles = 0;
+
+test.before(async () => {
+  store = new InstrumentedStore(await testStore());
+  app = await startApp({ store });
+});
+test.after.always(async () => {
+  await app?.close();
+  await store?.close();
+});
+
+type Rule = Record<string, unknown>;
+const manifest = (handle: string, rules: Rule[]) => ({
+  organization: { handle, name: 'Fenced', currency: 'EUR', timezone: 'Europe/Berlin', approvalTtl: 'PT1H' },
+  people: [{ handle: 'ana', name: 'Ana', email: `ana@${handle}.example` }],
+  agents: [{ handle: 'a', name: 'Agent A' }],
+  policies: [{ handle: 'p', name: 'Rules', scope: 'ORGANIZATION', currencies: ['EUR'], rules, merchants: [] }],
+  apiKeys: [{ handle: 'a-key', agent: 'a' }],
+});
+const ASK_ABOVE_100: Rule = { ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '10000' };
+const DAY_BUDGET: Rule = { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000000' };
+const MONTH_BUDGET: Rule = { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'MONTH', amountMinor: '5000000' };
+
+/** Runs an HTTP call and returns the transaction it committed (the first, if several). */
+async function committed<T>(call: () => Promise<T>): Promise<{ result: T; tx: TransactionRecord }> {
+  const mark = store.transactions.length;
+  const result = await call();
+  const tx = store.transactions.slice(mark).find((r) => r.outcome === 'committed');
+  if (!tx) throw new Error('no transaction committed');
+  return { result, tx };
+}
+
+test.serial('submission, answer and archive of one agent all write the agent: on MongoDB they cannot interleave', async (t) => {
+  const handle = `fence-agent-${++handles}`;
+  const org = await applyManifest(app, manifest(handle, [ASK_ABOVE_100]));
+  const key = org.keys['a-key'];
+  const agent = `agents/${org.agents.a.id}`;
+  const submit = await committed(() => app.request('/v1/purchase-requests', { key, body: purchase(20000) }));
+  t.is(submit.result.body.decision.outcome, 'REQUIRES_APPROVAL');
+  const other = await app.request('/v1/purchase-requests', { key, body: purchase(30000) });
+  const answer = await committed(() => app.admin(`/admin/purchase-requests/${other.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } }));
+  t.is(answer.result.status, 200);
+  const archive = await committed(() => app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } }));
+  t.is(archive.result.status, 200);
+  const activate = await committed(() => app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'ENABLED' } }));
+
+  t.true(commonWrites(submit.tx, archive.tx).includes(agent), 'submit × archive');
+  t.true(commonWrites(answer.tx, archive.tx).includes(agent), 'answer × archive');
+  t.true(commonWrites(submit.tx, activate.tx).includes(agent), 'submit × activate');
+  t.true(commonWrites(answer.tx, activate.tx).includes(agent), 'answer × activate');
+});
+
+test.serial('an approval that writes none of its policy’s windows writes the policy, as a new version’s activation does', async (t) => {
+  const handle = `fence-policy-${++handles}`;
+  const org = await applyManifest(app, manifest(handle, [ASK_ABOVE_100]));
+  const key = org.keys['a-key'];
+  const policy = `policies/${org.policies.p.id}`;
+  // Approved by the engine, under a version with no SPEND_LIMIT: no window is written.
+  const approved = await committed(() => app.request('/v1/purchase-requests', { key, body: purchase(5000) }));
+  t.is(approved.result.body.decision.outcome, 'APPROVED');
+  // Approved by a person, same version.
+  const pending = await app.request('/v1/purchase-requests', { key, body: purchase(20000) });
+  const answered = await committed(() => app.admin(`/admin/purchase-requests/${pending.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } }));
+  t.is(answered.result.body.purchase.status, 'APPROVED');
+  // A new version brings a daily budget: the window it opens starts from what was approved before.
+  const activation = await committed(() => app.admin('/admin/manifests', { body: manifest(handle, [ASK_ABOVE_100, DAY_BUDGET]) }));
+  t.is(activation.result.status, 200);
+
+  t.true(commonWrites(approved.tx, activation.tx).includes(policy), 'engine approval × activation');
+  t.true(commonWrites(answered.tx, activation.tx).includes(policy), 'human approval × activation');
+
+  const next = await app.request('/v1/purchase-requests', { key, body: purchase(1000) });
+  t.is(next.body.decision.outcome, 'APPROVED');
+  const window = await store.db.collection('budget_windows').findOne({ policyId: org.policies.p.id, periodKind: 'DAY' });
+  t.is(window!.openingBalanceMinor, 25000, 'the window opened with the spend approved before it');
+});
+
+test.serial('an approval that writes its policy’s DAY and MONTH windows needs no policy fence (no extra contention)', async (t) => {
+  const org = await applyManifest(app, manifest(`fence-free-${++handles}`, [DAY_BUDGET, MONTH_BUDGET]));
+  const approved = await committed(() => app.request('/v1/purchase-requests', { key: org.keys['a-key'], body: purchase(5000) }));
+  t.is(approved.result.body.decision.outcome, 'APPROVED');
+  const written = approved.tx.writes.flatMap((w) => w.ids);
+  t.false(written.includes(`policies/${org.policies.p.id}`));
+  t.is(written.filter((id) => id.startsWith('budget_windows/')).length, 2);
+});
+
+test.serial('archive during concurrent submissions: no pending approval on the archived agent, no readback saying ENABLED', async (t) => {
+  const org = await applyManifest(app, manifest(`race-${++handles}`, [ASK_ABOVE_100]));
+  const key = org.keys['a-key'];
+  const submissions = Array.from({ length: 30 }, (_, i) => app.request('/v1/purchase-requests', { key, body: purchase(20000 + i) }));
+  const archive = app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } });
+  const results = await Promise.all(submissions);
+  t.is((await archive).status, 200);
+  t.true(results.every((r) => r.status === 201));
+
+  t.is(await store.db.collection('approvals').countDocuments({ agentId: org.agents.a.id, state: 'PENDING' }), 0);
+  for (const r of results) {
+    const read = (await app.request(`/v1/purchase-requests/${r.body.purchaseRequest.id}`, { key })).body.purchase;
+    t.is(read.agent.status, 'ARCHIVED');
+    t.true(read.status === 'CANCELLED' || (read.status === 'REJECTED' && read.decision.reasonCodes.includes('AGENT_DISABLED')), `${read.id} is ${read.status}`);
+  }
+});

@@ -1,0 +1,115 @@
+// What is created at start (DESIGN.md 2): every collection the service writes (implicit creation inside
+// a transaction fails on sharded clusters), every index, and the unique index that keeps Agenda's
+// recurring jobs single when two workers start together. And the test teardown a `readWrite` user may run.
+import test from 'ava';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AGENDA_JOBS, COLLECTIONS, createIndexes } from '../../src/store/indexes.ts';
+import { isDuplicateKeyError } from '../../src/store/store.ts';
+import { MongoServerError } from 'mongodb';
+import { createAgenda, every } from '../../src/jobs/agenda.ts';
+import { startWorker } from '../../src/worker/start-worker.ts';
+import { startApp } from '../helpers/app.ts';
+import { emptyCollections, testStore } from '../helpers/store.ts';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await sourceFiles(path)));
+    else if (entry.name.endsWith('.ts')) out.push(path);
+  }
+  return out;
+}
+
+test('every collection named in src/ is created at start', async (t) => {
+  const named = new Set<string>();
+  for (const file of await sourceFiles(SRC)) {
+    for (const m of (await readFile(file, 'utf8')).matchAll(/\.collection(?:<[^>]*>)?\('([a-z_]+)'\)/g)) named.add(m[1]);
+  }
+  t.true(named.has('webhook_quotas') && named.size > 10, 'the scan finds the collections');
+  t.deepEqual([...named].filter((n) => !COLLECTIONS.includes(n)), []);
+
+  const store = await testStore();
+  try {
+    await createIndexes(store.db);
+    const existing = await store.db.listCollectionNames();
+    t.deepEqual(COLLECTIONS.filter((n) => !existing.includes(n)), []);
+    await createIndexes(store.db); // idempotent
+  } finally {
+    await store.close();
+  }
+});
+
+test('Agenda’s single (recurring) jobs are unique by name; other jobs are not', async (t) => {
+  const store = await testStore();
+  try {
+    await createIndexes(store.db);
+    const jobs = store.db.collection(AGENDA_JOBS);
+    await jobs.insertOne({ name: 'sweep', type: 'single' });
+    const error = await t.throwsAsync(jobs.insertOne({ name: 'sweep', type: 'single' }));
+    t.true(isDuplicateKeyError(error));
+    await jobs.insertMany([{ name: 'attempt', type: 'normal' }, { name: 'attempt', type: 'normal' }]);
+    t.is(await jobs.countDocuments({ name: 'attempt' }), 2);
+  } finally {
+    await store.close();
+  }
+});
+
+test('duplicates left by the old race are removed so the unique index can be built', async (t) => {
+  const store = await testStore();
+  try {
+    const jobs = store.db.collection(AGENDA_JOBS);
+    await jobs.insertMany([{ name: 'sweep', type: 'single' }, { name: 'sweep', type: 'single' }, { name: 'other', type: 'single' }]);
+    await createIndexes(store.db);
+    t.is(await jobs.countDocuments({ name: 'sweep' }), 1);
+    t.is(await jobs.countDocuments({ name: 'other' }), 1);
+  } finally {
+    await store.close();
+  }
+});
+
+test('two workers starting together leave one document per recurring job', async (t) => {
+  const app = await startApp();
+  const agendas = await Promise.all([createAgenda(app.store, { processEvery: 60_000 }), createAgenda(app.store, { processEvery: 60_000 })]);
+  const stops = await Promise.all(agendas.map((agenda) => startWorker(app.deps, agenda)));
+  try {
+    const recurring = await app.store.db.collection(AGENDA_JOBS).find({ type: 'single' }).toArray();
+    const names = recurring.map((j) => j.name).sort();
+    t.true(names.length >= 3, names.join(', '));
+    t.deepEqual(names, [...new Set(names)]);
+  } finally {
+    for (const stop of stops) await stop();
+    await app.close();
+  }
+});
+
+test('a worker that loses the race to insert a recurring job (duplicate key) declares it again and starts', async (t) => {
+  const calls: string[] = [];
+  const agenda = {
+    async every(interval: string, name: string) {
+      calls.push(`${interval} ${name}`);
+      if (calls.length === 1) throw new MongoServerError({ message: 'E11000 duplicate key error collection: agendaJobs index: single_job_name_unique', code: 11000 });
+    },
+  };
+  await every(agenda as never, '1 minute', 'approvals.expire-due');
+  t.deepEqual(calls, ['1 minute approvals.expire-due', '1 minute approvals.expire-due']);
+  const failing = { every: async () => Promise.reject(new Error('no connection')) };
+  await t.throwsAsync(every(failing as never, '1 minute', 'x'), { message: 'no connection' });
+});
+
+test('teardown empties every collection one by one (no dropDatabase, which readWrite may not run)', async (t) => {
+  const store = await testStore();
+  try {
+    await createIndexes(store.db);
+    await store.db.collection('purchases').insertOne({ _id: 'p' } as never);
+    await store.db.collection('events').insertOne({ _id: 'e' } as never);
+    await emptyCollections(store.db);
+    for (const name of COLLECTIONS) t.is(await store.db.collection(name).countDocuments({}), 0, name);
+  } finally {
+    await store.close();
+  }
+});

@@ -1,0 +1,138 @@
+// Analysts' real tools against the wire-protocol listener beside a running service on the
+// embedded default: mongosh (the npm package) and pymongo (Debian's python3-pymongo) connect with
+// the analyst's URL, run README's example aggregations and get what the store itself answers, and
+// are refused a write with MongoDB's Unauthorized error.
+import test from 'ava';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { EJSON, type Document } from 'bson';
+import { DateTime } from 'luxon';
+import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { singleDatabase } from '../../src/store/wire/databases.ts';
+import { mongoUrl } from '../../src/store/wire/embedded-listener.ts';
+import { WireListener } from '../../src/store/wire/listener.ts';
+import { ANALYST_USER, MemoryUsers } from '../../src/store/wire/users.ts';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+
+const run = promisify(execFile);
+const mongosh = fileURLToPath(new URL('../../node_modules/mongosh/bin/mongosh.js', import.meta.url));
+const PYTHON = '/usr/bin/python3';
+
+let store: Store;
+let app: TestApp;
+let listener: WireListener;
+let analystUrl: string;
+let organizationId: string;
+
+/** README's analysts' examples: the js blocks of its "Analysts' read models" section, dated for today. */
+function readmeExamples(): string[] {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf("## Analysts' read models"));
+  const end = section.indexOf('\n## ', 4);
+  const blocks = [...section.slice(0, end).matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1].trim());
+  const now = DateTime.now().setZone('Europe/Berlin');
+  return blocks.map((b) =>
+    b.replace(/'\d{4}-\d{2}'/g, `'${now.toFormat('yyyy-MM')}'`).replace(/ISODate\('[^']*'\)/g, `ISODate('${now.minus({ days: 7 }).toUTC().toISO()}')`),
+  );
+}
+
+/** What each example asks, as data: the collection and the pipeline, evaluated with stand-ins for the shell's globals. */
+function asPipelines(examples: string[]): Array<{ collection: string; pipeline: Document[] }> {
+  const db = new Proxy({}, { get: (_, collection) => ({ aggregate: (pipeline: Document[]) => ({ collection: String(collection), pipeline }) }) });
+  return examples.map((code) => new Function('db', 'ORG', 'ISODate', `return ${code}`)(db, organizationId, (s: string) => new Date(s)));
+}
+
+test.before(async () => {
+  store = await openEmbeddedStore();
+  app = await startApp({ store });
+  const users = new MemoryUsers();
+  const password = users.set(ANALYST_USER);
+  listener = await WireListener.start({ databases: singleDatabase(store), users, port: 0 });
+  analystUrl = mongoUrl(listener.host, listener.port, ANALYST_USER, password, store.db.raw.databaseName);
+  const org = await applyManifest(app, acmeManifest('analysts'));
+  organizationId = org.organizationId;
+  const key = org.keys['buyer-key'];
+  for (const [merchant, amountMinor] of [['Paper Co', 3000], ['Paper Co', 4500], ['Paper Co', 60000], ['Shady Goods Ltd', 1000], ['Chairs Inc', 30000]] as const) {
+    const res = await app.request('/v1/purchase-requests', { key, body: { merchant, amountMinor, reason: 'office' } });
+    if (res.status !== 201) throw new Error(`purchase refused: ${res.text}`);
+  }
+});
+test.after.always(async () => {
+  await listener?.close();
+  await app?.close();
+  await store?.close();
+});
+
+async function expected(): Promise<Document[][]> {
+  return Promise.all(asPipelines(readmeExamples()).map(({ collection, pipeline }) => store.db.collection(collection).aggregate(pipeline).toArray()));
+}
+
+test('the README examples find the purchases the service decided', async (t) => {
+  const [spend, reasons, waiting] = await expected();
+  t.deepEqual(spend.map((s) => s.approvedMinor), [7500]);
+  t.deepEqual(reasons.map((r) => r._id).sort(), ['AMOUNT_EXCEEDS_MAX', 'MERCHANT_BLOCKED'].sort());
+  t.is(waiting.length, 1);
+  t.is(waiting[0].heldMinor, 30000);
+});
+
+test('mongosh: the analyst runs README aggregations as written and is refused a write with Unauthorized', async (t) => {
+  const script = [
+    `const ORG = ${JSON.stringify(organizationId)};`,
+    'const results = [];',
+    ...readmeExamples().map((code) => `results.push((${code}).toArray());`),
+    'let refused = null;',
+    "try { db.analytics_purchases.insertOne({ forged: true }); } catch (e) { refused = { code: e.code, codeName: e.codeName }; }",
+    'print(EJSON.stringify({ results, refused, collections: db.getCollectionNames() }));',
+  ].join('\n');
+  const { stdout } = await run(process.execPath, [mongosh, analystUrl, '--quiet', '--norc', '--eval', script], {
+    env: { ...process.env, MONGOSH_NO_UPDATE_CHECK: '1' },
+    timeout: 60_000,
+  });
+  const out = EJSON.parse(stdout.trim().split('\n').at(-1)!) as { results: Document[][]; refused: Document; collections: string[] };
+  t.deepEqual(out.results, await expected());
+  t.deepEqual(out.refused, { code: 13, codeName: 'Unauthorized' });
+  t.true(out.collections.includes('analytics_purchases'));
+  t.is(await store.db.collection('analytics_purchases').countDocuments({ forged: true }), 0);
+});
+
+const pymongoPresent = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import pymongo']).status === 0;
+
+const PYTHON_SCRIPT = `
+import sys, json
+import pymongo
+from bson import json_util
+from pymongo.errors import OperationFailure
+client = pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+db = client.get_default_database()
+examples = json_util.loads(sys.stdin.read())
+results = [list(db[e['collection']].aggregate(e['pipeline'])) for e in examples]
+refused = None
+try:
+    db.analytics_purchases.insert_one({'forged': True})
+except OperationFailure as e:
+    refused = {'code': e.code, 'codeName': e.details.get('codeName')}
+print(json_util.dumps({'results': results, 'refused': refused, 'collections': db.list_collection_names()}))
+`;
+
+if (pymongoPresent) {
+  test('pymongo: the analyst runs the same aggregations and is refused a write with Unauthorized', async (t) => {
+    const child = execFile(PYTHON, ['-c', PYTHON_SCRIPT, analystUrl], { timeout: 60_000 });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.stdin!.end(EJSON.stringify(asPipelines(readmeExamples()), { relaxed: false }));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    t.is(code, 0, stderr);
+    const out = EJSON.parse(stdout.trim()) as { results: Document[][]; refused: Document; collections: string[] };
+    t.deepEqual(out.results, await expected());
+    t.deepEqual(out.refused, { code: 13, codeName: 'Unauthorized' });
+    t.true(out.collections.includes('analytics_purchases'));
+  });
+} else {
+  test.skip('pymongo: SKIPPED because Debian python3-pymongo is not installed (apt-get install -y python3-pymongo; .ci/run installs it)', () => {});
+}
