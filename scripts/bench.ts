@@ -1,19 +1,32 @@
-// npm run bench: decisions per second and latency of POST /v1/purchase-requests on the embedded
-// engine with a realistic organisation (20 agents, 10 policies with amount limits, daily and monthly
-// budgets and merchant lists), against a bare Koa route that parses and returns the same JSON, at
-// 32 and 128 connections. Prints one JSON line, then the engine micro-benchmark.
-// The service and the baseline run in child processes; autocannon drives them from this one.
-// BENCH_SECONDS (default 10) sets each run's duration.
+// npm run bench: decisions per second and latency of POST /v1/purchase-requests with a realistic
+// organisation (20 agents, 10 policies with amount limits, daily and monthly budgets and merchant
+// lists), side by side with two baselines at 32 and 128 connections:
+//   bare   a Koa route that parses the same JSON body and returns it;
+//   floor  a Koa route that parses the same body and returns a canned response of the same size as a
+//          real decision: the least any Koa service answering this request could cost.
+// Then the engine micro-benchmark (p50/p99 of one evaluation on the realistic input) and, when
+// MONGODB_URI is set, the store round trips per decision (driver command monitoring).
+// The service and the baselines run in child processes; autocannon drives them from this one.
+// BENCH_SECONDS (default 10) sets each run's duration. Beside requests per second (which depend on
+// whatever else the machine runs) it prints the CPU time the serving process spent per request, from
+// /proc, and the ratio of the floor's to the decision's: the load-independent form of the same ratio. The service's environment is this one's, so
+// `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration. BENCH_ONLY=32 runs one
+// connection count only (for profiling).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { benchEngine } from './bench-engine.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const TOKEN = 'bench-admin-token-0123456789abcdef';
 
-function manifest() {
+export function benchManifest() {
   const agents = Array.from({ length: 20 }, (_, i) => ({ handle: `agent-${i}`, name: `Agent ${i}` }));
   const policies = Array.from({ length: 10 }, (_, p) => ({
     handle: `policy-${p}`,
@@ -37,6 +50,8 @@ function manifest() {
   };
 }
 
+export const BENCH_BODY = JSON.stringify({ merchant: 'Paper Supplies GmbH', amountMinor: '4599', reason: 'Printer paper', currency: 'EUR', category: 'office', metadata: { ticket: 'OPS-1234' } });
+
 const freePort = () =>
   new Promise<number>((resolve) => {
     const server = createServer().listen(0, '127.0.0.1', () => {
@@ -45,7 +60,7 @@ const freePort = () =>
     });
   });
 
-async function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
+async function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let buffered = '';
   for await (const chunk of child.stdout!) {
@@ -53,17 +68,24 @@ async function startChild(args: string[], env: Record<string, string>): Promise<
     const m = /listening (\d+)/.exec(buffered);
     if (m) {
       child.stdout!.resume();
-      return { child, port: Number(m[1]) };
+      return { child, url: `http://127.0.0.1:${m[1]}` };
     }
   }
   throw new Error(`child exited before listening: ${buffered}`);
 }
 
-async function run(url: string, connections: number, requests: autocannon.Request[]) {
+interface RunResult {
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+async function run(url: string, connections: number, requests: autocannon.Request[]): Promise<RunResult> {
   const result = await autocannon({ url, connections, duration: SECONDS, requests, pipelining: 1 });
-  const ok = result['2xx'];
   return {
-    requestsPerSecond: Math.round(ok / SECONDS),
+    perSecond: Math.round(result['2xx'] / SECONDS),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     non2xx: result.non2xx,
@@ -71,32 +93,148 @@ async function run(url: string, connections: number, requests: autocannon.Reques
   };
 }
 
-const body = JSON.stringify({ merchant: 'Paper Supplies GmbH', amountMinor: '4599', reason: 'Printer paper', currency: 'EUR', category: 'office', metadata: { ticket: 'OPS-1234' } });
+const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
 
-const port = await freePort();
-const svc = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
-const base = `http://127.0.0.1:${port}`;
-for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
-  if (i > 300) throw new Error('service did not start');
-  await new Promise((r) => setTimeout(r, 100));
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+/** CPU time (user + system) a process has used so far, in microseconds; null where /proc is not there. */
+async function cpuUs(pid: number | undefined): Promise<number | null> {
+  if (pid === undefined) return null;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
 }
-const applied = (await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(manifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
-const keys = Object.values(applied.apiKeys).map((k) => k.key);
-const decisionRequests = keys.map((key) => ({ method: 'POST' as const, path: '/v1/purchase-requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body }));
 
-const bare = await startChild(['scripts/bench-bare.ts'], { PORT: '0' });
-const bareUrl = `http://127.0.0.1:${bare.port}`;
-const bareRequests = [{ method: 'POST' as const, path: '/bench', headers: { 'content-type': 'application/json' }, body }];
-
-const out: Record<string, unknown> = { seconds: SECONDS, store: 'embedded' };
-for (const connections of [32, 128]) {
-  const decisions = await run(base, connections, decisionRequests);
-  const baseline = await run(bareUrl, connections, bareRequests);
-  out[`c${connections}`] = { decisions, bareRoute: baseline, ratioToBare: Math.round((decisions.requestsPerSecond / baseline.requestsPerSecond) * 1000) / 1000 };
+/**
+ * A run, with the CPU time the serving process spent per request: unlike requests per second, that
+ * does not depend on what else the machine is doing (the 2-core machine is often shared).
+ */
+async function measured(pid: number | undefined, url: string, connections: number, requests: autocannon.Request[]) {
+  const before = await cpuUs(pid);
+  const result = await run(url, connections, requests);
+  const after = await cpuUs(pid);
+  const served = result.perSecond * SECONDS;
+  return { ...result, cpuUsPerRequest: before === null || after === null || served === 0 ? null : Math.round((after - before) / served) };
 }
-svc.kill('SIGTERM');
-bare.child.kill('SIGTERM');
-await Promise.all([once(svc, 'exit'), once(bare.child, 'exit')]);
-process.stdout.write(JSON.stringify(out) + '\n');
-const engine = benchEngine(20_000);
-process.stdout.write(JSON.stringify({ engine }) + '\n');
+
+async function main() {
+  const port = await freePort();
+  // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (scripts/profile-summary.ts reads it).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const svc = spawn(process.execPath, [...profile, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
+    if (i > 300 || svc.exitCode !== null) throw new Error('service did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const applied = (await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(benchManifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
+  const keys = Object.values(applied.apiKeys).map((k) => k.key);
+  const decisionRequests = keys.map((key) => ({ method: 'POST' as const, path: '/v1/purchase-requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BENCH_BODY }));
+
+  // The floor answers with a real decision's body, so both sides write the same bytes.
+  const sample = await fetch(`${base}/v1/purchase-requests`, { method: 'POST', headers: decisionRequests[0].headers, body: BENCH_BODY });
+  const sampleText = await sample.text();
+  if (sample.status !== 201) throw new Error(`sample decision failed: ${sample.status} ${sampleText}`);
+  const dir = await mkdtemp(join(tmpdir(), 'bench-'));
+  const floorFile = join(dir, 'decision.json');
+  await writeFile(floorFile, sampleText);
+
+  const bare = await startChild(['scripts/bench-bare.ts'], { PORT: '0' });
+  const floor = await startChild(['scripts/bench-bare.ts'], { PORT: '0', BENCH_FLOOR_FILE: floorFile });
+  const baselineRequests = [{ method: 'POST' as const, path: '/bench', headers: { 'content-type': 'application/json' }, body: BENCH_BODY }];
+
+  // Warm-up (not measured): the JIT compiles the hot paths of all three before the first measured run.
+  await Promise.all([
+    autocannon({ url: base, connections: 8, duration: 3, requests: decisionRequests }),
+    autocannon({ url: floor.url, connections: 8, duration: 3, requests: baselineRequests }),
+    autocannon({ url: bare.url, connections: 8, duration: 3, requests: baselineRequests }),
+  ]);
+
+  const out: Record<string, unknown> = {
+    seconds: SECONDS,
+    store: process.env.MONGODB_URI ? 'mongodb' : 'embedded',
+    webConcurrency: Number(process.env.WEB_CONCURRENCY || 1),
+    decisionBytes: Buffer.byteLength(sampleText),
+    loadAverageBefore: Math.round(loadavg()[0] * 10) / 10,
+  };
+  for (const connections of process.env.BENCH_ONLY ? [Number(process.env.BENCH_ONLY)] : [32, 128]) {
+    const decisions = await measured(svc.pid, base, connections, decisionRequests);
+    const bareRoute = await measured(bare.child.pid, bare.url, connections, baselineRequests);
+    const floorRoute = await measured(floor.child.pid, floor.url, connections, baselineRequests);
+    const cpuRatioToFloor = decisions.cpuUsPerRequest && floorRoute.cpuUsPerRequest ? ratio(floorRoute.cpuUsPerRequest, decisions.cpuUsPerRequest) : null;
+    out[`c${connections}`] = {
+      decisions,
+      bareRoute,
+      floorRoute,
+      ratioToBare: ratio(decisions.perSecond, bareRoute.perSecond),
+      ratioToFloor: ratio(decisions.perSecond, floorRoute.perSecond),
+      cpuRatioToFloor,
+    };
+    process.stderr.write(
+      `${connections} connections: ${decisions.perSecond} decisions/s (p50 ${decisions.p50Ms} ms, p99 ${decisions.p99Ms} ms, non-2xx ${decisions.non2xx}, ${decisions.cpuUsPerRequest ?? '?'} us CPU each); ` +
+        `floor ${floorRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, floorRoute.perSecond)}; ${floorRoute.cpuUsPerRequest ?? '?'} us CPU each, CPU ratio ${cpuRatioToFloor ?? '?'}), ` +
+        `bare ${bareRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, bareRoute.perSecond)})\n`,
+    );
+  }
+  svc.kill('SIGTERM');
+  bare.child.kill('SIGTERM');
+  floor.child.kill('SIGTERM');
+  await Promise.all([once(svc, 'exit'), once(bare.child, 'exit'), once(floor.child, 'exit')]);
+  await rm(dir, { recursive: true, force: true });
+
+  out.loadAverageAfter = Math.round(loadavg()[0] * 10) / 10;
+  if (process.env.MONGODB_URI) out.mongodbRoundTrips = await countRoundTrips(process.env.MONGODB_URI);
+  out.engine = benchEngine(20_000);
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+/**
+ * Store round trips per decision on MongoDB: the service runs in this process on a scratch database
+ * with the driver's command monitoring on; every command started is one round trip. Those carrying a
+ * transaction number (including the commit) are the ones inside the transaction.
+ */
+async function countRoundTrips(uri: string, decisions = 50): Promise<{ perDecision: number; inTransactionPerDecision: number }> {
+  const { openMongoStore } = await import('../src/store/mongo.ts');
+  const { createIndexes } = await import('../src/store/indexes.ts');
+  const { collections } = await import('../src/store/collections.ts');
+  const { createApp } = await import('../src/http/app.ts');
+  const { loadConfig } = await import('../src/config.ts');
+  const { silentLogger } = await import('../src/log.ts');
+  const { AgentMailboxes } = await import('../src/commands/agent-mailbox.ts');
+  const { noScheduler } = await import('../src/jobs/scheduler.ts');
+  const store = await openMongoStore(uri, { dbName: `bench_${randomBytes(6).toString('hex')}`, clientOptions: { monitorCommands: true } });
+  let total = 0;
+  let inTransaction = 0;
+  store.client.on('commandStarted', (event) => {
+    total++;
+    if ((event.command as { txnNumber?: unknown }).txnNumber !== undefined) inTransaction++;
+  });
+  try {
+    await createIndexes(store.db);
+    const config = loadConfig({ ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'error', MONGODB_URI: uri });
+    const deps = { config, store, collections: collections(store.db), log: silentLogger, now: () => new Date(), mailboxes: new AgentMailboxes(), scheduler: noScheduler };
+    const server = createApp(deps).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const applied = (await fetch(`${url}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(benchManifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
+    const key = Object.values(applied.apiKeys)[0].key;
+    const submit = async () => {
+      const res = await fetch(`${url}/v1/purchase-requests`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BENCH_BODY });
+      if (res.status !== 201) throw new Error(`decision failed: ${res.status} ${await res.text()}`);
+    };
+    for (let i = 0; i < 5; i++) await submit(); // windows exist and caches are warm, as in steady state
+    total = 0;
+    inTransaction = 0;
+    for (let i = 0; i < decisions; i++) await submit();
+    server.close();
+    return { perDecision: total / decisions, inTransactionPerDecision: inTransaction / decisions };
+  } finally {
+    await store.db.raw.dropDatabase().catch(() => {});
+    await store.close();
+  }
+}
+
+if (import.meta.main) await main();

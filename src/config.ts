@@ -6,6 +6,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface Config {
   port: number;
+  /** WEB_CONCURRENCY: how many web processes `npm start` runs (node:cluster). */
+  webConcurrency: number;
   baseUrl: string;
   authUrl: string;
   mongodbUri: string | null;
@@ -132,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
   return {
     port,
+    webConcurrency: integer(env, 'WEB_CONCURRENCY', 1, 1, 64),
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),
     mongodbUri,

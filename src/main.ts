@@ -1,5 +1,6 @@
 // The web process (Procfile `web`; `npm start`). On the embedded default it also runs the jobs,
 // since the embedded store lives in this process.
+import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -9,6 +10,7 @@ import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
+import { superviseWebProcesses } from './http/web-cluster.ts';
 import { newLifecycle } from './http/health.ts';
 import { stopGracefully } from './http/shutdown.ts';
 import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
@@ -16,6 +18,9 @@ import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
 let config = configOrExit();
 const embedded = config.mongodbUri === null;
+// WEB_CONCURRENCY above 1: this process supervises that many web processes running this file and
+// goes no further (src/http/web-cluster.ts).
+if (config.webConcurrency > 1 && cluster.isPrimary) await superviseWebProcesses(config);
 if (embedded && config.adminToken === null) {
   config = { ...config, adminToken: randomBytes(24).toString('base64url') };
   // Printed once, on purpose: the embedded default is for a person at a terminal.
@@ -30,7 +35,8 @@ const { deps, agenda } = await bootstrap(config);
 deps.lifecycle = newLifecycle(embedded);
 if (!embedded && config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 
-if (values.manifest) {
+// In a cluster, the first web process applies it.
+if (values.manifest && (cluster.isPrimary || cluster.worker?.id === 1)) {
   const text = await readFile(values.manifest, 'utf8');
   const manifest = /\.json$/i.test(values.manifest) ? JSON.parse(text) : parseYaml(text);
   const result = await applyManifest(deps, manifest);

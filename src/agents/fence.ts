@@ -8,5 +8,7 @@ import type { AgentDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 
 export function fenceAgent(deps: AppDeps, session: StoreSession, filter: Pick<AgentDoc, '_id'> & Partial<Pick<AgentDoc, 'organizationId'>>): Promise<AgentDoc | null> {
-  return deps.collections.agents.findOneAndUpdate(filter, { $inc: { fence: 1 } }, { session, returnDocument: 'after' });
+  // The raw collection, not the stamped one: a fence changes nothing any cache holds, and bumping the
+  // configuration stamp here would make every submission conflict with every other one.
+  return deps.store.db.collection<AgentDoc>('agents').findOneAndUpdate(filter, { $inc: { fence: 1 } }, { session, returnDocument: 'after' });
 }

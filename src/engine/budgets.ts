@@ -18,6 +18,9 @@ export interface WindowTouch {
   state: WindowState;
   /** usedMinor(state), computed once. */
   used: bigint;
+  /** used + the purchase amount, and its text, computed once. */
+  projected: bigint;
+  projectedText?: string;
   policyName: string;
   limits: BudgetLimit[];
 }
@@ -42,7 +45,7 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
     policyId: key.policyId,
     policyVersionId: key.policyVersionId,
     policyName: touch.policyName,
-    simulated: { requestedMinor: amount, projectedMinor: touch.used + amount },
+    simulated: { requestedMinor: amount, projectedMinor: touch.projected },
     wouldExceed: touch.limits.some((limit) => limit.wouldExceed),
   };
 }

@@ -3,8 +3,8 @@
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
 import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
-import { amountPredicate, explain, explainRefusal, spendPredicate } from './explain.ts';
-import { isWindowRule, periodFor, ruleAppliesTo, windowId } from './periods.ts';
+import { amountPredicate, amountTail, explain, explainRefusal, spendLead, spendPredicate, spendTail } from './explain.ts';
+import { isWindowRule, periodWindows, ruleAppliesTo, windowIn, type PeriodWindows } from './periods.ts';
 import {
   REASON_CODES,
   type BudgetCrossing,
@@ -13,11 +13,11 @@ import {
   type EngineInput,
   type EvaluationOutcome,
   type EvaluationRole,
+  type MerchantEntry,
   type Outcome,
   type PolicyCandidate,
   type PolicyConsidered,
   type PolicyExcludedByCurrency,
-  type Period,
   type ReasonCode,
   type Rule,
   type RuleEvaluation,
@@ -57,64 +57,77 @@ interface Run {
   primaryBlock: Highlight | null;
   primaryEscalation: Highlight | null;
   touches: Map<string, WindowTouch>;
-  periods: Partial<Record<WindowPeriodKind, Period>>;
+  /** The DAY and MONTH periods of this evaluation, resolved on first use. */
+  day: PeriodWindows | null;
+  month: PeriodWindows | null;
 }
 
-// Limits repeat from request to request: their formatted text is cached per currency (bounded).
-const formatted = new Map<string, Map<bigint, string>>();
-function money(run: Run, amount: bigint): string {
-  let cache = formatted.get(run.currency);
-  if (cache === undefined) formatted.set(run.currency, (cache = new Map()));
-  let text = cache.get(amount);
-  if (text === undefined) {
-    if (cache.size >= 4_096) cache.clear();
-    text = `${formatMajor(amount, run.exponent)} ${run.currency}`;
-    cache.set(amount, text);
-  }
-  return text;
+// Limits repeat from decision to decision: a rule's limit text and the end of its message are kept
+// with the rule, per currency (a rule without a currency applies to several). Other amounts (the
+// purchase, a projection) change every time.
+interface RuleTexts {
+  currency: string;
+  limit: string;
+  /** The message after the amount (per-purchase) or the projection (spend limit), within and above. */
+  within: string;
+  above: string;
+}
+const ruleTexts = new WeakMap<Rule, RuleTexts>();
+function textsOf(run: Run, rule: Rule): RuleTexts {
+  const cached = ruleTexts.get(rule);
+  if (cached !== undefined && cached.currency === run.currency) return cached;
+  const limit = money(run, rule.amountMinor);
+  const role = roleOf(rule);
+  const tail = (over: boolean) => (isWindowRule(rule) ? spendTail(role, rule.periodKind, over, limit) : amountTail(role, over, limit));
+  const texts = { currency: run.currency, limit, within: tail(false), above: tail(true) };
+  ruleTexts.set(rule, texts);
+  return texts;
 }
 
-function record(
-  run: Run,
+const money = (run: Run, amount: bigint): string => `${formatMajor(amount, run.exponent)} ${run.currency}`;
+
+/** A RuleEvaluation of `candidate`, built in one allocation (this runs 25 times per decision). */
+function evaluationOf(
   candidate: PolicyCandidate,
-  fields: {
-    rule: string;
-    outcome: EvaluationOutcome;
-    role: EvaluationRole;
-    currency: string | null;
-    limitMinor: bigint | null;
-    observedMinor: bigint | null;
-    message: string;
-    reasonCode: ReasonCode | null;
-    policyMerchantEntryId: string | null;
-    policyRuleId: string | null;
-  },
-  predicate?: () => string,
-): void {
-  const evaluation: RuleEvaluation = {
-    rule: fields.rule,
-    outcome: fields.outcome,
-    role: fields.role,
-    currency: fields.currency,
-    headroomMinor: fields.limitMinor !== null && fields.observedMinor !== null ? fields.limitMinor - fields.observedMinor : null,
-    limitMinor: fields.limitMinor,
-    observedMinor: fields.observedMinor,
-    message: fields.message,
-    reasonCode: fields.reasonCode,
-    policyMerchantEntryId: fields.policyMerchantEntryId,
-    policyRuleId: fields.policyRuleId,
+  rule: string,
+  outcome: EvaluationOutcome,
+  role: EvaluationRole,
+  currency: string | null,
+  limitMinor: bigint | null,
+  observedMinor: bigint | null,
+  headroomMinor: bigint | null,
+  message: string,
+  reasonCode: ReasonCode | null,
+  policyMerchantEntryId: string | null,
+  policyRuleId: string | null,
+): RuleEvaluation {
+  return {
+    rule,
+    outcome,
+    role,
+    currency,
+    headroomMinor,
+    limitMinor,
+    observedMinor,
+    message,
+    reasonCode,
+    policyMerchantEntryId,
+    policyRuleId,
     policyVersionId: candidate.version.id,
     policyId: candidate.policyId,
     policyName: candidate.policyName,
   };
+}
+
+function record(run: Run, candidate: PolicyCandidate, evaluation: RuleEvaluation, predicate?: () => string): void {
   run.evaluations.push(evaluation);
-  if (fields.outcome !== 'BLOCK' && fields.outcome !== 'ESCALATE') return;
-  const reason = fields.reasonCode!;
-  const block = fields.outcome === 'BLOCK';
+  if (evaluation.outcome !== 'BLOCK' && evaluation.outcome !== 'ESCALATE') return;
+  const reason = evaluation.reasonCode!;
+  const block = evaluation.outcome === 'BLOCK';
   (block ? run.blocking : run.escalating).push(reason);
   // The evaluation the explanation names: the first by reason order, then policy name, policy id and
   // rule/entry id, so that the sentence does not depend on the order the inputs arrive in.
-  const sortKey = `${String(RANK.get(reason)).padStart(2, '0')}\u0000${candidate.policyName}\u0000${candidate.policyId}\u0000${fields.policyRuleId ?? fields.policyMerchantEntryId}`;
+  const sortKey = `${String(RANK.get(reason)).padStart(2, '0')}\u0000${candidate.policyName}\u0000${candidate.policyId}\u0000${evaluation.policyRuleId ?? evaluation.policyMerchantEntryId}`;
   const current = block ? run.primaryBlock : run.primaryEscalation;
   if (current === null || sortKey < current.sortKey) {
     const chosen: Highlight = { evaluation, predicate: predicate!(), sortKey };
@@ -123,68 +136,65 @@ function record(
   }
 }
 
+interface MerchantIndex {
+  /** The list it was built from, and its length then: inputs are read-only, the check is cheap. */
+  length: number;
+  blockEntries: number;
+  allowEntries: number;
+  /** Entries by merchantKey, in list order. */
+  byKey: Map<string, MerchantEntry[]>;
+}
+
+// A version's merchant list is matched on every decision; indexing it once per list turns a scan of
+// every entry into one lookup. Keyed by the list itself, so it lives as long as the version does.
+const merchantIndexes = new WeakMap<readonly MerchantEntry[], MerchantIndex>();
+
+function merchantIndex(merchants: readonly MerchantEntry[]): MerchantIndex {
+  let index = merchantIndexes.get(merchants);
+  if (index === undefined || index.length !== merchants.length) {
+    index = { length: merchants.length, blockEntries: 0, allowEntries: 0, byKey: new Map() };
+    for (const entry of merchants) {
+      if (entry.listType === 'BLOCK') index.blockEntries++;
+      else index.allowEntries++;
+      const same = index.byKey.get(entry.merchantKey);
+      if (same) same.push(entry);
+      else index.byKey.set(entry.merchantKey, [entry]);
+    }
+    merchantIndexes.set(merchants, index);
+  }
+  return index;
+}
+
 function checkMerchants(run: Run, candidate: PolicyCandidate): void {
-  const key = run.input.purchase.merchantKey;
-  let blockEntries = 0;
+  const merchants = candidate.version.merchants;
+  if (merchants.length === 0) return;
+  const { blockEntries, allowEntries, byKey } = merchantIndex(merchants);
   let blockHit = false;
-  let allowEntries = 0;
   let allowHit = false;
-  const base = { rule: 'MERCHANT_LIST', currency: null, limitMinor: null, observedMinor: null, policyRuleId: null };
-  for (const entry of candidate.version.merchants) {
-    const hit = entry.merchantKey === key;
+  const merchant = (outcome: EvaluationOutcome, role: EvaluationRole, message: string, reasonCode: ReasonCode | null, entryId: string | null) =>
+    evaluationOf(candidate, 'MERCHANT_LIST', outcome, role, null, null, null, null, message, reasonCode, entryId, null);
+  for (const entry of byKey.get(run.input.purchase.merchantKey) ?? []) {
     if (entry.listType === 'BLOCK') {
-      blockEntries++;
-      if (!hit) continue;
       blockHit = true;
       record(
         run,
         candidate,
-        {
-          ...base,
-          outcome: 'BLOCK',
-          role: 'MERCHANT_BLOCK_LIST',
-          message: `${entry.label} is on the merchant block list.`,
-          reasonCode: 'MERCHANT_BLOCKED',
-          policyMerchantEntryId: entry.id,
-        },
+        merchant('BLOCK', 'MERCHANT_BLOCK_LIST', `${entry.label} is on the merchant block list.`, 'MERCHANT_BLOCKED', entry.id),
         () => `${run.merchantName} is on the merchant block list`,
       );
     } else {
-      allowEntries++;
-      if (!hit) continue;
       allowHit = true;
-      record(run, candidate, {
-        ...base,
-        outcome: 'PASS',
-        role: 'MERCHANT_ALLOW_LIST',
-        message: `${entry.label} is on the merchant allow list.`,
-        reasonCode: null,
-        policyMerchantEntryId: entry.id,
-      });
+      record(run, candidate, merchant('PASS', 'MERCHANT_ALLOW_LIST', `${entry.label} is on the merchant allow list.`, null, entry.id));
     }
   }
   if (blockEntries > 0 && !blockHit) {
-    record(run, candidate, {
-      ...base,
-      outcome: 'PASS',
-      role: 'MERCHANT_BLOCK_LIST',
-      message: `${run.merchantName} is not on the merchant block list.`,
-      reasonCode: null,
-      policyMerchantEntryId: null,
-    });
+    record(run, candidate, merchant('PASS', 'MERCHANT_BLOCK_LIST', `${run.merchantName} is not on the merchant block list.`, null, null));
   }
   if (allowEntries > 0 && !allowHit) {
     record(
       run,
       candidate,
-      {
-        ...base,
-        outcome: 'BLOCK',
-        role: 'MERCHANT_ALLOW_LIST',
-        message: `${run.merchantName} is not on the merchant allow list.`,
-        reasonCode: 'MERCHANT_NOT_ALLOW_LISTED',
-        policyMerchantEntryId: null,
-      },
+      merchant('BLOCK', 'MERCHANT_ALLOW_LIST', `${run.merchantName} is not on the merchant allow list.`, 'MERCHANT_NOT_ALLOW_LISTED', null),
       () => `${run.merchantName} is not on the merchant allow list`,
     );
   }
@@ -194,100 +204,86 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, rule: Rule): voi
   const block = rule.effect === 'BLOCK';
   const role: EvaluationRole = block ? 'PER_PURCHASE_MAXIMUM' : 'APPROVAL_THRESHOLD';
   const over = run.amount > rule.amountMinor;
-  const limit = money(run, rule.amountMinor);
+  const texts = textsOf(run, rule);
+  const limit = texts.limit;
   record(
     run,
     candidate,
-    {
-      rule: rule.ruleType,
-      outcome: over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
+    evaluationOf(
+      candidate,
+      rule.ruleType,
+      over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
       role,
-      currency: run.currency,
-      limitMinor: rule.amountMinor,
-      observedMinor: run.amount,
-      message: `${run.amountText} ${amountPredicate(role, over, limit)}.`,
-      reasonCode: over ? (block ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED') : null,
-      policyMerchantEntryId: null,
-      policyRuleId: rule.id,
-    },
-    () => `${run.subject} ${amountPredicate(role, true, limit)}`,
+      run.currency,
+      rule.amountMinor,
+      run.amount,
+      rule.amountMinor - run.amount,
+      run.amountText + (over ? texts.above : texts.within),
+      over ? (block ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED') : null,
+      null,
+      rule.id,
+    ),
+    over ? () => `${run.subject} ${amountPredicate(role, true, limit)}` : undefined,
   );
 }
 
 function checkWindow(run: Run, candidate: PolicyCandidate, rule: Rule & { periodKind: WindowPeriodKind }): void {
   const kind = rule.periodKind;
   const input = run.input;
-  const period = (run.periods[kind] ??= periodFor(kind, input.periodInstant ?? input.now, input.timeZone));
-  const id = windowId({ policyId: candidate.policyId, currency: run.currency, periodKind: kind, periodKey: period.periodKey });
-  let touch = run.touches.get(id);
+  const period =
+    kind === 'DAY'
+      ? (run.day ??= periodWindows(kind, input.periodInstant ?? input.now, input.timeZone))
+      : (run.month ??= periodWindows(kind, input.periodInstant ?? input.now, input.timeZone));
+  const window = windowIn(period, kind, candidate.policyId, candidate.version.id, run.currency);
+  let touch = run.touches.get(window.id);
   if (touch === undefined) {
-    const state = input.windows.get(id) ?? ZERO_WINDOW;
-    touch = {
-      id,
-      key: {
-        policyId: candidate.policyId,
-        policyVersionId: candidate.version.id,
-        currency: run.currency,
-        periodKind: kind,
-        periodKey: period.periodKey,
-        periodStart: period.periodStart,
-        periodEnd: period.periodEnd,
-      },
-      state,
-      used: usedMinor(state),
-      policyName: candidate.policyName,
-      limits: [],
-    };
-    run.touches.set(id, touch);
+    const state = input.windows.get(window.id) ?? ZERO_WINDOW;
+    const used = usedMinor(state);
+    touch = { id: window.id, key: window.key, state, used, projected: used + run.amount, projectedText: undefined, policyName: candidate.policyName, limits: [] };
+    run.touches.set(window.id, touch);
   }
   const before = touch.used;
-  const projected = before + run.amount;
+  const projected = touch.projected;
   const over = projected > rule.amountMinor;
   const block = rule.effect === 'BLOCK';
+  const remainingAfterMinor = rule.amountMinor - projected;
   touch.limits.push({
     effect: rule.effect,
     limitMinor: rule.amountMinor,
     policyRuleId: rule.id,
     remainingBeforeMinor: rule.amountMinor - before,
-    remainingAfterMinor: rule.amountMinor - projected,
+    remainingAfterMinor,
     wouldExceed: over,
   });
   const role: EvaluationRole = block ? 'SPENDING_BUDGET' : 'SPENDING_ESCALATION';
-  const limit = money(run, rule.amountMinor);
-  const projectedText = money(run, projected);
+  const texts = textsOf(run, rule);
+  const limit = texts.limit;
+  const projectedText = (touch.projectedText ??= money(run, projected));
   record(
     run,
     candidate,
-    {
-      rule: rule.ruleType,
-      outcome: over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
+    evaluationOf(
+      candidate,
+      rule.ruleType,
+      over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
       role,
-      currency: run.currency,
-      limitMinor: rule.amountMinor,
-      observedMinor: projected,
-      message: `This purchase ${spendPredicate(role, kind, over, projectedText, limit)}.`,
-      reasonCode: over ? (kind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED') : null,
-      policyMerchantEntryId: null,
-      policyRuleId: rule.id,
-    },
-    () => `${run.subject} ${spendPredicate(role, kind, true, projectedText, limit)}`,
+      run.currency,
+      rule.amountMinor,
+      projected,
+      remainingAfterMinor,
+      spendLead(kind) + projectedText + (over ? texts.above : texts.within),
+      over ? (kind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED') : null,
+      null,
+      rule.id,
+    ),
+    over ? () => `${run.subject} ${spendPredicate(role, kind, true, projectedText, limit)}` : undefined,
   );
 }
 
 function checkRule(run: Run, candidate: PolicyCandidate, rule: Rule): void {
   if (!ruleAppliesTo(rule, run.currency)) {
-    record(run, candidate, {
-      rule: rule.ruleType,
-      outcome: 'NOT_APPLICABLE',
-      role: roleOf(rule),
-      currency: rule.currency,
-      limitMinor: rule.amountMinor,
-      observedMinor: null,
-      message: `Applies only to purchases in ${rule.currency}.`,
-      reasonCode: null,
-      policyMerchantEntryId: null,
-      policyRuleId: rule.id,
-    });
+    const message = `Applies only to purchases in ${rule.currency}.`;
+    record(run, candidate, evaluationOf(candidate, rule.ruleType, 'NOT_APPLICABLE', roleOf(rule), rule.currency, rule.amountMinor, null, null, message, null, null, rule.id));
     return;
   }
   if (isWindowRule(rule)) checkWindow(run, candidate, rule);
@@ -378,7 +374,8 @@ export function decide(input: EngineInput): Decision {
     primaryBlock: null,
     primaryEscalation: null,
     touches: new Map(),
-    periods: {},
+    day: null,
+    month: null,
   };
   for (const { candidate } of selection.covering) {
     checkMerchants(run, candidate);

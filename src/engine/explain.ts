@@ -15,17 +15,38 @@ const ADJECTIVE: Record<WindowPeriodKind, string> = { DAY: 'daily', MONTH: 'mont
 const SPAN: Record<WindowPeriodKind, string> = { DAY: 'this day', MONTH: 'this month' };
 
 export const limitNoun = (role: EvaluationRole, periodKind: WindowPeriodKind | null): string =>
-  periodKind === null ? ROLE_NOUN[role] : `${ADJECTIVE[periodKind]} ${ROLE_NOUN[role]}`;
+  periodKind === null ? ROLE_NOUN[role] : PERIOD_NOUN[periodKind][role];
+
+// 'daily budget', 'monthly approval limit', ...: built once, not per evaluation.
+const PERIOD_NOUN: Record<WindowPeriodKind, Record<EvaluationRole, string>> = {
+  DAY: Object.fromEntries(Object.entries(ROLE_NOUN).map(([role, noun]) => [role, `${ADJECTIVE.DAY} ${noun}`])) as Record<EvaluationRole, string>,
+  MONTH: Object.fromEntries(Object.entries(ROLE_NOUN).map(([role, noun]) => [role, `${ADJECTIVE.MONTH} ${noun}`])) as Record<EvaluationRole, string>,
+};
 
 /** The part of a sentence after the subject, e.g. 'is above the per-purchase maximum of 500.00 EUR'. */
 export function amountPredicate(role: EvaluationRole, over: boolean, limit: string): string {
   return `is ${over ? 'above' : 'within'} the ${ROLE_NOUN[role]} of ${limit}`;
 }
 
+// A rule's message is assembled from a part that depends only on the rule (cached with it by decide)
+// and the amounts of this purchase, so that each message costs one or two concatenations.
+
+/** 'This purchase would bring spending this day to ': a spend limit's message, up to the projection. */
+export const spendLead = (kind: WindowPeriodKind): string => SPEND_LEAD[kind];
+const SPEND_LEAD: Record<WindowPeriodKind, string> = {
+  DAY: `This purchase would bring spending ${SPAN.DAY} to `,
+  MONTH: `This purchase would bring spending ${SPAN.MONTH} to `,
+};
+
+/** ', within the daily budget of 200.00 EUR.': a spend limit's message after the projection. */
+export const spendTail = (role: EvaluationRole, kind: WindowPeriodKind, over: boolean, limit: string): string =>
+  `, ${over ? 'above' : 'within'} the ${PERIOD_NOUN[kind][role]} of ${limit}.`;
+
+/** ' is within the per-purchase maximum of 500.00 EUR.': a per-purchase rule's message after the amount. */
+export const amountTail = (role: EvaluationRole, over: boolean, limit: string): string => ` ${amountPredicate(role, over, limit)}.`;
+
 export function spendPredicate(role: EvaluationRole, kind: WindowPeriodKind, over: boolean, projected: string, limit: string): string {
-  return over
-    ? `would bring spending ${SPAN[kind]} to ${projected}, above the ${limitNoun(role, kind)} of ${limit}`
-    : `would bring spending ${SPAN[kind]} to ${projected}, within the ${limitNoun(role, kind)} of ${limit}`;
+  return `would bring spending ${SPAN[kind]} to ${projected}, ${over ? 'above' : 'within'} the ${PERIOD_NOUN[kind][role]} of ${limit}`;
 }
 
 const names = (policyNames: string[]): string =>

@@ -5,15 +5,28 @@ import { DateTime } from 'luxon';
 import { selectPolicies, type SelectionInput } from './applicability.ts';
 import type { EngineInput, Period, Rule, WindowKey, WindowPeriodKind } from './types.ts';
 
-interface CachedPeriod extends Period {
-  startMs: number;
-  endMs: number;
+/** One budget window as a decision sees it: its id and its key, built once per period and reused. */
+export interface ResolvedWindow {
+  id: string;
+  key: WindowKey;
 }
 
-// The most recent period per (kind, zone). An instant inside [start, end) belongs to that same period,
-// so the common case (many purchases in the same day) costs a Date.parse and two comparisons.
-const recent = new Map<string, CachedPeriod>();
+interface CachedPeriod {
+  period: Period;
+  startMs: number;
+  endMs: number;
+  /** The windows resolved in this period: policyId -> currency -> policyVersionId -> window. */
+  windows: Map<string, Map<string, Map<string, ResolvedWindow>>>;
+  windowCount: number;
+}
+
+// The most recent period per zone and kind. An instant inside [start, end) belongs to that same
+// period, so the common case (many purchases in the same day) costs two string comparisons: no
+// Date.parse, no Luxon, no string building. Window ids and keys hang off the period, so they are
+// built once per policy, currency and period, and dropped with it.
+const recent = new Map<string, { DAY?: CachedPeriod; MONTH?: CachedPeriod }>();
 const HAS_OFFSET = /(?:Z|[+-]\d\d(?::?\d\d)?)$/i;
+const WINDOW_LIMIT = 50_000;
 
 function compute(kind: WindowPeriodKind, instant: string, ms: number, timeZone: string): CachedPeriod {
   const at = Number.isNaN(ms) ? DateTime.fromISO(instant, { zone: timeZone }) : DateTime.fromMillis(ms, { zone: timeZone });
@@ -24,31 +37,94 @@ function compute(kind: WindowPeriodKind, instant: string, ms: number, timeZone: 
   const end = at.endOf(unit).plus({ milliseconds: 1 });
   const startMs = start.toMillis();
   const endMs = end.toMillis();
-  return {
+  const period: Period = Object.freeze({
     periodKey: start.toFormat(kind === 'DAY' ? 'yyyy-MM-dd' : 'yyyy-MM'),
     periodStart: new Date(startMs).toISOString(),
     periodEnd: new Date(endMs).toISOString(),
-    startMs,
-    endMs,
-  };
+  });
+  return { period, startMs, endMs, windows: new Map(), windowCount: 0 };
+}
+
+const digit = (s: string, i: number): number => s.charCodeAt(i) - 48;
+
+/**
+ * True when instant is written as Date#toISOString writes it ('2026-11-21T10:00:00.000Z') with a
+ * plausible time and a day of the month no later than the 28th: such strings compare as their
+ * instants do, and within a cached period's bounds they name a real instant. Anything else (an
+ * offset, the 29th to 31st, nonsense) takes the parsing path, which validates it.
+ */
+function isCanonicalUtc(s: string): boolean {
+  return (
+    s.length === 24 &&
+    s.charCodeAt(23) === 90 && // Z
+    s.charCodeAt(10) === 84 && // T
+    s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 &&
+    s.charCodeAt(13) === 58 && s.charCodeAt(16) === 58 && s.charCodeAt(19) === 46 &&
+    digit(s, 8) * 10 + digit(s, 9) <= 28 &&
+    digit(s, 11) * 10 + digit(s, 12) <= 23 &&
+    digit(s, 14) <= 5 && digit(s, 17) <= 5
+  );
+}
+
+function cachedPeriod(kind: WindowPeriodKind, instant: string, timeZone: string): CachedPeriod {
+  let zone = recent.get(timeZone);
+  const cached = zone?.[kind];
+  if (cached !== undefined && isCanonicalUtc(instant) && instant >= cached.period.periodStart && instant < cached.period.periodEnd) {
+    return cached;
+  }
+  const ms = HAS_OFFSET.test(instant) ? Date.parse(instant) : Number.NaN;
+  if (cached !== undefined && ms >= cached.startMs && ms < cached.endMs) return cached;
+  const period = compute(kind, instant, ms, timeZone);
+  if (zone === undefined) {
+    if (recent.size >= 512) recent.clear();
+    recent.set(timeZone, (zone = {}));
+  }
+  zone[kind] = period;
+  return period;
 }
 
 /** The DAY or MONTH period containing instant in timeZone. Throws RangeError for an unknown zone or a bad instant. */
 export function periodFor(kind: WindowPeriodKind, instant: string, timeZone: string): Period {
-  const ms = HAS_OFFSET.test(instant) ? Date.parse(instant) : Number.NaN;
-  const cacheKey = `${kind} ${timeZone}`;
-  let period = recent.get(cacheKey);
-  if (period === undefined || !(ms >= period.startMs && ms < period.endMs)) {
-    period = compute(kind, instant, ms, timeZone);
-    if (recent.size >= 512) recent.clear();
-    recent.set(cacheKey, period);
-  }
-  return { periodKey: period.periodKey, periodStart: period.periodStart, periodEnd: period.periodEnd };
+  return cachedPeriod(kind, instant, timeZone).period;
 }
+
+/** A period and the windows resolved in it, for one decision to resolve several windows from. */
+export type PeriodWindows = Readonly<CachedPeriod>;
+
+export const periodWindows = (kind: WindowPeriodKind, instant: string, timeZone: string): PeriodWindows => cachedPeriod(kind, instant, timeZone);
+
+/** The window of a policy's limit rules over `period`. Shared between decisions: never change it. */
+export function windowIn(period: PeriodWindows, kind: WindowPeriodKind, policyId: string, policyVersionId: string, currency: string): ResolvedWindow {
+  const cached = period as CachedPeriod;
+  let byCurrency = cached.windows.get(policyId);
+  if (byCurrency === undefined) {
+    if (cached.windowCount >= WINDOW_LIMIT) {
+      cached.windows.clear();
+      cached.windowCount = 0;
+    }
+    cached.windows.set(policyId, (byCurrency = new Map()));
+  }
+  let byVersion = byCurrency.get(currency);
+  if (byVersion === undefined) byCurrency.set(currency, (byVersion = new Map()));
+  let window = byVersion.get(policyVersionId);
+  if (window === undefined) {
+    const { periodKey, periodStart, periodEnd } = cached.period;
+    const key: WindowKey = Object.freeze({ policyId, policyVersionId, currency, periodKind: kind, periodKey, periodStart, periodEnd });
+    window = Object.freeze({ id: windowId(key), key });
+    resolvedIds.set(key, window.id);
+    byVersion.set(policyVersionId, window);
+    cached.windowCount++;
+  }
+  return window;
+}
+
+// The ids of the keys windowIn hands out, so that callers holding such a key (loadWindows asks for
+// every window of every decision) get the id without building it again.
+const resolvedIds = new WeakMap<object, string>();
 
 /** Stable identity of a budget window: the policy's, not the version's (DESIGN.md 4 item 6). */
 export const windowId = (key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>): string =>
-  `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
+  resolvedIds.get(key) ?? `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
 
 /** A rule with a currency applies only to purchases in that currency (DESIGN.md 4 item 4). */
 export const ruleAppliesTo = (rule: Rule, currency: string): boolean => rule.currency === null || rule.currency === currency;
@@ -72,18 +148,10 @@ export function windowKeysFor(input: WindowKeysInput): WindowKey[] {
   for (const { candidate } of covering) {
     for (const rule of candidate.version.rules) {
       if (!isWindowRule(rule) || !ruleAppliesTo(rule, currency)) continue;
-      const period = periodFor(rule.periodKind, instant, input.timeZone);
-      const key: WindowKey = {
-        policyId: candidate.policyId,
-        policyVersionId: candidate.version.id,
-        currency,
-        periodKind: rule.periodKind,
-        ...period,
-      };
-      const id = windowId(key);
-      if (seen.has(id)) continue;
-      seen.add(id);
-      keys.push(key);
+      const window = windowIn(periodWindows(rule.periodKind, instant, input.timeZone), rule.periodKind, candidate.policyId, candidate.version.id, currency);
+      if (seen.has(window.id)) continue;
+      seen.add(window.id);
+      keys.push(window.key);
     }
   }
   return keys;

@@ -1,7 +1,9 @@
 // Domain events go into the `events` outbox in the same transaction as the change they report
-// (SPEC.md 6.1-6.2). The webhook dispatcher fans them out to endpoints later; nothing here does I/O.
+// (SPEC.md 6.1-6.2). The webhook dispatcher fans them out to endpoints later; nothing here does I/O
+// beyond the store.
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { newId } from '../ids.ts';
+import { hasSubscribers } from '../webhooks/subscriptions.ts';
 
 export type EventType =
   | 'purchase.approval_required'
@@ -23,7 +25,7 @@ export interface EventDoc {
   organizationId: string;
   createdAt: Date;
   data: Record<string, unknown>;
-  /** Set once the dispatcher has created a delivery for every subscribed endpoint. */
+  /** Set once the dispatcher has created a delivery for every subscribed endpoint (at once when none subscribes). */
   dispatchedAt: Date | null;
 }
 
@@ -35,6 +37,8 @@ export async function recordEvent(
   event: { type: EventType; organizationId: string; createdAt: Date; data: Record<string, unknown> },
 ): Promise<string> {
   const id = newId();
-  await eventsCollection(db).insertOne({ _id: id, ...event, dispatchedAt: null }, { session });
+  // An event no endpoint subscribes to is dispatched (to nobody) as it is recorded.
+  const dispatchedAt = (await hasSubscribers(db, session, event.organizationId, event.type)) ? null : event.createdAt;
+  await eventsCollection(db).insertOne({ _id: id, ...event, dispatchedAt }, { session });
   return id;
 }

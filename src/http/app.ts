@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
   const admin = adminRoutes(deps);
   app.use(admin.routes());
-  app.use(under('/v1', authenticate({ collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
+  app.use(under('/v1', authenticate({ db: deps.store.db, collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
   app.use(under('/v1', refuseAuthoring));
   for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), dashboardRoutes(deps), ...extraRouters]) {
     app.use(router.routes());

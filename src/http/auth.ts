@@ -3,7 +3,9 @@
 import type { Context, Next } from 'koa';
 import { ApiError, forbidden, unauthorized } from './errors.ts';
 import { classifyKey, hashesMatch } from '../credentials/api-keys.ts';
-import { lastUseIsStale, type Collections } from '../store/collections.ts';
+import { lastUseIsStale, type ApiKeyDoc, type Collections } from '../store/collections.ts';
+import type { StoreDb } from '../store/store.ts';
+import { configView, type ConfigView } from '../cache/config-cache.ts';
 
 export type Scope = 'purchase:check' | 'purchase:read' | 'purchase:request';
 
@@ -23,6 +25,7 @@ export type Principal =
 export type TokenResolver = (token: string, now: Date) => Promise<Principal>;
 
 export interface AuthDeps {
+  db: StoreDb;
   collections: Collections;
   now: () => Date;
   resolveAccessToken?: TokenResolver;
@@ -30,7 +33,7 @@ export interface AuthDeps {
 
 const invalidKey = () => unauthorized('invalid_api_key', 'The API key is not recognised.');
 
-export async function principalFor(header: string | undefined, deps: AuthDeps): Promise<Principal> {
+export async function principalFor(header: string | undefined, deps: AuthDeps, view: ConfigView): Promise<Principal> {
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header ?? '');
   if (!match) throw unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.');
   const credential = match[1];
@@ -52,21 +55,23 @@ export async function principalFor(header: string | undefined, deps: AuthDeps): 
   }
   if (shape.kind === 'unrecognised') throw invalidKey();
 
-  const key = await deps.collections.apiKeys.findOne({ prefix: shape.prefix });
+  const key = await view.get(`api-key:${shape.prefix}`, () => deps.collections.apiKeys.findOne({ prefix: shape.prefix }));
   if (!key || !hashesMatch(credential, key.hash)) throw invalidKey();
   if (key.revokedAt) throw unauthorized('api_key_revoked', 'This API key has been revoked.');
   if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
     throw unauthorized('api_key_expired', 'This API key has expired.');
   }
-  if (lastUseIsStale(key.lastUsedAt, now)) await deps.collections.apiKeys.updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
+  // Last use is bookkeeping, not configuration: written past the cache's stamp, so it invalidates nothing.
+  if (lastUseIsStale(key.lastUsedAt, now)) await deps.db.collection<ApiKeyDoc>('api_keys').updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
   return { kind: 'API_KEY', organizationId: key.organizationId, apiKeyId: key._id, prefix: key.prefix, agentId: key.agentId };
 }
 
 /** Koa middleware: authenticates, then refuses suspended organisations (403 organization_suspended). */
 export function authenticate(deps: AuthDeps) {
   return async (ctx: Context, next: Next) => {
-    const principal = await principalFor(ctx.get('authorization') || undefined, deps);
-    const org = await deps.collections.organizations.findOne({ _id: principal.organizationId });
+    const view = await configView(deps.db);
+    const principal = await principalFor(ctx.get('authorization') || undefined, deps, view);
+    const org = await view.get(`organization:${principal.organizationId}`, () => deps.collections.organizations.findOne({ _id: principal.organizationId }));
     if (!org) throw invalidKey();
     if (org.status === 'SUSPENDED') throw forbidden('organization_suspended', 'This organisation is suspended.');
     ctx.state.principal = principal;

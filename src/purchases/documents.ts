@@ -83,7 +83,10 @@ export interface IdempotencyDoc {
   _id: string;
   requestHash: string;
   purchaseId: string;
-  response: Record<string, unknown>;
+  /** The 201 response body as it was sent (JSON text: stored and read back without an object walk). */
+  responseJson?: string;
+  /** The same as an object, in records written before responseJson. */
+  response?: Record<string, unknown>;
   createdAt: Date;
   /** TTL index: kept at least 24 hours (DESIGN.md section 3). */
   expiresAt: Date;

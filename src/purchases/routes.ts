@@ -40,7 +40,10 @@ export function purchaseRoutes(deps: SubmitDeps): Router {
       origin: 'API',
     });
     ctx.status = result.status;
-    ctx.body = result.body;
+    if (result.json !== undefined) {
+      ctx.type = 'application/json';
+      ctx.body = result.json;
+    } else ctx.body = result.body;
   });
   router.get('/v1/purchase-requests/:purchaseRequestId', requireAgentIdentity('purchase:read'), queryParams(), async (ctx) => {
     ctx.body = await getPurchase(deps.store.db, principalOf(ctx), uuidParam(ctx, 'purchaseRequestId', 'purchase request'));

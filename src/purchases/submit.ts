@@ -12,6 +12,7 @@ import { decide } from '../engine/decide.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import type { Decision } from '../engine/types.ts';
 import { candidatesFor } from '../policies/candidates.ts';
+import { configView } from '../cache/config-cache.ts';
 import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '../budgets/windows.ts';
 import { fenceAgent } from '../agents/fence.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -55,6 +56,8 @@ export interface SubmitCommand {
 export interface SubmitResult {
   status: 200 | 201;
   body: Record<string, unknown>;
+  /** `body` already serialised, when it was (a new decision). */
+  json?: string;
   /** Set when a new pending approval was created: its expiry must be scheduled after commit. */
   approvalId?: string | null;
   expiresAt?: Date | null;
@@ -96,7 +99,8 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
   const agentId = cmd.principal.agentId!;
   const pc = purchaseCollections(deps.store.db);
   const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
-  const requestHash = createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
+  // Only a request with a key is ever compared with another.
+  const requestHash = idemId === null ? '' : createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
 
   const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
     if (idemId === null) return null;
@@ -105,7 +109,8 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
     if (found.requestHash !== requestHash) {
       throw conflict('idempotency_key_reuse', 'This Idempotency-Key was used with a different body.');
     }
-    return { status: 200, body: { ...found.response, replayed: true } };
+    const response = found.responseJson !== undefined ? (JSON.parse(found.responseJson) as Record<string, unknown>) : found.response!;
+    return { status: 200, body: { ...response, replayed: true } };
   };
 
   const early = await replay();
@@ -117,9 +122,11 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
       if (again) return again;
       const now = deps.now();
       const org = cmd.organization;
+      // The agent is read with its fence write (never from the cache): see agents/fence.ts.
       const agent = await fenceAgent(deps, session, { _id: agentId, organizationId: org._id });
       if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
-      const candidates = await candidatesFor(deps.collections, org._id, agentId, session);
+      const config = await configView(deps.store.db, session);
+      const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
       const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
       const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
       const decision = timeEngine(() => decide({ ...base, windows: loaded.states }));
@@ -172,10 +179,12 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
         previousStatus: null,
       });
       const response = submissionResponse(purchase, decisionDoc, approval);
+      // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads.
+      const json = JSON.stringify(response);
       if (idemId !== null) {
         try {
           await pc.idempotency.insertOne(
-            { _id: idemId, requestHash, purchaseId, response, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
+            { _id: idemId, requestHash, purchaseId, responseJson: json, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
             { session },
           );
         } catch (err) {
@@ -184,7 +193,7 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
           throw err;
         }
       }
-      return { status: 201 as const, body: response, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
+      return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
     }),
   );
   if (result.status === 201) decisionRecorded(result.body.decision as { outcome: string; reasonCodes: string[] }, 'INITIAL');

@@ -2,6 +2,7 @@
 // by the capability that writes them; read models (`*_views`, `analytics_*`) are shaped for a question.
 // Amounts are stored as plain integers of minor units (at most 2^53-1); timestamps as Date.
 import type { StoreDb, StoreCollection } from './store.ts';
+import { stamped } from '../cache/config-cache.ts';
 
 export type PersonRole = 'approver' | 'viewer' | 'admin';
 export type OrganizationStatus = 'ACTIVE' | 'SUSPENDED';
@@ -143,12 +144,13 @@ export interface Collections {
 
 export function collections(db: StoreDb): Collections {
   return {
-    organizations: db.collection<OrganizationDoc>('organizations'),
+    // Cached per process (src/cache/config-cache.ts): every write bumps the configuration stamp.
+    organizations: stamped(db, db.collection<OrganizationDoc>('organizations')),
     people: db.collection<PersonDoc>('people'),
-    agents: db.collection<AgentDoc>('agents'),
-    policies: db.collection<PolicyDoc>('policies'),
-    policyVersions: db.collection<PolicyVersionDoc>('policy_versions'),
-    apiKeys: db.collection<ApiKeyDoc>('api_keys'),
+    agents: stamped(db, db.collection<AgentDoc>('agents')),
+    policies: stamped(db, db.collection<PolicyDoc>('policies')),
+    policyVersions: stamped(db, db.collection<PolicyVersionDoc>('policy_versions')),
+    apiKeys: stamped(db, db.collection<ApiKeyDoc>('api_keys')),
     policyViews: db.collection<PolicyViewDoc>('policy_views'),
   };
 }

@@ -2,6 +2,7 @@
 // behind the reads. Every lookup is scoped to the caller's organisation: another organisation's
 // endpoint is the same 404 as an unknown one.
 import type { AppDeps } from '../app-deps.ts';
+import { bumpConfigStamp } from '../cache/config-cache.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { eventsCollection, type EventDoc } from '../events/outbox.ts';
 import { ApiError, VersionConflict, conflict, notFound } from '../http/errors.ts';
@@ -46,6 +47,7 @@ async function writeVersioned(deps: AppDeps, session: StoreSession, endpoint: We
     { session },
   );
   if (result.matchedCount === 0) throw new VersionConflict(`webhook endpoint ${endpoint._id}`);
+  await bumpConfigStamp(deps.store.db, session); // who receives which events is cached (subscriptions.ts)
 }
 
 export async function listEndpoints(deps: AppDeps, organizationId: string) {
@@ -94,6 +96,7 @@ export async function createEndpoint(deps: AppDeps, organizationId: string, body
       version: 1,
     };
     await endpoints.insertOne(endpoint, { session });
+    await bumpConfigStamp(deps.store.db, session); // who receives which events is cached (subscriptions.ts)
     return endpoint;
   });
   return presentIssuedEndpoint(doc, secret);

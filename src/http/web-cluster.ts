@@ -1,0 +1,70 @@
+// WEB_CONCURRENCY (the Heroku convention): the primary process forks that many web processes with
+// node:cluster; they share the listening port (the primary hands out connections round-robin) and
+// each runs the whole application. The primary only supervises: it replaces a process that dies
+// unexpectedly (not more than RESTART_LIMIT times a minute), and on SIGTERM/SIGINT passes the signal
+// on, waits for every process to finish its own graceful shutdown, then exits.
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from '../config.ts';
+import { createLogger } from '../log.ts';
+
+const RESTART_LIMIT = 10;
+
+export interface ClusterLog {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export function runWebCluster(count: number, log: ClusterLog): void {
+  let stopping = false;
+  const restarts: number[] = [];
+  const fork = (): Worker => cluster.fork();
+
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(exitCode);
+      return;
+    }
+    log.error('web process exited', { pid: worker.process.pid, code, signal });
+    const now = Date.now();
+    while (restarts.length > 0 && restarts[0] < now - 60_000) restarts.shift();
+    if (restarts.length >= RESTART_LIMIT) {
+      log.error('web processes keep exiting; giving up', { restarts: restarts.length });
+      stop('SIGTERM', 1);
+      return;
+    }
+    restarts.push(now);
+    fork();
+  });
+
+  let exitCode = 0;
+  function stop(signal: NodeJS.Signals, code = 0): void {
+    if (stopping) return;
+    stopping = true;
+    exitCode = code;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    if (workers.length === 0) process.exit(exitCode);
+    log.info('stopping web processes', { signal, count: workers.length });
+    for (const worker of workers) worker.process.kill(signal);
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  for (let i = 0; i < count; i++) fork();
+  log.info('web processes started', { count });
+}
+
+/**
+ * The primary's whole life with WEB_CONCURRENCY above 1: refuse a store the processes cannot share,
+ * else start and supervise them. Never resolves; the process exits when its web processes have.
+ */
+export function superviseWebProcesses(config: Config): Promise<never> {
+  if (config.mongodbUri === null) {
+    // Each process would hold its own in-memory store: purchases and budgets would split between them.
+    process.stderr.write(
+      `WEB_CONCURRENCY=${config.webConcurrency} needs a store the web processes share: set MONGODB_URI, or unset WEB_CONCURRENCY (the embedded store lives in the memory of one process).\n`,
+    );
+    process.exit(2);
+  }
+  runWebCluster(config.webConcurrency, createLogger(config.logLevel));
+  return new Promise<never>(() => {});
+}
