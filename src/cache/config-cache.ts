@@ -99,8 +99,17 @@ export async function viewIn(db: StoreDb, session: StoreSession): Promise<Config
   return sessionViews.get(session) ?? openView(db, session);
 }
 
+/** A write's result says it changed a document (a write that matched nothing changes no cached value). */
+function changedSomething(result: unknown): boolean {
+  if (result === null || result === undefined) return false; // findOneAndUpdate that matched nothing
+  const r = result as { insertedId?: unknown; insertedCount?: number; modifiedCount?: number; deletedCount?: number; upsertedCount?: number; _id?: unknown; value?: unknown };
+  if ('value' in r && 'ok' in r) return r.value !== null && r.value !== undefined; // findOneAndUpdate with includeResultMetadata
+  if (r.insertedId !== undefined || r._id !== undefined) return true; // insertOne; findOneAndUpdate's document
+  return (r.insertedCount ?? 0) + (r.modifiedCount ?? 0) + (r.deletedCount ?? 0) + (r.upsertedCount ?? 0) > 0;
+}
+
 /**
- * The collection with every write followed by a bump of the stamp, in the writer's session when it
+ * The collection with every write that changed something followed by a bump of the stamp, in the writer's session when it
  * has one: for the collections whose documents are cached, so that no writer can forget.
  */
 export function stamped<T extends Document>(db: StoreDb, collection: StoreCollection<T>): StoreCollection<T> {
@@ -109,7 +118,7 @@ export function stamped<T extends Document>(db: StoreDb, collection: StoreCollec
     (name: string, optionsAt: number) =>
     async (...args: unknown[]) => {
       const result = await c[name].apply(collection, args);
-      await bumpConfigStamp(db, (args[optionsAt] as { session?: StoreSession } | undefined)?.session);
+      if (changedSomething(result)) await bumpConfigStamp(db, (args[optionsAt] as { session?: StoreSession } | undefined)?.session);
       return result;
     };
   const read = (name: string) => c[name].bind(collection);

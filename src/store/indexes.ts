@@ -68,7 +68,9 @@ export const INDEXES: IndexSpec[] = [
  * Every collection the service writes, created at start: implicit creation inside a transaction fails
  * on sharded clusters (and webhook_quotas, say, has no index that would create it).
  */
-export const COLLECTIONS: string[] = [...new Set([...INDEXES.map((i) => i.collection), 'webhook_quotas'])].sort();
+// Collections without an index of their own, created at start too (implicit creation inside a
+// transaction fails on sharded clusters): the webhook quotas and the configuration stamp (src/cache).
+export const COLLECTIONS: string[] = [...new Set([...INDEXES.map((i) => i.collection), 'webhook_quotas', 'config_stamps'])].sort();
 
 export async function createIndexes(db: StoreDb): Promise<void> {
   const existing = new Set(await db.listCollectionNames());
