@@ -1,8 +1,25 @@
 import test from 'ava';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { registerStoreConformance } from './conformance.ts';
 
-registerStoreConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded' });
+registerStoreConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded :memory:' });
+
+/** A store on a database file in a fresh directory, removed again when the store is closed. */
+async function fileStore() {
+  const dir = mkdtempSync(join(tmpdir(), 'store-conformance-'));
+  const store = await openEmbeddedStore({ ttlSweepIntervalMs: 25, dataDir: join(dir, 'data') });
+  const close = store.close.bind(store);
+  return Object.assign(store, {
+    async close() {
+      await close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  });
+}
+registerStoreConformance(fileStore, { name: 'embedded file' });
 
 test('embedded: an operation without { session } inside a transaction throws instead of deadlocking', async (t) => {
   const store = await openEmbeddedStore();
