@@ -9,6 +9,12 @@ export interface Config {
   baseUrl: string;
   authUrl: string;
   mongodbUri: string | null;
+  /** The embedded store's directory (DATA_DIR), or ':memory:'. */
+  dataDir: string;
+  /** The embedded store's SQLite synchronous level (SQLITE_SYNCHRONOUS). */
+  sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** Whether the web process runs the scheduled jobs too (RUN_JOBS; default: on the embedded store). */
+  runJobs: boolean;
   adminToken: string | null;
   /** Raw WEBHOOK_ENCRYPTION_KEY (parsed by the webhook module), or null. */
   webhookEncryptionKey: string | null;
@@ -52,9 +58,10 @@ function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   return raw.replace(/\/+$/, '');
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
   const raw = env[name];
-  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
   throw new ConfigError(name, `must be 1/true or 0/false, got ${JSON.stringify(raw)}`);
 }
@@ -73,6 +80,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (mongodbUri !== null && !/^mongodb(\+srv)?:\/\//.test(mongodbUri)) {
     throw new ConfigError('MONGODB_URI', 'must start with mongodb:// or mongodb+srv://');
   }
+  const sqliteSynchronous = (env.SQLITE_SYNCHRONOUS || 'NORMAL').toUpperCase();
+  if (sqliteSynchronous !== 'NORMAL' && sqliteSynchronous !== 'FULL') {
+    throw new ConfigError('SQLITE_SYNCHRONOUS', `must be NORMAL or FULL, got ${JSON.stringify(env.SQLITE_SYNCHRONOUS)}`);
+  }
   const webhookUnsafeAllowLocal = flag(env, 'WEBHOOK_UNSAFE_ALLOW_LOCAL');
   if (webhookUnsafeAllowLocal && nodeEnv === 'production') {
     throw new ConfigError('WEBHOOK_UNSAFE_ALLOW_LOCAL', 'is refused when NODE_ENV=production');
@@ -90,6 +101,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),
     mongodbUri,
+    dataDir: env.DATA_DIR || './data',
+    sqliteSynchronous,
+    runJobs: flag(env, 'RUN_JOBS', mongodbUri === null),
     adminToken,
     webhookEncryptionKey,
     webhookUnsafeAllowLocal,

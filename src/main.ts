@@ -1,6 +1,5 @@
-// The web process (Procfile `web`; `npm start`). On the embedded default it also runs the jobs,
-// since the embedded store lives in this process.
-import { randomBytes } from 'node:crypto';
+// The web process (Procfile `web`; `npm start`). It also runs the jobs when RUN_JOBS is on (the
+// default on the embedded store, so that `npm start` alone is a whole service).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
@@ -10,20 +9,9 @@ import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
 
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
-let config = configOrExit();
-const embedded = config.mongodbUri === null;
-if (embedded && config.adminToken === null) {
-  config = { ...config, adminToken: randomBytes(24).toString('base64url') };
-  // Printed once, on purpose: the embedded default is for a person at a terminal.
-  process.stdout.write(`\nOperator API token (generated for this process): ${config.adminToken}\n\n`);
-}
-if (embedded && config.webhookEncryptionKey === null) {
-  // The embedded store forgets everything at exit, so a key that lives as long as the process is enough.
-  config = { ...config, webhookEncryptionKey: randomBytes(32).toString('hex') };
-  process.stdout.write('Webhook signing secrets are sealed with a key generated for this process (set WEBHOOK_ENCRYPTION_KEY to choose one).\n');
-}
-const { deps, agenda } = await bootstrap(config);
-if (!embedded && config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
+const { deps, agenda } = await bootstrap(configOrExit());
+const { config } = deps;
+if (config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 
 if (values.manifest) {
   const text = await readFile(values.manifest, 'utf8');
@@ -32,7 +20,7 @@ if (values.manifest) {
   process.stdout.write(`Manifest ${values.manifest} applied (keys are shown only now):\n${JSON.stringify(result, null, 2)}\n`);
 }
 
-const stopWorker = embedded ? await startWorker(deps, agenda) : null;
+const stopWorker = config.runJobs ? await startWorker(deps, agenda) : null;
 const server = createApp(deps).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
 
 onShutdown(async (signal) => {
