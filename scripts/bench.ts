@@ -3,10 +3,14 @@
 // budgets and merchant lists), against a bare Koa route that parses and returns the same JSON, at
 // 32 and 128 connections. Prints one JSON line, then the engine micro-benchmark.
 // The service and the baseline run in child processes; autocannon drives them from this one.
-// BENCH_SECONDS (default 10) sets each run's duration.
+// BENCH_SECONDS (default 10) sets each run's duration. The service stores in a fresh temporary
+// DATA_DIR (the durable default, file-backed); BENCH_DATA_DIR=:memory: measures without the disk.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { benchEngine } from './bench-engine.ts';
 
@@ -74,7 +78,9 @@ async function run(url: string, connections: number, requests: autocannon.Reques
 const body = JSON.stringify({ merchant: 'Paper Supplies GmbH', amountMinor: '4599', reason: 'Printer paper', currency: 'EUR', category: 'office', metadata: { ticket: 'OPS-1234' } });
 
 const port = await freePort();
-const svc = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+const tempDir = process.env.BENCH_DATA_DIR ? null : mkdtempSync(join(tmpdir(), 'spend-control-bench-'));
+const dataDir = process.env.BENCH_DATA_DIR || join(tempDir!, 'data');
+const svc = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
 const base = `http://127.0.0.1:${port}`;
 for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
   if (i > 300) throw new Error('service did not start');
@@ -88,7 +94,7 @@ const bare = await startChild(['scripts/bench-bare.ts'], { PORT: '0' });
 const bareUrl = `http://127.0.0.1:${bare.port}`;
 const bareRequests = [{ method: 'POST' as const, path: '/bench', headers: { 'content-type': 'application/json' }, body }];
 
-const out: Record<string, unknown> = { seconds: SECONDS, store: 'embedded' };
+const out: Record<string, unknown> = { seconds: SECONDS, store: 'embedded', dataDir: tempDir ? 'temporary directory' : dataDir, synchronous: process.env.SQLITE_SYNCHRONOUS || 'NORMAL' };
 for (const connections of [32, 128]) {
   const decisions = await run(base, connections, decisionRequests);
   const baseline = await run(bareUrl, connections, bareRequests);
@@ -97,6 +103,7 @@ for (const connections of [32, 128]) {
 svc.kill('SIGTERM');
 bare.child.kill('SIGTERM');
 await Promise.all([once(svc, 'exit'), once(bare.child, 'exit')]);
+if (tempDir) rmSync(tempDir, { recursive: true, force: true });
 process.stdout.write(JSON.stringify(out) + '\n');
 const engine = benchEngine(20_000);
 process.stdout.write(JSON.stringify({ engine }) + '\n');

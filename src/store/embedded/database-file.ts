@@ -90,7 +90,12 @@ export function openDatabase(dataDir: string, synchronous: Synchronous): { db: D
   const db = new DatabaseSync(location);
   try {
     db.exec('PRAGMA busy_timeout = 10000');
-    if (location !== ':memory:') db.exec('PRAGMA journal_mode = WAL');
+    if (location !== ':memory:') {
+      db.exec('PRAGMA journal_mode = WAL');
+      // Checkpoints run on the checkpointer thread; this connection steps in only past ~256 MB.
+      db.exec('PRAGMA wal_autocheckpoint = 65536');
+      db.exec('PRAGMA journal_size_limit = 67108864');
+    }
     db.exec(`PRAGMA synchronous = ${synchronous}`);
     db.exec('PRAGMA cache_size = -16000');
     db.exec('BEGIN IMMEDIATE');

@@ -78,7 +78,7 @@ export class EmbeddedStore implements Store {
   constructor(options: EmbeddedStoreOptions = {}) {
     const opened = openDatabase(options.dataDir ?? ':memory:', options.synchronous ?? 'NORMAL');
     this.location = opened.location;
-    this.#engine = new Engine(opened.db, {
+    this.#engine = new Engine(opened.db, opened.location, {
       dbName: options.dbName ?? 'spend-control',
       ttlSweepIntervalMs: options.ttlSweepIntervalMs ?? 60_000,
     });

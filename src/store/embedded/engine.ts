@@ -11,6 +11,7 @@
 // in a savepoint, so a failed statement (a duplicate key) leaves none of its rows behind.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { CollectionData, Index, quoteIdent, type IndexOptions } from './collection-data.ts';
 import { Mutex } from './mutex.ts';
@@ -67,13 +68,18 @@ export class Engine {
   readonly #statements = new Map<string, StatementSync>();
   readonly #mutex = new Mutex();
   readonly #timer: ReturnType<typeof setInterval>;
+  readonly #checkpointer: Worker | undefined;
   /** The catalog version this process's collection metadata reflects (-1: reload). */
   #catalog = -1;
   #closed = false;
 
-  constructor(db: DatabaseSync, options: EngineOptions) {
+  constructor(db: DatabaseSync, location: string, options: EngineOptions) {
     this.db = db;
     this.dbName = options.dbName;
+    if (location !== ':memory:') {
+      this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
+      this.#checkpointer.unref();
+    }
     this.#timer = setInterval(() => void this.sweepExpired().catch(() => undefined), options.ttlSweepIntervalMs);
     (this.#timer as { unref?: () => void }).unref?.();
   }
@@ -295,6 +301,10 @@ export class Engine {
     try {
       if (this.#closed) return;
       this.#closed = true;
+      if (this.#checkpointer) {
+        this.#checkpointer.postMessage('stop');
+        await new Promise((resolve) => this.#checkpointer!.once('exit', resolve));
+      }
       this.#statements.clear();
       try {
         this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
