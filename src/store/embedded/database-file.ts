@@ -1,7 +1,7 @@
 // Opening the embedded store's SQLite database: DATA_DIR checked before anything is written
 // (a problem stops the start with a message naming the path), the schema created or checked,
 // and the connection tuned (WAL, synchronous, busy_timeout).
-import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 
@@ -38,24 +38,26 @@ function writable(path: string): boolean {
   return (statSync(path).mode & 0o200) !== 0;
 }
 
-/** Reads the file's header and schema version without writing anything (read-only connection). */
+/**
+ * Checks the file's header and schema version by reading its first 100 bytes: even a read-only
+ * SQLite connection would create the -wal and -shm files of a WAL database.
+ */
 function inspect(file: string): void {
-  let db: DatabaseSync | undefined;
+  const header = Buffer.alloc(100);
+  const fd = openSync(file, 'r');
+  let length: number;
   try {
-    db = new DatabaseSync(file, { readOnly: true });
-    const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
-    if (version > SCHEMA_VERSION) {
-      throw new DataDirError(file, `was written by a newer version of this service (schema version ${version}; this version knows up to ${SCHEMA_VERSION}): upgrade the service or restore a backup`);
-    }
-    if (version === 0 && tables.length > 0) {
-      throw new DataDirError(file, 'is an SQLite database but not one of this service (no schema version)');
-    }
-  } catch (error) {
-    if (error instanceof DataDirError) throw error;
-    throw new DataDirError(file, `is not a readable database (corrupt or not SQLite): ${(error as Error).message}`);
+    length = readSync(fd, header, 0, 100, 0);
   } finally {
-    db?.close();
+    closeSync(fd);
+  }
+  if (length === 0) return;
+  if (length < 100 || header.toString('latin1', 0, 16) !== 'SQLite format 3\0') {
+    throw new DataDirError(file, 'is not a readable database (corrupt or not SQLite): its header is not an SQLite header');
+  }
+  const version = header.readInt32BE(60);
+  if (version > SCHEMA_VERSION) {
+    throw new DataDirError(file, `was written by a newer version of this service (schema version ${version}; this version knows up to ${SCHEMA_VERSION}): upgrade the service or restore a backup`);
   }
 }
 
@@ -107,7 +109,8 @@ export function openDatabase(dataDir: string, synchronous: Synchronous): { db: D
   } catch (error) {
     if (db.isOpen && db.isTransaction) db.exec('ROLLBACK');
     db.close();
-    throw error;
+    if (error instanceof DataDirError) throw error;
+    throw new DataDirError(location, `cannot be opened as this service's database: ${(error as Error).message}`);
   }
   return { db, location };
 }

@@ -302,6 +302,8 @@ export class Engine {
       if (this.#closed) return;
       this.#closed = true;
       if (this.#checkpointer) {
+        // Held open until it has closed its connection (it is unref'd so as not to keep a process alive).
+        this.#checkpointer.ref();
         this.#checkpointer.postMessage('stop');
         await new Promise((resolve) => this.#checkpointer!.once('exit', resolve));
       }
