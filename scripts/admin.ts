@@ -1,7 +1,9 @@
 // The operator CLI: `npm run admin -- <command> ...`, a thin client of the /admin API.
 // Reads SERVICE_URL (default http://localhost:3000) and ADMIN_TOKEN from the environment.
+// `backup` is the exception: it reads the embedded store's database in DATA_DIR directly.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { backupDatabase } from '../src/store/embedded/backup.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [arguments]
 
@@ -13,8 +15,10 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   set-password <personId>                      reads the new password from standard input
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
+  backup <file>                                copy the embedded store's live database to a new file
+                                               (run on the service's machine; reads DATA_DIR, default ./data)
 
-Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required).`;
+Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required except for backup).`;
 
 type Call = { method: string; path: string; body?: string; contentType?: string };
 
@@ -64,7 +68,23 @@ export async function buildCall(argv: string[]): Promise<Call> {
 
 class UsageError extends Error {}
 
+function backup(file: string | undefined): never {
+  if (!file || process.argv.length > 4) {
+    process.stderr.write(USAGE + '\n');
+    process.exit(2);
+  }
+  try {
+    const { source, target } = backupDatabase(process.env.DATA_DIR || './data', file);
+    process.stdout.write(`Backed up ${source} to ${target}\n`);
+    process.exit(0);
+  } catch (err) {
+    process.stderr.write(`backup failed: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 async function main() {
+  if (process.argv[2] === 'backup') backup(process.argv[3]);
   const token = process.env.ADMIN_TOKEN;
   const base = (process.env.SERVICE_URL || 'http://localhost:3000').replace(/\/+$/, '');
   let call: Call;

@@ -170,3 +170,35 @@ test('an approval that expired while the service was down is expired, its hold r
   t.is(await svc.stop('SIGTERM'), 0);
   t.is((await dayWindow(dataDir, policyId))!.heldMinor, 0);
 });
+
+test('npm run admin -- backup copies the live database; a service started on the copy has everything', async (t) => {
+  const { execFile } = await import('node:child_process');
+  const { promisify } = await import('node:util');
+  const { copyFileSync, mkdirSync, statSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const dataDir = tempDataDir(t);
+  const svc = await startService(t, dataDir);
+  const applied = await svc.admin('/admin/manifests', budgetManifest('backed-up', 1_000_000));
+  const key: string = applied.body.apiKeys['x-key'].key;
+  const bought = await buy(svc, key, 1234, 'before the backup');
+  t.is(bought.status, 201);
+  const file = join(dataDir, '..', 'backup.db');
+  // While the service runs and keeps writing.
+  const writes = Promise.all(Array.from({ length: 20 }, (_, i) => buy(svc, key, 100, `during ${i}`)));
+  const { stdout } = await promisify(execFile)(process.execPath, ['scripts/admin.ts', 'backup', file], { env: { ...process.env, DATA_DIR: dataDir } });
+  t.regex(stdout, /Backed up .*spend-control\.db to .*backup\.db/);
+  t.true((await writes).every((r) => r.status === 201));
+  t.is(statSync(file).mode & 0o777, 0o600);
+  await t.throwsAsync(promisify(execFile)(process.execPath, ['scripts/admin.ts', 'backup', file], { env: { ...process.env, DATA_DIR: dataDir } }), { message: /already exists/ });
+  t.is(await svc.stop('SIGTERM'), 0);
+
+  // Restore: the backup file becomes spend-control.db of a DATA_DIR.
+  const restoredDir = join(dataDir, '..', 'restored');
+  mkdirSync(restoredDir, { mode: 0o700 });
+  copyFileSync(file, join(restoredDir, 'spend-control.db'));
+  const restored = await startService(t, restoredDir);
+  const read = await restored.request(`/v1/purchase-requests/${bought.body.purchaseRequest.id}`, { key });
+  t.is(read.status, 200);
+  t.is(read.body.purchase.amountMinor, '1234');
+  t.is(await restored.stop('SIGTERM'), 0);
+});
