@@ -1,6 +1,7 @@
 // npm run soak: submits SOAK_PURCHASES (default 100,000) purchases to a service on a fresh
 // file-backed DATA_DIR and prints the service's resident memory at the start and the end, to show
-// that memory does not grow with the number of documents stored. SOAK_DATA_DIR keeps the data.
+// that memory does not grow with the number of documents stored (and its peak, sampled every
+// 5 seconds). The service runs with the same V8 flags as `npm start`. SOAK_DATA_DIR keeps the data.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -11,6 +12,8 @@ import autocannon from 'autocannon';
 
 const TOTAL = Number(process.env.SOAK_PURCHASES || 100_000);
 const TOKEN = 'soak-admin-token-0123456789abcdef';
+// As in package.json's start script.
+const V8_FLAGS = ['--max-semi-space-size=16'];
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -49,7 +52,7 @@ const manifest = {
 const tempDir = process.env.SOAK_DATA_DIR ? null : mkdtempSync(join(tmpdir(), 'spend-control-soak-'));
 const dataDir = process.env.SOAK_DATA_DIR || join(tempDir!, 'data');
 const port = await freePort();
-const svc = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
+const svc = spawn(process.execPath, [...V8_FLAGS, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
 const base = `http://127.0.0.1:${port}`;
 for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
   if (i > 300) throw new Error('service did not start');
@@ -60,10 +63,13 @@ const body = JSON.stringify({ merchant: 'Paper Supplies GmbH', amountMinor: '459
 const requests = Object.values(applied.apiKeys).map(({ key }) => ({ method: 'POST' as const, path: '/v1/purchase-requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body }));
 
 const startRss = rssMb(svc.pid!);
+let peakRss = startRss;
+const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(svc.pid!))), 5000);
 const started = Date.now();
 const result = await autocannon({ url: base, connections: 32, amount: TOTAL, requests, pipelining: 1, timeout: 60 });
 const seconds = (Date.now() - started) / 1000;
 const endRss = rssMb(svc.pid!);
+clearInterval(sampler);
 svc.kill('SIGTERM');
 await once(svc, 'exit');
 if (tempDir) rmSync(tempDir, { recursive: true, force: true });
@@ -77,5 +83,6 @@ process.stdout.write(
     perSecond: Math.round(result['2xx'] / seconds),
     rssMbAtStart: startRss,
     rssMbAtEnd: endRss,
+    rssMbPeak: Math.max(peakRss, endRss),
   }) + '\n',
 );
