@@ -202,3 +202,35 @@ test('npm run admin -- backup copies the live database; a service started on the
   t.is(read.body.purchase.amountMinor, '1234');
   t.is(await restored.stop('SIGTERM'), 0);
 });
+
+test('the generated webhook key outlives a restart: an endpoint created before it still gets deliveries signed with its secret', async (t) => {
+  const { createTestPki, startReceiver } = await import('../helpers/https-receiver.ts');
+  const { verifySignature } = await import('../../src/webhooks/signing.ts');
+  const pki = await createTestPki();
+  t.teardown(() => pki.cleanup());
+  const receiver = await startReceiver({ ...pki.trusted, responses: [{ status: 200 }] });
+  t.teardown(() => receiver.close());
+  const dataDir = tempDataDir(t);
+  // No WEBHOOK_ENCRYPTION_KEY: the service generates one and keeps it in DATA_DIR.
+  const env = { WEBHOOK_ENCRYPTION_KEY: '', NODE_EXTRA_CA_CERTS: pki.caPath, WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', JOBS_PROCESS_EVERY: '1 second' };
+  let svc = await startService(t, dataDir, env);
+  const applied = await svc.admin('/admin/manifests', acmeManifest('hooks'));
+  const admin: string = applied.body.apiKeys['admin-key'].key;
+  const created = await svc.request('/v1/webhooks', { key: admin, body: { url: `${receiver.origin}/hook`, subscribedTypes: ['purchase.approved'] } });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  t.is(await svc.stop('SIGTERM'), 0);
+
+  svc = await startService(t, dataDir, env);
+  const bought = await buy(svc, applied.body.apiKeys['buyer-key'].key, 1999, 'after the restart');
+  t.is(bought.body.decision.outcome, 'APPROVED');
+  const deadline = Date.now() + 45_000;
+  while (receiver.requests.length === 0 && Date.now() < deadline) await sleep(200);
+  const [delivery] = receiver.requests;
+  t.truthy(delivery, `no delivery arrived:\n${svc.output()}`);
+  t.true(
+    verifySignature({ header: String(delivery.headers['service-webhook-signature']), timestamp: String(delivery.headers['service-webhook-timestamp']), body: delivery.body, secret: created.body.secret }),
+    'signed with the secret shown at creation, unsealed with the key kept from the first start',
+  );
+  t.is(JSON.parse(delivery.body.toString()).data.purchaseRequestId, bought.body.purchaseRequest.id);
+  t.is(await svc.stop('SIGTERM'), 0);
+});
