@@ -18,7 +18,8 @@ export type CollectionMethods =
   | 'deleteMany'
   | 'aggregate'
   | 'createIndex'
-  | 'distinct';
+  | 'distinct'
+  | 'bulkWrite';
 
 export type StoreCollection<T extends Document = Document> = Pick<Collection<T>, CollectionMethods>;
 

@@ -384,7 +384,11 @@ export class EmbeddedCollection {
 
   async replaceOne(filter: Doc, replacement: Doc, options: Options = {}): Promise<UpdateResult> {
     checkReplacement(replacement);
-    return this.#engine.write(options.session, () => {
+    return this.#engine.write(options.session, () => this.#replaceOne(filter, replacement, options));
+  }
+
+  #replaceOne(filter: Doc, replacement: Doc, options: Options): UpdateResult {
+    {
       const data = this.#data;
       const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
       if (!hit) {
@@ -400,7 +404,7 @@ export class EmbeddedCollection {
       const changed = canonicalKey(next) !== canonicalKey(prev);
       if (changed) data.replace(id, prev, next);
       return updateResult(1, changed ? 1 : 0, null);
-    });
+    }
   }
 
   async findOneAndUpdate(filter: Doc, update: unknown, options: Options = {}): Promise<unknown> {
@@ -459,50 +463,67 @@ export class EmbeddedCollection {
     return project([cloneOut(doc)], options.projection as Doc | undefined)[0];
   }
 
+  #delete(filter: Doc, options: Options, many: boolean): { acknowledged: true; deletedCount: number } {
+    const found = many ? this.#match(filter) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+    for (const [id] of found) this.#data.remove(id);
+    return { acknowledged: true as const, deletedCount: found.length };
+  }
+
   async deleteOne(filter: Doc = {}, options: Options = {}): Promise<{ acknowledged: true; deletedCount: number }> {
-    return this.#engine.write(options.session, () => {
-      const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
-      if (hit) this.#data.remove(hit[0]);
-      return { acknowledged: true as const, deletedCount: hit ? 1 : 0 };
-    });
+    return this.#engine.write(options.session, () => this.#delete(filter, options, false));
   }
 
   async deleteMany(filter: Doc = {}, options: Options = {}): Promise<{ acknowledged: true; deletedCount: number }> {
-    return this.#engine.write(options.session, () => {
-      const found = this.#match(filter);
-      for (const [id] of found) this.#data.remove(id);
-      return { acknowledged: true as const, deletedCount: found.length };
-    });
+    return this.#engine.write(options.session, () => this.#delete(filter, options, true));
   }
 
+  /**
+   * Ordered, as the driver's default: the operations run in order in one SQLite transaction (one
+   * commit for the lot); the first failing one stops the rest, and those before it stay written,
+   * as on MongoDB. Its error is thrown as is (a duplicate key is code 11000).
+   */
   async bulkWrite(operations: Doc[], options: Options = {}): Promise<Doc> {
     const totals = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0 };
     const insertedIds: Record<number, unknown> = {};
     const upsertedIds: Record<number, unknown> = {};
-    const session = { session: options.session };
-    for (const [i, op] of operations.entries()) {
-      const [kind, raw] = Object.entries(op)[0] as [string, Doc];
-      const args = { ...raw, ...session } as Options;
-      if (kind === 'insertOne') {
-        const r = await this.insertOne(raw.document as Doc, session);
-        insertedIds[i] = r.insertedId;
-        totals.insertedCount++;
-      } else if (kind === 'updateOne' || kind === 'updateMany' || kind === 'replaceOne') {
-        const r =
-          kind === 'replaceOne'
-            ? await this.replaceOne(raw.filter as Doc, raw.replacement as Doc, args)
-            : await this[kind](raw.filter as Doc, raw.update, args);
-        totals.matchedCount += r.matchedCount;
-        totals.modifiedCount += r.modifiedCount;
-        totals.upsertedCount += r.upsertedCount;
-        if (r.upsertedId !== null) upsertedIds[i] = r.upsertedId;
-      } else if (kind === 'deleteOne' || kind === 'deleteMany') {
-        const r = await this[kind](raw.filter as Doc, session);
-        totals.deletedCount += r.deletedCount;
-      } else {
-        throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
+    const steps = operations.map((op) => {
+      const entries = Object.entries(op);
+      if (entries.length !== 1) throw new MongoInvalidArgumentError('bulkWrite: each operation names exactly one kind');
+      const [kind, raw] = entries[0] as [string, Doc];
+      if (kind === 'updateOne' || kind === 'updateMany') checkUpdate(raw.update);
+      else if (kind === 'replaceOne') checkReplacement(raw.replacement);
+      else if (kind !== 'insertOne' && kind !== 'deleteOne' && kind !== 'deleteMany') throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
+      return { kind, raw };
+    });
+    const failure = await this.#engine.write(options.session, () => {
+      for (const [i, { kind, raw }] of steps.entries()) {
+        try {
+          this.#engine.atomic(() => {
+            if (kind === 'insertOne') {
+              const doc = raw.document as Doc;
+              insertedIds[i] = this.#insert(doc)._id;
+              if (!Object.hasOwn(doc, '_id')) doc._id = insertedIds[i];
+              totals.insertedCount++;
+            } else if (kind === 'deleteOne' || kind === 'deleteMany') {
+              totals.deletedCount += this.#delete(raw.filter as Doc, raw, kind === 'deleteMany').deletedCount;
+            } else {
+              const r =
+                kind === 'replaceOne'
+                  ? this.#replaceOne(raw.filter as Doc, raw.replacement as Doc, raw)
+                  : this.#update(raw.filter as Doc, raw.update, raw, kind === 'updateMany');
+              totals.matchedCount += r.matchedCount;
+              totals.modifiedCount += r.modifiedCount;
+              totals.upsertedCount += r.upsertedCount;
+              if (r.upsertedId !== null) upsertedIds[i] = r.upsertedId;
+            }
+          });
+        } catch (error) {
+          return error;
+        }
       }
-    }
+      return undefined;
+    });
+    if (failure !== undefined) throw failure;
     return { ok: 1, ...totals, insertedIds, upsertedIds };
   }
 

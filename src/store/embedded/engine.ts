@@ -237,6 +237,21 @@ export class Engine {
     });
   }
 
+  /** Runs op in a savepoint of the transaction in progress: on error none of its rows stay. */
+  atomic<T>(op: () => T): T {
+    this.statement('SAVEPOINT step').run();
+    try {
+      const result = op();
+      this.statement('RELEASE step').run();
+      return result;
+    } catch (error) {
+      this.statement('ROLLBACK TO step').run();
+      this.statement('RELEASE step').run();
+      this.#catalog = -1;
+      throw error;
+    }
+  }
+
   async withTransaction<T>(fn: (session: EmbeddedSession) => Promise<T>): Promise<T> {
     if (this.#closed) throw new Error('the embedded store is closed');
     const inside = currentTransaction.getStore();
