@@ -133,3 +133,16 @@ test('embedded: createIndex is idempotent and refuses conflicting definitions, a
   await t.throwsAsync(c.createIndex({ a: 1, b: -1 }, { unique: true }), { message: /same name/ });
   await t.throwsAsync(c.createIndex({ a: 1, b: -1 }, { name: 'other' }), { message: /different name/ });
 });
+
+test('embedded: a failed write that created a collection inside a transaction leaves the transaction usable', async (t) => {
+  const store = await fileStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Doc>('fresh');
+  await store.withTransaction(async (session) => {
+    const error = await t.throwsAsync(c.insertMany([{ _id: 'a' }, { _id: 'a' }], { session }));
+    t.is((error as { code?: number }).code, 11000);
+    await c.insertOne({ _id: 'b' }, { session });
+  });
+  t.deepEqual(await c.find({}).toArray(), [{ _id: 'b' }]);
+  t.deepEqual(await store.db.listCollectionNames(), ['fresh']);
+});

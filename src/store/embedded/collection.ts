@@ -460,7 +460,7 @@ export class EmbeddedCollection {
   }
 
   #output(doc: Doc, options: Options): Doc {
-    return project([cloneOut(doc)], options.projection as Doc | undefined)[0];
+    return project([doc], options.projection as Doc | undefined)[0];
   }
 
   #delete(filter: Doc, options: Options, many: boolean): { acknowledged: true; deletedCount: number } {

@@ -218,7 +218,9 @@ export class Engine {
       } catch (error) {
         this.statement('ROLLBACK TO op').run();
         this.statement('RELEASE op').run();
+        // A table the step created is gone again: reload the catalog inside the transaction.
         this.#catalog = -1;
+        this.#sync();
         throw error;
       }
     }
@@ -248,6 +250,7 @@ export class Engine {
       this.statement('ROLLBACK TO step').run();
       this.statement('RELEASE step').run();
       this.#catalog = -1;
+      this.#sync();
       throw error;
     }
   }
