@@ -100,6 +100,8 @@ export function openDatabase(dataDir: string, synchronous: Synchronous): { db: D
     }
     db.exec(`PRAGMA synchronous = ${synchronous}`);
     db.exec('PRAGMA cache_size = -16000');
+    // Savepoint sub-journals (one per write inside a transaction) in memory, not in temporary files.
+    db.exec('PRAGMA temp_store = MEMORY');
     db.exec('BEGIN IMMEDIATE');
     const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
     if (version > SCHEMA_VERSION) throw new DataDirError(location, `was written by a newer version of this service (schema version ${version})`);
