@@ -1,9 +1,11 @@
 // The operator CLI: `npm run admin -- <command> ...`, a thin client of the /admin API.
 // Reads SERVICE_URL (default http://localhost:3000) and ADMIN_TOKEN from the environment.
+// `backup` and `mongo-url` are the exceptions: they read the embedded store's files in DATA_DIR directly.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { rotateMongoUrl } from '../src/store/wire/embedded-listener.ts';
+import { backupDatabase } from '../src/store/embedded/backup.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [arguments]
 
@@ -19,9 +21,12 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   revoke-oauth-client <id|clientId URL>        revoke a registered client and every connection made with it
   mongo-url [--analyst]                        a new password for the wire-protocol listener's service
                                                (or analyst) user, printed once in its connection string
+  backup <file>                                copy the embedded store's live database to a new file
+                                               (run on the service's machine; reads DATA_DIR, default ./data)
 
 Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required);
-mongo-url reads DATA_DIR, EMBEDDED_MONGO_PORT and EMBEDDED_MONGO_HOST instead and runs on the service's machine.`;
+mongo-url and backup run on the service's machine and read DATA_DIR (mongo-url also EMBEDDED_MONGO_PORT and
+EMBEDDED_MONGO_HOST) instead.`;
 
 type Call = { method: string; path: string; body?: string; contentType?: string };
 
@@ -77,7 +82,23 @@ export async function buildCall(argv: string[]): Promise<Call> {
 
 class UsageError extends Error {}
 
+function backup(file: string | undefined): never {
+  if (!file || process.argv.length > 4) {
+    process.stderr.write(USAGE + '\n');
+    process.exit(2);
+  }
+  try {
+    const { source, target } = backupDatabase(process.env.DATA_DIR || './data', file);
+    process.stdout.write(`Backed up ${source} to ${target}\n`);
+    process.exit(0);
+  } catch (err) {
+    process.stderr.write(`backup failed: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 async function main() {
+  if (process.argv[2] === 'backup') backup(process.argv[3]);
   const [command, ...rest] = process.argv.slice(2);
   if (command === 'mongo-url') {
     const { values } = parseArgs({ args: rest, options: { analyst: { type: 'boolean' } } });

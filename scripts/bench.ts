@@ -124,7 +124,11 @@ async function main() {
   const port = await freePort();
   // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (scripts/profile-summary.ts reads it).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const svc = spawn(process.execPath, [...profile, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  // The service stores in a fresh temporary DATA_DIR (the durable default, file-backed);
+  // BENCH_DATA_DIR=:memory: measures without the disk.
+  const dataRoot = process.env.BENCH_DATA_DIR ? null : await mkdtemp(join(tmpdir(), 'spend-control-bench-'));
+  const dataDir = process.env.BENCH_DATA_DIR || join(dataRoot!, 'data');
+  const svc = spawn(process.execPath, [...profile, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
     if (i > 300 || svc.exitCode !== null) throw new Error('service did not start');
@@ -184,6 +188,7 @@ async function main() {
   floor.child.kill('SIGTERM');
   await Promise.all([once(svc, 'exit'), once(bare.child, 'exit'), once(floor.child, 'exit')]);
   await rm(dir, { recursive: true, force: true });
+  if (dataRoot) await rm(dataRoot, { recursive: true, force: true });
 
   out.loadAverageAfter = Math.round(loadavg()[0] * 10) / 10;
   if (process.env.MONGODB_URI) out.mongodbRoundTrips = await countRoundTrips(process.env.MONGODB_URI);

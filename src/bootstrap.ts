@@ -1,9 +1,13 @@
 // Shared by the web and worker entry points: configuration checked, store connected and indexed,
 // Agenda ready on the same connection, dependencies built once (DESIGN.md 6a).
+import { randomBytes } from 'node:crypto';
 import type { Agenda } from 'agenda';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 import { openStore } from './store/open-store.ts';
+import { DataDirError } from './store/embedded/database-file.ts';
+import { EmbeddedStore } from './store/embedded/embedded-store.ts';
+import type { Store } from './store/store.ts';
 import { collections } from './store/collections.ts';
 import { createIndexes } from './store/indexes.ts';
 import { AgentMailboxes } from './commands/agent-mailbox.ts';
@@ -24,11 +28,46 @@ export function configOrExit(): Config {
   }
 }
 
-export async function bootstrap(config: Config): Promise<{ deps: AppDeps; agenda: Agenda }> {
-  const log = createLogger(config.logLevel);
-  const store = await openStore({ mongodbUri: config.mongodbUri ?? undefined, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs });
+/**
+ * On the embedded store, a missing ADMIN_TOKEN or WEBHOOK_ENCRYPTION_KEY is generated once and
+ * kept in the database, so that printed tokens and sealed webhook secrets outlive a restart
+ * (and the worker process uses the same key). Printed only when created.
+ */
+async function withGeneratedSecrets(config: Config, store: Store): Promise<Config> {
+  if (!(store instanceof EmbeddedStore)) return config;
+  const where = store.location === ':memory:' ? 'for this process only (DATA_DIR=:memory:)' : `kept in ${store.location}`;
+  if (config.adminToken === null) {
+    const { value, created } = await store.secret('admin-token', () => randomBytes(24).toString('base64url'));
+    // Printed once, on purpose: the embedded default is for a person at a terminal.
+    if (created) process.stdout.write(`\nOperator API token (generated, ${where}): ${value}\n\n`);
+    config = { ...config, adminToken: value };
+  }
+  if (config.webhookEncryptionKey === null) {
+    const { value, created } = await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'));
+    if (created) process.stdout.write(`Webhook signing secrets are sealed with a generated key, ${where} (set WEBHOOK_ENCRYPTION_KEY to choose one).\n`);
+    config = { ...config, webhookEncryptionKey: value };
+  }
+  return config;
+}
+
+async function openStoreOrExit(config: Config): Promise<Store> {
+  try {
+    return await openStore({ mongodbUri: config.mongodbUri ?? undefined, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs, dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  } catch (err) {
+    if (err instanceof DataDirError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+export async function bootstrap(initial: Config): Promise<{ deps: AppDeps; agenda: Agenda }> {
+  const log = createLogger(initial.logLevel);
+  const store = await openStoreOrExit(initial);
+  const config = await withGeneratedSecrets(initial, store);
   await createIndexes(store.db);
-  log.info('store ready', { engine: store.engine });
+  log.info('store ready', store instanceof EmbeddedStore ? { engine: store.engine, file: store.location, synchronous: config.sqliteSynchronous } : { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: process.env.JOBS_PROCESS_EVERY || '5 seconds' });
   const deps: AppDeps = {
     config,

@@ -15,6 +15,12 @@ export interface Config {
   mongodbDb: string | null;
   /** The deadline of every MongoDB command (src/store/mongo.ts deadlineOptions), MONGODB_TIMEOUT_MS. */
   mongodbTimeoutMs: number;
+  /** The embedded store's directory (DATA_DIR), or ':memory:'. */
+  dataDir: string;
+  /** The embedded store's SQLite synchronous level (SQLITE_SYNCHRONOUS). */
+  sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** Whether the web process runs the scheduled jobs too (RUN_JOBS; default: on the embedded store). */
+  runJobs: boolean;
   adminToken: string | null;
   /** Raw WEBHOOK_ENCRYPTION_KEY (parsed by the webhook module), or null. */
   webhookEncryptionKey: string | null;
@@ -24,8 +30,6 @@ export interface Config {
   logLevel: LogLevel;
   /** Bearer token of GET /metrics; null turns the endpoint off. */
   metricsToken: string | null;
-  /** Where the service keeps its files; ':memory:' keeps them in the process. */
-  dataDir: string;
   /** The embedded store's MongoDB wire-protocol listener: off (null) unless EMBEDDED_MONGO_PORT is set. */
   embeddedMongoPort: number | null;
   embeddedMongoHost: string;
@@ -96,9 +100,10 @@ function mongodbDatabase(env: NodeJS.ProcessEnv, uri: string | null): string | n
   return named;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
   const raw = env[name];
-  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
   throw new ConfigError(name, `must be 1/true or 0/false, got ${JSON.stringify(raw)}`);
 }
@@ -118,6 +123,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('MONGODB_URI', 'must start with mongodb:// or mongodb+srv://');
   }
   const mongodbDb = mongodbDatabase(env, mongodbUri);
+  const sqliteSynchronous = (env.SQLITE_SYNCHRONOUS || 'NORMAL').toUpperCase();
+  if (sqliteSynchronous !== 'NORMAL' && sqliteSynchronous !== 'FULL') {
+    throw new ConfigError('SQLITE_SYNCHRONOUS', `must be NORMAL or FULL, got ${JSON.stringify(env.SQLITE_SYNCHRONOUS)}`);
+  }
   const webhookUnsafeAllowLocal = flag(env, 'WEBHOOK_UNSAFE_ALLOW_LOCAL');
   if (webhookUnsafeAllowLocal && nodeEnv === 'production') {
     throw new ConfigError('WEBHOOK_UNSAFE_ALLOW_LOCAL', 'is refused when NODE_ENV=production');
@@ -140,6 +149,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongodbUri,
     mongodbDb,
     mongodbTimeoutMs: integer(env, 'MONGODB_TIMEOUT_MS', 10_000, 100, 600_000),
+    dataDir: env.DATA_DIR || './data',
+    sqliteSynchronous,
+    runJobs: flag(env, 'RUN_JOBS', mongodbUri === null),
     adminToken,
     webhookEncryptionKey,
     webhookUnsafeAllowLocal,
@@ -147,7 +159,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv,
     logLevel,
     metricsToken,
-    dataDir: env.DATA_DIR || './data',
     embeddedMongoPort: env.EMBEDDED_MONGO_PORT ? integer(env, 'EMBEDDED_MONGO_PORT', 0, 1, 65535) : null,
     embeddedMongoHost: env.EMBEDDED_MONGO_HOST || '127.0.0.1',
   };

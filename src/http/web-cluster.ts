@@ -54,14 +54,15 @@ export function runWebCluster(count: number, log: ClusterLog): void {
 }
 
 /**
- * The primary's whole life with WEB_CONCURRENCY above 1: refuse a store the processes cannot share,
+ * The primary's whole life with WEB_CONCURRENCY above 1: refuse a store the processes cannot share
+ * (an in-memory embedded database; a DATA_DIR on disk is shared through SQLite's locks),
  * else start and supervise them. Never resolves; the process exits when its web processes have.
  */
 export function superviseWebProcesses(config: Config): Promise<never> {
-  if (config.mongodbUri === null) {
-    // Each process would hold its own in-memory store: purchases and budgets would split between them.
+  if (config.mongodbUri === null && config.dataDir === ':memory:') {
+    // Each process would hold its own in-memory database: purchases and budgets would split between them.
     process.stderr.write(
-      `WEB_CONCURRENCY=${config.webConcurrency} needs a store the web processes share: set MONGODB_URI, or unset WEB_CONCURRENCY (the embedded store lives in the memory of one process).\n`,
+      `WEB_CONCURRENCY=${config.webConcurrency} needs a store the web processes share: a DATA_DIR on disk (the default ./data) or MONGODB_URI, not DATA_DIR=:memory:.\n`,
     );
     process.exit(2);
   }

@@ -10,6 +10,9 @@ export interface OpenStoreOptions {
   dbName?: string;
   /** The driver's deadline for every command (MONGODB_TIMEOUT_MS). */
   timeoutMs?: number;
+  /** The embedded store's directory; ':memory:' (the default here) keeps nothing. */
+  dataDir?: string;
+  synchronous?: 'NORMAL' | 'FULL';
 }
 
 export async function openStore(options: OpenStoreOptions = {}): Promise<Store> {
@@ -17,5 +20,5 @@ export async function openStore(options: OpenStoreOptions = {}): Promise<Store> 
     if (!options.dbName) throw new Error('openStore: a MongoDB store needs a database name (MONGODB_DB)');
     return openMongoStore(options.mongodbUri, { dbName: options.dbName, timeoutMs: options.timeoutMs });
   }
-  return openEmbeddedStore({ dbName: options.dbName });
+  return openEmbeddedStore({ dbName: options.dbName, dataDir: options.dataDir, synchronous: options.synchronous });
 }

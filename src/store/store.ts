@@ -19,7 +19,8 @@ export type CollectionMethods =
   | 'aggregate'
   | 'createIndex'
   | 'indexes'
-  | 'distinct';
+  | 'distinct'
+  | 'bulkWrite';
 
 export type StoreCollection<T extends Document = Document> = Pick<Collection<T>, CollectionMethods>;
 

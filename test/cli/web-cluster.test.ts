@@ -1,5 +1,5 @@
 // WEB_CONCURRENCY: the cluster supervision (src/http/web-cluster.ts) through real processes, and the
-// service's refusal to split the in-memory embedded store between processes.
+// service's refusal to split an in-memory embedded database between processes.
 import test from 'ava';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -84,15 +84,15 @@ test('WEB_CONCURRENCY=2 starts two processes on one port, replaces one that dies
   }
 });
 
-test('the service refuses WEB_CONCURRENCY above 1 on the embedded store, which one process holds in memory', async (t) => {
-  const env = { ...baseEnv, WEB_CONCURRENCY: '2', PORT: '0', MONGODB_URI: '' };
+test('the service refuses WEB_CONCURRENCY above 1 on an in-memory embedded database, which one process holds', async (t) => {
+  const env = { ...baseEnv, WEB_CONCURRENCY: '2', PORT: '0', MONGODB_URI: '', DATA_DIR: ':memory:' };
   const error = await run(process.execPath, ['src/main.ts'], { env, timeout: 60_000 }).then(
     () => null,
     (err: { code: number; stderr: string }) => err,
   );
   t.truthy(error, 'it started');
   t.is(error!.code, 2);
-  t.regex(error!.stderr, /WEB_CONCURRENCY=2 needs a store the web processes share: set MONGODB_URI/);
+  t.regex(error!.stderr, /WEB_CONCURRENCY=2 needs a store the web processes share: a DATA_DIR on disk/);
 });
 
 test('WEB_CONCURRENCY must be a whole number from 1 to 64', async (t) => {

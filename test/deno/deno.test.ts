@@ -1,7 +1,11 @@
 // The same source runs under Deno (DESIGN.md 7): boot the service with the `deno` npm package's
-// binary on the embedded engine, apply a manifest, list agents and get a real purchase decision.
+// binary on the embedded engine with a file-backed DATA_DIR, apply a manifest, list agents and get a
+// real purchase decision.
 import test from 'ava';
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +25,10 @@ const freePort = () =>
 
 test('under Deno: GET /v1/agents answers 200 and a purchase is decided', async (t) => {
   const port = await freePort();
-  const child = spawn(DENO, ['run', '--allow-all', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const temp = mkdtempSync(join(tmpdir(), 'deno-data-'));
+  t.teardown(() => rmSync(temp, { recursive: true, force: true }));
+  const dataDir = join(temp, 'data');
+  const child = spawn(DENO, ['run', '--allow-all', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
@@ -47,6 +54,7 @@ test('under Deno: GET /v1/agents answers 200 and a purchase is decided', async (
     const body = (await decided.json()) as any;
     t.is(body.decision.outcome, 'APPROVED');
     t.deepEqual(body.decision.reasonCodes, ['WITHIN_POLICY']);
+    t.true(existsSync(join(dataDir, 'spend-control.db')), 'the store lives in DATA_DIR');
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));

@@ -187,6 +187,46 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.findOne({ _id: 'w' }), { _id: 'w', spent: 10, version: 2 });
   });
 
+  test(title('bulkWrite: updateOne operations in order, with upserts, counted as the driver counts them'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('bulk');
+    await c.insertMany([{ _id: 'a', n: 1 }, { _id: 'b', n: 1 }]);
+    const result = await c.bulkWrite([
+      { updateOne: { filter: { _id: 'a' }, update: { $inc: { n: 1 } } } },
+      { updateOne: { filter: { _id: 'b' }, update: { $set: { n: 1 } } } },
+      { updateOne: { filter: { _id: 'c' }, update: { $set: { n: 5 } }, upsert: true } },
+      { updateOne: { filter: { _id: 'a' }, update: { $inc: { n: 10 } } } },
+      { updateOne: { filter: { _id: 'zz' }, update: { $inc: { n: 1 } } } },
+    ]);
+    t.like(result, { matchedCount: 3, modifiedCount: 2, upsertedCount: 1, insertedCount: 0, deletedCount: 0 });
+    t.deepEqual(result.upsertedIds, { 2: 'c' });
+    t.deepEqual(await c.find({}).sort({ _id: 1 }).toArray(), [{ _id: 'a', n: 12 }, { _id: 'b', n: 1 }, { _id: 'c', n: 5 }]);
+  });
+
+  test(title('bulkWrite: ordered, it stops at a duplicate key (code 11000) and keeps what came before; in a transaction it rolls back'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('bulk');
+    await c.createIndex({ email: 1 }, { unique: true });
+    await c.insertOne({ _id: 'taken', email: 'x@example.com' });
+    await duplicateOf(
+      t,
+      c.bulkWrite([
+        { updateOne: { filter: { _id: 'one' }, update: { $set: { email: 'one@example.com' } }, upsert: true } },
+        { updateOne: { filter: { _id: 'two' }, update: { $set: { email: 'x@example.com' } }, upsert: true } },
+        { updateOne: { filter: { _id: 'three' }, update: { $set: { email: 'three@example.com' } }, upsert: true } },
+      ]),
+    );
+    t.deepEqual((await c.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['one', 'taken']);
+    await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await c.bulkWrite([{ updateOne: { filter: { _id: 'four' }, update: { $set: { email: 'four@example.com' } }, upsert: true } }], { session });
+        throw new Error('changed my mind');
+      }),
+      { message: 'changed my mind' },
+    );
+    t.is(await c.countDocuments({ _id: 'four' }), 0);
+  });
+
   test(title('upsert inserts from the filter and $setOnInsert, then matches'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('counters');

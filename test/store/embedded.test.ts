@@ -1,8 +1,25 @@
 import test from 'ava';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { registerStoreConformance } from './conformance.ts';
 
-registerStoreConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded' });
+registerStoreConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded :memory:' });
+
+/** A store on a database file in a fresh directory, removed again when the store is closed. */
+async function fileStore() {
+  const dir = mkdtempSync(join(tmpdir(), 'store-conformance-'));
+  const store = await openEmbeddedStore({ ttlSweepIntervalMs: 25, dataDir: join(dir, 'data') });
+  const close = store.close.bind(store);
+  return Object.assign(store, {
+    async close() {
+      await close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  });
+}
+registerStoreConformance(fileStore, { name: 'embedded file' });
 
 test('embedded: an operation without { session } inside a transaction throws instead of deadlocking', async (t) => {
   const store = await openEmbeddedStore();
@@ -115,4 +132,17 @@ test('embedded: createIndex is idempotent and refuses conflicting definitions, a
   t.is(await c.createIndex({ a: 1, b: -1 }), 'a_1_b_-1');
   await t.throwsAsync(c.createIndex({ a: 1, b: -1 }, { unique: true }), { message: /same name/ });
   await t.throwsAsync(c.createIndex({ a: 1, b: -1 }, { name: 'other' }), { message: /different name/ });
+});
+
+test('embedded: a failed write that created a collection inside a transaction leaves the transaction usable', async (t) => {
+  const store = await fileStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Doc>('fresh');
+  await store.withTransaction(async (session) => {
+    const error = await t.throwsAsync(c.insertMany([{ _id: 'a' }, { _id: 'a' }], { session }));
+    t.is((error as { code?: number }).code, 11000);
+    await c.insertOne({ _id: 'b' }, { session });
+  });
+  t.deepEqual(await c.find({}).toArray(), [{ _id: 'b' }]);
+  t.deepEqual(await store.db.listCollectionNames(), ['fresh']);
 });

@@ -1,10 +1,13 @@
-// The storage of one embedded collection: documents in a Map keyed by the canonical _id, and
-// every index as a Map from key to document ids, so that equality lookups on _id or on an
-// index's fields are O(1) rather than scans. Unique indexes refuse duplicates with the
-// driver's own error shape (code 11000).
+// The storage of one embedded collection in SQLite: a table of (r, id, doc) where r is the
+// natural (insertion) order, id the canonical _id (UNIQUE) and doc the Extended JSON text.
+// Every secondary index keeps its keys in the shared _sc_keys table, one row per key and
+// document, computed here with MongoDB's rules (a key per array element, sparse, partial);
+// SQLite's own indexes make lookups by _id and by those keys index seeks, and a partial UNIQUE
+// index over _sc_keys enforces unique indexes, surfacing as the driver's code 11000 error.
 import { MongoServerError } from 'mongodb';
 import { Query } from 'mingo';
-import { canonicalKey, hasPath, isIndexableScalar, readPath, type Doc } from './values.ts';
+import type { Engine } from './engine.ts';
+import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, readPath, type Doc } from './values.ts';
 
 export interface IndexOptions {
   name?: string;
@@ -14,33 +17,99 @@ export interface IndexOptions {
   expireAfterSeconds?: number;
 }
 
+/** A matching row: its natural-order number and the decoded document. */
+export type Row = [number, Doc];
+
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
+const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+
+export function isConstraintError(error: unknown): boolean {
+  const code = (error as { errcode?: unknown } | null)?.errcode;
+  return code === SQLITE_CONSTRAINT_UNIQUE || code === SQLITE_CONSTRAINT_PRIMARYKEY;
+}
+
+export function quoteIdent(name: string): string {
+  return '"' + name.replaceAll('"', '""') + '"';
+}
+
+function keyPart(v: unknown): string {
+  const k = canonicalKey(v);
+  return k.length + ':' + k;
+}
+
+/**
+ * The index values of one path, as MongoDB's indexes see them: an array contributes each of its
+ * elements (an empty array itself), an array of documents on the way contributes each element's
+ * field, and a missing field reads as null.
+ */
+function valuesAt(doc: Doc, parts: string[]): unknown[] {
+  const out: unknown[] = [];
+  const walk = (cur: unknown, i: number): void => {
+    if (i === parts.length) {
+      if (Array.isArray(cur)) {
+        if (cur.length === 0) out.push(cur);
+        else for (const e of cur) out.push(e === undefined ? null : e);
+      } else out.push(cur === undefined ? null : cur);
+      return;
+    }
+    if (Array.isArray(cur)) {
+      if (/^\d+$/.test(parts[i])) return walk(cur[Number(parts[i])], i + 1);
+      let any = false;
+      for (const e of cur) {
+        if (e !== null && typeof e === 'object' && !Array.isArray(e) && !(e instanceof Date)) {
+          any = true;
+          walk(e, i);
+        }
+      }
+      if (!any) out.push(null);
+      return;
+    }
+    if (cur === null || typeof cur !== 'object' || cur instanceof Date || isObjectId(cur)) return void out.push(null);
+    walk((cur as Doc)[parts[i]], i + 1);
+  };
+  walk(doc, 0);
+  return out;
+}
+
+export interface IndexKey {
+  k: string;
+  /** For a TTL index: the key's date in ms since the epoch. */
+  t: number | null;
+}
+
 export class Index {
+  readonly ix: number;
   readonly name: string;
   readonly fields: string[];
+  readonly #paths: string[][];
   readonly keyPattern: Doc;
   readonly unique: boolean;
   readonly sparse: boolean;
   readonly partialFilterExpression: Doc | undefined;
   readonly expireAfterSeconds: number | undefined;
   readonly #partial: Query | undefined;
-  /** Set once any indexed value was an array; such an index no longer answers equality lookups. */
-  multikey = false;
-  /** Set once a value of the first field was an array; prefix lookups then stop too. */
-  firstMultikey = false;
-  readonly entries = new Map<string, Set<string>>();
-  /** For a compound index, the ids by the first field alone: equality on a prefix. */
-  readonly firstEntries: Map<string, Set<string>> | undefined;
 
-  constructor(keyPattern: Doc, options: IndexOptions) {
+  constructor(ix: number, keyPattern: Doc, options: IndexOptions) {
+    this.ix = ix;
     this.keyPattern = { ...keyPattern };
     this.fields = Object.keys(keyPattern);
+    this.#paths = this.fields.map((f) => f.split('.'));
     this.name = options.name ?? defaultIndexName(keyPattern);
     this.unique = options.unique === true;
     this.sparse = options.sparse === true;
     this.partialFilterExpression = options.partialFilterExpression;
     this.#partial = options.partialFilterExpression ? new Query(options.partialFilterExpression) : undefined;
     this.expireAfterSeconds = options.expireAfterSeconds;
-    this.firstEntries = this.fields.length > 1 ? new Map() : undefined;
+  }
+
+  /** The stored definition (what createIndex was given). */
+  spec(): Doc {
+    const spec: Doc = { key: this.keyPattern, name: this.name };
+    if (this.unique) spec.unique = true;
+    if (this.sparse) spec.sparse = true;
+    if (this.partialFilterExpression) spec.partialFilterExpression = this.partialFilterExpression;
+    if (this.expireAfterSeconds !== undefined) spec.expireAfterSeconds = this.expireAfterSeconds;
+    return spec;
   }
 
   signature(): string {
@@ -53,94 +122,28 @@ export class Index {
     ]);
   }
 
-  /** Usable for equality lookups: every document is in it and no value is an array. */
+  /** Usable for equality lookups: every document has its keys in it. */
   get complete(): boolean {
-    return !this.multikey && !this.sparse && this.#partial === undefined;
+    return !this.sparse && this.#partial === undefined;
   }
 
-  /** Usable for equality lookups on the first field alone. */
-  get prefixComplete(): boolean {
-    return this.firstEntries !== undefined && !this.firstMultikey && !this.sparse && this.#partial === undefined;
-  }
-
-  /** The index key of doc, or undefined when a sparse or partial index leaves it out. */
-  keyOf(doc: Doc): string | undefined {
-    if (this.#partial && !this.#partial.test(doc)) return undefined;
-    if (this.sparse && this.fields.every((f) => !hasPath(doc, f))) return undefined;
-    if (this.fields.length === 1) {
-      const pv = readPath(doc, this.fields[0]);
-      if (pv.multikey) this.multikey = true;
-      return canonicalKey(pv.value);
+  /** The distinct keys of doc (one per combination of array elements), none when left out. */
+  keysOf(doc: Doc): IndexKey[] {
+    if (this.#partial && !this.#partial.test(doc)) return [];
+    if (this.sparse && this.fields.every((f) => !hasPath(doc, f))) return [];
+    let keys: Array<{ k: string; first: unknown }> = [{ k: '', first: undefined }];
+    this.#paths.forEach((path, i) => {
+      const values = valuesAt(doc, path);
+      const next: typeof keys = [];
+      for (const prefix of keys) for (const v of values) next.push({ k: prefix.k + keyPart(v), first: i === 0 ? v : prefix.first });
+      keys = next;
+    });
+    const seen = new Map<string, IndexKey>();
+    for (const { k, first } of keys) {
+      if (!seen.has(k)) seen.set(k, { k, t: this.expireAfterSeconds !== undefined && first instanceof Date ? first.getTime() : null });
     }
-    let key = '';
-    for (const f of this.fields) {
-      const pv = readPath(doc, f);
-      if (pv.multikey) {
-        this.multikey = true;
-        if (f === this.fields[0]) this.firstMultikey = true;
-      }
-      const part = canonicalKey(pv.value);
-      key += part.length + ':' + part;
-    }
-    return key;
+    return [...seen.values()];
   }
-
-  keyOfValues(values: unknown[]): string {
-    if (values.length === 1) return canonicalKey(values[0]);
-    let key = '';
-    for (const v of values) {
-      const part = canonicalKey(v);
-      key += part.length + ':' + part;
-    }
-    return key;
-  }
-
-  add(doc: Doc, id: string): void {
-    const key = this.keyOf(doc);
-    if (key === undefined) return;
-    addTo(this.entries, key, id);
-    if (this.firstEntries) addTo(this.firstEntries, canonicalKey(readPath(doc, this.fields[0]).value), id);
-  }
-
-  remove(doc: Doc, id: string): void {
-    const key = this.keyOf(doc);
-    if (key === undefined) return;
-    removeFrom(this.entries, key, id);
-    if (this.firstEntries) removeFrom(this.firstEntries, canonicalKey(readPath(doc, this.fields[0]).value), id);
-  }
-
-  /** Moves a document from its previous key to its next one; most updates leave indexed fields alone. */
-  move(prev: Doc, next: Doc, id: string): void {
-    const before = this.keyOf(prev);
-    const after = this.keyOf(next);
-    if (before === after && (!this.firstEntries || canonicalKey(readPath(prev, this.fields[0]).value) === canonicalKey(readPath(next, this.fields[0]).value))) return;
-    this.remove(prev, id);
-    this.add(next, id);
-  }
-
-  /** The id of another document holding doc's key in this unique index, if any. */
-  conflict(doc: Doc, id: string): string | undefined {
-    if (!this.unique) return undefined;
-    const key = this.keyOf(doc);
-    if (key === undefined) return undefined;
-    const set = this.entries.get(key);
-    if (!set) return undefined;
-    for (const other of set) if (other !== id) return other;
-    return undefined;
-  }
-}
-
-function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
-  let set = map.get(key);
-  if (!set) map.set(key, (set = new Set()));
-  set.add(id);
-}
-
-function removeFrom(map: Map<string, Set<string>>, key: string, id: string): void {
-  const set = map.get(key);
-  if (!set) return;
-  set.delete(id);
-  if (set.size === 0) map.delete(key);
 }
 
 export function defaultIndexName(keyPattern: Doc): string {
@@ -152,7 +155,7 @@ export function defaultIndexName(keyPattern: Doc): string {
 /** The value an equality filter on one field asks for, if it is a plain equality on a scalar. */
 function equalityValue(cond: unknown): { ok: true; value: unknown } | { ok: false } {
   if (isIndexableScalar(cond)) return { ok: true, value: cond };
-  if (cond !== null && typeof cond === 'object' && !Array.isArray(cond)) {
+  if (cond !== null && typeof cond === 'object' && !Array.isArray(cond) && !(cond instanceof Date) && !isObjectId(cond)) {
     const keys = Object.keys(cond);
     if (keys.length === 1 && keys[0] === '$eq' && isIndexableScalar((cond as Doc).$eq)) {
       return { ok: true, value: (cond as Doc).$eq };
@@ -163,51 +166,83 @@ function equalityValue(cond: unknown): { ok: true; value: unknown } | { ok: fals
 
 export interface Plan {
   /** Documents that may match (a superset of the matches), in natural order. */
-  candidates: Iterable<[string, Doc]>;
+  candidates: Iterable<Row>;
   /** Every candidate matches: the filter need not be evaluated again. */
   exact: boolean;
 }
 
+function* rows(iter: Iterable<unknown>): Generator<Row> {
+  for (const row of iter as Iterable<{ r: number; doc: string }>) yield [row.r, decode(row.doc)];
+}
+
 export class CollectionData {
-  readonly dbName: string;
+  readonly engine: Engine;
   readonly name: string;
-  readonly docs = new Map<string, Doc>();
+  readonly #table: string;
   readonly indexes = new Map<string, Index>();
-  /** Whether MongoDB would list the collection (it received a document or an index). */
+  /** Whether the table exists (MongoDB lists a collection once it got a document or an index). */
   exists = false;
 
-  constructor(dbName: string, name: string) {
-    this.dbName = dbName;
+  constructor(engine: Engine, name: string) {
+    this.engine = engine;
     this.name = name;
+    this.#table = quoteIdent(name);
+  }
+
+  #sql(text: string) {
+    return this.engine.statement(text.replaceAll('$T', this.#table));
+  }
+
+  /** Creates the table when a write first needs it (rolled back with the write's transaction). */
+  ensure(): void {
+    if (this.exists) return;
+    this.engine.createTable(this.name);
+    this.exists = true;
+  }
+
+  all(): Iterable<Row> {
+    if (!this.exists) return [];
+    return rows(this.#sql('SELECT r, doc FROM $T ORDER BY r').iterate());
+  }
+
+  count(): number {
+    if (!this.exists) return 0;
+    return (this.#sql('SELECT count(*) AS n FROM $T').get() as { n: number }).n;
+  }
+
+  byId(id: unknown): Row | undefined {
+    if (!this.exists) return undefined;
+    const row = this.#sql('SELECT r, doc FROM $T WHERE id = ?').get(canonicalKey(id)) as { r: number; doc: string } | undefined;
+    return row ? [row.r, decode(row.doc)] : undefined;
   }
 
   plan(filter: Doc): Plan {
     const keys = Object.keys(filter);
-    if (keys.length === 0) return { candidates: this.docs.entries(), exact: true };
+    if (!this.exists) return { candidates: [], exact: true };
+    if (keys.length === 0) return { candidates: this.all(), exact: true };
     if (Object.hasOwn(filter, '_id')) {
       const eq = equalityValue(filter._id);
       if (eq.ok) {
-        const id = canonicalKey(eq.value);
-        const doc = this.docs.get(id);
-        return { candidates: doc ? [[id, doc]] : [], exact: keys.length === 1 };
+        const hit = this.byId(eq.value);
+        return { candidates: hit ? [hit] : [], exact: keys.length === 1 };
       }
       const cond = filter._id;
       if (cond !== null && typeof cond === 'object' && !Array.isArray(cond)) {
         const inList = (cond as Doc).$in;
         if (Object.keys(cond).length === 1 && Array.isArray(inList) && inList.every(isIndexableScalar)) {
-          const out = new Map<string, Doc>();
+          const found = new Map<number, Doc>();
           for (const v of inList) {
-            const id = canonicalKey(v);
-            const doc = this.docs.get(id);
-            if (doc) out.set(id, doc);
+            const hit = this.byId(v);
+            if (hit) found.set(hit[0], hit[1]);
           }
-          return { candidates: out.entries(), exact: keys.length === 1 };
+          return { candidates: [...found].sort((a, b) => a[0] - b[0]), exact: keys.length === 1 };
         }
       }
     }
-    let best: { ids: Set<string> | undefined; exact: boolean } | undefined;
+    // The index whose leading fields the filter fixes by equality the most.
+    let best: { index: Index; values: unknown[] } | undefined;
     for (const index of this.indexes.values()) {
-      if (!index.complete && !index.prefixComplete) continue;
+      if (!index.complete) continue;
       const values: unknown[] = [];
       for (const f of index.fields) {
         if (!Object.hasOwn(filter, f)) break;
@@ -215,35 +250,23 @@ export class CollectionData {
         if (!eq.ok) break;
         values.push(eq.value);
       }
-      let ids: Set<string> | undefined;
-      let exact = false;
-      if (values.length === index.fields.length && index.complete) {
-        ids = index.entries.get(index.keyOfValues(values));
-        exact = keys.length === index.fields.length;
-      } else if (values.length > 0 && index.prefixComplete) {
-        ids = index.firstEntries?.get(canonicalKey(values[0]));
-        exact = keys.length === 1;
-      } else {
-        continue;
-      }
-      const size = ids?.size ?? 0;
-      if (!best || size < (best.ids?.size ?? 0)) best = { ids, exact };
-      if (size <= 1) break;
+      if (values.length > (best?.values.length ?? 0)) best = { index, values };
     }
-    if (best) {
-      const out: Array<[string, Doc]> = [];
-      if (best.ids) for (const id of best.ids) out.push([id, this.docs.get(id) as Doc]);
-      return { candidates: out, exact: best.exact };
+    if (!best) return { candidates: this.all(), exact: false };
+    const { index, values } = best;
+    const prefix = values.map(keyPart).join('');
+    const exact = keys.length === values.length;
+    if (values.length === index.fields.length) {
+      return {
+        candidates: rows(this.#sql('SELECT r, doc FROM $T WHERE r IN (SELECT r FROM _sc_keys WHERE ix = ? AND k = ?) ORDER BY r').iterate(index.ix, prefix)),
+        exact,
+      };
     }
-    return { candidates: this.docs.entries(), exact: false };
-  }
-
-  /** Throws the duplicate-key error if doc (stored under id) would break a unique index. */
-  checkUnique(doc: Doc, id: string, isNew: boolean): void {
-    if (isNew && this.docs.has(id)) throw this.duplicateKeyError('_id_', { _id: 1 }, doc);
-    for (const index of this.indexes.values()) {
-      if (index.conflict(doc, id) !== undefined) throw this.duplicateKeyError(index.name, index.keyPattern, doc);
-    }
+    // A key continues with the next field's length digits, all below ';'.
+    return {
+      candidates: rows(this.#sql('SELECT r, doc FROM $T WHERE r IN (SELECT r FROM _sc_keys WHERE ix = ? AND k >= ? AND k < ?) ORDER BY r').iterate(index.ix, prefix, prefix + ';')),
+      exact,
+    };
   }
 
   duplicateKeyError(indexName: string, keyPattern: Doc, doc: Doc): MongoServerError {
@@ -252,39 +275,69 @@ export class CollectionData {
     const shown = Object.entries(keyValue)
       .map(([k, v]) => `${k}: ${typeof v === 'string' ? JSON.stringify(v) : String(v)}`)
       .join(', ');
-    const errmsg = `E11000 duplicate key error collection: ${this.dbName}.${this.name} index: ${indexName} dup key: { ${shown} }`;
+    const errmsg = `E11000 duplicate key error collection: ${this.engine.dbName}.${this.name} index: ${indexName} dup key: { ${shown} }`;
     // The driver's own class, so that `instanceof MongoServerError` and `code === 11000`
     // checks behave the same on both engines.
     return new MongoServerError({ message: errmsg, errmsg, code: 11000, codeName: 'DuplicateKey', keyPattern, keyValue });
   }
 
-  /** Stores doc without checks (callers check first; undo uses it directly). */
-  put(id: string, doc: Doc): void {
-    this.docs.set(id, doc);
-    for (const index of this.indexes.values()) index.add(doc, id);
-  }
-
-  take(id: string): Doc | undefined {
-    const doc = this.docs.get(id);
-    if (!doc) return undefined;
-    this.docs.delete(id);
-    for (const index of this.indexes.values()) index.remove(doc, id);
-    return doc;
-  }
-
-  /** Replaces the stored document, keeping every index in step. */
-  swap(id: string, next: Doc): Doc | undefined {
-    const prev = this.docs.get(id);
-    this.docs.set(id, next);
-    for (const index of this.indexes.values()) {
-      if (prev) index.move(prev, next, id);
-      else index.add(next, id);
+  #addKeys(index: Index, r: number, doc: Doc, keys: IndexKey[] = index.keysOf(doc)): void {
+    const insert = this.engine.statement('INSERT INTO _sc_keys (ix, k, r, u, t) VALUES (?, ?, ?, ?, ?)');
+    for (const key of keys) {
+      try {
+        insert.run(index.ix, key.k, r, index.unique ? 1 : null, key.t);
+      } catch (error) {
+        if (isConstraintError(error)) throw this.duplicateKeyError(index.name, index.keyPattern, doc);
+        throw error;
+      }
     }
-    return prev;
+  }
+
+  /** Stores a new document (its _id set); the caller's transaction undoes it on error. */
+  insert(doc: Doc): void {
+    this.ensure();
+    let r: number;
+    try {
+      r = Number(this.#sql('INSERT INTO $T (id, doc) VALUES (?, ?)').run(canonicalKey(doc._id), encode(doc)).lastInsertRowid);
+    } catch (error) {
+      if (isConstraintError(error)) throw this.duplicateKeyError('_id_', { _id: 1 }, doc);
+      throw error;
+    }
+    for (const index of this.indexes.values()) this.#addKeys(index, r, doc);
+  }
+
+  /** Replaces a stored document, moving its index keys only where they change. */
+  replace(r: number, prev: Doc, next: Doc): void {
+    this.#sql('UPDATE $T SET doc = ? WHERE r = ?').run(encode(next), r);
+    for (const index of this.indexes.values()) {
+      const before = index.keysOf(prev);
+      const after = index.keysOf(next);
+      if (before.length === after.length && before.every((k, i) => k.k === after[i].k && k.t === after[i].t)) continue;
+      this.engine.statement('DELETE FROM _sc_keys WHERE ix = ? AND r = ?').run(index.ix, r);
+      this.#addKeys(index, r, next, after);
+    }
+  }
+
+  remove(r: number): void {
+    this.#sql('DELETE FROM $T WHERE r = ?').run(r);
+    for (const index of this.indexes.values()) this.engine.statement('DELETE FROM _sc_keys WHERE ix = ? AND r = ?').run(index.ix, r);
+  }
+
+  /** Documents whose TTL date plus expireAfterSeconds is at or before now; returns how many. */
+  expire(now: number): number {
+    let removed = 0;
+    for (const index of this.indexes.values()) {
+      if (index.expireAfterSeconds === undefined || index.fields.length !== 1) continue;
+      const limit = now - index.expireAfterSeconds * 1000;
+      const due = this.engine.statement('SELECT DISTINCT r FROM _sc_keys WHERE ix = ? AND t IS NOT NULL AND t <= ?').all(index.ix, limit) as Array<{ r: number }>;
+      for (const { r } of due) this.remove(r);
+      removed += due.length;
+    }
+    return removed;
   }
 
   addIndex(keyPattern: Doc, options: IndexOptions): string {
-    const index = new Index(keyPattern, options);
+    const index = new Index(0, keyPattern, options);
     const existing = this.indexes.get(index.name);
     // As MongoDB: re-creating an identical index is a no-op; a different one under the same
     // name, or the same keys under another name, is refused.
@@ -307,12 +360,11 @@ export class CollectionData {
         });
       }
     }
-    for (const [id, doc] of this.docs) {
-      if (index.conflict(doc, id) !== undefined) throw this.duplicateKeyError(index.name, index.keyPattern, doc);
-      index.add(doc, id);
-    }
-    this.indexes.set(index.name, index);
-    this.exists = true;
-    return index.name;
+    this.ensure();
+    const ix = this.engine.recordIndex(this.name, index.spec());
+    const created = new Index(ix, keyPattern, options);
+    for (const [r, doc] of this.all()) this.#addKeys(created, r, doc);
+    this.indexes.set(created.name, created);
+    return created.name;
   }
 }

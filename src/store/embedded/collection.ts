@@ -1,13 +1,13 @@
 // The embedded engine's Collection: the part of the driver's Collection API the project (and
 // Agenda's MongoBackend) uses, with mingo supplying query, update and aggregation semantics.
-// Stored documents are immutable values: every write copies in, every read copies out.
+// Every read decodes fresh documents from SQLite, so callers never share objects with storage.
 import { MongoInvalidArgumentError, MongoServerError } from 'mongodb';
 import { Aggregator, Query, update as mingoUpdate, updateOne as mingoUpdateOne } from 'mingo';
 import { resolve } from 'mingo/util';
-import type { CollectionData, IndexOptions } from './collection-data.ts';
-import type { Engine, Transaction } from './engine.ts';
+import type { CollectionData, IndexOptions, Row } from './collection-data.ts';
+import type { Engine } from './engine.ts';
 import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
-import { canonicalKey, cloneDocIn, cloneIn, cloneOut, type Doc } from './values.ts';
+import { canonicalKey, cloneDocIn, cloneIn, cloneOut, newObjectId, type Doc } from './values.ts';
 
 type SortDirection = 1 | -1;
 type Options = Doc & { session?: unknown };
@@ -210,12 +210,12 @@ export class EmbeddedCollection {
     return this.#engine.data(this.collectionName);
   }
 
-  /** Matching [id, doc] pairs in natural order, stopping after `max` when given. */
-  #match(filter: Doc | undefined, max?: number): Array<[string, Doc]> {
+  /** Matching [r, doc] pairs in natural order, stopping after `max` when given. */
+  #match(filter: Doc | undefined, max?: number): Row[] {
     const f = filter ?? {};
     const plan = this.#data.plan(f);
     const test = plan.exact ? undefined : matcherFor(f);
-    const out: Array<[string, Doc]> = [];
+    const out: Row[] = [];
     for (const entry of plan.candidates) {
       if (test && !test(entry[1])) continue;
       out.push(entry);
@@ -224,8 +224,8 @@ export class EmbeddedCollection {
     return out;
   }
 
-  /** The documents a find would return, still the stored objects (callers copy them out). */
-  #select(filter: Doc | undefined, spec: FindSpec): Array<[string, Doc]> {
+  /** The rows a find would return. */
+  #select(filter: Doc | undefined, spec: FindSpec): Row[] {
     const sort = normalizeSort(spec.sort);
     const skip = positiveOrUndefined(spec.skip) ?? 0;
     const limit = positiveOrUndefined(spec.limit);
@@ -234,24 +234,21 @@ export class EmbeddedCollection {
       return skip ? found.slice(skip) : found;
     }
     const found = this.#match(filter);
-    const ids = new Map<Doc, string>();
+    const ids = new Map<Doc, number>();
     for (const [id, doc] of found) ids.set(doc, id);
     let cursor = new Query({}).find(found.map(([, d]) => d)).sort(sort as never);
     if (skip) cursor = cursor.skip(skip);
     if (limit !== undefined) cursor = cursor.limit(limit);
-    return (cursor.all() as Doc[]).map((d) => [ids.get(d) as string, d]);
+    return (cursor.all() as Doc[]).map((d) => [ids.get(d) as number, d]);
   }
 
   /** Used by the cursors. */
   async _find(filter: Doc | undefined, spec: FindSpec, session: unknown): Promise<Doc[]> {
-    return this.#engine.run(session, () => {
-      const docs = this.#select(filter, spec).map(([, d]) => d);
-      return project(docs, spec.projection).map(cloneOut);
-    });
+    return this.#engine.read(session, () => project(this.#select(filter, spec).map(([, d]) => d), spec.projection));
   }
 
   async _aggregate(pipeline: Doc[], session: unknown): Promise<Doc[]> {
-    return this.#engine.run(session, () => {
+    return this.#engine.read(session, () => {
       for (const stage of pipeline) {
         if ('$out' in stage || '$merge' in stage) {
           throw new MongoInvalidArgumentError('the embedded engine does not support $out or $merge');
@@ -264,14 +261,14 @@ export class EmbeddedCollection {
         input = this.#match(first.$match as Doc).map(([, d]) => d);
         stages = pipeline.slice(1);
       } else {
-        input = [...this.#data.docs.values()];
+        input = Array.from(this.#data.all(), ([, d]) => d);
       }
-      if (stages.length === 0) return input.map(cloneOut);
+      if (stages.length === 0) return input;
       const engine = this.#engine;
       const aggregator = new Aggregator(stages, {
-        collectionResolver: (name: string) => [...(engine.collections.get(name)?.docs.values() ?? [])],
+        collectionResolver: (name: string) => Array.from(engine.data(name).all(), ([, d]) => d),
       });
-      return (aggregator.run(input) as Doc[]).map(cloneOut);
+      return aggregator.run(input) as Doc[];
     });
   }
 
@@ -299,8 +296,9 @@ export class EmbeddedCollection {
   }
 
   async countDocuments(filter: Doc = {}, options: Options = {}): Promise<number> {
-    return this.#engine.run(options.session, () => {
+    return this.#engine.read(options.session, () => {
       const skip = positiveOrUndefined(options.skip) ?? 0;
+      if (Object.keys(filter).length === 0 && options.limit === undefined) return Math.max(0, this.#data.count() - skip);
       const limit = positiveOrUndefined(options.limit);
       const n = this.#match(filter, limit === undefined ? undefined : skip + limit).length;
       return Math.max(0, n - skip);
@@ -308,11 +306,11 @@ export class EmbeddedCollection {
   }
 
   async estimatedDocumentCount(options: Options = {}): Promise<number> {
-    return this.#engine.run(options.session, () => this.#data.docs.size);
+    return this.#engine.read(options.session, () => this.#data.count());
   }
 
   async distinct(key: string, filter: Doc = {}, options: Options = {}): Promise<unknown[]> {
-    return this.#engine.run(options.session, () => {
+    return this.#engine.read(options.session, () => {
       const seen = new Map<string, unknown>();
       for (const [, doc] of this.#match(filter)) {
         // MongoDB's distinct leaves out documents missing the field; an explicit null counts.
@@ -323,13 +321,13 @@ export class EmbeddedCollection {
           if (!seen.has(k)) seen.set(k, v);
         }
       }
-      return [...seen.values()].map(cloneOut);
+      return [...seen.values()];
     });
   }
 
   async insertOne(doc: Doc, options: Options = {}): Promise<{ acknowledged: true; insertedId: unknown }> {
-    return this.#engine.run(options.session, (tx) => {
-      const stored = this.#engine.insert(this.#data, cloneDocIn(doc), tx);
+    return this.#engine.write(options.session, () => {
+      const stored = this.#insert(doc);
       // The driver assigns the generated _id to the caller's document too.
       if (!Object.hasOwn(doc, '_id')) doc._id = stored._id;
       return { acknowledged: true as const, insertedId: stored._id };
@@ -337,10 +335,10 @@ export class EmbeddedCollection {
   }
 
   async insertMany(docs: Doc[], options: Options = {}): Promise<{ acknowledged: true; insertedCount: number; insertedIds: Record<number, unknown> }> {
-    return this.#engine.run(options.session, (tx) => {
+    return this.#engine.write(options.session, () => {
       const insertedIds: Record<number, unknown> = {};
       docs.forEach((doc, i) => {
-        const stored = this.#engine.insert(this.#data, cloneDocIn(doc), tx);
+        const stored = this.#insert(doc);
         if (!Object.hasOwn(doc, '_id')) doc._id = stored._id;
         insertedIds[i] = stored._id;
       });
@@ -348,20 +346,27 @@ export class EmbeddedCollection {
     });
   }
 
-  #update(filter: Doc, update: unknown, options: Options, many: boolean, tx: Transaction | undefined): UpdateResult {
+  /** Stores doc, with a generated ObjectId when it has no _id (put first, as MongoDB does). */
+  #insert(doc: Doc): Doc {
+    const stored = Object.hasOwn(doc, '_id') ? { _id: doc._id, ...doc } : { _id: newObjectId(), ...doc };
+    this.#data.insert(stored);
+    return stored;
+  }
+
+  #update(filter: Doc, update: unknown, options: Options, many: boolean): UpdateResult {
     const data = this.#data;
     const found = many ? this.#match(filter) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
     if (found.length === 0) {
       if (!options.upsert) return updateResult(0, 0, null);
       const { next } = applyUpdate(upsertBase(filter), update, filter, true, options);
-      const stored = this.#engine.insert(data, next, tx);
+      const stored = this.#insert(next);
       return updateResult(0, 0, stored._id);
     }
     let modified = 0;
     for (const [id, doc] of found) {
       const { next, modified: changed } = applyUpdate(doc, update, filter, false, options);
       if (!changed) continue;
-      this.#engine.replace(data, id, next, tx);
+      data.replace(id, doc, next);
       modified++;
     }
     return updateResult(found.length, modified, null);
@@ -369,17 +374,21 @@ export class EmbeddedCollection {
 
   async updateOne(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
     checkUpdate(update);
-    return this.#engine.run(options.session, (tx) => this.#update(filter, update, options, false, tx));
+    return this.#engine.write(options.session, () => this.#update(filter, update, options, false));
   }
 
   async updateMany(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
     checkUpdate(update);
-    return this.#engine.run(options.session, (tx) => this.#update(filter, update, options, true, tx));
+    return this.#engine.write(options.session, () => this.#update(filter, update, options, true));
   }
 
   async replaceOne(filter: Doc, replacement: Doc, options: Options = {}): Promise<UpdateResult> {
     checkReplacement(replacement);
-    return this.#engine.run(options.session, (tx) => {
+    return this.#engine.write(options.session, () => this.#replaceOne(filter, replacement, options));
+  }
+
+  #replaceOne(filter: Doc, replacement: Doc, options: Options): UpdateResult {
+    {
       const data = this.#data;
       const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
       if (!hit) {
@@ -387,33 +396,33 @@ export class EmbeddedCollection {
         const doc = cloneDocIn(replacement);
         const base = upsertBase(filter);
         if (!Object.hasOwn(doc, '_id') && Object.hasOwn(base, '_id')) doc._id = base._id;
-        const stored = this.#engine.insert(data, Object.hasOwn(doc, '_id') ? { _id: doc._id, ...doc } : doc, tx);
+        const stored = this.#insert(doc);
         return updateResult(0, 0, stored._id);
       }
       const [id, prev] = hit;
       const next = replacementFor(prev, replacement);
       const changed = canonicalKey(next) !== canonicalKey(prev);
-      if (changed) this.#engine.replace(data, id, next, tx);
+      if (changed) data.replace(id, prev, next);
       return updateResult(1, changed ? 1 : 0, null);
-    });
+    }
   }
 
   async findOneAndUpdate(filter: Doc, update: unknown, options: Options = {}): Promise<unknown> {
     checkUpdate(update);
-    return this.#engine.run(options.session, (tx) => {
+    return this.#engine.write(options.session, () => {
       const data = this.#data;
       const after = returnsAfter(options);
       const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
       if (!hit) {
         if (!options.upsert) return findAndModifyResult(options, null, { n: 0, updatedExisting: false });
         const { next } = applyUpdate(upsertBase(filter), update, filter, true, options);
-        const stored = this.#engine.insert(data, next, tx);
+        const stored = this.#insert(next);
         const value = after ? this.#output(stored, options) : null;
         return findAndModifyResult(options, value, { n: 1, updatedExisting: false, upserted: stored._id });
       }
       const [id, prev] = hit;
       const { next, modified } = applyUpdate(prev, update, filter, false, options);
-      if (modified) this.#engine.replace(data, id, next, tx);
+      if (modified) data.replace(id, prev, next);
       const value = this.#output(after ? next : prev, options);
       return findAndModifyResult(options, value, { n: 1, updatedExisting: true });
     });
@@ -421,7 +430,7 @@ export class EmbeddedCollection {
 
   async findOneAndReplace(filter: Doc, replacement: Doc, options: Options = {}): Promise<unknown> {
     checkReplacement(replacement);
-    return this.#engine.run(options.session, (tx) => {
+    return this.#engine.write(options.session, () => {
       const data = this.#data;
       const after = returnsAfter(options);
       const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
@@ -430,80 +439,97 @@ export class EmbeddedCollection {
         const doc = cloneDocIn(replacement);
         const base = upsertBase(filter);
         if (!Object.hasOwn(doc, '_id') && Object.hasOwn(base, '_id')) doc._id = base._id;
-        const stored = this.#engine.insert(data, doc, tx);
+        const stored = this.#insert(doc);
         const value = after ? this.#output(stored, options) : null;
         return findAndModifyResult(options, value, { n: 1, updatedExisting: false, upserted: stored._id });
       }
       const [id, prev] = hit;
       const next = replacementFor(prev, replacement);
-      this.#engine.replace(data, id, next, tx);
+      data.replace(id, prev, next);
       return findAndModifyResult(options, this.#output(after ? next : prev, options), { n: 1, updatedExisting: true });
     });
   }
 
   async findOneAndDelete(filter: Doc, options: Options = {}): Promise<unknown> {
-    return this.#engine.run(options.session, (tx) => {
+    return this.#engine.write(options.session, () => {
       const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
       if (!hit) return findAndModifyResult(options, null, { n: 0 });
-      this.#engine.remove(this.#data, hit[0], tx);
+      this.#data.remove(hit[0]);
       return findAndModifyResult(options, this.#output(hit[1], options), { n: 1 });
     });
   }
 
   #output(doc: Doc, options: Options): Doc {
-    return cloneOut(project([doc], options.projection as Doc | undefined)[0]);
+    return project([doc], options.projection as Doc | undefined)[0];
+  }
+
+  #delete(filter: Doc, options: Options, many: boolean): { acknowledged: true; deletedCount: number } {
+    const found = many ? this.#match(filter) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+    for (const [id] of found) this.#data.remove(id);
+    return { acknowledged: true as const, deletedCount: found.length };
   }
 
   async deleteOne(filter: Doc = {}, options: Options = {}): Promise<{ acknowledged: true; deletedCount: number }> {
-    return this.#engine.run(options.session, (tx) => {
-      const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
-      if (hit) this.#engine.remove(this.#data, hit[0], tx);
-      return { acknowledged: true as const, deletedCount: hit ? 1 : 0 };
-    });
+    return this.#engine.write(options.session, () => this.#delete(filter, options, false));
   }
 
   async deleteMany(filter: Doc = {}, options: Options = {}): Promise<{ acknowledged: true; deletedCount: number }> {
-    return this.#engine.run(options.session, (tx) => {
-      const found = this.#match(filter);
-      for (const [id] of found) this.#engine.remove(this.#data, id, tx);
-      return { acknowledged: true as const, deletedCount: found.length };
-    });
+    return this.#engine.write(options.session, () => this.#delete(filter, options, true));
   }
 
+  /**
+   * Ordered, as the driver's default: the operations run in order in one SQLite transaction (one
+   * commit for the lot); the first failing one stops the rest, and those before it stay written,
+   * as on MongoDB. Its error is thrown as is (a duplicate key is code 11000).
+   */
   async bulkWrite(operations: Doc[], options: Options = {}): Promise<Doc> {
     const totals = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0, upsertedCount: 0 };
     const insertedIds: Record<number, unknown> = {};
     const upsertedIds: Record<number, unknown> = {};
-    const session = { session: options.session };
-    for (const [i, op] of operations.entries()) {
-      const [kind, raw] = Object.entries(op)[0] as [string, Doc];
-      const args = { ...raw, ...session } as Options;
-      if (kind === 'insertOne') {
-        const r = await this.insertOne(raw.document as Doc, session);
-        insertedIds[i] = r.insertedId;
-        totals.insertedCount++;
-      } else if (kind === 'updateOne' || kind === 'updateMany' || kind === 'replaceOne') {
-        const r =
-          kind === 'replaceOne'
-            ? await this.replaceOne(raw.filter as Doc, raw.replacement as Doc, args)
-            : await this[kind](raw.filter as Doc, raw.update, args);
-        totals.matchedCount += r.matchedCount;
-        totals.modifiedCount += r.modifiedCount;
-        totals.upsertedCount += r.upsertedCount;
-        if (r.upsertedId !== null) upsertedIds[i] = r.upsertedId;
-      } else if (kind === 'deleteOne' || kind === 'deleteMany') {
-        const r = await this[kind](raw.filter as Doc, session);
-        totals.deletedCount += r.deletedCount;
-      } else {
-        throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
+    const steps = operations.map((op) => {
+      const entries = Object.entries(op);
+      if (entries.length !== 1) throw new MongoInvalidArgumentError('bulkWrite: each operation names exactly one kind');
+      const [kind, raw] = entries[0] as [string, Doc];
+      if (kind === 'updateOne' || kind === 'updateMany') checkUpdate(raw.update);
+      else if (kind === 'replaceOne') checkReplacement(raw.replacement);
+      else if (kind !== 'insertOne' && kind !== 'deleteOne' && kind !== 'deleteMany') throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
+      return { kind, raw };
+    });
+    const failure = await this.#engine.write(options.session, () => {
+      for (const [i, { kind, raw }] of steps.entries()) {
+        try {
+          this.#engine.atomic(() => {
+            if (kind === 'insertOne') {
+              const doc = raw.document as Doc;
+              insertedIds[i] = this.#insert(doc)._id;
+              if (!Object.hasOwn(doc, '_id')) doc._id = insertedIds[i];
+              totals.insertedCount++;
+            } else if (kind === 'deleteOne' || kind === 'deleteMany') {
+              totals.deletedCount += this.#delete(raw.filter as Doc, raw, kind === 'deleteMany').deletedCount;
+            } else {
+              const r =
+                kind === 'replaceOne'
+                  ? this.#replaceOne(raw.filter as Doc, raw.replacement as Doc, raw)
+                  : this.#update(raw.filter as Doc, raw.update, raw, kind === 'updateMany');
+              totals.matchedCount += r.matchedCount;
+              totals.modifiedCount += r.modifiedCount;
+              totals.upsertedCount += r.upsertedCount;
+              if (r.upsertedId !== null) upsertedIds[i] = r.upsertedId;
+            }
+          });
+        } catch (error) {
+          return error;
+        }
       }
-    }
+      return undefined;
+    });
+    if (failure !== undefined) throw failure;
     return { ok: 1, ...totals, insertedIds, upsertedIds };
   }
 
   async createIndex(spec: unknown, options: IndexOptions & { session?: unknown } = {}): Promise<string> {
     const { session: _ignored, ...indexOptions } = options;
-    return this.#engine.run(undefined, () => this.#engine.createIndex(this.#data, normalizeKeys(spec), indexOptions));
+    return this.#engine.write(undefined, () => this.#data.addIndex(normalizeKeys(spec), indexOptions));
   }
 
   async createIndexes(specs: Array<{ key: unknown } & IndexOptions>): Promise<string[]> {
@@ -513,7 +539,7 @@ export class EmbeddedCollection {
   }
 
   async indexes(): Promise<Doc[]> {
-    return this.#engine.run(undefined, () => {
+    return this.#engine.read(undefined, () => {
       const out: Doc[] = [{ v: 2, key: { _id: 1 }, name: '_id_' }];
       for (const index of this.#data.indexes.values()) {
         const info: Doc = { v: 2, key: { ...index.keyPattern }, name: index.name };
@@ -532,7 +558,7 @@ export class EmbeddedCollection {
   }
 
   async drop(): Promise<boolean> {
-    return this.#engine.run(undefined, () => this.#engine.collections.delete(this.collectionName));
+    return this.#engine.write(undefined, () => this.#engine.dropCollection(this.collectionName));
   }
 }
 

@@ -1,12 +1,17 @@
-// The embedded engine behind the Store contract (DESIGN.md section 2): an in-process, in-memory
-// stand-in for MongoDB so that `npm start` and `npm test` need no server.
+// The embedded engine behind the Store contract (DESIGN.md section 2): MongoDB's API over a
+// durable SQLite database in DATA_DIR, so that `npm start` needs no server and keeps its data.
 import type { ClientSession, Db, Document } from 'mongodb';
 import type { Store, StoreCollection, StoreDb } from '../store.ts';
 import { EmbeddedCollection } from './collection.ts';
+import { openDatabase, type Synchronous } from './database-file.ts';
 import { Engine } from './engine.ts';
 
 export interface EmbeddedStoreOptions {
   dbName?: string;
+  /** A directory for the database file, or ':memory:' (the default) for a private in-memory one. */
+  dataDir?: string;
+  /** NORMAL survives a crash of the process; FULL also a loss of power (an fsync per commit). */
+  synchronous?: Synchronous;
   /** How often TTL indexes are swept (MongoDB's TTL monitor: 60 s). */
   ttlSweepIntervalMs?: number;
 }
@@ -32,9 +37,7 @@ export class EmbeddedDb {
   }
 
   async listCollectionNames(): Promise<string[]> {
-    return this.#engine.run(undefined, () =>
-      [...this.#engine.collections.values()].filter((c) => c.exists).map((c) => c.name).sort()
-    );
+    return this.#engine.read(undefined, () => this.#engine.collectionNames());
   }
 
   listCollections(): { toArray(): Promise<Array<{ name: string; type: 'collection' }>> } {
@@ -44,16 +47,18 @@ export class EmbeddedDb {
   }
 
   async createCollection(name: string): Promise<EmbeddedCollection> {
-    await this.#engine.run(undefined, () => this.#engine.markExists(this.#engine.data(name), undefined));
+    await this.#engine.write(undefined, () => this.#engine.data(name).ensure());
     return this.collection(name);
   }
 
   async dropCollection(name: string): Promise<boolean> {
-    return this.#engine.run(undefined, () => this.#engine.collections.delete(name));
+    return this.#engine.write(undefined, () => this.#engine.dropCollection(name));
   }
 
   async dropDatabase(): Promise<boolean> {
-    await this.#engine.run(undefined, () => this.#engine.collections.clear());
+    await this.#engine.write(undefined, () => {
+      for (const name of this.#engine.collectionNames()) this.#engine.dropCollection(name);
+    });
     return true;
   }
 
@@ -66,10 +71,14 @@ export class EmbeddedDb {
 export class EmbeddedStore implements Store {
   readonly engine = 'embedded' as const;
   readonly db: StoreDb;
+  /** The database file, or ':memory:'. */
+  readonly location: string;
   readonly #engine: Engine;
 
   constructor(options: EmbeddedStoreOptions = {}) {
-    this.#engine = new Engine({
+    const opened = openDatabase(options.dataDir ?? ':memory:', options.synchronous ?? 'NORMAL');
+    this.location = opened.location;
+    this.#engine = new Engine(opened.db, opened.location, {
       dbName: options.dbName ?? 'spend-control',
       ttlSweepIntervalMs: options.ttlSweepIntervalMs ?? 60_000,
     });
@@ -93,8 +102,13 @@ export class EmbeddedStore implements Store {
     return this.#engine.sweepExpired();
   }
 
+  /** A value kept in the database (e.g. a generated secret): the stored one, or make()'s when none was. */
+  secret(name: string, make: () => string): Promise<{ value: string; created: boolean }> {
+    return this.#engine.secret(name, make);
+  }
+
   async close(): Promise<void> {
-    this.#engine.close();
+    await this.#engine.close();
   }
 }
 

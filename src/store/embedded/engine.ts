@@ -1,41 +1,30 @@
-// The embedded engine's core: the collections, the lock that serialises transactions, the
-// undo log that rolls a transaction back, and the TTL sweeper.
+// The embedded engine's core: one SQLite connection (node:sqlite, in Node 24 and Deno 2), the
+// lock that serialises this process's transactions on it, the catalog of collections and
+// indexes, and the TTL sweeper.
 //
-// Isolation is by mutual exclusion: a transaction holds the engine's lock from its first
-// instruction to its commit or rollback, and every operation outside a transaction waits for
-// the lock to be free before it runs (each such operation runs synchronously once started).
-// So nothing observes uncommitted writes, and every schedule is serial: no lost updates.
+// Isolation: a transaction holds the engine's lock from BEGIN IMMEDIATE to COMMIT or ROLLBACK,
+// and every operation outside a transaction waits for the lock (one connection sees its own
+// uncommitted writes, so nothing else may run on it meanwhile). BEGIN IMMEDIATE takes SQLite's
+// write lock up front, so read-then-write transactions of other processes on the same file
+// wait (busy_timeout) instead of interleaving: every schedule is serial, across processes too.
+// A write outside a transaction is its own BEGIN IMMEDIATE ... COMMIT; a write inside one runs
+// in a savepoint, so a failed statement (a duplicate key) leaves none of its rows behind.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { CollectionData, type IndexOptions } from './collection-data.ts';
+import { Worker } from 'node:worker_threads';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { CollectionData, Index, quoteIdent, type IndexOptions } from './collection-data.ts';
 import { Mutex } from './mutex.ts';
-import { canonicalKey, newObjectId, readPath, type Doc } from './values.ts';
+import type { Doc } from './values.ts';
 
 type TxState = 'active' | 'committed' | 'aborted';
 
 export class Transaction {
   readonly engine: Engine;
   state: TxState = 'active';
-  readonly #undo: Array<() => void> = [];
 
   constructor(engine: Engine) {
     this.engine = engine;
-  }
-
-  onRollback(step: () => void): void {
-    this.#undo.push(step);
-  }
-
-  rollback(): void {
-    // Newest first, so that each step finds the state its write left behind.
-    for (let i = this.#undo.length - 1; i >= 0; i--) this.#undo[i]();
-    this.#undo.length = 0;
-    this.state = 'aborted';
-  }
-
-  commit(): void {
-    this.#undo.length = 0;
-    this.state = 'committed';
   }
 }
 
@@ -60,6 +49,12 @@ export class EmbeddedSession {
 
 const currentTransaction = new AsyncLocalStorage<Transaction>();
 
+/** Prepared statements kept for reuse; bounded, since SQL text could in principle vary without end. */
+const STATEMENT_CACHE_LIMIT = 512;
+
+/** Collections' tables are named as the collections; the engine's own tables start with this. */
+export const INTERNAL_PREFIX = '_sc_';
+
 export interface EngineOptions {
   dbName: string;
   /** How often expired documents of TTL indexes are removed (MongoDB: 60 s). */
@@ -68,37 +63,117 @@ export interface EngineOptions {
 
 export class Engine {
   readonly dbName: string;
-  readonly collections = new Map<string, CollectionData>();
+  readonly db: DatabaseSync;
+  readonly #collections = new Map<string, CollectionData>();
+  readonly #statements = new Map<string, StatementSync>();
   readonly #mutex = new Mutex();
-  readonly #timer: NodeJS.Timeout;
+  readonly #timer: ReturnType<typeof setInterval>;
+  readonly #checkpointer: Worker | undefined;
+  /** The catalog version this process's collection metadata reflects (-1: reload). */
+  #catalog = -1;
   #closed = false;
 
-  constructor(options: EngineOptions) {
+  constructor(db: DatabaseSync, location: string, options: EngineOptions) {
+    this.db = db;
     this.dbName = options.dbName;
-    this.#timer = setInterval(() => void this.sweepExpired(), options.ttlSweepIntervalMs);
-    this.#timer.unref();
+    if (location !== ':memory:') {
+      this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
+      this.#checkpointer.unref();
+    }
+    this.#timer = setInterval(() => void this.sweepExpired().catch(() => undefined), options.ttlSweepIntervalMs);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  statement(sql: string): StatementSync {
+    let s = this.#statements.get(sql);
+    if (!s) {
+      if (this.#statements.size >= STATEMENT_CACHE_LIMIT) this.#statements.clear();
+      s = this.db.prepare(sql);
+      this.#statements.set(sql, s);
+    }
+    return s;
+  }
+
+  // --- catalog -----------------------------------------------------------------------------
+
+  /**
+   * Reloads collection and index metadata when another process (or a rolled-back transaction)
+   * changed it. Every operation calls this first; it costs one indexed read.
+   */
+  #sync(): void {
+    const row = this.statement("SELECT v FROM _sc_meta WHERE k = 'catalog'").get() as { v: number } | undefined;
+    const version = row?.v ?? 0;
+    if (version === this.#catalog) return;
+    this.#statements.clear();
+    for (const data of this.#collections.values()) {
+      data.exists = false;
+      data.indexes.clear();
+    }
+    for (const { name } of this.statement(
+      `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '${INTERNAL_PREFIX}%' AND name NOT LIKE 'sqlite_%'`,
+    ).all() as Array<{ name: string }>) {
+      this.data(name).exists = true;
+    }
+    for (const { ix, coll, spec } of this.statement('SELECT ix, coll, spec FROM _sc_indexes ORDER BY ix').all() as Array<{ ix: number; coll: string; spec: string }>) {
+      const { key, ...options } = JSON.parse(spec) as { key: Doc } & IndexOptions;
+      const index = new Index(ix, key, options);
+      this.data(coll).indexes.set(index.name, index);
+    }
+    this.#catalog = version;
+  }
+
+  #bumpCatalog(): void {
+    this.statement("INSERT INTO _sc_meta (k, v) VALUES ('catalog', 1) ON CONFLICT (k) DO UPDATE SET v = v + 1").run();
+    this.#catalog = (this.statement("SELECT v FROM _sc_meta WHERE k = 'catalog'").get() as { v: number }).v;
   }
 
   data(name: string): CollectionData {
-    let data = this.collections.get(name);
+    let data = this.#collections.get(name);
     if (!data) {
-      data = new CollectionData(this.dbName, name);
-      this.collections.set(name, data);
+      checkCollectionName(name);
+      data = new CollectionData(this, name);
+      this.#collections.set(name, data);
     }
     return data;
   }
 
-  /**
-   * Runs one synchronous operation with the right exclusion: inside the session's transaction
-   * when given one, otherwise once no transaction holds the lock.
-   */
-  async run<T>(session: unknown, op: (tx: Transaction | undefined) => T): Promise<T> {
+  collectionNames(): string[] {
+    return [...this.#collections.values()].filter((c) => c.exists).map((c) => c.name).sort();
+  }
+
+  createTable(name: string): void {
+    this.db.exec(`CREATE TABLE IF NOT EXISTS ${quoteIdent(name)} (r INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL)`);
+    this.#bumpCatalog();
+  }
+
+  recordIndex(collection: string, spec: Doc): number {
+    const result = this.statement('INSERT INTO _sc_indexes (coll, name, spec) VALUES (?, ?, ?)').run(collection, spec.name as string, JSON.stringify(spec));
+    this.#bumpCatalog();
+    return Number(result.lastInsertRowid);
+  }
+
+  dropCollection(name: string): boolean {
+    const data = this.data(name);
+    if (!data.exists) return false;
+    this.statement('DELETE FROM _sc_keys WHERE ix IN (SELECT ix FROM _sc_indexes WHERE coll = ?)').run(name);
+    this.statement('DELETE FROM _sc_indexes WHERE coll = ?').run(name);
+    this.#statements.clear();
+    this.db.exec(`DROP TABLE ${quoteIdent(name)}`);
+    this.#bumpCatalog();
+    data.exists = false;
+    data.indexes.clear();
+    return true;
+  }
+
+  // --- running operations ------------------------------------------------------------------
+
+  #check(session: unknown): Transaction | undefined {
     if (this.#closed) throw new Error('the embedded store is closed');
     if (session !== undefined && session !== null) {
       const tx = session instanceof EmbeddedSession ? session.transaction : undefined;
       if (!tx || tx.engine !== this) throw new Error('this session does not belong to this embedded store');
       if (tx.state !== 'active') throw new Error('this session\'s transaction has already ended');
-      return op(tx);
+      return tx;
     }
     const inside = currentTransaction.getStore();
     if (inside && inside.engine === this && inside.state === 'active') {
@@ -107,12 +182,76 @@ export class Engine {
         'a store operation ran inside withTransaction() without { session }: pass the session to every call in the callback'
       );
     }
-    if (!this.#mutex.locked) return op(undefined);
+    return undefined;
+  }
+
+  async #locked<T>(op: () => T): Promise<T> {
+    if (!this.#mutex.locked) return op();
     await this.#mutex.acquire();
     try {
-      return op(undefined);
+      if (this.#closed) throw new Error('the embedded store is closed');
+      return op();
     } finally {
       this.#mutex.release();
+    }
+  }
+
+  /** Runs a synchronous read: in the session's transaction, or once no transaction holds the lock. */
+  async read<T>(session: unknown, op: () => T): Promise<T> {
+    const tx = this.#check(session);
+    if (tx) return op();
+    return this.#locked(() => {
+      this.#sync();
+      return op();
+    });
+  }
+
+  /** Runs a synchronous write atomically: a savepoint in the session's transaction, else its own transaction. */
+  async write<T>(session: unknown, op: () => T): Promise<T> {
+    const tx = this.#check(session);
+    if (tx) {
+      this.statement('SAVEPOINT op').run();
+      try {
+        const result = op();
+        this.statement('RELEASE op').run();
+        return result;
+      } catch (error) {
+        this.statement('ROLLBACK TO op').run();
+        this.statement('RELEASE op').run();
+        // A table the step created is gone again: reload the catalog inside the transaction.
+        this.#catalog = -1;
+        this.#sync();
+        throw error;
+      }
+    }
+    return this.#locked(() => {
+      this.statement('BEGIN IMMEDIATE').run();
+      try {
+        this.#sync();
+        const result = op();
+        this.statement('COMMIT').run();
+        return result;
+      } catch (error) {
+        if (this.db.isTransaction) this.statement('ROLLBACK').run();
+        this.#catalog = -1;
+        throw error;
+      }
+    });
+  }
+
+  /** Runs op in a savepoint of the transaction in progress: on error none of its rows stay. */
+  atomic<T>(op: () => T): T {
+    this.statement('SAVEPOINT step').run();
+    try {
+      const result = op();
+      this.statement('RELEASE step').run();
+      return result;
+    } catch (error) {
+      this.statement('ROLLBACK TO step').run();
+      this.statement('RELEASE step').run();
+      this.#catalog = -1;
+      this.#sync();
+      throw error;
     }
   }
 
@@ -126,11 +265,17 @@ export class Engine {
     const tx = new Transaction(this);
     const session = new EmbeddedSession(tx);
     try {
+      if (this.#closed) throw new Error('the embedded store is closed');
+      this.statement('BEGIN IMMEDIATE').run();
+      this.#sync();
       const result = await currentTransaction.run(tx, () => fn(session));
-      tx.commit();
+      this.statement('COMMIT').run();
+      tx.state = 'committed';
       return result;
     } catch (error) {
-      tx.rollback();
+      if (!this.#closed && this.db.isTransaction) this.statement('ROLLBACK').run();
+      this.#catalog = -1;
+      tx.state = 'aborted';
       throw error;
     } finally {
       session.hasEnded = true;
@@ -138,84 +283,63 @@ export class Engine {
     }
   }
 
-  // --- writes, each recording how to undo itself -------------------------------------------
-
-  markExists(data: CollectionData, tx: Transaction | undefined): void {
-    if (data.exists) return;
-    data.exists = true;
-    tx?.onRollback(() => {
-      data.exists = false;
-    });
-  }
-
-  insert(data: CollectionData, doc: Doc, tx: Transaction | undefined): Doc {
-    if (!Object.hasOwn(doc, '_id')) doc = { _id: newObjectId(), ...doc };
-    const id = canonicalKey(doc._id);
-    data.checkUnique(doc, id, true);
-    data.put(id, doc);
-    this.markExists(data, tx);
-    tx?.onRollback(() => {
-      data.take(id);
-    });
-    return doc;
-  }
-
-  replace(data: CollectionData, id: string, next: Doc, tx: Transaction | undefined): void {
-    data.checkUnique(next, id, false);
-    const prev = data.swap(id, next);
-    if (prev) tx?.onRollback(() => void data.swap(id, prev));
-  }
-
-  remove(data: CollectionData, id: string, tx: Transaction | undefined): void {
-    const prev = data.take(id);
-    if (prev) tx?.onRollback(() => data.put(id, prev));
-  }
-
-  createIndex(data: CollectionData, keyPattern: Doc, options: IndexOptions): string {
-    return data.addIndex(keyPattern, options);
-  }
-
   // --- TTL -------------------------------------------------------------------------------
 
   /** Removes documents whose TTL index date plus expireAfterSeconds has passed. */
   async sweepExpired(): Promise<number> {
     if (this.#closed) return 0;
-    await this.#mutex.acquire();
-    try {
-      if (this.#closed) return 0;
+    return this.write(undefined, () => {
       const now = Date.now();
       let removed = 0;
-      for (const data of this.collections.values()) {
-        for (const index of data.indexes.values()) {
-          if (index.expireAfterSeconds === undefined || index.fields.length !== 1) continue;
-          const limit = now - index.expireAfterSeconds * 1000;
-          for (const [id, doc] of data.docs) {
-            if (expiresBy(readPath(doc, index.fields[0]).value, limit)) {
-              data.take(id);
-              removed++;
-            }
-          }
-        }
-      }
+      for (const data of this.#collections.values()) if (data.exists) removed += data.expire(now);
       return removed;
-    } finally {
-      this.#mutex.release();
-    }
+    });
+  }
+
+  // --- secrets and lifecycle -------------------------------------------------------------
+
+  /** The value kept under name, stored from make() by the first process that asks. */
+  async secret(name: string, make: () => string): Promise<{ value: string; created: boolean }> {
+    return this.write(undefined, () => {
+      const inserted = this.statement('INSERT INTO _sc_meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING').run(`secret:${name}`, make());
+      const row = this.statement('SELECT v FROM _sc_meta WHERE k = ?').get(`secret:${name}`) as { v: string };
+      return { value: row.v, created: Number(inserted.changes) === 1 };
+    });
   }
 
   get closed(): boolean {
     return this.#closed;
   }
 
-  close(): void {
-    this.#closed = true;
+  /** Waits for the transaction in progress, checkpoints the WAL into the database file and closes. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
     clearInterval(this.#timer);
+    await this.#mutex.acquire();
+    try {
+      if (this.#closed) return;
+      this.#closed = true;
+      if (this.#checkpointer) {
+        // Held open until it has closed its connection (it is unref'd so as not to keep a process alive).
+        this.#checkpointer.ref();
+        this.#checkpointer.postMessage('stop');
+        await new Promise((resolve) => this.#checkpointer!.once('exit', resolve));
+      }
+      this.#statements.clear();
+      try {
+        this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      } catch {
+        // Another process holds a read snapshot: its own close checkpoints later.
+      }
+      this.db.close();
+    } finally {
+      this.#mutex.release();
+    }
   }
 }
 
-/** A TTL index expires a document by its date, or by the earliest date of an array. */
-function expiresBy(value: unknown, limit: number): boolean {
-  if (value instanceof Date) return value.getTime() <= limit;
-  if (Array.isArray(value)) return value.some((v) => v instanceof Date && v.getTime() <= limit);
-  return false;
+function checkCollectionName(name: string): void {
+  if (typeof name !== 'string' || name === '' || name.includes('\0') || name.includes('$') || name.startsWith(INTERNAL_PREFIX) || name.startsWith('sqlite_')) {
+    throw new Error(`invalid collection name ${JSON.stringify(name)}`);
+  }
 }

@@ -1,6 +1,8 @@
 // Value helpers of the embedded engine: copying documents in and out (no aliasing between
 // callers and storage) and canonical keys for Maps (ids and index entries).
-import { ObjectId } from 'mongodb';
+import { BSON, ObjectId } from 'mongodb';
+
+const { EJSON } = BSON;
 
 export type Doc = Record<string, unknown>;
 
@@ -136,4 +138,80 @@ export function hasPath(doc: Doc, path: string): boolean {
 
 export function newObjectId(): ObjectId {
   return new ObjectId();
+}
+
+// --- the stored form: MongoDB Extended JSON (relaxed) ----------------------------------------
+// Documents are stored as JSON text so that analysts can read them with SQLite's JSON functions;
+// the values JSON lacks keep their type through Extended JSON wrappers ({"$date": "..."},
+// {"$oid": "..."}), which is also what mongoexport and mongosh print.
+
+function encodeValue(this: unknown, key: string, value: unknown): unknown {
+  // JSON.stringify calls toJSON (Date, ObjectId) before the replacer: look at the original.
+  const original = (this as Doc)[key];
+  if (original === undefined) return null;
+  if (original instanceof Date) {
+    return Number.isNaN(original.getTime()) ? null : { $date: value };
+  }
+  switch (typeof original) {
+    case 'bigint':
+      return Number(original);
+    case 'function':
+    case 'symbol':
+      return undefined;
+    case 'object':
+      break;
+    default:
+      return value;
+  }
+  if (original === null) return null;
+  if (isBsonValue(original)) {
+    if (isObjectId(original)) return { $oid: original.toHexString() };
+    return EJSON.serialize(original, { relaxed: true });
+  }
+  if (original instanceof RegExp) {
+    // BSON keeps only these flags, as the driver does.
+    const options = [...original.flags].filter((f) => 'imsux'.includes(f)).sort().join('');
+    return { $regularExpression: { pattern: original.source, options } };
+  }
+  if (ArrayBuffer.isView(original)) {
+    const bytes = new Uint8Array(original.buffer, original.byteOffset, original.byteLength);
+    return { $binary: { base64: Buffer.from(bytes).toString('base64'), subType: '00' } };
+  }
+  return value;
+}
+
+/** The stored text of a document. */
+export function encode(doc: object): string {
+  return JSON.stringify(doc, encodeValue);
+}
+
+function decodeValue(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      if (x !== null && typeof x === 'object') v[i] = decodeValue(x);
+    }
+    return v;
+  }
+  const o = v as Doc;
+  for (const k in o) {
+    if (k.charCodeAt(0) === 36 /* $ */) {
+      if (k === '$date' && typeof o.$date === 'string') return new Date(o.$date);
+      if (k === '$oid' && typeof o.$oid === 'string') return new ObjectId(o.$oid);
+      if (k === '$regularExpression') {
+        const re = o.$regularExpression as { pattern: string; options: string };
+        return new RegExp(re.pattern, re.options.replace('x', ''));
+      }
+      return EJSON.deserialize(o, { relaxed: true });
+    }
+    const x = o[k];
+    if (x !== null && typeof x === 'object') o[k] = decodeValue(x);
+  }
+  return o;
+}
+
+/** A fresh document from its stored text (nothing is shared with storage or other readers). */
+export function decode(text: string): Doc {
+  return decodeValue(JSON.parse(text)) as Doc;
 }

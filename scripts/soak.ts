@@ -1,0 +1,88 @@
+// npm run soak: submits SOAK_PURCHASES (default 100,000) purchases to a service on a fresh
+// file-backed DATA_DIR and prints the service's resident memory at the start and the end, to show
+// that memory does not grow with the number of documents stored (and its peak, sampled every
+// 5 seconds). The service runs with the same V8 flags as `npm start`. SOAK_DATA_DIR keeps the data.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+
+const TOTAL = Number(process.env.SOAK_PURCHASES || 100_000);
+const TOKEN = 'soak-admin-token-0123456789abcdef';
+// As in package.json's start script.
+const V8_FLAGS = ['--max-semi-space-size=16', '--optimize-for-size'];
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+/** Resident memory of a process in MB (Linux /proc). */
+function rssMb(pid: number): number {
+  const line = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return line ? Math.round(Number(line[1]) / 1024) : NaN;
+}
+
+const agents = Array.from({ length: 20 }, (_, i) => ({ handle: `agent-${i}`, name: `Agent ${i}` }));
+const manifest = {
+  organization: { handle: 'soak', name: 'Soak Corp', currency: 'EUR', timezone: 'Europe/Berlin' },
+  agents,
+  policies: [
+    {
+      handle: 'office',
+      name: 'Office',
+      scope: 'ORGANIZATION',
+      currencies: ['EUR'],
+      rules: [
+        { ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '500000' },
+        { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '900000000000' },
+      ],
+      merchants: [{ listType: 'BLOCK', label: 'Shady Goods Ltd' }],
+    },
+  ],
+  apiKeys: agents.map((a) => ({ handle: `${a.handle}-key`, agent: a.handle })),
+};
+
+const tempDir = process.env.SOAK_DATA_DIR ? null : mkdtempSync(join(tmpdir(), 'spend-control-soak-'));
+const dataDir = process.env.SOAK_DATA_DIR || join(tempDir!, 'data');
+const port = await freePort();
+const svc = spawn(process.execPath, [...V8_FLAGS, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
+const base = `http://127.0.0.1:${port}`;
+for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
+  if (i > 300) throw new Error('service did not start');
+  await new Promise((r) => setTimeout(r, 100));
+}
+const applied = (await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(manifest) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
+const body = JSON.stringify({ merchant: 'Paper Supplies GmbH', amountMinor: '4599', reason: 'Printer paper', currency: 'EUR', category: 'office', metadata: { ticket: 'OPS-1234' } });
+const requests = Object.values(applied.apiKeys).map(({ key }) => ({ method: 'POST' as const, path: '/v1/purchase-requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body }));
+
+const startRss = rssMb(svc.pid!);
+let peakRss = startRss;
+const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(svc.pid!))), 5000);
+const started = Date.now();
+const result = await autocannon({ url: base, connections: 32, amount: TOTAL, requests, pipelining: 1, timeout: 60 });
+const seconds = (Date.now() - started) / 1000;
+const endRss = rssMb(svc.pid!);
+clearInterval(sampler);
+svc.kill('SIGTERM');
+await once(svc, 'exit');
+if (tempDir) rmSync(tempDir, { recursive: true, force: true });
+process.stdout.write(
+  JSON.stringify({
+    purchases: TOTAL,
+    created: result['2xx'],
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    seconds: Math.round(seconds),
+    perSecond: Math.round(result['2xx'] / seconds),
+    rssMbAtStart: startRss,
+    rssMbAtEnd: endRss,
+    rssMbPeak: Math.max(peakRss, endRss),
+  }) + '\n',
+);
