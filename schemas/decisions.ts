@@ -1,21 +1,10 @@
 // Decisions and purchase read-backs on the wire (SPEC.md 2.3-2.5, 2.7, 4.1, 4.2).
 import Type from 'typebox';
 import { AgentStatus, Currency, MinorAmount, Nullable, Timestamp, Uuid } from './common.ts';
+import { REASON_CODES } from '../src/engine/types.ts';
 
 export const Outcome = Type.Enum(['APPROVED', 'REJECTED', 'REQUIRES_APPROVAL']);
-export const ReasonCode = Type.Enum([
-  'WITHIN_POLICY',
-  'MERCHANT_BLOCKED',
-  'MERCHANT_NOT_ALLOW_LISTED',
-  'AMOUNT_EXCEEDS_MAX',
-  'APPROVAL_THRESHOLD_EXCEEDED',
-  'DAILY_LIMIT_EXCEEDED',
-  'MONTHLY_LIMIT_EXCEEDED',
-  'AGENT_DISABLED',
-  'NO_APPLICABLE_POLICY',
-  'CURRENCY_NOT_COVERED',
-  'POLICY_CHANGED_SINCE_ESCALATION',
-]);
+export const ReasonCode = Type.Enum([...REASON_CODES]);
 export const PurchaseStatus = Type.Enum(['EVALUATING', 'PENDING_APPROVAL', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']);
 export const ApplicabilityReason = Type.Enum(['ORGANIZATION_SCOPE', 'AGENT_SCOPE', 'SIMULATED_VERSION']);
 const EngineVersion = Type.String({ description: '<engine_name>@<semver>; evidence, not a contract.' });
