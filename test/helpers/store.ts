@@ -12,9 +12,14 @@ export async function emptyCollections(db: StoreDb): Promise<void> {
   for (const name of await db.listCollectionNames()) await db.collection(name).deleteMany({});
 }
 
+// The deadline of each command in the driver lane. The service's default (10 s) is for a real mongod;
+// the wire listener over SQLite is far slower at emptying thousands of test documents with one
+// deleteMany on a loaded 2-core machine. test/store/mongo-deadlines.test.ts tests the deadline itself.
+export const LANE_TIMEOUT_MS = 120_000;
+
 export async function testStore(): Promise<Store> {
   const uri = process.env.TEST_MONGODB_URI || undefined;
-  const store = await openStore({ mongodbUri: uri, dbName: `test_${randomBytes(6).toString('hex')}`, dataDir: ':memory:' });
+  const store = await openStore({ mongodbUri: uri, dbName: `test_${randomBytes(6).toString('hex')}`, dataDir: ':memory:', timeoutMs: LANE_TIMEOUT_MS });
   if (store.engine !== 'mongodb') return store;
   const close = store.close.bind(store);
   return Object.assign(store, {

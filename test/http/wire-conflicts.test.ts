@@ -9,6 +9,7 @@ import type { Store } from '../../src/store/store.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
+import { LANE_TIMEOUT_MS } from '../helpers/store.ts';
 
 const LIMIT = 400_000;
 const KEYS = 100;
@@ -20,7 +21,7 @@ let app: TestApp;
 test.before(async () => {
   wire = await startListener();
   const name = `conflicts_${randomBytes(4).toString('hex')}`;
-  store = await openMongoStore(wire.serviceUrl(name, 'appName=service-under-test'), { dbName: name });
+  store = await openMongoStore(wire.serviceUrl(name, 'appName=service-under-test'), { dbName: name, timeoutMs: LANE_TIMEOUT_MS });
   app = await startApp({ store });
 });
 test.after.always(async () => {

@@ -12,6 +12,7 @@ import { openMongoStore } from '../../src/store/mongo.ts';
 import type { Store } from '../../src/store/store.ts';
 import { registerStoreConformance } from './conformance.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
+import { LANE_TIMEOUT_MS } from '../helpers/store.ts';
 
 let wire: TestListener;
 test.before(async () => {
@@ -23,7 +24,7 @@ const dbName = () => `w_${randomBytes(5).toString('hex')}`;
 
 async function wireStore(): Promise<Store> {
   const name = dbName();
-  const store = await openMongoStore(wire.serviceUrl(name), { dbName: name });
+  const store = await openMongoStore(wire.serviceUrl(name), { dbName: name, timeoutMs: LANE_TIMEOUT_MS });
   const close = store.close.bind(store);
   return Object.assign(store, {
     async close() {
