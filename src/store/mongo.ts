@@ -18,7 +18,7 @@ const COMMIT_ATTEMPTS = 3;
 /**
  * The deadline of every command. Driver 7.8 ignores a client-level `timeoutMS` (it warns "timeoutMS has
  * no effect"), so the deadline is made of the options that do act: no server to select, no free pooled
- * connection, no byte back on a socket, and a commit's own time limit, each within `timeoutMs`.
+ * connection, no byte back on a socket (the monitor's too), and a commit's own time limit, each within `timeoutMs`.
  * runCommand bounds the attempts and their total time around that.
  */
 export function deadlineOptions(timeoutMs: number): MongoClientOptions {
@@ -26,7 +26,7 @@ export function deadlineOptions(timeoutMs: number): MongoClientOptions {
     serverSelectionTimeoutMS: timeoutMs,
     waitQueueTimeoutMS: timeoutMs,
     socketTimeoutMS: timeoutMs,
-    connectTimeoutMS: Math.min(timeoutMs, 10_000),
+    connectTimeoutMS: timeoutMs, // also the server monitor's heartbeat socket timeout
   };
 }
 
