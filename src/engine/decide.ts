@@ -1,7 +1,7 @@
 // The decision engine: a pure decider (DESIGN.md 1 and 6a). No I/O, no clock, no randomness:
 // the same input always gives the same decision. Semantics: DESIGN.md section 4.
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
-import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
+import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type LimitedWindow, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
 import { amountPredicate, amountTail, explain, explainRefusal, spendLead, spendPredicate, spendTail } from './explain.ts';
 import { isWindowRule, periodWindows, ruleAppliesTo, windowIn, type PeriodWindows } from './periods.ts';
@@ -328,6 +328,9 @@ function excludedByCurrency({ candidate }: ApplicablePolicy, requestCurrency: st
 }
 
 /** Evaluates a purchase against the policies (DESIGN.md section 4). Never reads a clock. */
+/** What the budget events read of a window: built only for the outcomes that report crossings. */
+const limitedWindow = (touch: WindowTouch): LimitedWindow => ({ id: touch.id, key: touch.key, limits: touch.limits, budgetCounterId: touch.state.budgetCounterId });
+
 export function decide(input: EngineInput): Decision {
   const { purchase } = input;
   const selection = selectPolicies(input);
@@ -400,9 +403,8 @@ export function decide(input: EngineInput): Decision {
   const crossings: BudgetCrossing[] = [];
   for (const touch of run.touches.values()) {
     budgets.push(toSimulatedBudget(touch, run.amount));
-    const limited = { ...touch, budgetCounterId: touch.state.budgetCounterId };
     if (outcome === 'REJECTED') {
-      crossings.push(...refusalExhaustion(limited, touch.state));
+      crossings.push(...refusalExhaustion(limitedWindow(touch), touch.state));
       continue;
     }
     budget.push({
@@ -412,7 +414,10 @@ export function decide(input: EngineInput): Decision {
       budgetCounterId: touch.state.budgetCounterId,
       amountMinor: run.amount,
     });
-    if (outcome === 'APPROVED') crossings.push(...crossingsFor(limited, spentMinor(touch.state), spentMinor(touch.state) + run.amount));
+    if (outcome === 'APPROVED') {
+      const spent = spentMinor(touch.state);
+      crossings.push(...crossingsFor(limitedWindow(touch), spent, spent + run.amount));
+    }
   }
 
   return {
