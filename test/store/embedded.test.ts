@@ -146,3 +146,53 @@ test('embedded: a failed write that created a collection inside a transaction le
   t.deepEqual(await c.find({}).toArray(), [{ _id: 'b' }]);
   t.deepEqual(await store.db.listCollectionNames(), ['fresh']);
 });
+
+test('embedded group commit: what one turn of the event loop writes commits together, and nothing resolves before it is on disk', async (t) => {
+  const { DatabaseSync } = await import('node:sqlite');
+  const store = await fileStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<{ _id: string; n: number }>('group');
+  await store.db.createCollection('group');
+  // Another connection on the file sees only committed data: each acknowledgement is checked there.
+  const other = new DatabaseSync(store.location, { readOnly: true });
+  t.teardown(() => other.close());
+  const committed = (id: string) => {
+    try {
+      return other.prepare('SELECT count(*) AS n FROM "group" WHERE id = ?').get(`s${id}`)!.n === 1;
+    } catch {
+      return false; // not even the table is committed yet
+    }
+  };
+  const seen: boolean[] = [];
+  const writes = Array.from({ length: 40 }, (_, i) => {
+    const id = `w${i}`;
+    const op =
+      i % 3 === 0
+        ? c.insertOne({ _id: id, n: i })
+        : i % 3 === 1
+          ? store.withTransaction(async (session) => {
+              await c.insertOne({ _id: id, n: i }, { session });
+            })
+          : // Every fifth of these fails: it leaves nothing, and its neighbours in the group commit.
+            store.withTransaction(async (session) => {
+              await c.insertOne({ _id: id, n: i }, { session });
+              if (i % 5 === 0) throw new Error('refused');
+            });
+    return op.then(
+      () => seen.push(committed(id)),
+      (error: Error) => {
+        t.is(error.message, 'refused');
+        t.false(committed(id));
+      },
+    );
+  });
+  // A read started in the same turn resolves only once what it could see is durable.
+  const read = c.countDocuments({}).then((n) => ({ n, onDisk: (other.prepare('SELECT count(*) AS n FROM "group"').get()!.n as number) }));
+  await Promise.all(writes);
+  const failed = Array.from({ length: 40 }, (_, i) => i).filter((i) => i % 3 === 2 && i % 5 === 0).length;
+  t.is(seen.length, 40 - failed);
+  t.true(seen.every(Boolean), 'every acknowledged write was committed when it was acknowledged');
+  const { n, onDisk } = await read;
+  t.true(onDisk >= n, 'the read saw nothing that was not yet committed when it resolved');
+  t.is(await c.countDocuments({}), 40 - failed);
+});

@@ -189,8 +189,13 @@ export class CollectionData {
     this.#table = quoteIdent(name);
   }
 
+  /** SQL texts with this table's name put in, kept so that the statement cache sees the same string. */
+  readonly #texts = new Map<string, string>();
+
   #sql(text: string) {
-    return this.engine.statement(text.replaceAll('$T', this.#table));
+    let sql = this.#texts.get(text);
+    if (sql === undefined) this.#texts.set(text, (sql = text.replaceAll('$T', this.#table)));
+    return this.engine.statement(sql);
   }
 
   /** Creates the table when a write first needs it (rolled back with the write's transaction). */
@@ -230,12 +235,11 @@ export class CollectionData {
       if (cond !== null && typeof cond === 'object' && !Array.isArray(cond)) {
         const inList = (cond as Doc).$in;
         if (Object.keys(cond).length === 1 && Array.isArray(inList) && inList.every(isIndexableScalar)) {
-          const found = new Map<number, Doc>();
-          for (const v of inList) {
-            const hit = this.byId(v);
-            if (hit) found.set(hit[0], hit[1]);
-          }
-          return { candidates: [...found].sort((a, b) => a[0] - b[0]), exact: keys.length === 1 };
+          const ids = JSON.stringify(inList.map(canonicalKey));
+          return {
+            candidates: rows(this.#sql('SELECT r, doc FROM $T WHERE id IN (SELECT value FROM json_each(?)) ORDER BY r').iterate(ids)),
+            exact: keys.length === 1,
+          };
         }
       }
     }
