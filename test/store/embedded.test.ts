@@ -196,3 +196,38 @@ test('embedded group commit: what one turn of the event loop writes commits toge
   t.true(onDisk >= n, 'the read saw nothing that was not yet committed when it resolved');
   t.is(await c.countDocuments({}), 40 - failed);
 });
+
+test('embedded: a write waiting for another connection\'s write lock leaves the event loop running, then lands', async (t) => {
+  const { dirname } = await import('node:path');
+  const first = await fileStore();
+  const second = await openEmbeddedStore({ dataDir: dirname(first.location) });
+  t.teardown(async () => {
+    await second.close();
+    await first.close();
+  });
+  const a = first.db.collection<{ _id: string }>('lock');
+  const b = second.db.collection<{ _id: string }>('lock');
+  await first.db.createCollection('lock');
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let inside!: () => void;
+  const holding = new Promise<void>((resolve) => (inside = resolve));
+  // The first store holds SQLite's write lock (its transaction is open) until released.
+  const tx = first.withTransaction(async (session) => {
+    await a.insertOne({ _id: 'first' }, { session });
+    inside();
+    await held;
+  });
+  await holding;
+  const write = b.insertOne({ _id: 'second' });
+  // SQLite's own busy handler would sleep on this thread: no timer could fire until it gave up.
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 5);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  clearInterval(timer);
+  t.true(ticks >= 10, `the event loop ran ${ticks} timer ticks while the write waited`);
+  release();
+  await tx;
+  await write;
+  t.deepEqual((await b.find({}).toArray()).map((d) => d._id).sort(), ['first', 'second']);
+});

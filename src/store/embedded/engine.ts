@@ -58,6 +58,10 @@ const currentTransaction = new AsyncLocalStorage<Transaction>();
 /** Prepared statements kept for reuse; bounded, since SQL text could in principle vary without end. */
 const STATEMENT_CACHE_LIMIT = 512;
 
+/** How long a write waits for another process's write lock before it fails (SQLITE_BUSY). */
+export const BUSY_TIMEOUT_MS = 10_000;
+const SQLITE_BUSY = 5;
+
 /** A group commits after this many transactions even if the event loop's turn has not ended... */
 const GROUP_LIMIT = 64;
 /** ...or once it has been open this long (it holds SQLite's write lock meanwhile). */
@@ -82,8 +86,11 @@ class Group {
     this.committed.catch(() => undefined);
   }
 
-  get full(): boolean {
-    return this.members >= GROUP_LIMIT || Date.now() - this.openedAt >= GROUP_MAX_MS;
+  /** Counts a member in; true when the group should commit now rather than at the end of the turn. */
+  join(): boolean {
+    this.members++;
+    if (this.members >= GROUP_LIMIT || Date.now() - this.openedAt >= GROUP_MAX_MS) this.due = true;
+    return this.due;
   }
 }
 
@@ -232,14 +239,14 @@ export class Engine {
   }
 
   #release(): void {
-    if (this.#group && (this.#group.due || this.#group.full)) this.#commitGroup();
+    if (this.#group?.due) this.#commitGroup();
     this.#mutex.release();
   }
 
   /** The open group, opened (BEGIN IMMEDIATE) when there is none. Called holding the lock. */
-  #joinGroup(): Group {
+  async #joinGroup(): Promise<Group> {
     if (this.#group) return this.#group;
-    this.statement('BEGIN IMMEDIATE').run();
+    await this.#begin();
     const group = new Group();
     this.#group = group;
     try {
@@ -254,6 +261,29 @@ export class Engine {
       if (!this.#mutex.locked) this.#commitGroup();
     });
     return group;
+  }
+
+  /**
+   * BEGIN IMMEDIATE without blocking the event loop while another process holds the write lock:
+   * SQLite's busy handler would sleep on this thread, stopping every request of the process. So the
+   * attempt does not wait, and a busy database is tried again from a timer, up to BUSY_TIMEOUT_MS.
+   * Meanwhile this process goes on parsing requests, whose transactions join the group once it opens.
+   */
+  async #begin(): Promise<void> {
+    const deadline = Date.now() + BUSY_TIMEOUT_MS;
+    for (let attempt = 0; ; attempt++) {
+      this.statement('PRAGMA busy_timeout = 0').run();
+      try {
+        this.statement('BEGIN IMMEDIATE').run();
+        return;
+      } catch (error) {
+        if (((error as { errcode?: number }).errcode ?? 0) % 256 !== SQLITE_BUSY || Date.now() >= deadline) throw error;
+      } finally {
+        this.statement(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`).run();
+      }
+      await new Promise((resolve) => (attempt < 3 ? setImmediate(resolve) : setTimeout(resolve, Math.min(attempt - 2, 5))));
+      if (this.#closed) throw new Error('the embedded store is closed');
+    }
   }
 
   /** Commits the open group. Called holding the lock, or when nobody holds it. */
@@ -342,9 +372,9 @@ export class Engine {
     let result: T;
     let group: Group | undefined;
     try {
-      group = this.#joinGroup();
+      group = await this.#joinGroup();
       result = this.#inSavepoint('w', op);
-      group.members++;
+      group.join();
     } catch (error) {
       this.#release();
       await this.#durable(group).catch(() => undefined);
@@ -372,7 +402,7 @@ export class Engine {
     let group: Group | undefined;
     let result: T;
     try {
-      group = this.#joinGroup();
+      group = await this.#joinGroup();
       this.statement('SAVEPOINT tx').run();
       try {
         result = await currentTransaction.run(tx, () => fn(session));
@@ -382,7 +412,7 @@ export class Engine {
         if (!this.#closed) this.#undoSavepoint('tx', error);
         throw error;
       }
-      group.members++;
+      group.join();
       tx.state = 'committed';
     } catch (error) {
       tx.state = 'aborted';
