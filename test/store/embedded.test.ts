@@ -231,3 +231,25 @@ test('embedded: a write waiting for another connection\'s write lock leaves the 
   await write;
   t.deepEqual((await b.find({}).toArray()).map((d) => d._id).sort(), ['first', 'second']);
 });
+
+test('embedded: an update moves index keys when it writes a key field, a partial filter field or a $rename target', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<{ _id: number; a?: number; b?: number; flag?: boolean; other?: number }>('touched');
+  await c.createIndex({ a: 1 }, { unique: true, partialFilterExpression: { flag: true } });
+  await c.createIndex({ b: 1 }, { unique: true, sparse: true });
+  await c.insertMany([
+    { _id: 1, a: 1, flag: false },
+    { _id: 2, a: 1, flag: true },
+    { _id: 3, other: 5 },
+    { _id: 4, b: 5 },
+  ]);
+  // An update that writes neither index's fields leaves their keys alone.
+  await c.updateOne({ _id: 1 }, { $set: { other: 1 } });
+  await t.throwsAsync(c.updateOne({ _id: 1 }, { $set: { flag: true } }), { code: 11000 });
+  await t.throwsAsync(c.updateOne({ _id: 3 }, { $rename: { other: 'b' } }), { code: 11000 });
+  await t.throwsAsync(c.findOneAndUpdate({ _id: 3 }, { $set: { b: 5 } }), { code: 11000 });
+  await c.updateOne({ _id: 4 }, { $unset: { b: '' } });
+  await c.updateOne({ _id: 3 }, { $rename: { other: 'b' } });
+  t.deepEqual(await c.findOne({ b: 5 }), { _id: 3, b: 5 });
+});

@@ -82,6 +82,8 @@ export class Index {
   readonly name: string;
   readonly fields: string[];
   readonly #paths: string[][];
+  /** The top-level fields its keys depend on (key fields and partial filter fields). */
+  readonly roots: string[];
   readonly keyPattern: Doc;
   readonly unique: boolean;
   readonly sparse: boolean;
@@ -94,6 +96,7 @@ export class Index {
     this.keyPattern = { ...keyPattern };
     this.fields = Object.keys(keyPattern);
     this.#paths = this.fields.map((f) => f.split('.'));
+    this.roots = [...new Set([...this.#paths.map((p) => p[0]), ...partialRoots(options.partialFilterExpression)])];
     this.name = options.name ?? defaultIndexName(keyPattern);
     this.unique = options.unique === true;
     this.sparse = options.sparse === true;
@@ -144,6 +147,22 @@ export class Index {
     }
     return [...seen.values()];
   }
+}
+
+/** Top-level fields a partial filter reads (through $and, $or and the like). */
+function partialRoots(filter: Doc | undefined): string[] {
+  if (!filter) return [];
+  const out: string[] = [];
+  const walk = (f: unknown): void => {
+    if (Array.isArray(f)) return f.forEach(walk);
+    if (f === null || typeof f !== 'object') return;
+    for (const [k, v] of Object.entries(f)) {
+      if (k.startsWith('$')) walk(v);
+      else out.push(k.split('.')[0]);
+    }
+  };
+  walk(filter);
+  return out;
 }
 
 export function defaultIndexName(keyPattern: Doc): string {
@@ -310,10 +329,15 @@ export class CollectionData {
     for (const index of this.indexes.values()) this.#addKeys(index, r, doc);
   }
 
-  /** Replaces a stored document, moving its index keys only where they change. */
-  replace(r: number, prev: Doc, next: Doc): void {
+  /**
+   * Replaces a stored document, moving its index keys only where they change. `touched`, when
+   * known, holds the first segments of every path the update wrote: an index on none of them
+   * keeps its keys without computing them.
+   */
+  replace(r: number, prev: Doc, next: Doc, touched?: ReadonlySet<string>): void {
     this.#sql('UPDATE $T SET doc = ? WHERE r = ?').run(encode(next), r);
     for (const index of this.indexes.values()) {
+      if (touched && !index.roots.some((root) => touched.has(root))) continue;
       const before = index.keysOf(prev);
       const after = index.keysOf(next);
       if (before.length === after.length && before.every((k, i) => k.k === after[i].k && k.t === after[i].t)) continue;

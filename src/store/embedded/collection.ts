@@ -100,6 +100,26 @@ function upsertBase(filter: Doc): Doc {
   return base;
 }
 
+/** The first segments of the paths an operator update writes; undefined for a pipeline (any field). */
+function touchedRoots(update: unknown): Set<string> | undefined {
+  if (Array.isArray(update)) return undefined;
+  const roots = new Set<string>();
+  for (const [op, fields] of Object.entries(update as Doc)) {
+    if (op === '$setOnInsert') continue; // applies only when inserting
+    if (fields === null || typeof fields !== 'object') return undefined;
+    for (const path of Object.keys(fields)) {
+      roots.add(path.split('.')[0]);
+      // $rename writes its target too.
+      if (op === '$rename') {
+        const to = (fields as Doc)[path];
+        if (typeof to !== 'string') return undefined;
+        roots.add(to.split('.')[0]);
+      }
+    }
+  }
+  return roots;
+}
+
 function usesPositional(update: Doc): boolean {
   for (const fields of Object.values(update)) {
     if (fields && typeof fields === 'object') {
@@ -363,10 +383,11 @@ export class EmbeddedCollection {
       return updateResult(0, 0, stored._id);
     }
     let modified = 0;
+    const touched = touchedRoots(update);
     for (const [id, doc] of found) {
       const { next, modified: changed } = applyUpdate(doc, update, filter, false, options);
       if (!changed) continue;
-      data.replace(id, doc, next);
+      data.replace(id, doc, next, touched);
       modified++;
     }
     return updateResult(found.length, modified, null);
@@ -422,7 +443,7 @@ export class EmbeddedCollection {
       }
       const [id, prev] = hit;
       const { next, modified } = applyUpdate(prev, update, filter, false, options);
-      if (modified) data.replace(id, prev, next);
+      if (modified) data.replace(id, prev, next, touchedRoots(update));
       const value = this.#output(after ? next : prev, options);
       return findAndModifyResult(options, value, { n: 1, updatedExisting: true });
     });
