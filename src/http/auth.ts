@@ -31,6 +31,9 @@ export interface AuthDeps {
   resolveAccessToken?: TokenResolver;
 }
 
+/** The lastUsedAt this process last wrote, per cached key document (gone with the document). */
+const lastUseWritten = new WeakMap<ApiKeyDoc, Date>();
+
 const invalidKey = () => unauthorized('invalid_api_key', 'The API key is not recognised.');
 
 export async function principalFor(header: string | undefined, deps: AuthDeps, view: ConfigView): Promise<Principal> {
@@ -61,8 +64,12 @@ export async function principalFor(header: string | undefined, deps: AuthDeps, v
   if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
     throw unauthorized('api_key_expired', 'This API key has expired.');
   }
-  // Last use is bookkeeping, not configuration: written past the cache's stamp, so it invalidates nothing.
-  if (lastUseIsStale(key.lastUsedAt, now)) await deps.db.collection<ApiKeyDoc>('api_keys').updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
+  // Last use is bookkeeping, not configuration: written past the cache's stamp, so it invalidates nothing,
+  // and the cached key keeps the lastUsedAt it was loaded with: what this process wrote since is remembered here.
+  if (lastUseIsStale(lastUseWritten.get(key) ?? key.lastUsedAt, now)) {
+    await deps.db.collection<ApiKeyDoc>('api_keys').updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
+    lastUseWritten.set(key, now);
+  }
   return { kind: 'API_KEY', organizationId: key.organizationId, apiKeyId: key._id, prefix: key.prefix, agentId: key.agentId };
 }
 

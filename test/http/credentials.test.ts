@@ -2,6 +2,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { classifyKey } from '../../src/credentials/api-keys.ts';
 
 let app: TestApp;
 let acme: AppliedOrg;
@@ -151,4 +152,22 @@ test('the operator API accepts only ADMIN_TOKEN', async (t) => {
     t.is(res.status, 401);
     t.is(code(res), 'unauthorized');
   }
+});
+
+test('a key\'s lastUsedAt is written at most once a minute, though the key is served from the cache', async (t) => {
+  let clock = new Date('2026-11-23T10:00:00.000Z');
+  const own = await startApp({ now: () => clock });
+  t.teardown(() => own.close());
+  const org = await applyManifest(own, acmeManifest());
+  const key = org.keys['admin-key'];
+  const { prefix } = classifyKey(key) as { prefix: string };
+  const stored = async () => ((await own.store.db.collection('api_keys').findOne({ prefix })) as { lastUsedAt?: Date } | null)?.lastUsedAt;
+  for (let i = 0; i < 5; i++) {
+    t.is((await own.request('/v1/agents', { key })).status, 200);
+    clock = new Date(clock.getTime() + 10_000);
+  }
+  t.deepEqual(await stored(), new Date('2026-11-23T10:00:00.000Z'), 'five calls within a minute: the first one\'s time');
+  clock = new Date('2026-11-23T10:01:00.000Z');
+  t.is((await own.request('/v1/agents', { key })).status, 200);
+  t.deepEqual(await stored(), new Date('2026-11-23T10:01:00.000Z'), 'a minute later it is written again');
 });
