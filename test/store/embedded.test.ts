@@ -201,15 +201,16 @@ test('embedded: a write waiting for another connection\'s write lock leaves the 
   const { dirname } = await import('node:path');
   const first = await fileStore();
   const second = await openEmbeddedStore({ dataDir: dirname(first.location) });
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
   t.teardown(async () => {
+    release();
     await second.close();
     await first.close();
   });
   const a = first.db.collection<{ _id: string }>('lock');
   const b = second.db.collection<{ _id: string }>('lock');
   await first.db.createCollection('lock');
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
   let inside!: () => void;
   const holding = new Promise<void>((resolve) => (inside = resolve));
   // The first store holds SQLite's write lock (its transaction is open) until released.
@@ -220,12 +221,15 @@ test('embedded: a write waiting for another connection\'s write lock leaves the 
   });
   await holding;
   const write = b.insertOne({ _id: 'second' });
-  // SQLite's own busy handler would sleep on this thread: no timer could fire until it gave up.
-  let ticks = 0;
-  const timer = setInterval(() => ticks++, 5);
-  await new Promise((resolve) => setTimeout(resolve, 200));
-  clearInterval(timer);
-  t.true(ticks >= 10, `the event loop ran ${ticks} timer ticks while the write waited`);
+  let settled = false;
+  write.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  // SQLite's own busy handler would sleep on this thread: the write would have failed (SQLITE_BUSY,
+  // after busy_timeout) before this timer could fire.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.false(settled, 'a timer fired while the write was still waiting for the lock');
   release();
   await tx;
   await write;
