@@ -16,11 +16,14 @@ export interface WindowTouch {
   id: string;
   key: WindowKey;
   state: WindowState;
+  budgetCounterId: string | null;
   /** usedMinor(state), computed once. */
   used: bigint;
   /** used + the purchase amount, and its text, computed once. */
   projected: bigint;
-  projectedText?: string;
+  projectedText: string;
+  /** 'This purchase would bring spending this day to 10500.00 EUR': the start of each limit's message. */
+  lead: string;
   policyName: string;
   limits: BudgetLimit[];
 }
@@ -75,8 +78,7 @@ const crossing = (w: LimitedWindow, limit: BudgetLimit, before: bigint, after: b
  * (before < limit <= after). Judged against each limit in force, on every change, so every real
  * crossing is reported, and a hold (not spending) never is.
  */
-export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint): BudgetCrossing[] {
-  const crossings: BudgetCrossing[] = [];
+export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint, crossings: BudgetCrossing[] = []): BudgetCrossing[] {
   if (after <= before) return crossings;
   for (const limit of w.limits) {
     const eighty = limit.limitMinor * 80n;
@@ -92,9 +94,12 @@ export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint): B
  * per window and limit rule. A purchase refused only for being large, in a window still below 80%,
  * reports nothing.
  */
-export function refusalExhaustion(w: LimitedWindow, state: WindowState): BudgetCrossing[] {
+export function refusalExhaustion(w: LimitedWindow, state: WindowState, crossings: BudgetCrossing[] = []): BudgetCrossing[] {
   const spent = spentMinor(state);
-  return w.limits
-    .filter((limit) => limit.effect === 'BLOCK' && limit.wouldExceed && spent * 100n > limit.limitMinor * 80n)
-    .map((limit) => crossing(w, limit, spent, spent, 'EXHAUSTED', 'PURCHASE_REFUSED'));
+  for (const limit of w.limits) {
+    if (limit.effect === 'BLOCK' && limit.wouldExceed && spent * 100n > limit.limitMinor * 80n) {
+      crossings.push(crossing(w, limit, spent, spent, 'EXHAUSTED', 'PURCHASE_REFUSED'));
+    }
+  }
+  return crossings;
 }
