@@ -76,7 +76,7 @@ const crossing = (w: LimitedWindow, limit: BudgetLimit, before: bigint, after: b
  * Limits that spending crosses when it goes from `before` to `after` (README "Budget events"):
  * THRESHOLD_REACHED when it passes 80% (before <= 80% < after), EXHAUSTED when it reaches the limit
  * (before < limit <= after). Judged against each limit in force, on every change, so every real
- * crossing is reported, and a hold (not spending) never is.
+ * crossing is reported, and a hold (not spending) never is. Appended to `crossings`, which is returned.
  */
 export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint, crossings: BudgetCrossing[] = []): BudgetCrossing[] {
   if (after <= before) return crossings;
@@ -92,7 +92,7 @@ export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint, cr
  * A BLOCK limit refusing a purchase once spending under it has passed 80%: the limit is used up and
  * purchases under it are being refused (SPEC.md 6.2 budget.exhausted). The command reports it once
  * per window and limit rule. A purchase refused only for being large, in a window still below 80%,
- * reports nothing.
+ * reports nothing. Appended to `crossings`, which is returned.
  */
 export function refusalExhaustion(w: LimitedWindow, state: WindowState, crossings: BudgetCrossing[] = []): BudgetCrossing[] {
   const spent = spentMinor(state);
