@@ -32,7 +32,41 @@ function applicability(input: SelectionInput, candidate: PolicyCandidate): Appli
   return null;
 }
 
+// The service hands the engine the same cached candidates array for an agent on every request, and
+// windowKeysFor and decide both select from it: remember the last selection per array. Inputs are
+// read-only; the length check is cheap.
+interface Remembered {
+  length: number;
+  mode: SelectionInput['mode'];
+  agentId: string | null;
+  agentStatus: string | null;
+  currency: string;
+  selection: PolicySelection;
+}
+const remembered = new WeakMap<readonly PolicyCandidate[], Remembered>();
+
+/** Which candidates govern the purchase. Shared between calls: never change the answer. */
 export function selectPolicies(input: SelectionInput): PolicySelection {
+  const agentId = input.agent?.id ?? null;
+  const agentStatus = input.agent?.status ?? null;
+  const currency = input.purchase.currency;
+  const last = remembered.get(input.policies);
+  if (
+    last !== undefined &&
+    last.length === input.policies.length &&
+    last.mode === input.mode &&
+    last.agentId === agentId &&
+    last.agentStatus === agentStatus &&
+    last.currency === currency
+  ) {
+    return last.selection;
+  }
+  const selection = select(input);
+  remembered.set(input.policies, { length: input.policies.length, mode: input.mode, agentId, agentStatus, currency, selection });
+  return selection;
+}
+
+function select(input: SelectionInput): PolicySelection {
   const covering: ApplicablePolicy[] = [];
   const excluded: ApplicablePolicy[] = [];
   // A current-policies evaluation without an agent has nobody the policies could govern.

@@ -16,11 +16,14 @@ export interface WindowTouch {
   id: string;
   key: WindowKey;
   state: WindowState;
+  budgetCounterId: string | null;
   /** usedMinor(state), computed once. */
   used: bigint;
   /** used + the purchase amount, and its text, computed once. */
   projected: bigint;
-  projectedText?: string;
+  projectedText: string;
+  /** 'This purchase would bring spending this day to 10500.00 EUR': the start of each limit's message. */
+  lead: string;
   policyName: string;
   limits: BudgetLimit[];
 }
@@ -73,10 +76,9 @@ const crossing = (w: LimitedWindow, limit: BudgetLimit, before: bigint, after: b
  * Limits that spending crosses when it goes from `before` to `after` (README "Budget events"):
  * THRESHOLD_REACHED when it passes 80% (before <= 80% < after), EXHAUSTED when it reaches the limit
  * (before < limit <= after). Judged against each limit in force, on every change, so every real
- * crossing is reported, and a hold (not spending) never is.
+ * crossing is reported, and a hold (not spending) never is. Appended to `crossings`, which is returned.
  */
-export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint): BudgetCrossing[] {
-  const crossings: BudgetCrossing[] = [];
+export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint, crossings: BudgetCrossing[] = []): BudgetCrossing[] {
   if (after <= before) return crossings;
   for (const limit of w.limits) {
     const eighty = limit.limitMinor * 80n;
@@ -90,11 +92,14 @@ export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint): B
  * A BLOCK limit refusing a purchase once spending under it has passed 80%: the limit is used up and
  * purchases under it are being refused (SPEC.md 6.2 budget.exhausted). The command reports it once
  * per window and limit rule. A purchase refused only for being large, in a window still below 80%,
- * reports nothing.
+ * reports nothing. Appended to `crossings`, which is returned.
  */
-export function refusalExhaustion(w: LimitedWindow, state: WindowState): BudgetCrossing[] {
+export function refusalExhaustion(w: LimitedWindow, state: WindowState, crossings: BudgetCrossing[] = []): BudgetCrossing[] {
   const spent = spentMinor(state);
-  return w.limits
-    .filter((limit) => limit.effect === 'BLOCK' && limit.wouldExceed && spent * 100n > limit.limitMinor * 80n)
-    .map((limit) => crossing(w, limit, spent, spent, 'EXHAUSTED', 'PURCHASE_REFUSED'));
+  for (const limit of w.limits) {
+    if (limit.effect === 'BLOCK' && limit.wouldExceed && spent * 100n > limit.limitMinor * 80n) {
+      crossings.push(crossing(w, limit, spent, spent, 'EXHAUSTED', 'PURCHASE_REFUSED'));
+    }
+  }
+  return crossings;
 }

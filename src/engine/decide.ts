@@ -1,19 +1,20 @@
 // The decision engine: a pure decider (DESIGN.md 1 and 6a). No I/O, no clock, no randomness:
 // the same input always gives the same decision. Semantics: DESIGN.md section 4.
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
-import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type LimitedWindow, type WindowTouch } from './budgets.ts';
+import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
-import { amountPredicate, amountTail, explain, explainRefusal, spendLead, spendPredicate, spendTail } from './explain.ts';
-import { isWindowRule, periodWindows, ruleAppliesTo, windowIn, type PeriodWindows } from './periods.ts';
+import { amountPredicate, explain, explainRefusal, spendLead, spendPredicate } from './explain.ts';
+import { periodWindows, type PeriodWindows } from './periods.ts';
+import { merchantIndex, planFor, planWindow, type Plan, type Step } from './plan.ts';
 import {
   REASON_CODES,
   type BudgetCrossing,
+  type BudgetLimit,
   type BudgetEffect,
   type Decision,
   type EngineInput,
   type EvaluationOutcome,
   type EvaluationRole,
-  type MerchantEntry,
   type Outcome,
   type PolicyCandidate,
   type PolicyConsidered,
@@ -56,37 +57,26 @@ interface Run {
   escalating: ReasonCode[];
   primaryBlock: Highlight | null;
   primaryEscalation: Highlight | null;
-  touches: Map<string, WindowTouch>;
+  /** The windows touched, in the order first touched. */
+  touches: WindowTouch[];
+  /**
+   * The DAY and MONTH windows of the policy being evaluated. Candidates come sorted by policyId, and a
+   * window belongs to the policy (not the version), so two versions of one policy share these.
+   */
+  policyId: string | null;
+  dayTouch: WindowTouch | null;
+  monthTouch: WindowTouch | null;
   /** The DAY and MONTH periods of this evaluation, resolved on first use. */
   day: PeriodWindows | null;
   month: PeriodWindows | null;
-}
-
-// Limits repeat from decision to decision: a rule's limit text and the end of its message are kept
-// with the rule, per currency (a rule without a currency applies to several). Other amounts (the
-// purchase, a projection) change every time.
-interface RuleTexts {
-  currency: string;
-  limit: string;
-  /** The message after the amount (per-purchase) or the projection (spend limit), within and above. */
-  within: string;
-  above: string;
-}
-const ruleTexts = new WeakMap<Rule, RuleTexts>();
-function textsOf(run: Run, rule: Rule): RuleTexts {
-  const cached = ruleTexts.get(rule);
-  if (cached !== undefined && cached.currency === run.currency) return cached;
-  const limit = money(run, rule.amountMinor);
-  const role = roleOf(rule);
-  const tail = (over: boolean) => (isWindowRule(rule) ? spendTail(role, rule.periodKind, over, limit) : amountTail(role, over, limit));
-  const texts = { currency: run.currency, limit, within: tail(false), above: tail(true) };
-  ruleTexts.set(rule, texts);
-  return texts;
+  /** The merchant-list messages that name the purchase's merchant, built on first use. */
+  notOnBlockList: string | null;
+  notOnAllowList: string | null;
 }
 
 const money = (run: Run, amount: bigint): string => `${formatMajor(amount, run.exponent)} ${run.currency}`;
 
-/** A RuleEvaluation of `candidate`, built in one allocation (this runs 25 times per decision). */
+/** A RuleEvaluation of `candidate`, built in one allocation (this runs tens of times per decision). */
 function evaluationOf(
   candidate: PolicyCandidate,
   rule: string,
@@ -119,9 +109,12 @@ function evaluationOf(
   };
 }
 
-function record(run: Run, candidate: PolicyCandidate, evaluation: RuleEvaluation, predicate?: () => string): void {
+/** Records a PASS or NOT_APPLICABLE evaluation. */
+const pass = (run: Run, evaluation: RuleEvaluation): void => void run.evaluations.push(evaluation);
+
+/** Records a BLOCK or ESCALATE evaluation; `predicate` tells what it says about the purchase, if the explanation names it. */
+function fail(run: Run, candidate: PolicyCandidate, evaluation: RuleEvaluation, predicate: () => string): void {
   run.evaluations.push(evaluation);
-  if (evaluation.outcome !== 'BLOCK' && evaluation.outcome !== 'ESCALATE') return;
   const reason = evaluation.reasonCode!;
   const block = evaluation.outcome === 'BLOCK';
   (block ? run.blocking : run.escalating).push(reason);
@@ -130,40 +123,14 @@ function record(run: Run, candidate: PolicyCandidate, evaluation: RuleEvaluation
   const sortKey = `${String(RANK.get(reason)).padStart(2, '0')}\u0000${candidate.policyName}\u0000${candidate.policyId}\u0000${evaluation.policyRuleId ?? evaluation.policyMerchantEntryId}`;
   const current = block ? run.primaryBlock : run.primaryEscalation;
   if (current === null || sortKey < current.sortKey) {
-    const chosen: Highlight = { evaluation, predicate: predicate!(), sortKey };
+    const chosen: Highlight = { evaluation, predicate: predicate(), sortKey };
     if (block) run.primaryBlock = chosen;
     else run.primaryEscalation = chosen;
   }
 }
 
-interface MerchantIndex {
-  /** The list it was built from, and its length then: inputs are read-only, the check is cheap. */
-  length: number;
-  blockEntries: number;
-  allowEntries: number;
-  /** Entries by merchantKey, in list order. */
-  byKey: Map<string, MerchantEntry[]>;
-}
-
-// A version's merchant list is matched on every decision; indexing it once per list turns a scan of
-// every entry into one lookup. Keyed by the list itself, so it lives as long as the version does.
-const merchantIndexes = new WeakMap<readonly MerchantEntry[], MerchantIndex>();
-
-function merchantIndex(merchants: readonly MerchantEntry[]): MerchantIndex {
-  let index = merchantIndexes.get(merchants);
-  if (index === undefined || index.length !== merchants.length) {
-    index = { length: merchants.length, blockEntries: 0, allowEntries: 0, byKey: new Map() };
-    for (const entry of merchants) {
-      if (entry.listType === 'BLOCK') index.blockEntries++;
-      else index.allowEntries++;
-      const same = index.byKey.get(entry.merchantKey);
-      if (same) same.push(entry);
-      else index.byKey.set(entry.merchantKey, [entry]);
-    }
-    merchantIndexes.set(merchants, index);
-  }
-  return index;
-}
+const merchantEvaluation = (candidate: PolicyCandidate, outcome: EvaluationOutcome, role: EvaluationRole, message: string, reasonCode: ReasonCode | null, entryId: string | null) =>
+  evaluationOf(candidate, 'MERCHANT_LIST', outcome, role, null, null, null, null, message, reasonCode, entryId, null);
 
 function checkMerchants(run: Run, candidate: PolicyCandidate): void {
   const merchants = candidate.version.merchants;
@@ -171,131 +138,151 @@ function checkMerchants(run: Run, candidate: PolicyCandidate): void {
   const { blockEntries, allowEntries, byKey } = merchantIndex(merchants);
   let blockHit = false;
   let allowHit = false;
-  const merchant = (outcome: EvaluationOutcome, role: EvaluationRole, message: string, reasonCode: ReasonCode | null, entryId: string | null) =>
-    evaluationOf(candidate, 'MERCHANT_LIST', outcome, role, null, null, null, null, message, reasonCode, entryId, null);
-  for (const entry of byKey.get(run.input.purchase.merchantKey) ?? []) {
-    if (entry.listType === 'BLOCK') {
-      blockHit = true;
-      record(
-        run,
-        candidate,
-        merchant('BLOCK', 'MERCHANT_BLOCK_LIST', `${entry.label} is on the merchant block list.`, 'MERCHANT_BLOCKED', entry.id),
-        () => `${run.merchantName} is on the merchant block list`,
-      );
-    } else {
-      allowHit = true;
-      record(run, candidate, merchant('PASS', 'MERCHANT_ALLOW_LIST', `${entry.label} is on the merchant allow list.`, null, entry.id));
+  const matches = byKey.get(run.input.purchase.merchantKey);
+  if (matches !== undefined) {
+    for (const { entry, message } of matches) {
+      if (entry.listType === 'BLOCK') {
+        blockHit = true;
+        fail(
+          run,
+          candidate,
+          merchantEvaluation(candidate, 'BLOCK', 'MERCHANT_BLOCK_LIST', message, 'MERCHANT_BLOCKED', entry.id),
+          () => `${run.merchantName} is on the merchant block list`,
+        );
+      } else {
+        allowHit = true;
+        pass(run, merchantEvaluation(candidate, 'PASS', 'MERCHANT_ALLOW_LIST', message, null, entry.id));
+      }
     }
   }
   if (blockEntries > 0 && !blockHit) {
-    record(run, candidate, merchant('PASS', 'MERCHANT_BLOCK_LIST', `${run.merchantName} is not on the merchant block list.`, null, null));
+    const message = (run.notOnBlockList ??= `${run.merchantName} is not on the merchant block list.`);
+    pass(run, merchantEvaluation(candidate, 'PASS', 'MERCHANT_BLOCK_LIST', message, null, null));
   }
   if (allowEntries > 0 && !allowHit) {
-    record(
+    const message = (run.notOnAllowList ??= `${run.merchantName} is not on the merchant allow list.`);
+    fail(
       run,
       candidate,
-      merchant('BLOCK', 'MERCHANT_ALLOW_LIST', `${run.merchantName} is not on the merchant allow list.`, 'MERCHANT_NOT_ALLOW_LISTED', null),
+      merchantEvaluation(candidate, 'BLOCK', 'MERCHANT_ALLOW_LIST', message, 'MERCHANT_NOT_ALLOW_LISTED', null),
       () => `${run.merchantName} is not on the merchant allow list`,
     );
   }
 }
 
-function checkPerPurchase(run: Run, candidate: PolicyCandidate, rule: Rule): void {
-  const block = rule.effect === 'BLOCK';
-  const role: EvaluationRole = block ? 'PER_PURCHASE_MAXIMUM' : 'APPROVAL_THRESHOLD';
-  const over = run.amount > rule.amountMinor;
-  const texts = textsOf(run, rule);
-  const limit = texts.limit;
-  record(
-    run,
+function checkPerPurchase(run: Run, candidate: PolicyCandidate, step: Step): void {
+  const rule = step.rule;
+  const limitMinor = rule.amountMinor;
+  const over = run.amount > limitMinor;
+  const evaluation = evaluationOf(
     candidate,
-    evaluationOf(
-      candidate,
-      rule.ruleType,
-      over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
-      role,
-      run.currency,
-      rule.amountMinor,
-      run.amount,
-      rule.amountMinor - run.amount,
-      run.amountText + (over ? texts.above : texts.within),
-      over ? (block ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED') : null,
-      null,
-      rule.id,
-    ),
-    over ? () => `${run.subject} ${amountPredicate(role, true, limit)}` : undefined,
+    rule.ruleType,
+    over ? step.overOutcome : 'PASS',
+    step.role,
+    run.currency,
+    limitMinor,
+    run.amount,
+    limitMinor - run.amount,
+    run.amountText + (over ? step.above : step.within),
+    over ? step.overReason : null,
+    null,
+    rule.id,
   );
+  if (over) fail(run, candidate, evaluation, () => `${run.subject} ${amountPredicate(step.role, true, step.limit)}`);
+  else pass(run, evaluation);
 }
 
-function checkWindow(run: Run, candidate: PolicyCandidate, rule: Rule & { periodKind: WindowPeriodKind }): void {
-  const kind = rule.periodKind;
+/** How a limit rule stands on a window: built once and shared by the window's budget and the rule's evaluation. */
+const limitOf = (rule: Rule, used: bigint, projected: bigint): BudgetLimit => ({
+  effect: rule.effect,
+  limitMinor: rule.amountMinor,
+  policyRuleId: rule.id,
+  remainingBeforeMinor: rule.amountMinor - used,
+  remainingAfterMinor: rule.amountMinor - projected,
+  wouldExceed: projected > rule.amountMinor,
+});
+
+/** Touches the window of `kind` of this candidate's policy, with the first limit rule that reads it. */
+function touchOf(run: Run, candidate: PolicyCandidate, plan: Plan, kind: WindowPeriodKind, rule: Rule): WindowTouch {
   const input = run.input;
   const period =
     kind === 'DAY'
       ? (run.day ??= periodWindows(kind, input.periodInstant ?? input.now, input.timeZone))
       : (run.month ??= periodWindows(kind, input.periodInstant ?? input.now, input.timeZone));
-  const window = windowIn(period, kind, candidate.policyId, candidate.version.id, run.currency);
-  let touch = run.touches.get(window.id);
-  if (touch === undefined) {
-    const state = input.windows.get(window.id) ?? ZERO_WINDOW;
-    const used = usedMinor(state);
-    touch = { id: window.id, key: window.key, state, used, projected: used + run.amount, projectedText: undefined, policyName: candidate.policyName, limits: [] };
-    run.touches.set(window.id, touch);
+  const window = planWindow(plan, candidate, kind, period);
+  const state = input.windows.get(window.id) ?? ZERO_WINDOW;
+  const used = usedMinor(state);
+  const projected = used + run.amount;
+  const projectedText = money(run, projected);
+  const touch: WindowTouch = {
+    id: window.id,
+    key: window.key,
+    state,
+    budgetCounterId: state.budgetCounterId,
+    used,
+    projected,
+    projectedText,
+    lead: spendLead(kind) + projectedText,
+    policyName: candidate.policyName,
+    limits: [limitOf(rule, used, projected)],
+  };
+  run.touches.push(touch);
+  if (kind === 'DAY') run.dayTouch = touch;
+  else run.monthTouch = touch;
+  return touch;
+}
+
+function checkWindow(run: Run, candidate: PolicyCandidate, plan: Plan, step: Step, kind: WindowPeriodKind): void {
+  const rule = step.rule;
+  let touch = kind === 'DAY' ? run.dayTouch : run.monthTouch;
+  let limit: BudgetLimit;
+  if (touch === null) {
+    touch = touchOf(run, candidate, plan, kind, rule);
+    limit = touch.limits[0];
+  } else {
+    limit = limitOf(rule, touch.used, touch.projected);
+    touch.limits.push(limit);
   }
-  const before = touch.used;
-  const projected = touch.projected;
-  const over = projected > rule.amountMinor;
-  const block = rule.effect === 'BLOCK';
-  const remainingAfterMinor = rule.amountMinor - projected;
-  touch.limits.push({
-    effect: rule.effect,
-    limitMinor: rule.amountMinor,
-    policyRuleId: rule.id,
-    remainingBeforeMinor: rule.amountMinor - before,
-    remainingAfterMinor,
-    wouldExceed: over,
-  });
-  const role: EvaluationRole = block ? 'SPENDING_BUDGET' : 'SPENDING_ESCALATION';
-  const texts = textsOf(run, rule);
-  const limit = texts.limit;
-  const projectedText = (touch.projectedText ??= money(run, projected));
-  record(
-    run,
+  const over = limit.wouldExceed;
+  const evaluation = evaluationOf(
     candidate,
-    evaluationOf(
-      candidate,
-      rule.ruleType,
-      over ? (block ? 'BLOCK' : 'ESCALATE') : 'PASS',
-      role,
-      run.currency,
-      rule.amountMinor,
-      projected,
-      remainingAfterMinor,
-      spendLead(kind) + projectedText + (over ? texts.above : texts.within),
-      over ? (kind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED') : null,
-      null,
-      rule.id,
-    ),
-    over ? () => `${run.subject} ${spendPredicate(role, kind, true, projectedText, limit)}` : undefined,
+    rule.ruleType,
+    over ? step.overOutcome : 'PASS',
+    step.role,
+    run.currency,
+    rule.amountMinor,
+    touch.projected,
+    limit.remainingAfterMinor,
+    touch.lead + (over ? step.above : step.within),
+    over ? step.overReason : null,
+    null,
+    rule.id,
   );
+  if (!over) return pass(run, evaluation);
+  const projectedText = touch.projectedText;
+  fail(run, candidate, evaluation, () => `${run.subject} ${spendPredicate(step.role, kind, true, projectedText, step.limit)}`);
 }
 
-function checkRule(run: Run, candidate: PolicyCandidate, rule: Rule): void {
-  if (!ruleAppliesTo(rule, run.currency)) {
-    const message = `Applies only to purchases in ${rule.currency}.`;
-    record(run, candidate, evaluationOf(candidate, rule.ruleType, 'NOT_APPLICABLE', roleOf(rule), rule.currency, rule.amountMinor, null, null, message, null, null, rule.id));
-    return;
+function checkPolicy(run: Run, candidate: PolicyCandidate): void {
+  checkMerchants(run, candidate);
+  if (candidate.policyId !== run.policyId) {
+    run.policyId = candidate.policyId;
+    run.dayTouch = null;
+    run.monthTouch = null;
   }
-  if (isWindowRule(rule)) checkWindow(run, candidate, rule);
-  // AMOUNT_LIMIT caps a single purchase whatever its periodKind says; a SPEND_LIMIT over PER_REQUEST
-  // totals one request, which is the same thing.
-  else checkPerPurchase(run, candidate, rule);
-}
-
-function roleOf(rule: Rule): EvaluationRole {
-  const block = rule.effect === 'BLOCK';
-  if (isWindowRule(rule)) return block ? 'SPENDING_BUDGET' : 'SPENDING_ESCALATION';
-  return block ? 'PER_PURCHASE_MAXIMUM' : 'APPROVAL_THRESHOLD';
+  const plan = planFor(candidate.version.rules, run.currency, run.exponent);
+  for (const step of plan.steps) {
+    switch (step.check) {
+      case 'PER_PURCHASE':
+        checkPerPurchase(run, candidate, step);
+        break;
+      case 'NOT_APPLICABLE':
+        pass(run, evaluationOf(candidate, step.rule.ruleType, 'NOT_APPLICABLE', step.role, step.rule.currency, step.rule.amountMinor, null, null, step.within, null, null, step.rule.id));
+        break;
+      default:
+        checkWindow(run, candidate, plan, step, step.check);
+    }
+  }
 }
 
 function considered({ candidate, reason }: ApplicablePolicy): PolicyConsidered {
@@ -328,23 +315,17 @@ function excludedByCurrency({ candidate }: ApplicablePolicy, requestCurrency: st
 }
 
 /** Evaluates a purchase against the policies (DESIGN.md section 4). Never reads a clock. */
-/** What the budget events read of a window: built only for the outcomes that report crossings. */
-const limitedWindow = (touch: WindowTouch): LimitedWindow => ({ id: touch.id, key: touch.key, limits: touch.limits, budgetCounterId: touch.state.budgetCounterId });
-
 export function decide(input: EngineInput): Decision {
   const { purchase } = input;
   const selection = selectPolicies(input);
   const policiesExcludedByCurrencyScope = selection.excluded.map((policy) => excludedByCurrency(policy, purchase.currency));
-  const base = {
-    engineVersion: ENGINE_VERSION,
-    mode: input.mode,
-    evaluatedAt: input.now,
-    policiesExcludedByCurrencyScope,
-  };
 
   if (selection.rejection !== null) {
     return {
-      ...base,
+      engineVersion: ENGINE_VERSION,
+      mode: input.mode,
+      evaluatedAt: input.now,
+      policiesExcludedByCurrencyScope,
       outcome: 'REJECTED',
       reasonCodes: [selection.rejection],
       explanation: explainRefusal(selection.rejection, {
@@ -376,14 +357,16 @@ export function decide(input: EngineInput): Decision {
     escalating: [],
     primaryBlock: null,
     primaryEscalation: null,
-    touches: new Map(),
+    touches: [],
+    policyId: null,
+    dayTouch: null,
+    monthTouch: null,
     day: null,
     month: null,
+    notOnBlockList: null,
+    notOnAllowList: null,
   };
-  for (const { candidate } of selection.covering) {
-    checkMerchants(run, candidate);
-    for (const rule of candidate.version.rules) checkRule(run, candidate, rule);
-  }
+  for (const { candidate } of selection.covering) checkPolicy(run, candidate);
 
   const outcome: Outcome = run.blocking.length > 0 ? 'REJECTED' : run.escalating.length > 0 ? 'REQUIRES_APPROVAL' : 'APPROVED';
   const escalationReasonCodes = outcome === 'REQUIRES_APPROVAL' ? orderReasons(run.escalating) : [];
@@ -401,27 +384,30 @@ export function decide(input: EngineInput): Decision {
   const budgets = [];
   const budget: BudgetEffect[] = [];
   const crossings: BudgetCrossing[] = [];
-  for (const touch of run.touches.values()) {
+  for (const touch of run.touches) {
     budgets.push(toSimulatedBudget(touch, run.amount));
     if (outcome === 'REJECTED') {
-      crossings.push(...refusalExhaustion(limitedWindow(touch), touch.state));
+      refusalExhaustion(touch, touch.state, crossings);
       continue;
     }
     budget.push({
       operation: outcome === 'APPROVED' ? 'COMMIT' : 'HOLD',
       windowId: touch.id,
       window: touch.key,
-      budgetCounterId: touch.state.budgetCounterId,
+      budgetCounterId: touch.budgetCounterId,
       amountMinor: run.amount,
     });
     if (outcome === 'APPROVED') {
       const spent = spentMinor(touch.state);
-      crossings.push(...crossingsFor(limitedWindow(touch), spent, spent + run.amount));
+      crossingsFor(touch, spent, spent + run.amount, crossings);
     }
   }
 
   return {
-    ...base,
+    engineVersion: ENGINE_VERSION,
+    mode: input.mode,
+    evaluatedAt: input.now,
+    policiesExcludedByCurrencyScope,
     outcome,
     reasonCodes,
     explanation,
