@@ -266,7 +266,9 @@ export class Engine {
   /**
    * BEGIN IMMEDIATE without blocking the event loop while another process holds the write lock:
    * SQLite's busy handler would sleep on this thread, stopping every request of the process. So the
-   * attempt does not wait, and a busy database is tried again from a timer, up to BUSY_TIMEOUT_MS.
+   * attempt does not wait, and a busy database is tried again, up to BUSY_TIMEOUT_MS: at each turn of
+   * the event loop at first (another process releases the lock only between its groups, briefly; 1 ms
+   * timers missed those gaps and two web processes did half the work of one), then every millisecond.
    * Meanwhile this process goes on parsing requests, whose transactions join the group once it opens.
    */
   async #begin(): Promise<void> {
@@ -281,7 +283,7 @@ export class Engine {
       } finally {
         this.statement(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`).run();
       }
-      await new Promise((resolve) => (attempt < 3 ? setImmediate(resolve) : setTimeout(resolve, Math.min(attempt - 2, 5))));
+      await new Promise((resolve) => (attempt < 200 ? setImmediate(resolve) : setTimeout(resolve, 1)));
       if (this.#closed) throw new Error('the embedded store is closed');
     }
   }
