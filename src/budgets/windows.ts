@@ -5,6 +5,7 @@ import type { BudgetCrossing, BudgetEffect, WindowKey, WindowState } from '../en
 import { periodFor, windowId } from '../engine/periods.ts';
 import { VersionConflict } from '../http/errors.ts';
 import { fromStored, toStored } from '../money.ts';
+import type { AnyBulkWriteOperation } from 'mongodb';
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { isDuplicateKeyError } from '../store/store.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -155,56 +156,50 @@ export async function applyBudgetEffects(
   const tagOnly = [...newlyNotified.keys()].filter((id) => !byWindow.has(id));
   for (const id of tagOnly) byWindow.set(id, { held: 0n, committed: 0n, key: crossings.find((c) => c.windowId === id)!.window });
 
+  // Every window in one ordered bulk write (one round trip on MongoDB), each write version-checked: an
+  // existing window is updated only at the version read; a new one is created by an upsert that
+  // matches only a document without a version, so a window created meanwhile is a duplicate key.
+  const writes: AnyBulkWriteOperation<BudgetWindowDoc>[] = [];
   for (const [id, delta] of byWindow) {
     const doc = loaded.docs.get(id);
     const notified = newlyNotified.get(id) ?? [];
     if (doc) {
       const held = fromStored(doc.heldMinor) + delta.held;
       const committed = fromStored(doc.committedMinor) + delta.committed;
-      const result = await windows.updateOne(
-        { _id: id, version: doc.version },
-        {
-          $set: {
-            heldMinor: toStored(held < 0n ? 0n : held),
-            committedMinor: toStored(committed),
-            notified: [...doc.notified, ...notified],
-            version: doc.version + 1,
-            updatedAt: now,
-          },
-        },
-        { session },
-      );
-      if (result.matchedCount === 0) throw new VersionConflict(`budget window ${id}`);
+      const $set = { heldMinor: toStored(held < 0n ? 0n : held), committedMinor: toStored(committed), notified: [...doc.notified, ...notified], version: doc.version + 1, updatedAt: now };
+      writes.push({ updateOne: { filter: { _id: id, version: doc.version }, update: { $set } } });
       continue;
     }
     const missing = loaded.missing.get(id);
     const key = missing?.key ?? delta.key;
     if (!key) continue; // releasing a hold on a window that no longer exists: nothing holds it
+    const created = {
+      organizationId,
+      policyId: key.policyId,
+      currency: key.currency,
+      periodKind: key.periodKind,
+      periodKey: key.periodKey,
+      periodStart: new Date(key.periodStart),
+      periodEnd: new Date(key.periodEnd),
+      committedMinor: toStored(delta.committed),
+      heldMinor: toStored(delta.held < 0n ? 0n : delta.held),
+      openingBalanceMinor: toStored(missing?.openingBalanceMinor ?? 0n),
+      notified,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    writes.push({ updateOne: { filter: { _id: id, version: { $exists: false } }, update: { $setOnInsert: created }, upsert: true } });
+  }
+  if (writes.length > 0) {
+    let result;
     try {
-      await windows.insertOne(
-        {
-          _id: id,
-          organizationId,
-          policyId: key.policyId,
-          currency: key.currency,
-          periodKind: key.periodKind,
-          periodKey: key.periodKey,
-          periodStart: new Date(key.periodStart),
-          periodEnd: new Date(key.periodEnd),
-          committedMinor: toStored(delta.committed),
-          heldMinor: toStored(delta.held < 0n ? 0n : delta.held),
-          openingBalanceMinor: toStored(missing?.openingBalanceMinor ?? 0n),
-          notified,
-          version: 1,
-          createdAt: now,
-          updatedAt: now,
-        },
-        { session },
-      );
+      result = await windows.bulkWrite(writes, { session, ordered: true });
     } catch (err) {
-      if (isDuplicateKeyError(err)) throw new VersionConflict(`budget window ${id}`);
+      if (isDuplicateKeyError(err)) throw new VersionConflict(`budget windows ${[...byWindow.keys()].join(', ')}`);
       throw err;
     }
+    if (result.matchedCount + result.upsertedCount !== writes.length) throw new VersionConflict(`budget windows ${[...byWindow.keys()].join(', ')}`);
   }
   return [...byWindow.keys()].filter((id) => !tagOnly.includes(id));
 }

@@ -28,8 +28,8 @@ export interface Operation {
   inTransaction: boolean;
 }
 
-const WRITES = ['insertOne', 'insertMany', 'updateOne', 'updateMany', 'replaceOne', 'findOneAndUpdate', 'deleteOne', 'deleteMany'] as const;
-const OPTIONS_AT: Record<string, number> = { insertOne: 1, insertMany: 1, updateOne: 2, updateMany: 2, replaceOne: 2, findOneAndUpdate: 2, deleteOne: 1, deleteMany: 1, findOne: 1 };
+const WRITES = ['insertOne', 'insertMany', 'updateOne', 'updateMany', 'replaceOne', 'findOneAndUpdate', 'deleteOne', 'deleteMany', 'bulkWrite'] as const;
+const OPTIONS_AT: Record<string, number> = { bulkWrite: 1, insertOne: 1, insertMany: 1, updateOne: 2, updateMany: 2, replaceOne: 2, findOneAndUpdate: 2, deleteOne: 1, deleteMany: 1, findOne: 1 };
 
 /** MongoDB's write conflict, as the driver raises it inside a transaction. */
 export function writeConflict(): MongoServerError {
@@ -72,6 +72,14 @@ function recordOf(collection: string, method: string, args: unknown[], result: a
     case 'deleteMany':
       count = result.deletedCount;
       ids = method === 'deleteOne' && count > 0 ? [filterId] : [];
+      break;
+    case 'bulkWrite':
+      // Every document an operation addresses by _id (the totals do not say which of them matched).
+      count = result.insertedCount + result.matchedCount + result.upsertedCount + result.deletedCount;
+      ids = (args[0] as Array<Record<string, { filter?: { _id?: unknown }; document?: { _id?: unknown } }>>).map((op) => {
+        const [kind, raw] = Object.entries(op)[0];
+        return idOf(kind === 'insertOne' ? raw.document?._id : kind === 'updateMany' || kind === 'deleteMany' ? null : raw.filter?._id);
+      });
       break;
   }
   return { collection, method, count, ids: ids.filter((id): id is string => id !== null).map((id) => `${collection}/${id}`) };

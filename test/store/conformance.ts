@@ -227,6 +227,26 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.is(await c.countDocuments({ _id: 'four' }), 0);
   });
 
+  test(title('bulkWrite: version-checked updates and create-only upserts (the budget windows write) in one call'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('windows');
+    await c.insertMany([{ _id: 'w1', n: 1, version: 1 }, { _id: 'w2', n: 1, version: 1 }]);
+    const write = (version: number, created: string) =>
+      c.bulkWrite([
+        { updateOne: { filter: { _id: 'w1', version }, update: { $set: { n: 2, version: version + 1 } } } },
+        { updateOne: { filter: { _id: created, version: { $exists: false } }, update: { $setOnInsert: { n: 5, version: 1 } }, upsert: true } },
+      ]);
+    const fresh = await write(1, 'w3');
+    t.like(fresh, { matchedCount: 1, upsertedCount: 1 });
+    t.deepEqual(await c.findOne({ _id: 'w3' }), { _id: 'w3', n: 5, version: 1 });
+    // The version moved: the update matches nothing, and nothing says so but the counts.
+    const stale = await write(1, 'w4');
+    t.like(stale, { matchedCount: 0, upsertedCount: 1 });
+    // The window exists already: the create-only upsert is a duplicate key, not a second document.
+    await duplicateOf(t, write(2, 'w2'));
+    t.deepEqual(await c.findOne({ _id: 'w2' }), { _id: 'w2', n: 1, version: 1 });
+  });
+
   test(title('upsert inserts from the filter and $setOnInsert, then matches'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('counters');
