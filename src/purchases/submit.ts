@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Duration } from 'luxon';
 import type { AppDeps } from '../app-deps.ts';
 import type { Principal } from '../http/auth.ts';
-import { VersionConflict, conflict } from '../http/errors.ts';
+import { conflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { decide } from '../engine/decide.ts';
 import { windowKeysFor } from '../engine/periods.ts';
@@ -102,9 +102,9 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
   // Only a request with a key is ever compared with another.
   const requestHash = idemId === null ? '' : createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
 
-  const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
+  const replay = async (): Promise<SubmitResult | null> => {
     if (idemId === null) return null;
-    const found = await pc.idempotency.findOne({ _id: idemId }, session ? { session } : {});
+    const found = await pc.idempotency.findOne({ _id: idemId });
     if (!found) return null;
     if (found.requestHash !== requestHash) {
       throw conflict('idempotency_key_reuse', 'This Idempotency-Key was used with a different body.');
@@ -116,88 +116,98 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
   const early = await replay();
   if (early) return early;
 
-  const result = await deps.mailboxes.run(agentId, () =>
-    runCommand(deps.store, async (session): Promise<SubmitResult> => {
-      const again = await replay(session);
-      if (again) return again;
-      const now = deps.now();
-      const org = cmd.organization;
-      // The agent is read with its fence write (never from the cache): see agents/fence.ts.
-      const agent = await fenceAgent(deps, session, { _id: agentId, organizationId: org._id });
-      if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
-      const config = await configView(deps.store.db, session);
-      const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
-      const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
-      const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
-      const decision = timeEngine(() => decide({ ...base, windows: loaded.states }));
-
-      const purchaseId = newId();
-      const decisionDoc = decisionDocument(decision, purchaseId, org._id, 'INITIAL', now);
-      const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, purchaseId, org, agentId, now) : null;
-      const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
-      const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, decision.effects.budget, decision.effects.crossings, now, policyNames);
-      if (decision.outcome === 'APPROVED') {
-        await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: decision.policiesConsidered.map((p) => p.policyId), currency: cmd.purchase.currency, requestedAt: now, timeZone: org.timezone, windowIds });
-      }
-      const purchase: PurchaseDoc = {
-        _id: purchaseId,
-        organizationId: org._id,
-        agentId,
-        submitterId: submitterOf(cmd.principal),
-        submittedVia: submittedVia(cmd.principal),
-        origin: cmd.origin,
-        initiatedBy: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
-        merchant: cmd.purchase.merchant,
-        merchantKey: cmd.purchase.merchantKey,
-        merchantDomain: cmd.purchase.merchantDomain,
-        reason: cmd.purchase.reason,
-        category: cmd.purchase.category,
-        amountMinor: toStored(cmd.purchase.amountMinor),
-        currency: cmd.purchase.currency,
-        metadata: (cmd.body.metadata as Record<string, unknown> | null | undefined) ?? null,
-        requestBody: cmd.rawBody,
-        status: decision.outcome === 'REQUIRES_APPROVAL' ? 'PENDING_APPROVAL' : decision.outcome,
-        requestedAt: now,
-        resolvedAt: decision.outcome === 'REQUIRES_APPROVAL' ? null : now,
-        decisionId: decisionDoc._id,
-        approvalId: approval?._id ?? null,
-        policyVersionIds: decision.policiesConsidered.map((p) => p.policyVersionId),
-        windowIds,
-        version: 1,
-      };
-      await pc.purchases.insertOne(purchase, { session });
-      await pc.decisions.insertOne(decisionDoc, { session });
-      if (approval) await pc.approvals.insertOne(approval, { session });
-      await recordEvent(deps.store.db, session, purchaseEvent(purchase, decisionDoc, approval));
-      await projectPurchase(deps.store.db, session, {
-        purchase,
-        decision: decisionDoc,
-        approval,
-        agent: { id: agent._id, name: agent.name, status: agent.status },
-        policyIds: decision.policiesConsidered.map((p) => p.policyId),
-        timeZone: org.timezone,
-        previousStatus: null,
-      });
-      const response = submissionResponse(purchase, decisionDoc, approval);
-      // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads.
-      const json = JSON.stringify(response);
-      if (idemId !== null) {
-        try {
-          await pc.idempotency.insertOne(
-            { _id: idemId, requestHash, purchaseId, responseJson: json, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
-            { session },
-          );
-        } catch (err) {
-          // Another process won the race for this key: retry, and the retry replays its decision.
-          if (isDuplicateKeyError(err)) throw new VersionConflict(`idempotency key ${idemId}`);
-          throw err;
-        }
-      }
-      return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
-    }),
-  );
+  // No second look for the key inside the transaction: a request that raced this one to the same key
+  // makes the idempotency insert below a duplicate, and the committed decision is then replayed.
+  let result: SubmitResult;
+  try {
+    result = await deps.mailboxes.run(agentId, () => runCommand(deps.store, (session) => record(deps, cmd, session, idemId, requestHash)));
+  } catch (err) {
+    if (!(err instanceof KeyTaken)) throw err;
+    return (await replay()) ?? decideAndRecord(deps, cmd);
+  }
   if (result.status === 201) decisionRecorded(result.body.decision as { outcome: string; reasonCodes: string[] }, 'INITIAL');
   return result;
+}
+
+/** The Idempotency-Key was recorded by a request that committed first. */
+class KeyTaken extends Error {}
+
+async function record(deps: SubmitDeps, cmd: SubmitCommand, session: StoreSession, idemId: string | null, requestHash: string): Promise<SubmitResult> {
+  const agentId = cmd.principal.agentId!;
+  const pc = purchaseCollections(deps.store.db);
+  const now = deps.now();
+  const org = cmd.organization;
+  // The agent is read with its fence write (never from the cache): see agents/fence.ts.
+  const agent = await fenceAgent(deps, session, { _id: agentId, organizationId: org._id });
+  if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
+  const config = await configView(deps.store.db, session);
+  const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
+  const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
+  const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
+  const decision = timeEngine(() => decide({ ...base, windows: loaded.states }));
+
+  const purchaseId = newId();
+  const decisionDoc = decisionDocument(decision, purchaseId, org._id, 'INITIAL', now);
+  const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, purchaseId, org, agentId, now) : null;
+  const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
+  const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, decision.effects.budget, decision.effects.crossings, now, policyNames);
+  if (decision.outcome === 'APPROVED') {
+    await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: decision.policiesConsidered.map((p) => p.policyId), currency: cmd.purchase.currency, requestedAt: now, timeZone: org.timezone, windowIds });
+  }
+  const purchase: PurchaseDoc = {
+    _id: purchaseId,
+    organizationId: org._id,
+    agentId,
+    submitterId: submitterOf(cmd.principal),
+    submittedVia: submittedVia(cmd.principal),
+    origin: cmd.origin,
+    initiatedBy: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
+    merchant: cmd.purchase.merchant,
+    merchantKey: cmd.purchase.merchantKey,
+    merchantDomain: cmd.purchase.merchantDomain,
+    reason: cmd.purchase.reason,
+    category: cmd.purchase.category,
+    amountMinor: toStored(cmd.purchase.amountMinor),
+    currency: cmd.purchase.currency,
+    metadata: (cmd.body.metadata as Record<string, unknown> | null | undefined) ?? null,
+    requestBody: cmd.rawBody,
+    status: decision.outcome === 'REQUIRES_APPROVAL' ? 'PENDING_APPROVAL' : decision.outcome,
+    requestedAt: now,
+    resolvedAt: decision.outcome === 'REQUIRES_APPROVAL' ? null : now,
+    decisionId: decisionDoc._id,
+    approvalId: approval?._id ?? null,
+    policyVersionIds: decision.policiesConsidered.map((p) => p.policyVersionId),
+    windowIds,
+    version: 1,
+  };
+  await pc.purchases.insertOne(purchase, { session });
+  await pc.decisions.insertOne(decisionDoc, { session });
+  if (approval) await pc.approvals.insertOne(approval, { session });
+  await recordEvent(deps.store.db, session, purchaseEvent(purchase, decisionDoc, approval));
+  await projectPurchase(deps.store.db, session, {
+    purchase,
+    decision: decisionDoc,
+    approval,
+    agent: { id: agent._id, name: agent.name, status: agent.status },
+    policyIds: decision.policiesConsidered.map((p) => p.policyId),
+    timeZone: org.timezone,
+    previousStatus: null,
+  });
+  const response = submissionResponse(purchase, decisionDoc, approval);
+  // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads.
+  const json = JSON.stringify(response);
+  if (idemId !== null) {
+    try {
+      await pc.idempotency.insertOne(
+        { _id: idemId, requestHash, purchaseId, responseJson: json, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
+        { session },
+      );
+    } catch (err) {
+      if (isDuplicateKeyError(err)) throw new KeyTaken(`idempotency key ${idemId}`);
+      throw err;
+    }
+  }
+  return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
 }
 
 export function decisionDocument(decision: Decision, purchaseId: string, organizationId: string, kind: DecisionDoc['kind'], now: Date): DecisionDoc {
