@@ -31,6 +31,10 @@ export interface AuthDeps {
   resolveAccessToken?: TokenResolver;
 }
 
+/** When this process last wrote each API key's lastUsedAt. */
+const lastUseWritten = new Map<string, Date>();
+const LAST_USE_ENTRIES = 20_000;
+
 const invalidKey = () => unauthorized('invalid_api_key', 'The API key is not recognised.');
 
 export async function principalFor(header: string | undefined, deps: AuthDeps, view: ConfigView): Promise<Principal> {
@@ -61,8 +65,14 @@ export async function principalFor(header: string | undefined, deps: AuthDeps, v
   if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
     throw unauthorized('api_key_expired', 'This API key has expired.');
   }
-  // Last use is bookkeeping, not configuration: written past the cache's stamp, so it invalidates nothing.
-  if (lastUseIsStale(key.lastUsedAt, now)) await deps.db.collection<ApiKeyDoc>('api_keys').updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
+  // Last use is bookkeeping, not configuration: written past the cache's stamp, so it invalidates nothing,
+  // and the cached key keeps the lastUsedAt it was loaded with: this process remembers its own writes.
+  const written = lastUseWritten.get(key._id);
+  if (lastUseIsStale(key.lastUsedAt, now) && lastUseIsStale(written, now)) {
+    await deps.db.collection<ApiKeyDoc>('api_keys').updateOne({ _id: key._id }, { $set: { lastUsedAt: now } });
+    if (lastUseWritten.size >= LAST_USE_ENTRIES) lastUseWritten.clear();
+    lastUseWritten.set(key._id, now);
+  }
   return { kind: 'API_KEY', organizationId: key.organizationId, apiKeyId: key._id, prefix: key.prefix, agentId: key.agentId };
 }
 
