@@ -167,7 +167,8 @@ async function main() {
   if (dataRoot) await rm(dataRoot, { recursive: true, force: true });
 
   out.loadAverageAfter = Math.round(loadavg()[0] * 10) / 10;
-  out.roundTrips = await countRoundTrips();
+  // A server that serves one database (a service's own wire listener) refuses the scratch database.
+  out.roundTrips = await countRoundTrips().catch((error: Error) => ({ error: error.message }));
   out.engine = benchEngine(20_000);
   process.stdout.write(JSON.stringify(out) + '\n');
 }
