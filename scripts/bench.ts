@@ -4,8 +4,9 @@
 //   bare   a Koa route that parses the same JSON body and returns it;
 //   floor  a Koa route that parses the same body and returns a canned response of the same size as a
 //          real decision: the least any Koa service answering this request could cost.
-// Then the engine micro-benchmark (p50/p99 of one evaluation on the realistic input) and, when
-// MONGODB_URI is set, the store round trips per decision (driver command monitoring).
+// Then the engine micro-benchmark (p50/p99 of one evaluation on the realistic input) and the store
+// round trips per decision through the official driver (scripts/bench-round-trips.ts: against
+// MONGODB_URI, or else the embedded store's wire-protocol listener).
 // The service and the baselines run in child processes; autocannon drives them from this one.
 // BENCH_SECONDS (default 10) sets each run's duration. Beside requests per second (which depend on
 // whatever else the machine runs) it prints the CPU time the serving process spent per request, from
@@ -13,7 +14,6 @@
 // `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration. BENCH_ONLY=32 runs one
 // connection count only (for profiling).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -22,35 +22,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { benchEngine } from './bench-engine.ts';
+import { BENCH_BODY, BENCH_TOKEN, benchManifest } from './bench-manifest.ts';
+import { countRoundTrips } from './bench-round-trips.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
-const TOKEN = 'bench-admin-token-0123456789abcdef';
 
-export function benchManifest() {
-  const agents = Array.from({ length: 20 }, (_, i) => ({ handle: `agent-${i}`, name: `Agent ${i}` }));
-  const policies = Array.from({ length: 10 }, (_, p) => ({
-    handle: `policy-${p}`,
-    name: `Policy ${p}`,
-    scope: p < 4 ? 'ORGANIZATION' : 'AGENT',
-    agents: p < 4 ? undefined : agents.filter((_, i) => i % 6 === p % 6).map((a) => a.handle),
-    currencies: ['EUR', 'USD'],
-    rules: [
-      { ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '500000' },
-      { ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '200000' },
-      { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '900000000000' },
-      { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'MONTH', amountMinor: '9000000000000', currency: 'EUR' },
-    ],
-    merchants: Array.from({ length: 40 }, (_, m) => ({ listType: 'BLOCK', label: `Blocked merchant ${p}-${m}` })),
-  }));
-  return {
-    organization: { handle: 'bench', name: 'Bench Corp', currency: 'EUR', timezone: 'Europe/Berlin' },
-    agents,
-    policies,
-    apiKeys: agents.map((a) => ({ handle: `${a.handle}-key`, agent: a.handle })),
-  };
-}
-
-export const BENCH_BODY = JSON.stringify({ merchant: 'Paper Supplies GmbH', amountMinor: '4599', reason: 'Printer paper', currency: 'EUR', category: 'office', metadata: { ticket: 'OPS-1234' } });
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -128,13 +104,13 @@ async function main() {
   // BENCH_DATA_DIR=:memory: measures without the disk.
   const dataRoot = process.env.BENCH_DATA_DIR ? null : await mkdtemp(join(tmpdir(), 'spend-control-bench-'));
   const dataDir = process.env.BENCH_DATA_DIR || join(dataRoot!, 'data');
-  const svc = spawn(process.execPath, [...profile, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const svc = spawn(process.execPath, [...profile, 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: BENCH_TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
     if (i > 300 || svc.exitCode !== null) throw new Error('service did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
-  const applied = (await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(benchManifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
+  const applied = (await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${BENCH_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(benchManifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
   const keys = Object.values(applied.apiKeys).map((k) => k.key);
   const decisionRequests = keys.map((key) => ({ method: 'POST' as const, path: '/v1/purchase-requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BENCH_BODY }));
 
@@ -191,55 +167,10 @@ async function main() {
   if (dataRoot) await rm(dataRoot, { recursive: true, force: true });
 
   out.loadAverageAfter = Math.round(loadavg()[0] * 10) / 10;
-  if (process.env.MONGODB_URI) out.mongodbRoundTrips = await countRoundTrips(process.env.MONGODB_URI);
+  // A server that serves one database (a service's own wire listener) refuses the scratch database.
+  out.roundTrips = await countRoundTrips().catch((error: Error) => ({ error: error.message }));
   out.engine = benchEngine(20_000);
   process.stdout.write(JSON.stringify(out) + '\n');
-}
-
-/**
- * Store round trips per decision on MongoDB: the service runs in this process on a scratch database
- * with the driver's command monitoring on; every command started is one round trip. Those carrying a
- * transaction number (including the commit) are the ones inside the transaction.
- */
-async function countRoundTrips(uri: string, decisions = 50): Promise<{ perDecision: number; inTransactionPerDecision: number }> {
-  const { openMongoStore } = await import('../src/store/mongo.ts');
-  const { createIndexes } = await import('../src/store/indexes.ts');
-  const { collections } = await import('../src/store/collections.ts');
-  const { createApp } = await import('../src/http/app.ts');
-  const { loadConfig } = await import('../src/config.ts');
-  const { silentLogger } = await import('../src/log.ts');
-  const { AgentMailboxes } = await import('../src/commands/agent-mailbox.ts');
-  const { noScheduler } = await import('../src/jobs/scheduler.ts');
-  const store = await openMongoStore(uri, { dbName: `bench_${randomBytes(6).toString('hex')}`, clientOptions: { monitorCommands: true } });
-  let total = 0;
-  let inTransaction = 0;
-  store.client.on('commandStarted', (event) => {
-    total++;
-    if ((event.command as { txnNumber?: unknown }).txnNumber !== undefined) inTransaction++;
-  });
-  try {
-    await createIndexes(store.db);
-    const config = loadConfig({ ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'error', MONGODB_URI: uri });
-    const deps = { config, store, collections: collections(store.db), log: silentLogger, now: () => new Date(), mailboxes: new AgentMailboxes(), scheduler: noScheduler };
-    const server = createApp(deps).listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    const applied = (await fetch(`${url}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(benchManifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
-    const key = Object.values(applied.apiKeys)[0].key;
-    const submit = async () => {
-      const res = await fetch(`${url}/v1/purchase-requests`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BENCH_BODY });
-      if (res.status !== 201) throw new Error(`decision failed: ${res.status} ${await res.text()}`);
-    };
-    for (let i = 0; i < 5; i++) await submit(); // windows exist and caches are warm, as in steady state
-    total = 0;
-    inTransaction = 0;
-    for (let i = 0; i < decisions; i++) await submit();
-    server.close();
-    return { perDecision: total / decisions, inTransactionPerDecision: inTransaction / decisions };
-  } finally {
-    await store.db.raw.dropDatabase().catch(() => {});
-    await store.close();
-  }
 }
 
 if (import.meta.main) await main();

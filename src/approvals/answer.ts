@@ -10,11 +10,12 @@ import { engineBase } from '../purchases/input.ts';
 import { candidatesFor } from '../policies/candidates.ts';
 import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '../budgets/windows.ts';
 import { fenceAgent } from '../agents/fence.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { queueEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { decisionRecorded } from '../metrics/metrics.ts';
 import { fromStored } from '../money.ts';
-import { purchaseCollections } from '../purchases/documents.ts';
+import { PURCHASE_COLLECTIONS, purchaseCollections, type ApprovalDoc, type PurchaseDoc } from '../purchases/documents.ts';
+import { WriteBatch } from '../store/write-batch.ts';
 import { decisionDocument, purchaseEvent } from '../purchases/submit.ts';
 import { projectPurchase } from '../purchases/projection.ts';
 import { readback } from '../purchases/present.ts';
@@ -72,20 +73,21 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       );
 
       const approved = result.outcome === 'APPROVED';
-      const updated = await pc.approvals.updateOne(
+      const batch = new WriteBatch(deps.store.db);
+      batch.updateOne<ApprovalDoc>(
+        PURCHASE_COLLECTIONS.approvals,
         { _id: approval._id, version: approval.version, state: 'PENDING' },
         { $set: { state: approved ? 'APPROVED' : 'REJECTED', resolvedAt: now, resolvedBy: { name: person.name, personId: person._id }, comment: cmd.comment, version: approval.version + 1 } },
-        { session },
+        { unlessMatched: () => new VersionConflict(`approval ${approval._id}`) },
       );
-      if (updated.matchedCount === 0) throw new VersionConflict(`approval ${approval._id}`);
       const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
-      const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, result.effects.budget, result.effects.crossings, now, policyNames);
+      const windowIds = await applyBudgetEffects(deps.store.db, session, batch, org._id, loaded, result.effects.budget, result.effects.crossings, now, policyNames);
       if (approved) {
-        await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: result.policiesConsidered.map((p) => p.policyId), currency: purchase.currency, requestedAt: purchase.requestedAt, timeZone: org.timezone, windowIds });
+        fencePoliciesOutsideWindows(batch, { policyIds: result.policiesConsidered.map((p) => p.policyId), currency: purchase.currency, requestedAt: purchase.requestedAt, timeZone: org.timezone, windowIds });
       }
 
       const decision = decisionDocument(result, purchase._id, org._id, 'APPROVAL_REEVALUATION', now);
-      await pc.decisions.insertOne(decision, { session });
+      batch.insertOne(PURCHASE_COLLECTIONS.decisions, decision);
       const next = {
         ...purchase,
         status: result.outcome,
@@ -95,16 +97,16 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
         windowIds: approved ? windowIds : [],
         version: purchase.version + 1,
       };
-      const moved = await pc.purchases.updateOne(
+      batch.updateOne<PurchaseDoc>(
+        PURCHASE_COLLECTIONS.purchases,
         { _id: purchase._id, version: purchase.version },
         { $set: { status: next.status, resolvedAt: now, decisionId: decision._id, policyVersionIds: next.policyVersionIds, windowIds: next.windowIds, version: next.version } },
-        { session },
+        { unlessMatched: () => new VersionConflict(`purchase ${purchase._id}`) },
       );
-      if (moved.matchedCount === 0) throw new VersionConflict(`purchase ${purchase._id}`);
       const resolvedApproval = { ...approval, state: approved ? ('APPROVED' as const) : ('REJECTED' as const), resolvedAt: now, resolvedBy: { name: person.name, personId: person._id }, comment: cmd.comment, version: approval.version + 1 };
-      await recordEvent(deps.store.db, session, purchaseEvent(next, decision, resolvedApproval));
+      await queueEvent(deps.store.db, session, batch, purchaseEvent(next, decision, resolvedApproval));
       const agentView = { id: agent._id, name: agent.name, status: agent.status };
-      await projectPurchase(deps.store.db, session, {
+      projectPurchase(batch, {
         purchase: next,
         decision,
         approval: resolvedApproval,
@@ -113,6 +115,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
         timeZone: org.timezone,
         previousStatus: purchase.status,
       });
+      await batch.write(session);
       return { purchase: readback(next, agentView, decision, resolvedApproval) };
     }),
   );

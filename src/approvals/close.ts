@@ -9,11 +9,12 @@ import { newId } from '../ids.ts';
 import { ENGINE_VERSION } from '../engine/version.ts';
 import type { BudgetEffect } from '../engine/types.ts';
 import { applyBudgetEffects, loadWindows } from '../budgets/windows.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { queueEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { fromStored } from '../money.ts';
 import type { StoreSession } from '../store/store.ts';
-import { purchaseCollections, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
+import { PURCHASE_COLLECTIONS, purchaseCollections, type ApprovalDoc, type DecisionDoc, type PurchaseDoc } from '../purchases/documents.ts';
+import { WriteBatch } from '../store/write-batch.ts';
 import { projectPurchase } from '../purchases/projection.ts';
 import { approvalExpired, decisionRecorded } from '../metrics/metrics.ts';
 
@@ -31,17 +32,17 @@ export async function closeApprovalIn(deps: AppDeps, session: StoreSession, appr
   const agent = await deps.collections.agents.findOne({ _id: purchase.agentId }, { session });
   if (!org || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);
 
-  const updated = await pc.approvals.updateOne(
+  const loaded = await loadWindows(deps.store.db, [], session, purchase.windowIds);
+  const batch = new WriteBatch(deps.store.db);
+  batch.updateOne<ApprovalDoc>(
+    PURCHASE_COLLECTIONS.approvals,
     { _id: approval._id, version: approval.version, state: 'PENDING' },
     { $set: { state, resolvedAt: now, version: approval.version + 1 } },
-    { session },
+    { unlessMatched: () => new VersionConflict(`approval ${approval._id}`) },
   );
-  if (updated.matchedCount === 0) throw new VersionConflict(`approval ${approval._id}`);
-
-  const loaded = await loadWindows(deps.store.db, [], session, purchase.windowIds);
   const amount = fromStored(purchase.amountMinor);
   const releases: BudgetEffect[] = purchase.windowIds.map((id) => ({ operation: 'RELEASE_HOLD', windowId: id, window: null, budgetCounterId: id, amountMinor: amount }));
-  await applyBudgetEffects(deps.store.db, session, org._id, loaded, releases, [], now, new Map());
+  await applyBudgetEffects(deps.store.db, session, batch, org._id, loaded, releases, [], now, new Map());
 
   const expired = state === 'EXPIRED';
   const decision: DecisionDoc = {
@@ -59,17 +60,17 @@ export async function closeApprovalIn(deps: AppDeps, session: StoreSession, appr
     policyVersions: [],
     ruleEvaluations: [],
   };
-  await pc.decisions.insertOne(decision, { session });
+  batch.insertOne(PURCHASE_COLLECTIONS.decisions, decision);
   const next = { ...purchase, status: state, resolvedAt: now, decisionId: decision._id, windowIds: [], version: purchase.version + 1 };
-  const moved = await pc.purchases.updateOne(
+  batch.updateOne<PurchaseDoc>(
+    PURCHASE_COLLECTIONS.purchases,
     { _id: purchase._id, version: purchase.version },
     { $set: { status: state, resolvedAt: now, decisionId: decision._id, windowIds: [], version: next.version } },
-    { session },
+    { unlessMatched: () => new VersionConflict(`purchase ${purchase._id}`) },
   );
-  if (moved.matchedCount === 0) throw new VersionConflict(`purchase ${purchase._id}`);
   const closed: ApprovalDoc = { ...approval, state, resolvedAt: now, version: approval.version + 1 };
   if (expired) {
-    await recordEvent(deps.store.db, session, {
+    await queueEvent(deps.store.db, session, batch, {
       type: 'purchase.approval_expired',
       organizationId: org._id,
       createdAt: now,
@@ -85,7 +86,7 @@ export async function closeApprovalIn(deps: AppDeps, session: StoreSession, appr
       },
     });
   }
-  await projectPurchase(deps.store.db, session, {
+  projectPurchase(batch, {
     purchase: next,
     decision,
     approval: closed,
@@ -94,6 +95,7 @@ export async function closeApprovalIn(deps: AppDeps, session: StoreSession, appr
     timeZone: org.timezone,
     previousStatus: purchase.status,
   });
+  await batch.write(session);
   return { approval: closed, decision };
 }
 

@@ -1,13 +1,14 @@
 // Budget window documents (SPEC.md 2.6, DESIGN.md 1): one per (policy, currency, DAY|MONTH period).
 // Every write checks the document's `version`; a matched count of 0, or a lost race to create it,
-// is a VersionConflict and the whole command is retried. Amounts are stored as integers.
+// is a VersionConflict and the whole command is retried. Amounts are stored as integers. The writes
+// join the command's WriteBatch: every window a decision touches goes in the same one command.
 import type { BudgetCrossing, BudgetEffect, WindowKey, WindowState } from '../engine/types.ts';
 import { periodFor, windowId } from '../engine/periods.ts';
 import { VersionConflict } from '../http/errors.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
-import { isDuplicateKeyError } from '../store/store.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { queueEvent } from '../events/outbox.ts';
+import type { WriteBatch } from '../store/write-batch.ts';
 
 export interface BudgetWindowDoc {
   _id: string;
@@ -28,7 +29,8 @@ export interface BudgetWindowDoc {
   updatedAt: Date;
 }
 
-export const windowsCollection = (db: StoreDb) => db.collection<BudgetWindowDoc>('budget_windows');
+const WINDOWS = 'budget_windows';
+export const windowsCollection = (db: StoreDb) => db.collection<BudgetWindowDoc>(WINDOWS);
 
 /** What was read, so that the write can check nobody changed it meanwhile. */
 export interface LoadedWindows {
@@ -97,12 +99,13 @@ const DELTAS: Record<BudgetEffect['operation'], { held: bigint; committed: bigin
 };
 
 /**
- * Writes the engine's budget effects and emits the budget events of its crossings (README "Budget
- * events"). Returns the ids of the windows whose amounts changed.
+ * Adds the engine's budget effects to the batch, with the budget events of its crossings (README
+ * "Budget events"). Returns the ids of the windows whose amounts changed.
  */
 export async function applyBudgetEffects(
   db: StoreDb,
   session: StoreSession,
+  batch: WriteBatch,
   organizationId: string,
   loaded: LoadedWindows,
   effects: BudgetEffect[],
@@ -110,7 +113,6 @@ export async function applyBudgetEffects(
   now: Date,
   policyNames: ReadonlyMap<string, string>,
 ): Promise<string[]> {
-  const windows = windowsCollection(db);
   const byWindow = new Map<string, { held: bigint; committed: bigint; key: WindowKey | null }>();
   for (const e of effects) {
     const d = DELTAS[e.operation];
@@ -130,7 +132,7 @@ export async function applyBudgetEffects(
       if (c.cause === 'PURCHASE_REFUSED' && (already.includes(tag) || pending.includes(tag))) continue;
       if (!already.includes(tag) && !pending.includes(tag)) newlyNotified.set(c.windowId, [...pending, tag]);
     }
-    await recordEvent(db, session, {
+    await queueEvent(db, session, batch, {
       type: c.kind === 'THRESHOLD_REACHED' ? 'budget.threshold_reached' : 'budget.exhausted',
       organizationId,
       createdAt: now,
@@ -155,56 +157,40 @@ export async function applyBudgetEffects(
   const tagOnly = [...newlyNotified.keys()].filter((id) => !byWindow.has(id));
   for (const id of tagOnly) byWindow.set(id, { held: 0n, committed: 0n, key: crossings.find((c) => c.windowId === id)!.window });
 
+  // Each write version-checked: an existing window is updated only at the version read; a new one is
+  // created by an upsert that matches only a document without a version, so a window created
+  // meanwhile is a duplicate key.
+  const conflict = (id: string) => () => new VersionConflict(`budget window ${id}`);
   for (const [id, delta] of byWindow) {
     const doc = loaded.docs.get(id);
     const notified = newlyNotified.get(id) ?? [];
     if (doc) {
       const held = fromStored(doc.heldMinor) + delta.held;
       const committed = fromStored(doc.committedMinor) + delta.committed;
-      const result = await windows.updateOne(
-        { _id: id, version: doc.version },
-        {
-          $set: {
-            heldMinor: toStored(held < 0n ? 0n : held),
-            committedMinor: toStored(committed),
-            notified: [...doc.notified, ...notified],
-            version: doc.version + 1,
-            updatedAt: now,
-          },
-        },
-        { session },
-      );
-      if (result.matchedCount === 0) throw new VersionConflict(`budget window ${id}`);
+      const $set = { heldMinor: toStored(held < 0n ? 0n : held), committedMinor: toStored(committed), notified: [...doc.notified, ...notified], version: doc.version + 1, updatedAt: now };
+      batch.updateOne<BudgetWindowDoc>(WINDOWS, { _id: id, version: doc.version }, { $set }, { unlessMatched: conflict(id) });
       continue;
     }
     const missing = loaded.missing.get(id);
     const key = missing?.key ?? delta.key;
     if (!key) continue; // releasing a hold on a window that no longer exists: nothing holds it
-    try {
-      await windows.insertOne(
-        {
-          _id: id,
-          organizationId,
-          policyId: key.policyId,
-          currency: key.currency,
-          periodKind: key.periodKind,
-          periodKey: key.periodKey,
-          periodStart: new Date(key.periodStart),
-          periodEnd: new Date(key.periodEnd),
-          committedMinor: toStored(delta.committed),
-          heldMinor: toStored(delta.held < 0n ? 0n : delta.held),
-          openingBalanceMinor: toStored(missing?.openingBalanceMinor ?? 0n),
-          notified,
-          version: 1,
-          createdAt: now,
-          updatedAt: now,
-        },
-        { session },
-      );
-    } catch (err) {
-      if (isDuplicateKeyError(err)) throw new VersionConflict(`budget window ${id}`);
-      throw err;
-    }
+    const created = {
+      organizationId,
+      policyId: key.policyId,
+      currency: key.currency,
+      periodKind: key.periodKind,
+      periodKey: key.periodKey,
+      periodStart: new Date(key.periodStart),
+      periodEnd: new Date(key.periodEnd),
+      committedMinor: toStored(delta.committed),
+      heldMinor: toStored(delta.held < 0n ? 0n : delta.held),
+      openingBalanceMinor: toStored(missing?.openingBalanceMinor ?? 0n),
+      notified,
+      version: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    batch.updateOne<BudgetWindowDoc>(WINDOWS, { _id: id, version: { $exists: false } }, { $setOnInsert: created }, { upsert: true, onDuplicate: conflict(id) });
   }
   return [...byWindow.keys()].filter((id) => !tagOnly.includes(id));
 }
@@ -220,16 +206,15 @@ export async function applyBudgetEffects(
  * one, where it reads and writes the window itself. Policies whose DAY and MONTH windows this transaction
  * wrote need no fence (their windows already make the race a conflict).
  */
-export async function fencePoliciesOutsideWindows(
-  db: StoreDb,
-  session: StoreSession,
+export function fencePoliciesOutsideWindows(
+  batch: WriteBatch,
   approved: { policyIds: string[]; currency: string; requestedAt: Date; timeZone: string; windowIds: string[] },
-): Promise<void> {
+): void {
   const written = new Set(approved.windowIds);
   const instant = approved.requestedAt.toISOString();
   const keys = (['DAY', 'MONTH'] as const).map((kind) => ({ periodKind: kind, periodKey: periodFor(kind, instant, approved.timeZone).periodKey }));
   for (const policyId of new Set(approved.policyIds)) {
     if (keys.every((k) => written.has(windowId({ policyId, currency: approved.currency, ...k })))) continue;
-    await db.collection<{ _id: string; fence?: number }>('policies').updateOne({ _id: policyId }, { $inc: { fence: 1 } }, { session });
+    batch.updateOne<{ _id: string; fence?: number }>('policies', { _id: policyId }, { $inc: { fence: 1 } });
   }
 }

@@ -4,6 +4,7 @@
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { newId } from '../ids.ts';
 import { hasSubscribers } from '../webhooks/subscriptions.ts';
+import type { WriteBatch } from '../store/write-batch.ts';
 
 export type EventType =
   | 'purchase.approval_required'
@@ -31,14 +32,21 @@ export interface EventDoc {
 
 export const eventsCollection = (db: StoreDb) => db.collection<EventDoc>('events');
 
-export async function recordEvent(
-  db: StoreDb,
-  session: StoreSession,
-  event: { type: EventType; organizationId: string; createdAt: Date; data: Record<string, unknown> },
-): Promise<string> {
-  const id = newId();
+type NewEvent = { type: EventType; organizationId: string; createdAt: Date; data: Record<string, unknown> };
+
+async function eventDocument(db: StoreDb, session: StoreSession, event: NewEvent): Promise<EventDoc> {
   // An event no endpoint subscribes to is dispatched (to nobody) as it is recorded.
   const dispatchedAt = (await hasSubscribers(db, session, event.organizationId, event.type)) ? null : event.createdAt;
-  await eventsCollection(db).insertOne({ _id: id, ...event, dispatchedAt }, { session });
-  return id;
+  return { _id: newId(), ...event, dispatchedAt };
+}
+
+export async function recordEvent(db: StoreDb, session: StoreSession, event: NewEvent): Promise<string> {
+  const doc = await eventDocument(db, session, event);
+  await eventsCollection(db).insertOne(doc, { session });
+  return doc._id;
+}
+
+/** recordEvent, as one more write of the transaction's batch. */
+export async function queueEvent(db: StoreDb, session: StoreSession, batch: WriteBatch, event: NewEvent): Promise<void> {
+  batch.insertOne('events', await eventDocument(db, session, event));
 }

@@ -92,9 +92,12 @@ export interface IdempotencyDoc {
   expiresAt: Date;
 }
 
+/** The collections' names, for a WriteBatch. */
+export const PURCHASE_COLLECTIONS = { purchases: 'purchases', decisions: 'decisions', approvals: 'approvals', idempotency: 'idempotency_keys' } as const;
+
 export const purchaseCollections = (db: StoreDb) => ({
-  purchases: db.collection<PurchaseDoc>('purchases'),
-  decisions: db.collection<DecisionDoc>('decisions'),
-  approvals: db.collection<ApprovalDoc>('approvals'),
-  idempotency: db.collection<IdempotencyDoc>('idempotency_keys'),
+  purchases: db.collection<PurchaseDoc>(PURCHASE_COLLECTIONS.purchases),
+  decisions: db.collection<DecisionDoc>(PURCHASE_COLLECTIONS.decisions),
+  approvals: db.collection<ApprovalDoc>(PURCHASE_COLLECTIONS.approvals),
+  idempotency: db.collection<IdempotencyDoc>(PURCHASE_COLLECTIONS.idempotency),
 });

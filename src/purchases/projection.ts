@@ -2,7 +2,8 @@
 // - purchase_views: the readback of SPEC.md 2.5, keyed by purchase id, with who may read it;
 // - analytics_purchases: one flat row per purchase for analysts (schemas/analytics.ts);
 // - analytics_daily_spend: totals per organisation, agent, currency and day.
-import type { StoreDb, StoreSession } from '../store/store.ts';
+import type { StoreDb } from '../store/store.ts';
+import type { WriteBatch } from '../store/write-batch.ts';
 import { periodFor } from '../engine/periods.ts';
 import type { AgentStatus } from '../engine/types.ts';
 import type { ApprovalDoc, DecisionDoc, PurchaseDoc, PurchaseStatus } from './documents.ts';
@@ -57,10 +58,14 @@ export interface DailySpendDoc {
   cancelledCount: number;
 }
 
+const PURCHASE_VIEWS = 'purchase_views';
+const ANALYTICS_PURCHASES = 'analytics_purchases';
+const DAILY_SPEND = 'analytics_daily_spend';
+
 export const views = (db: StoreDb) => ({
-  purchaseViews: db.collection<PurchaseViewDoc>('purchase_views'),
-  analyticsPurchases: db.collection<AnalyticsPurchaseDoc>('analytics_purchases'),
-  dailySpend: db.collection<DailySpendDoc>('analytics_daily_spend'),
+  purchaseViews: db.collection<PurchaseViewDoc>(PURCHASE_VIEWS),
+  analyticsPurchases: db.collection<AnalyticsPurchaseDoc>(ANALYTICS_PURCHASES),
+  dailySpend: db.collection<DailySpendDoc>(DAILY_SPEND),
 });
 
 const COUNTER_FIELDS = ['requestedCount', 'approvedCount', 'approvedMinor', 'rejectedCount', 'pendingCount', 'pendingMinor', 'expiredCount', 'cancelledCount'];
@@ -75,12 +80,11 @@ const COUNTER: Partial<Record<PurchaseStatus, Counter>> = {
 };
 
 /**
- * Projects a purchase after a change. `previousStatus` is null for a new purchase; otherwise the daily
+ * Projects a purchase after a change, as writes of the transaction's batch. `previousStatus` is null for a new purchase; otherwise the daily
  * totals move the purchase from its old bucket to its new one.
  */
-export async function projectPurchase(
-  db: StoreDb,
-  session: StoreSession,
+export function projectPurchase(
+  batch: WriteBatch,
   args: {
     purchase: PurchaseDoc;
     decision: DecisionDoc;
@@ -90,9 +94,8 @@ export async function projectPurchase(
     timeZone: string;
     previousStatus: PurchaseStatus | null;
   },
-): Promise<void> {
+): void {
   const { purchase: p, decision: d, approval, agent } = args;
-  const v = views(db);
   const instant = p.requestedAt.toISOString();
   const dayKey = periodFor('DAY', instant, args.timeZone).periodKey;
   const monthKey = periodFor('MONTH', instant, args.timeZone).periodKey;
@@ -120,13 +123,13 @@ export async function projectPurchase(
     monthKey,
   };
   if (args.previousStatus === null) {
-    await v.purchaseViews.insertOne(view, { session });
-    await v.analyticsPurchases.insertOne(row, { session });
+    batch.insertOne(PURCHASE_VIEWS, view);
+    batch.insertOne(ANALYTICS_PURCHASES, row);
   } else {
     const { _id: viewId, ...viewFields } = view;
     const { _id: rowId, ...rowFields } = row;
-    await v.purchaseViews.replaceOne({ _id: viewId }, viewFields, { session });
-    await v.analyticsPurchases.replaceOne({ _id: rowId }, rowFields, { session });
+    batch.replaceOne<PurchaseViewDoc>(PURCHASE_VIEWS, { _id: viewId }, viewFields);
+    batch.replaceOne<AnalyticsPurchaseDoc>(ANALYTICS_PURCHASES, { _id: rowId }, rowFields);
   }
 
   const inc: Record<string, number> = {};
@@ -141,12 +144,13 @@ export async function projectPurchase(
   bump(p.status, 1);
   // Every counter exists from the first write, so analysts never meet a missing field.
   const zeros = Object.fromEntries(COUNTER_FIELDS.filter((f) => !(f in inc)).map((f) => [f, 0]));
-  await v.dailySpend.updateOne(
+  batch.updateOne<DailySpendDoc>(
+    DAILY_SPEND,
     { _id: `${p.organizationId}:${p.agentId}:${p.currency}:${dayKey}` },
     {
       $inc: inc,
       $setOnInsert: { organizationId: p.organizationId, agentId: p.agentId, currency: p.currency, dayKey, monthKey, ...zeros },
     },
-    { upsert: true, session },
+    { upsert: true },
   );
 }

@@ -1,12 +1,14 @@
 // submitPurchase: the command behind POST /v1/purchase-requests (SPEC.md 4.1, DESIGN.md 1).
-// Runs in the agent's mailbox, as one transaction: read the agent, the policies in force and the
-// budget windows; decide (pure); write the purchase, its decision, approval, budget windows,
-// idempotency record, outbox events and read models; commit. Or nothing.
+// Runs in the agent's mailbox, as one transaction: read the configuration stamp and the budget
+// windows (the agent and the policies in force come from the cache at that stamp); decide (pure);
+// write the purchase, its decision, approval, budget windows, the agent's fence, idempotency record,
+// outbox events and read models in one client bulk write; commit. Or nothing. On MongoDB that is
+// four round trips inside the transaction.
 import { createHash } from 'node:crypto';
 import { Duration } from 'luxon';
 import type { AppDeps } from '../app-deps.ts';
 import type { Principal } from '../http/auth.ts';
-import { VersionConflict, conflict } from '../http/errors.ts';
+import { conflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { decide } from '../engine/decide.ts';
 import { windowKeysFor } from '../engine/periods.ts';
@@ -14,16 +16,16 @@ import type { Decision } from '../engine/types.ts';
 import { candidatesFor } from '../policies/candidates.ts';
 import { configView } from '../cache/config-cache.ts';
 import { applyBudgetEffects, fencePoliciesOutsideWindows, loadWindows } from '../budgets/windows.ts';
-import { fenceAgent } from '../agents/fence.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { fenceAgentIn } from '../agents/fence.ts';
+import { queueEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { decisionRecorded } from '../metrics/metrics.ts';
 import { timeEngine } from '../metrics/timing.ts';
-import { isDuplicateKeyError } from '../store/store.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
+import { WriteBatch } from '../store/write-batch.ts';
 import { toStored } from '../money.ts';
-import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
+import { PURCHASE_COLLECTIONS, purchaseCollections, type ApprovalDoc, type DecisionDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
 import { engineBase, idempotentRequest, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, ruleEvaluationWire, submissionResponse } from './present.ts';
 import { projectPurchase } from './projection.ts';
@@ -102,9 +104,9 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
   // Only a request with a key is ever compared with another.
   const requestHash = idemId === null ? '' : createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
 
-  const replay = async (session?: StoreSession): Promise<SubmitResult | null> => {
+  const replay = async (): Promise<SubmitResult | null> => {
     if (idemId === null) return null;
-    const found = await pc.idempotency.findOne({ _id: idemId }, session ? { session } : {});
+    const found = await pc.idempotency.findOne({ _id: idemId });
     if (!found) return null;
     if (found.requestHash !== requestHash) {
       throw conflict('idempotency_key_reuse', 'This Idempotency-Key was used with a different body.');
@@ -116,88 +118,97 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
   const early = await replay();
   if (early) return early;
 
-  const result = await deps.mailboxes.run(agentId, () =>
-    runCommand(deps.store, async (session): Promise<SubmitResult> => {
-      const again = await replay(session);
-      if (again) return again;
-      const now = deps.now();
-      const org = cmd.organization;
-      // The agent is read with its fence write (never from the cache): see agents/fence.ts.
-      const agent = await fenceAgent(deps, session, { _id: agentId, organizationId: org._id });
-      if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
-      const config = await configView(deps.store.db, session);
-      const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
-      const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
-      const loaded = await loadWindows(deps.store.db, windowKeysFor(base), session);
-      const decision = timeEngine(() => decide({ ...base, windows: loaded.states }));
-
-      const purchaseId = newId();
-      const decisionDoc = decisionDocument(decision, purchaseId, org._id, 'INITIAL', now);
-      const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, purchaseId, org, agentId, now) : null;
-      const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
-      const windowIds = await applyBudgetEffects(deps.store.db, session, org._id, loaded, decision.effects.budget, decision.effects.crossings, now, policyNames);
-      if (decision.outcome === 'APPROVED') {
-        await fencePoliciesOutsideWindows(deps.store.db, session, { policyIds: decision.policiesConsidered.map((p) => p.policyId), currency: cmd.purchase.currency, requestedAt: now, timeZone: org.timezone, windowIds });
-      }
-      const purchase: PurchaseDoc = {
-        _id: purchaseId,
-        organizationId: org._id,
-        agentId,
-        submitterId: submitterOf(cmd.principal),
-        submittedVia: submittedVia(cmd.principal),
-        origin: cmd.origin,
-        initiatedBy: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
-        merchant: cmd.purchase.merchant,
-        merchantKey: cmd.purchase.merchantKey,
-        merchantDomain: cmd.purchase.merchantDomain,
-        reason: cmd.purchase.reason,
-        category: cmd.purchase.category,
-        amountMinor: toStored(cmd.purchase.amountMinor),
-        currency: cmd.purchase.currency,
-        metadata: (cmd.body.metadata as Record<string, unknown> | null | undefined) ?? null,
-        requestBody: cmd.rawBody,
-        status: decision.outcome === 'REQUIRES_APPROVAL' ? 'PENDING_APPROVAL' : decision.outcome,
-        requestedAt: now,
-        resolvedAt: decision.outcome === 'REQUIRES_APPROVAL' ? null : now,
-        decisionId: decisionDoc._id,
-        approvalId: approval?._id ?? null,
-        policyVersionIds: decision.policiesConsidered.map((p) => p.policyVersionId),
-        windowIds,
-        version: 1,
-      };
-      await pc.purchases.insertOne(purchase, { session });
-      await pc.decisions.insertOne(decisionDoc, { session });
-      if (approval) await pc.approvals.insertOne(approval, { session });
-      await recordEvent(deps.store.db, session, purchaseEvent(purchase, decisionDoc, approval));
-      await projectPurchase(deps.store.db, session, {
-        purchase,
-        decision: decisionDoc,
-        approval,
-        agent: { id: agent._id, name: agent.name, status: agent.status },
-        policyIds: decision.policiesConsidered.map((p) => p.policyId),
-        timeZone: org.timezone,
-        previousStatus: null,
-      });
-      const response = submissionResponse(purchase, decisionDoc, approval);
-      // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads.
-      const json = JSON.stringify(response);
-      if (idemId !== null) {
-        try {
-          await pc.idempotency.insertOne(
-            { _id: idemId, requestHash, purchaseId, responseJson: json, createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) },
-            { session },
-          );
-        } catch (err) {
-          // Another process won the race for this key: retry, and the retry replays its decision.
-          if (isDuplicateKeyError(err)) throw new VersionConflict(`idempotency key ${idemId}`);
-          throw err;
-        }
-      }
-      return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
-    }),
-  );
+  // No second look for the key inside the transaction: a request that raced this one to the same key
+  // makes the idempotency insert below a duplicate, and the committed decision is then replayed.
+  let result: SubmitResult;
+  try {
+    result = await deps.mailboxes.run(agentId, () => runCommand(deps.store, (session) => record(deps, cmd, session, idemId, requestHash)));
+  } catch (err) {
+    if (!(err instanceof KeyTaken)) throw err;
+    return (await replay()) ?? decideAndRecord(deps, cmd);
+  }
   if (result.status === 201) decisionRecorded(result.body.decision as { outcome: string; reasonCodes: string[] }, 'INITIAL');
   return result;
+}
+
+/** The Idempotency-Key was recorded by a request that committed first. */
+class KeyTaken extends Error {}
+
+async function record(deps: SubmitDeps, cmd: SubmitCommand, session: StoreSession, idemId: string | null, requestHash: string): Promise<SubmitResult> {
+  const agentId = cmd.principal.agentId!;
+  const db = deps.store.db;
+  const now = deps.now();
+  const org = cmd.organization;
+  // Reads: the configuration stamp, then the budget windows; everything else comes from the cache at
+  // that stamp (the agent too: its fence write below makes a concurrent status change conflict).
+  const config = await configView(db, session);
+  const agent = await config.get(`agent:${agentId}`, () => deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }, { session }));
+  if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
+  const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
+  const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
+  const loaded = await loadWindows(db, windowKeysFor(base), session);
+  const decision = timeEngine(() => decide({ ...base, windows: loaded.states }));
+
+  // Writes: all of them in one batch, one round trip. The key's record first: a request that raced this
+  // one to it stops the batch there, and its decision is replayed.
+  const batch = new WriteBatch(db);
+  const purchaseId = newId();
+  const idempotency =
+    idemId === null ? null : { _id: idemId, requestHash, purchaseId, responseJson: '', createdAt: now, expiresAt: new Date(now.getTime() + IDEMPOTENCY_RETENTION_MS) };
+  if (idempotency) batch.insertOne(PURCHASE_COLLECTIONS.idempotency, idempotency, { onDuplicate: () => new KeyTaken(`idempotency key ${idemId}`) });
+  fenceAgentIn(batch, agentId);
+  const decisionDoc = decisionDocument(decision, purchaseId, org._id, 'INITIAL', now);
+  const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, purchaseId, org, agentId, now) : null;
+  const policyNames = new Map(candidates.map((c) => [c.policyId, c.policyName]));
+  const windowIds = await applyBudgetEffects(db, session, batch, org._id, loaded, decision.effects.budget, decision.effects.crossings, now, policyNames);
+  if (decision.outcome === 'APPROVED') {
+    fencePoliciesOutsideWindows(batch, { policyIds: decision.policiesConsidered.map((p) => p.policyId), currency: cmd.purchase.currency, requestedAt: now, timeZone: org.timezone, windowIds });
+  }
+  const purchase: PurchaseDoc = {
+    _id: purchaseId,
+    organizationId: org._id,
+    agentId,
+    submitterId: submitterOf(cmd.principal),
+    submittedVia: submittedVia(cmd.principal),
+    origin: cmd.origin,
+    initiatedBy: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
+    merchant: cmd.purchase.merchant,
+    merchantKey: cmd.purchase.merchantKey,
+    merchantDomain: cmd.purchase.merchantDomain,
+    reason: cmd.purchase.reason,
+    category: cmd.purchase.category,
+    amountMinor: toStored(cmd.purchase.amountMinor),
+    currency: cmd.purchase.currency,
+    metadata: (cmd.body.metadata as Record<string, unknown> | null | undefined) ?? null,
+    requestBody: cmd.rawBody,
+    status: decision.outcome === 'REQUIRES_APPROVAL' ? 'PENDING_APPROVAL' : decision.outcome,
+    requestedAt: now,
+    resolvedAt: decision.outcome === 'REQUIRES_APPROVAL' ? null : now,
+    decisionId: decisionDoc._id,
+    approvalId: approval?._id ?? null,
+    policyVersionIds: decision.policiesConsidered.map((p) => p.policyVersionId),
+    windowIds,
+    version: 1,
+  };
+  batch.insertOne(PURCHASE_COLLECTIONS.purchases, purchase);
+  batch.insertOne(PURCHASE_COLLECTIONS.decisions, decisionDoc);
+  if (approval) batch.insertOne(PURCHASE_COLLECTIONS.approvals, approval);
+  await queueEvent(db, session, batch, purchaseEvent(purchase, decisionDoc, approval));
+  projectPurchase(batch, {
+    purchase,
+    decision: decisionDoc,
+    approval,
+    agent: { id: agent._id, name: agent.name, status: agent.status },
+    policyIds: decision.policiesConsidered.map((p) => p.policyId),
+    timeZone: org.timezone,
+    previousStatus: null,
+  });
+  const response = submissionResponse(purchase, decisionDoc, approval);
+  // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads.
+  const json = JSON.stringify(response);
+  if (idempotency) idempotency.responseJson = json;
+  await batch.write(session);
+  return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
 }
 
 export function decisionDocument(decision: Decision, purchaseId: string, organizationId: string, kind: DecisionDoc['kind'], now: Date): DecisionDoc {

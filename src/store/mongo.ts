@@ -61,6 +61,7 @@ export class MongoStore implements Store {
           if ((error as { code?: unknown }).code !== 48) throw error;
         }
       },
+      bulkWrite: (models, options) => client.bulkWrite<Record<string, Document & { _id: string }>>(models, options),
       raw: db,
     };
   }
@@ -100,9 +101,12 @@ export class MongoStore implements Store {
   }
 }
 
+/** The wire version of MongoDB 8.0, the first with the bulkWrite command (StoreDb.bulkWrite). */
+export const MONGODB_8_WIRE_VERSION = 25;
+
 /**
- * Connects, then refuses a standalone server: multi-document transactions need a replica set
- * (or a sharded cluster, whose mongos answers `hello` with msg 'isdbgrid').
+ * Connects, then refuses a standalone server (multi-document transactions need a replica set, or a
+ * sharded cluster, whose mongos answers `hello` with msg 'isdbgrid') and a server older than 8.0.
  */
 export async function openMongoStore(uri: string, options: MongoStoreOptions): Promise<MongoStore> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -113,6 +117,12 @@ export async function openMongoStore(uri: string, options: MongoStoreOptions): P
       throw new Error(
         'MongoDB at MONGODB_URI is a standalone server: this service needs transactions, which need a replica set ' +
           '(or a sharded cluster). Start mongod with --replSet and run rs.initiate(), or use a replica-set URI.'
+      );
+    }
+    if (!(hello.maxWireVersion >= MONGODB_8_WIRE_VERSION)) {
+      throw new Error(
+        'MongoDB at MONGODB_URI is older than 8.0: this service writes each decision with one bulkWrite command ' +
+          '(MongoClient.bulkWrite), which MongoDB 8.0 introduced. Upgrade the server to 8.0 or later.'
       );
     }
   } catch (error) {

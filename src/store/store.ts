@@ -1,7 +1,7 @@
 // The storage contract every part of the service codes against (DESIGN.md section 2).
 // Both engines satisfy it: the official driver's Db/ClientSession, and the embedded engine.
 // Types are Picks of the driver's own so that the compiler notices drift between the two.
-import type { ClientSession, Collection, Db, Document } from 'mongodb';
+import type { ClientBulkWriteModel, ClientBulkWriteOptions, ClientBulkWriteResult, ClientSession, Collection, Db, Document } from 'mongodb';
 
 export type CollectionMethods =
   | 'collectionName'
@@ -33,11 +33,22 @@ export interface StoreDb {
    * (src/store/indexes.ts): implicit creation inside a transaction fails on sharded clusters.
    */
   createCollection(name: string): Promise<void>;
+  /**
+   * MongoDB 8's client-level bulk write (MongoClient.bulkWrite): writes to many collections of this
+   * database (namespace `${raw.databaseName}.${collection}`) in one command, one round trip. Ordered
+   * unless told otherwise; a failed write throws the driver's MongoClientBulkWriteError, its
+   * `writeErrors` a Map from the model's index to its code and message.
+   */
+  bulkWrite(models: ReadonlyArray<StoreBulkWriteModel>, options?: StoreBulkWriteOptions): Promise<ClientBulkWriteResult>;
   /** The raw handle Agenda's MongoBackend is given. */
   readonly raw: Db;
 }
 
 export type StoreSession = ClientSession;
+
+export type StoreBulkWriteOptions = Pick<ClientBulkWriteOptions, 'session' | 'ordered' | 'verboseResults'>;
+/** A client bulk write's model, for documents with the string ids this service gives every document. */
+export type StoreBulkWriteModel = ClientBulkWriteModel<Record<string, Document & { _id: string }>>;
 
 export interface Store {
   readonly engine: 'embedded' | 'mongodb';
@@ -57,9 +68,11 @@ export interface Store {
  */
 export function isDuplicateKeyError(error: unknown): boolean {
   if (error === null || typeof error !== 'object') return false;
-  const e = error as { code?: unknown; writeErrors?: Array<{ code?: unknown }> };
+  const e = error as { code?: unknown; writeErrors?: Array<{ code?: unknown }> | Map<number, { code?: unknown }> };
   if (e.code === 11000) return true;
-  return Array.isArray(e.writeErrors) && e.writeErrors.some((w) => w.code === 11000);
+  // A collection's bulk write lists its write errors; a client bulk write maps them by the model's index.
+  const writeErrors = e.writeErrors instanceof Map ? [...e.writeErrors.values()] : e.writeErrors;
+  return Array.isArray(writeErrors) && writeErrors.some((w) => w.code === 11000);
 }
 
 /**
@@ -69,11 +82,13 @@ export function isDuplicateKeyError(error: unknown): boolean {
  */
 export function hasErrorLabel(error: unknown, label: string): boolean {
   if (error === null || typeof error !== 'object') return false;
-  const e = error as { hasErrorLabel?: unknown; errorLabels?: unknown };
+  const e = error as { hasErrorLabel?: unknown; errorLabels?: unknown; cause?: unknown };
   if (typeof e.hasErrorLabel === 'function' && (e.hasErrorLabel as (l: string) => boolean).call(error, label)) return true;
-  return Array.isArray(e.errorLabels) && e.errorLabels.includes(label);
+  if (Array.isArray(e.errorLabels) && e.errorLabels.includes(label)) return true;
+  // A client bulk write wraps the server's command error (a write conflict, say) as its cause.
+  return e.cause !== error && hasErrorLabel(e.cause, label);
 }
 
 /** The driver gave up waiting (a deadline of src/store/mongo.ts deadlineOptions): the store is unavailable now. */
 const TIMEOUT_ERRORS = new Set(['MongoOperationTimeoutError', 'MongoServerSelectionError', 'MongoNetworkTimeoutError', 'MongoWaitQueueTimeoutError']);
-export const isStoreTimeout = (error: unknown): boolean => error instanceof Error && TIMEOUT_ERRORS.has(error.name);
+export const isStoreTimeout = (error: unknown): boolean => error instanceof Error && (TIMEOUT_ERRORS.has(error.name) || (error.cause !== error && isStoreTimeout(error.cause)));

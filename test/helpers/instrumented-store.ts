@@ -5,8 +5,8 @@
 //   transactions conflict exactly when their write sets intersect);
 // - it can throw an error on chosen operations, shaped as the driver's (a MongoServerError), to drive
 //   the retry paths that the embedded engine, which runs one transaction at a time, never takes.
-import { MongoServerError, type Document } from 'mongodb';
-import type { Store, StoreCollection, StoreDb, StoreSession } from '../../src/store/store.ts';
+import { MongoServerError, type ClientBulkWriteResult, type Document } from 'mongodb';
+import type { Store, StoreBulkWriteModel, StoreBulkWriteOptions, StoreCollection, StoreDb, StoreSession } from '../../src/store/store.ts';
 
 export interface WriteRecord {
   collection: string;
@@ -28,8 +28,8 @@ export interface Operation {
   inTransaction: boolean;
 }
 
-const WRITES = ['insertOne', 'insertMany', 'updateOne', 'updateMany', 'replaceOne', 'findOneAndUpdate', 'deleteOne', 'deleteMany'] as const;
-const OPTIONS_AT: Record<string, number> = { insertOne: 1, insertMany: 1, updateOne: 2, updateMany: 2, replaceOne: 2, findOneAndUpdate: 2, deleteOne: 1, deleteMany: 1, findOne: 1 };
+const WRITES = ['insertOne', 'insertMany', 'updateOne', 'updateMany', 'replaceOne', 'findOneAndUpdate', 'deleteOne', 'deleteMany', 'bulkWrite'] as const;
+const OPTIONS_AT: Record<string, number> = { bulkWrite: 1, insertOne: 1, insertMany: 1, updateOne: 2, updateMany: 2, replaceOne: 2, findOneAndUpdate: 2, deleteOne: 1, deleteMany: 1, findOne: 1 };
 
 /** MongoDB's write conflict, as the driver raises it inside a transaction. */
 export function writeConflict(): MongoServerError {
@@ -73,6 +73,14 @@ function recordOf(collection: string, method: string, args: unknown[], result: a
       count = result.deletedCount;
       ids = method === 'deleteOne' && count > 0 ? [filterId] : [];
       break;
+    case 'bulkWrite':
+      // Every document an operation addresses by _id (the totals do not say which of them matched).
+      count = result.insertedCount + result.matchedCount + result.upsertedCount + result.deletedCount;
+      ids = (args[0] as Array<Record<string, { filter?: { _id?: unknown }; document?: { _id?: unknown } }>>).map((op) => {
+        const [kind, raw] = Object.entries(op)[0];
+        return idOf(kind === 'insertOne' ? raw.document?._id : kind === 'updateMany' || kind === 'deleteMany' ? null : raw.filter?._id);
+      });
+      break;
   }
   return { collection, method, count, ids: ids.filter((id): id is string => id !== null).map((id) => `${collection}/${id}`) };
 }
@@ -93,6 +101,7 @@ export class InstrumentedStore implements Store {
       collection: <T extends Document>(name: string) => this.#wrap<T>(name, inner.db.collection<T>(name)),
       listCollectionNames: () => inner.db.listCollectionNames(),
       createCollection: (name) => inner.db.createCollection(name),
+      bulkWrite: (models, options) => this.#bulkWrite(inner.db, models, options),
       raw: inner.db.raw,
     };
   }
@@ -115,6 +124,23 @@ export class InstrumentedStore implements Store {
         };
       },
     });
+  }
+
+  /** A client bulk write: each model is an operation (injectable) and, once written, a write of its transaction. */
+  async #bulkWrite(inner: StoreDb, models: ReadonlyArray<StoreBulkWriteModel>, options: StoreBulkWriteOptions = {}): Promise<ClientBulkWriteResult> {
+    const record = options.session ? this.#open.get(options.session) : undefined;
+    const operations = models.map((model) => {
+      const collection = model.namespace.slice(model.namespace.indexOf('.') + 1);
+      const error = this.inject?.({ collection, method: model.name, inTransaction: record !== undefined });
+      if (error) throw error;
+      return { collection, model };
+    });
+    const result = await inner.bulkWrite(models, options);
+    for (const { collection, model } of operations) {
+      const id = idOf(model.name === 'insertOne' ? model.document._id : model.name === 'updateMany' || model.name === 'deleteMany' ? undefined : (model.filter as { _id?: unknown })._id);
+      record?.writes.push({ collection, method: model.name, count: 1, ids: id === null ? [] : [`${collection}/${id}`] });
+    }
+    return result;
   }
 
   async withTransaction<T>(fn: (session: StoreSession) => Promise<T>): Promise<T> {

@@ -14,7 +14,7 @@ let b: TestApp;
 
 /** The same store behind another StoreDb object, so the second application keeps a cache of its own. */
 function sameStoreOtherCache(store: Store): Store {
-  const db: StoreDb = { collection: (name) => store.db.collection(name), listCollectionNames: () => store.db.listCollectionNames(), createCollection: (name) => store.db.createCollection(name), raw: store.db.raw };
+  const db: StoreDb = { collection: (name) => store.db.collection(name), listCollectionNames: () => store.db.listCollectionNames(), createCollection: (name) => store.db.createCollection(name), bulkWrite: (models, options) => store.db.bulkWrite(models, options), raw: store.db.raw };
   return { engine: store.engine, db, withTransaction: (fn) => store.withTransaction(fn), close: async () => {} };
 }
 

@@ -6,7 +6,7 @@ import { applyManifest, acmeManifest } from '../helpers/fixtures.ts';
 import { testStore } from '../helpers/store.ts';
 import type { Store, StoreCollection } from '../../src/store/store.ts';
 
-/** The store, except that inserting a purchase fails once `broken` is set, as a lost connection would. */
+/** The store, except that writing a purchase fails once `broken` is set, as a lost connection would. */
 function breakable(store: Store): { store: Store; break(): void } {
   let broken = false;
   const failing = async () => {
@@ -25,7 +25,11 @@ function breakable(store: Store): { store: Store; break(): void } {
   };
   const wrapped: Store = {
     engine: store.engine,
-    db: { ...store.db, collection: collection as Store['db']['collection'] },
+    db: {
+      ...store.db,
+      collection: collection as Store['db']['collection'],
+      bulkWrite: (models, options) => (broken && models.some((m) => m.namespace.endsWith('.purchases')) ? failing() : store.db.bulkWrite(models, options)),
+    },
     withTransaction: (fn) => store.withTransaction(fn),
     close: () => store.close(),
   };

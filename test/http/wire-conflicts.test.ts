@@ -99,12 +99,21 @@ test.serial('200 concurrent purchases while transaction operations answer WriteC
   await purchasesUnderFaults(t, 'write-conflicts', {
     mode: { activationProbability: 0.05 },
     data: {
-      failCommands: ['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'commitTransaction'],
+      failCommands: ['find', 'insert', 'update', 'delete', 'findAndModify', 'aggregate', 'bulkWrite', 'commitTransaction'],
       errorCode: 112,
       errorLabels: ['TransientTransactionError'],
       inTransaction: true,
       appName: 'service-under-test',
     },
+  });
+});
+
+// The driver wraps a command error of MongoClient.bulkWrite in a MongoClientBulkWriteError (the
+// server's error, with its TransientTransactionError label, is its cause): still a conflict to retry.
+test.serial('200 concurrent purchases while the client bulk write of every decision often answers WriteConflict', async (t) => {
+  await purchasesUnderFaults(t, 'bulk-write-conflicts', {
+    mode: { activationProbability: 0.3 },
+    data: { failCommands: ['bulkWrite'], errorCode: 112, errorLabels: ['TransientTransactionError'], inTransaction: true, appName: 'service-under-test' },
   });
 });
 

@@ -227,6 +227,84 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.is(await c.countDocuments({ _id: 'four' }), 0);
   });
 
+  test(title('bulkWrite: version-checked updates and create-only upserts (the budget windows write) in one call'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('windows');
+    await c.insertMany([{ _id: 'w1', n: 1, version: 1 }, { _id: 'w2', n: 1, version: 1 }]);
+    const write = (version: number, created: string) =>
+      c.bulkWrite([
+        { updateOne: { filter: { _id: 'w1', version }, update: { $set: { n: 2, version: version + 1 } } } },
+        { updateOne: { filter: { _id: created, version: { $exists: false } }, update: { $setOnInsert: { n: 5, version: 1 } }, upsert: true } },
+      ]);
+    const fresh = await write(1, 'w3');
+    t.like(fresh, { matchedCount: 1, upsertedCount: 1 });
+    t.deepEqual(await c.findOne({ _id: 'w3' }), { _id: 'w3', n: 5, version: 1 });
+    // The version moved: the update matches nothing, and nothing says so but the counts.
+    const stale = await write(1, 'w4');
+    t.like(stale, { matchedCount: 0, upsertedCount: 1 });
+    // The window exists already: the create-only upsert is a duplicate key, not a second document.
+    await duplicateOf(t, write(2, 'w2'));
+    t.deepEqual(await c.findOne({ _id: 'w2' }), { _id: 'w2', n: 1, version: 1 });
+  });
+
+  const nsOf = (store: Store, collection: string) => `${store.db.raw.databaseName}.${collection}`;
+
+  test(title('client bulkWrite: writes to several collections in order, with the driver\'s totals and verbose per-model results'), async (t) => {
+    const store = await open(t);
+    const [a, b] = [nsOf(store, 'bulk_a'), nsOf(store, 'bulk_b')];
+    await store.db.collection<Doc>('bulk_b').insertMany([{ _id: 'x', n: 1, version: 1 }, { _id: 'gone', n: 0 }]);
+    const result = await store.db.bulkWrite(
+      [
+        { namespace: a, name: 'insertOne', document: { _id: 'one', n: 1 } },
+        { namespace: b, name: 'updateOne', filter: { _id: 'x', version: 1 }, update: { $inc: { n: 1, version: 1 } } },
+        { namespace: b, name: 'updateOne', filter: { _id: 'x', version: 1 }, update: { $inc: { n: 100 } } },
+        { namespace: b, name: 'updateOne', filter: { _id: 'new', version: { $exists: false } }, update: { $setOnInsert: { n: 7, version: 1 } }, upsert: true },
+        { namespace: a, name: 'replaceOne', filter: { _id: 'one' }, replacement: { n: 2 } },
+        { namespace: b, name: 'deleteOne', filter: { _id: 'gone' } },
+      ],
+      { verboseResults: true },
+    );
+    t.like(result, { insertedCount: 1, matchedCount: 2, modifiedCount: 2, upsertedCount: 1, deletedCount: 1 });
+    t.deepEqual(result.insertResults?.get(0), { insertedId: 'one' });
+    t.like(result.updateResults?.get(1), { matchedCount: 1, modifiedCount: 1, didUpsert: false });
+    t.like(result.updateResults?.get(2), { matchedCount: 0, modifiedCount: 0, didUpsert: false }, 'a version that moved matches nothing');
+    t.like(result.updateResults?.get(3), { didUpsert: true, upsertedId: 'new' });
+    t.deepEqual(result.deleteResults?.get(5), { deletedCount: 1 });
+    t.deepEqual(await store.db.collection<Doc>('bulk_a').find({}).toArray(), [{ _id: 'one', n: 2 }]);
+    t.deepEqual(await store.db.collection<Doc>('bulk_b').find({}).sort({ _id: 1 }).toArray(), [{ _id: 'new', n: 7, version: 1 }, { _id: 'x', n: 2, version: 2 }]);
+  });
+
+  test(title('client bulkWrite: ordered, a duplicate key stops it at that model (writeErrors keyed by index); in a transaction nothing stays'), async (t) => {
+    const store = await open(t);
+    const ns = nsOf(store, 'bulk_keys');
+    const c = store.db.collection<Doc>('bulk_keys');
+    await c.insertOne({ _id: 'taken' });
+    const write = (session?: StoreSession) =>
+      store.db.bulkWrite(
+        [
+          { namespace: ns, name: 'insertOne', document: { _id: 'first' } },
+          { namespace: ns, name: 'insertOne', document: { _id: 'taken' } },
+          { namespace: ns, name: 'insertOne', document: { _id: 'never' } },
+        ],
+        session ? { session } : {},
+      );
+    const error = (await t.throwsAsync(write())) as Error & { writeErrors: Map<number, { code: number }> };
+    t.is(error.name, 'MongoClientBulkWriteError');
+    t.deepEqual([...error.writeErrors.keys()], [1]);
+    t.is(error.writeErrors.get(1)!.code, 11000);
+    t.true(isDuplicateKeyError(error));
+    t.deepEqual((await c.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['first', 'taken']);
+
+    await c.deleteOne({ _id: 'first' });
+    await t.throwsAsync(store.withTransaction((session) => write(session)));
+    t.deepEqual((await c.find({}).toArray()).map((d) => d._id), ['taken'], 'the transaction rolled back the write before the duplicate');
+    await store.withTransaction(async (session) => {
+      await store.db.bulkWrite([{ namespace: ns, name: 'insertOne', document: { _id: 'in-tx' } }, { namespace: nsOf(store, 'bulk_other'), name: 'insertOne', document: { _id: 'also' } }], { session });
+    });
+    t.is(await c.countDocuments({ _id: 'in-tx' }), 1);
+    t.is(await store.db.collection('bulk_other').countDocuments({}), 1);
+  });
+
   test(title('upsert inserts from the filter and $setOnInsert, then matches'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('counters');

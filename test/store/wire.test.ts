@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { once } from 'node:events';
 import { BSON, MongoClient, MongoServerError } from 'mongodb';
-import { openMongoStore } from '../../src/store/mongo.ts';
+import { MONGODB_8_WIRE_VERSION, openMongoStore } from '../../src/store/mongo.ts';
 import type { Store } from '../../src/store/store.ts';
 import { registerStoreConformance } from './conformance.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
@@ -60,10 +60,10 @@ test('handshake: a one-member replica set that allows transactions, on a wire ve
   t.deepEqual(hello.hosts, [`127.0.0.1:${wire.listener.port}`]);
   t.is(hello.primary, hello.hosts[0]);
   t.is(hello.logicalSessionTimeoutMinutes, 30);
-  t.true(hello.maxWireVersion >= 9);
+  t.true(hello.maxWireVersion >= MONGODB_8_WIRE_VERSION, 'what the service asks of a MongoDB (its bulkWrite command)');
   const legacy = await c.db('admin').command({ isMaster: 1 });
   t.is(legacy.ismaster, true);
-  t.is((await c.db('admin').command({ buildInfo: 1 })).version, '7.0.0');
+  t.is((await c.db('admin').command({ buildInfo: 1 })).version, '8.0.0');
 });
 
 test('cursors: a large find comes back through getMore batches; killCursors ends one early', async (t) => {

@@ -2,6 +2,7 @@
 // durable SQLite database in DATA_DIR, so that `npm start` needs no server and keeps its data.
 import type { ClientSession, Db, Document } from 'mongodb';
 import type { Store, StoreCollection, StoreDb } from '../store.ts';
+import { clientBulkWrite } from './client-bulk-write.ts';
 import { EmbeddedCollection } from './collection.ts';
 import { openDatabase, type Synchronous } from './database-file.ts';
 import { Engine } from './engine.ts';
@@ -89,6 +90,7 @@ export class EmbeddedStore implements Store {
       createCollection: async (name) => {
         await db.createCollection(name);
       },
+      bulkWrite: (models, options) => clientBulkWrite(db, models, options),
       raw: db as unknown as Db,
     };
   }

@@ -7,9 +7,9 @@ import { CommandError } from './errors.ts';
 import { MAX_MESSAGE_BYTES } from './frames.ts';
 import { MECHANISM, ScramConversation } from './scram.ts';
 
-export const VERSION = '7.0.0';
-/** MongoDB 7.0's wire version; the mongodb driver 7 needs at least 9 (MongoDB 4.4). */
-const MAX_WIRE_VERSION = 21;
+export const VERSION = '8.0.0';
+/** MongoDB 8.0's wire version (the service needs its bulkWrite command); the mongodb driver 7 needs at least 9 (MongoDB 4.4). */
+const MAX_WIRE_VERSION = 25;
 const MAX_BSON_BYTES = 16 * 1024 * 1024;
 const ELECTION_ID = new ObjectId('7fffffff0000000000000001');
 
@@ -129,7 +129,7 @@ export function getLog(call: Call): Document {
 export function getParameter(call: Call): Document {
   const reply: Document = {};
   if (call.command.featureCompatibilityVersion !== undefined || call.command.getParameter === '*') {
-    reply.featureCompatibilityVersion = { version: '7.0' };
+    reply.featureCompatibilityVersion = { version: '8.0' };
   }
   return { ...reply, ok: 1 };
 }

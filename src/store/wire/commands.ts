@@ -3,6 +3,7 @@
 import type { Document } from 'bson';
 import * as admin from './admin-commands.ts';
 import type { Call, Connection, Server } from './call.ts';
+import { bulkWrite, bulkWriteDatabase } from './bulk-write.ts';
 import * as crud from './crud.ts';
 import { CommandError, errorReply } from './errors.ts';
 
@@ -16,6 +17,8 @@ interface Command {
   inTransaction?: boolean;
   /** A retryable write: its reply is remembered per session and txnNumber. */
   retryable?: boolean;
+  /** The database whose store it uses, when that is not the command's $db (bulkWrite runs on admin). */
+  database?: (command: Document) => string;
 }
 
 const ok = (): Document => ({ ok: 1 });
@@ -55,6 +58,7 @@ const COMMANDS: Record<string, Command> = {
   delete: { run: crud.remove, access: 'write', inTransaction: true, retryable: true },
   findAndModify: { run: crud.findAndModify, access: 'write', inTransaction: true, retryable: true },
   findandmodify: { run: crud.findAndModify, access: 'write', inTransaction: true, retryable: true },
+  bulkWrite: { run: bulkWrite, access: 'write', inTransaction: true, retryable: true, database: bulkWriteDatabase },
   createIndexes: { run: admin.createIndexes, access: 'write' },
   create: { run: admin.create, access: 'write' },
   drop: { run: admin.drop, access: 'write' },
@@ -89,6 +93,8 @@ export interface Outcome {
 
 export async function runCommand(server: Server, conn: Connection, db: string, command: Document): Promise<Outcome> {
   const name = Object.keys(command)[0] ?? '';
+  const spec = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  let target = db;
   const call: Call = {
     server,
     conn,
@@ -96,14 +102,13 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     name,
     command,
     owner: conn.user?.user ?? '',
-    store: (create) => server.databases.get(db, create && conn.user?.role === 'readWrite'),
+    store: (create) => server.databases.get(target, create && conn.user?.role === 'readWrite'),
   };
   let fail = () => {};
   let leave = () => {};
   // Until it joins a transaction that holds the store, an operation may be waiting for one.
   let stopWaiting = name === 'commitTransaction' || name === 'abortTransaction' ? () => {} : server.sessions.waiting();
   try {
-    const spec = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!spec) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
     if (spec.access !== 'public' && !conn.user) throw unauthorized(call, 'authentication is required');
     if (spec.access === 'write' && conn.user?.role !== 'readWrite') throw unauthorized(call, `user ${conn.user?.user} may only read`);
@@ -129,9 +134,10 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     if (inTransaction && !spec.inTransaction && name !== 'commitTransaction' && name !== 'abortTransaction') {
       throw new CommandError('OperationNotSupportedInTransaction', `Cannot run '${name}' in a multi-document transaction.`);
     }
+    if (spec.database) target = spec.database(command);
     if (spec.inTransaction && inTransaction) {
-      const store = await server.databases.get(db, true);
-      if (!store) throw new CommandError('BadValue', `this listener serves no database ${db}`);
+      const store = await server.databases.get(target, true);
+      if (!store) throw new CommandError('BadValue', `this listener serves no database ${target}`);
       const txn = await server.sessions.enter(call.owner, command, store);
       call.session = txn.session;
       fail = txn.fail;
@@ -144,10 +150,10 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
       if (earlier) return { reply: earlier };
     }
     if (spec.access === 'write' && !ADMINISTRATIVE.has(name) && !(await call.store(true))) {
-      throw new CommandError('BadValue', `this listener serves no database ${db}`);
+      throw new CommandError('BadValue', `this listener serves no database ${target}`);
     }
     let reply = await spec.run(call);
-    if (reply.writeErrors) fail();
+    if (reply.writeErrors || reply.nErrors) fail();
     if (spec.retryable) server.sessions.rememberWrite(call.owner, command, reply);
     if (action?.kind === 'writeConcernError') {
       reply = { ...reply, writeConcernError: action.writeConcernError, ...(action.errorLabels ? { errorLabels: action.errorLabels } : {}) };
