@@ -40,7 +40,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
   const pc = purchaseCollections(deps.store.db);
   const first = await pc.purchases.findOne({ _id: cmd.purchaseId, ...(cmd.organizationId ? { organizationId: cmd.organizationId } : {}) });
   if (!first) throw notFound('purchase request');
-  const answered = await deps.mailboxes.run(first.agentId, () =>
+  const answered = await deps.mailboxes.run(first.agentId, (applied) =>
     runCommand(deps.store, async (session) => {
       const now = deps.now();
       const purchase = await pc.purchases.findOne({ _id: cmd.purchaseId }, { session });
@@ -117,7 +117,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       });
       await batch.write(session);
       return { purchase: readback(next, agentView, decision, resolvedApproval) };
-    }),
+    }, { onApplied: applied }),
   );
   if (answered.purchase.decision) decisionRecorded(answered.purchase.decision, 'APPROVAL_REEVALUATION');
   return answered;

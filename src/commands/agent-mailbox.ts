@@ -4,13 +4,19 @@
 export class AgentMailboxes {
   private readonly tails = new Map<string, Promise<unknown>>();
 
-  run<T>(agentId: string, command: () => Promise<T>): Promise<T> {
+  /**
+   * Runs command after the agent's previous one. The next may start once this one calls `applied`
+   * (its transaction's writes are visible to transactions started from then on: StoreTransactionOptions),
+   * or else once it has settled.
+   */
+  run<T>(agentId: string, command: (applied: () => void) => Promise<T>): Promise<T> {
     const previous = this.tails.get(agentId) ?? Promise.resolve();
-    const result = previous.then(command, command);
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
+    let applied!: () => void;
+    const appliedOrSettled = new Promise<void>((resolve) => (applied = resolve));
+    const start = () => command(applied);
+    const result = previous.then(start, start);
+    result.then(applied, applied);
+    const tail = appliedOrSettled;
     this.tails.set(agentId, tail);
     void tail.then(() => {
       if (this.tails.get(agentId) === tail) this.tails.delete(agentId);

@@ -5,7 +5,7 @@
 // it has a budget of attempts AND time: a command that cannot commit within it answers 503, never hangs.
 import pRetry from 'p-retry';
 import { VersionConflict, storeUnavailable } from '../http/errors.ts';
-import { hasErrorLabel, isStoreTimeout, type Store, type StoreSession } from '../store/store.ts';
+import { hasErrorLabel, isStoreTimeout, type Store, type StoreSession, type StoreTransactionOptions } from '../store/store.ts';
 import { transactionRetried, versionConflicted } from '../metrics/metrics.ts';
 
 export interface RetryBudget {
@@ -19,14 +19,18 @@ export const COMMAND_BUDGET: RetryBudget = { attempts: 20, totalMs: 20_000 };
 
 const lostRace = (error: unknown) => error instanceof VersionConflict || hasErrorLabel(error, 'TransientTransactionError');
 
-export async function runCommand<T>(store: Store, fn: (session: StoreSession) => Promise<T>, budget: RetryBudget = COMMAND_BUDGET): Promise<T> {
+export async function runCommand<T>(
+  store: Store,
+  fn: (session: StoreSession) => Promise<T>,
+  { budget = COMMAND_BUDGET, onApplied }: { budget?: RetryBudget } & StoreTransactionOptions = {},
+): Promise<T> {
   let runs = 0;
   const counted = (session: StoreSession) => {
     if (runs++ > 0) transactionRetried();
     return fn(session);
   };
   try {
-    return await pRetry(() => store.withTransaction(counted), {
+    return await pRetry(() => store.withTransaction(counted, { onApplied }), {
       retries: budget.attempts - 1,
       maxRetryTime: budget.totalMs,
       minTimeout: 5,

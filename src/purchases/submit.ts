@@ -122,7 +122,9 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
   // makes the idempotency insert below a duplicate, and the committed decision is then replayed.
   let result: SubmitResult;
   try {
-    result = await deps.mailboxes.run(agentId, () => runCommand(deps.store, (session) => record(deps, cmd, session, idemId, requestHash)));
+    result = await deps.mailboxes.run(agentId, (applied) =>
+      runCommand(deps.store, (session) => record(deps, cmd, session, idemId, requestHash), { onApplied: applied }),
+    );
   } catch (err) {
     if (!(err instanceof KeyTaken)) throw err;
     return (await replay()) ?? decideAndRecord(deps, cmd);

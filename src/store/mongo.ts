@@ -1,6 +1,6 @@
 // The Store on the official MongoDB driver (DESIGN.md sections 2 and 8).
 import { MongoClient, type ClientSession, type Db, type Document, type MongoClientOptions, type TransactionOptions } from 'mongodb';
-import { hasErrorLabel, type Store, type StoreCollection, type StoreDb } from './store.ts';
+import { hasErrorLabel, type Store, type StoreCollection, type StoreDb, type StoreTransactionOptions } from './store.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -71,7 +71,7 @@ export class MongoStore implements Store {
    * deadline, under our own retries. runCommand (src/commands/run-command.ts) owns the one bounded
    * retry budget, for TransientTransactionError (write conflicts) and our VersionConflict alike.
    */
-  async withTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
+  async withTransaction<T>(fn: (session: ClientSession) => Promise<T>, options: StoreTransactionOptions = {}): Promise<T> {
     const session = this.client.startSession();
     try {
       session.startTransaction(this.#transactionOptions);
@@ -85,6 +85,7 @@ export class MongoStore implements Store {
       for (let attempt = 1; ; attempt++) {
         try {
           await session.commitTransaction();
+          options.onApplied?.();
           return result;
         } catch (error) {
           const unknown = hasErrorLabel(error, 'UnknownTransactionCommitResult') && (error as { codeName?: string }).codeName !== 'MaxTimeMSExpired';

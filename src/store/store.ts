@@ -46,6 +46,16 @@ export interface StoreDb {
 
 export type StoreSession = ClientSession;
 
+export interface StoreTransactionOptions {
+  /**
+   * Called once the transaction's writes are applied: every transaction this process starts from then
+   * on sees them (and fails with them, should they not become durable). On MongoDB that is the commit.
+   * The embedded store applies a transaction before its group commits, and acknowledges it (resolves)
+   * only after: a queue of one agent's commands moves on at this signal instead of waiting for the disk.
+   */
+  onApplied?: () => void;
+}
+
 export type StoreBulkWriteOptions = Pick<ClientBulkWriteOptions, 'session' | 'ordered' | 'verboseResults'>;
 /** A client bulk write's model, for documents with the string ids this service gives every document. */
 export type StoreBulkWriteModel = ClientBulkWriteModel<Record<string, Document & { _id: string }>>;
@@ -58,7 +68,7 @@ export interface Store {
    * fn may run more than once (transient errors are retried), so it must do no outside I/O.
    * Every operation inside must pass `{ session }`.
    */
-  withTransaction<T>(fn: (session: StoreSession) => Promise<T>): Promise<T>;
+  withTransaction<T>(fn: (session: StoreSession) => Promise<T>, options?: StoreTransactionOptions): Promise<T>;
   close(): Promise<void>;
 }
 

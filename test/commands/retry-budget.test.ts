@@ -69,7 +69,7 @@ test.serial('the retry budget is also a time budget: attempts stop when the time
     runCommand(store, async () => {
       attempts++;
       throw new VersionConflict('always');
-    }, { attempts: 1_000_000, totalMs: 300 }),
+    }, { budget: { attempts: 1_000_000, totalMs: 300 } }),
   );
   t.true(error instanceof StoreUnavailable);
   t.is((error as StoreUnavailable).status, 503);

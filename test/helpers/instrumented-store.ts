@@ -6,7 +6,7 @@
 // - it can throw an error on chosen operations, shaped as the driver's (a MongoServerError), to drive
 //   the retry paths that the embedded engine, which runs one transaction at a time, never takes.
 import { MongoServerError, type ClientBulkWriteResult, type Document } from 'mongodb';
-import type { Store, StoreBulkWriteModel, StoreBulkWriteOptions, StoreCollection, StoreDb, StoreSession } from '../../src/store/store.ts';
+import type { Store, StoreBulkWriteModel, StoreBulkWriteOptions, StoreCollection, StoreDb, StoreSession, StoreTransactionOptions } from '../../src/store/store.ts';
 
 export interface WriteRecord {
   collection: string;
@@ -143,7 +143,7 @@ export class InstrumentedStore implements Store {
     return result;
   }
 
-  async withTransaction<T>(fn: (session: StoreSession) => Promise<T>): Promise<T> {
+  async withTransaction<T>(fn: (session: StoreSession) => Promise<T>, options?: StoreTransactionOptions): Promise<T> {
     return this.#inner.withTransaction(async (session) => {
       const record: TransactionRecord = { writes: [], outcome: 'open' };
       this.transactions.push(record);
@@ -158,7 +158,7 @@ export class InstrumentedStore implements Store {
       } finally {
         this.#open.delete(session);
       }
-    });
+    }, options);
   }
 
   close(): Promise<void> {

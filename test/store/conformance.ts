@@ -68,6 +68,51 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.findOne({ 'nested.deep.n': 1, tags: 'y' }, { projection: { _id: 0, tags: 1 } }), { tags: ['x', 'y'] });
   });
 
+  test(title('onApplied: called once a transaction is applied, before it resolves; a transaction started then sees its writes; not called on failure'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<{ _id: string; n: number }>('applied');
+    await store.db.createCollection('applied');
+    let seenByNext: number | undefined;
+    let next: Promise<void> | undefined;
+    let resolved = false;
+    const first = store
+      .withTransaction(
+        async (session) => {
+          await c.insertOne({ _id: 'a', n: 1 }, { session });
+          return 'done';
+        },
+        {
+          onApplied: () => {
+            t.false(resolved, 'onApplied comes before the transaction resolves');
+            next = store.withTransaction(async (session) => {
+              seenByNext = (await c.findOne({ _id: 'a' }, { session }))?.n;
+            });
+          },
+        },
+      )
+      .then((r) => {
+        resolved = true;
+        return r;
+      });
+    t.is(await first, 'done');
+    t.truthy(next, 'onApplied was called');
+    await next;
+    t.is(seenByNext, 1);
+    let calls = 0;
+    await t.throwsAsync(
+      store.withTransaction(
+        async (session) => {
+          await c.insertOne({ _id: 'b', n: 2 }, { session });
+          throw new Error('refused');
+        },
+        { onApplied: () => calls++ },
+      ),
+      { message: 'refused' },
+    );
+    t.is(calls, 0);
+    t.is(await c.findOne({ _id: 'b' }), null);
+  });
+
   test(title('insertOne without _id generates one; duplicate _id is code 11000'), async (t) => {
     const store = await open(t);
     const generated = store.db.collection('generated');

@@ -1,7 +1,7 @@
 // The embedded engine behind the Store contract (DESIGN.md section 2): MongoDB's API over a
 // durable SQLite database in DATA_DIR, so that `npm start` needs no server and keeps its data.
 import type { ClientSession, Db, Document } from 'mongodb';
-import type { Store, StoreCollection, StoreDb } from '../store.ts';
+import type { Store, StoreCollection, StoreDb, StoreTransactionOptions } from '../store.ts';
 import { clientBulkWrite } from './client-bulk-write.ts';
 import { EmbeddedCollection } from './collection.ts';
 import { openDatabase, type Synchronous } from './database-file.ts';
@@ -95,8 +95,8 @@ export class EmbeddedStore implements Store {
     };
   }
 
-  withTransaction<T>(fn: (session: ClientSession) => Promise<T>): Promise<T> {
-    return this.#engine.withTransaction((session) => fn(session as unknown as ClientSession));
+  withTransaction<T>(fn: (session: ClientSession) => Promise<T>, options: StoreTransactionOptions = {}): Promise<T> {
+    return this.#engine.withTransaction((session) => fn(session as unknown as ClientSession), options.onApplied);
   }
 
   /** Removes expired TTL documents now instead of at the next sweep; returns how many. */

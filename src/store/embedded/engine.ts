@@ -392,7 +392,8 @@ export class Engine {
     return this.#inSavepoint('step', op);
   }
 
-  async withTransaction<T>(fn: (session: EmbeddedSession) => Promise<T>): Promise<T> {
+  /** `onApplied` is called once the transaction is applied in its group, before the group commits. */
+  async withTransaction<T>(fn: (session: EmbeddedSession) => Promise<T>, onApplied?: () => void): Promise<T> {
     if (this.#closed) throw new Error('the embedded store is closed');
     const inside = currentTransaction.getStore();
     if (inside && inside.engine === this && inside.state === 'active') {
@@ -426,6 +427,7 @@ export class Engine {
     }
     session.hasEnded = true;
     this.#release();
+    onApplied?.();
     await group.committed.catch((error) => {
       tx.state = 'aborted';
       throw error;
