@@ -72,13 +72,17 @@ async function run(url: string, connections: number, requests: autocannon.Reques
 const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
-/** CPU time (user + system) a process has used so far, in microseconds; null where /proc is not there. */
+/** CPU time (user + system) a process and its descendants have used so far, in microseconds; null where /proc is not there. */
 async function cpuUs(pid: number | undefined): Promise<number | null> {
   if (pid === undefined) return null;
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / TICKS_PER_SECOND;
+    let total = ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / TICKS_PER_SECOND;
+    // Under WEB_CONCURRENCY the requests are served by the cluster's workers: count them too.
+    const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+    for (const child of children.split(' ').filter(Boolean)) total += (await cpuUs(Number(child))) ?? 0;
+    return total;
   } catch {
     return null;
   }
