@@ -1,5 +1,7 @@
 // The web process (Procfile `web`; `npm start`). It also runs the jobs when RUN_JOBS is on (the
-// default on the embedded store, so that `npm start` alone is a whole service).
+// default on the embedded store, so that `npm start` alone is a whole service): on a worker thread
+// when the store is a DATA_DIR file (src/worker/jobs-thread.ts), in this thread on MongoDB or
+// DATA_DIR=:memory: (another thread cannot open a private in-memory database).
 import cluster from 'node:cluster';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -9,6 +11,7 @@ import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
+import { startJobsThread } from './worker/jobs-thread.ts';
 import { superviseWebProcesses } from './http/web-cluster.ts';
 import { newLifecycle } from './http/health.ts';
 import { stopGracefully } from './http/shutdown.ts';
@@ -36,7 +39,8 @@ if (values.manifest && first) {
   process.stdout.write(`Manifest ${values.manifest} applied (keys are shown only now):\n${JSON.stringify(result, null, 2)}\n`);
 }
 
-const stopWorker = runsJobs ? await startWorker(deps, agenda) : null;
+const jobsOnThread = embedded && config.dataDir !== ':memory:';
+const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startWorker(deps, agenda);
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
 const server = createHttpServer(createApp(deps)).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));

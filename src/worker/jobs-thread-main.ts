@@ -1,0 +1,23 @@
+// The jobs thread's entry point (src/worker/jobs-thread.ts): the Procfile worker's work, on a thread.
+import { parentPort } from 'node:worker_threads';
+import { bootstrap } from '../bootstrap.ts';
+import { loadConfig } from '../config.ts';
+import { startWorker } from './start-worker.ts';
+
+const port = parentPort!;
+try {
+  const { deps, agenda } = await bootstrap(loadConfig());
+  const stop = await startWorker(deps, agenda);
+  port.once('message', async () => {
+    try {
+      await stop();
+    } finally {
+      await deps.store.close();
+      // Ends this thread only (not the process), whatever Agenda's timers still hold.
+      process.exit(0);
+    }
+  });
+  port.postMessage({ started: true });
+} catch (error) {
+  port.postMessage({ failed: String((error as Error)?.message ?? error) });
+}
