@@ -25,5 +25,6 @@ const timer = setInterval(() => {
 parentPort!.on('message', () => {
   clearInterval(timer);
   db.close();
-  parentPort!.close();
+  // Ends this thread (not the process). Deno's worker_threads has no parentPort.close().
+  process.exit(0);
 });
