@@ -17,7 +17,7 @@
 // only once the group is durable, and all fail if its commit fails.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
+import { Worker, isMainThread } from 'node:worker_threads';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { CollectionData, Index, quoteIdent, type IndexOptions } from './collection-data.ts';
 import { Mutex } from './mutex.ts';
@@ -119,7 +119,9 @@ export class Engine {
   constructor(db: DatabaseSync, location: string, options: EngineOptions) {
     this.db = db;
     this.dbName = options.dbName;
-    if (location !== ':memory:') {
+    // One checkpointer per process: a store opened on a worker thread (the jobs thread of npm start)
+    // shares the file with the main thread's store, whose checkpointer copies the WAL for both.
+    if (location !== ':memory:' && isMainThread) {
       this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
       this.#checkpointer.unref();
     }
