@@ -86,11 +86,10 @@ class Group {
     this.committed.catch(() => undefined);
   }
 
-  /** Counts a member in; true when the group should commit now rather than at the end of the turn. */
-  join(): boolean {
+  /** Counts a member in; past the limits the group commits when the lock is released, not at the end of the turn. */
+  join(): void {
     this.members++;
     if (this.members >= GROUP_LIMIT || Date.now() - this.openedAt >= GROUP_MAX_MS) this.due = true;
-    return this.due;
   }
 }
 
@@ -236,10 +235,9 @@ export class Engine {
       this.#mutex.release();
       throw new Error('the embedded store is closed');
     }
-    // A group whose turn has ended commits before a transaction that may hold the lock long.
-    if (this.#group?.due) this.#commitGroup();
   }
 
+  /** Releases the lock, committing first a group that is due: so no group that is due outlives its holder. */
   #release(): void {
     if (this.#group?.due) this.#commitGroup();
     this.#mutex.release();
