@@ -108,6 +108,13 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
   throw new ConfigError(name, `must be 1/true or 0/false, got ${JSON.stringify(raw)}`);
 }
 
+/**
+ * The store lives in this process alone (the embedded engine on DATA_DIR=:memory:): no other process
+ * or thread can open it, so nothing that needs a shared store (a second web process, the worker, the
+ * jobs thread) can run beside this one.
+ */
+export const storeIsPrivate = (config: Pick<Config, 'mongodbUri' | 'dataDir'>): boolean => config.mongodbUri === null && config.dataDir === ':memory:';
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const baseUrl = url(env, 'BASE_URL', `http://localhost:${port}`);

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
+import { storeIsPrivate } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
 import { applyManifest } from './manifests/apply.ts';
@@ -39,7 +40,7 @@ if (values.manifest && first) {
   process.stdout.write(`Manifest ${values.manifest} applied (keys are shown only now):\n${JSON.stringify(result, null, 2)}\n`);
 }
 
-const jobsOnThread = embedded && config.dataDir !== ':memory:';
+const jobsOnThread = embedded && !storeIsPrivate(config);
 const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startWorker(deps, agenda);
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;

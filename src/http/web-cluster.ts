@@ -4,7 +4,7 @@
 // unexpectedly (not more than RESTART_LIMIT times a minute), and on SIGTERM/SIGINT passes the signal
 // on, waits for every process to finish its own graceful shutdown, then exits.
 import cluster, { type Worker } from 'node:cluster';
-import type { Config } from '../config.ts';
+import { storeIsPrivate, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
 
 const RESTART_LIMIT = 10;
@@ -59,7 +59,7 @@ export function runWebCluster(count: number, log: ClusterLog): void {
  * else start and supervise them. Never resolves; the process exits when its web processes have.
  */
 export function superviseWebProcesses(config: Config): Promise<never> {
-  if (config.mongodbUri === null && config.dataDir === ':memory:') {
+  if (storeIsPrivate(config)) {
     // Each process would hold its own in-memory database: purchases and budgets would split between them.
     process.stderr.write(
       `WEB_CONCURRENCY=${config.webConcurrency} needs a store the web processes share: a DATA_DIR on disk (the default ./data) or MONGODB_URI, not DATA_DIR=:memory:.\n`,

@@ -1,11 +1,12 @@
 // The worker process (Procfile `worker`): runs the scheduled jobs, against MongoDB or the embedded
 // store's database in DATA_DIR (shared with the web processes, which then run with RUN_JOBS=0).
 import { bootstrap, configOrExit, onShutdown } from '../bootstrap.ts';
+import { storeIsPrivate } from '../config.ts';
 import { startWorker } from './start-worker.ts';
 import { stopGracefully } from '../http/shutdown.ts';
 
 const config = configOrExit();
-if (config.mongodbUri === null && config.dataDir === ':memory:') {
+if (storeIsPrivate(config)) {
   process.stderr.write('The worker needs a shared store: MONGODB_URI, or a DATA_DIR other than :memory:.\n');
   process.exit(2);
 }
