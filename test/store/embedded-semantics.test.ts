@@ -5,12 +5,7 @@ import fc from 'fast-check';
 import { find as mingoFind, update as mingoUpdate } from 'mingo';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { fastUpdate } from '../../src/store/embedded/fast-paths.ts';
-import { CollectionData } from '../../src/store/embedded/collection-data.ts';
 import { cloneOut } from '../../src/store/embedded/values.ts';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 
 type Doc = Record<string, unknown>;
 
@@ -105,73 +100,4 @@ test('the fast update path agrees with mingo wherever it answers', (t) => {
     { numRuns: 1000 }
   );
   t.true(answered > 300, `the fast path answered ${answered} of 1000`);
-});
-
-// Updates done inside SQLite (in-place-update.ts) against the general path, which an empty
-// arrayFilters sends every update to: same counts, same errors, and the same stored text (read
-// through a second connection on the file), so analysts' SQL sees no difference either.
-const edgeInt = fc.constantFrom(0, 1, 1, -1, 7, 7, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER - 1, -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 2);
-const edgeScalar = fc.oneof(edgeInt, fc.constantFrom(1.5, -0, 'x', 'é\u2028"\\', '', true, false, null));
-const edgeValue = fc.oneof(
-  edgeScalar,
-  edgeScalar,
-  fc.array(edgeScalar, { maxLength: 2 }),
-  fc.record({ p: edgeScalar }, { requiredKeys: [] }),
-  fc.date({ min: new Date(0), max: new Date(3), noInvalidDate: true }),
-);
-const fieldArb = fc.oneof({ arbitrary: fc.constantFrom('x', 'y', 'n'), weight: 8 }, { arbitrary: fc.constantFrom('indexed', 'a.b', '_id'), weight: 1 });
-const inPlaceDocArb = fc.dictionary(fc.constantFrom('x', 'y', 'n', 'indexed'), edgeValue, { maxKeys: 4 });
-const inPlaceFilterArb = fc.record({
-  _id: fc.constantFrom('d0', 'd1', 'nope'),
-  x: fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: edgeScalar, weight: 1 }),
-  n: fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: edgeScalar, weight: 1 }),
-}).map((f) => Object.fromEntries(Object.entries(f).filter(([, v]) => v !== undefined)));
-const setArb = fc.dictionary(fieldArb, edgeValue, { minKeys: 1, maxKeys: 2 });
-const incArb = fc.dictionary(fieldArb, edgeInt, { minKeys: 1, maxKeys: 2 });
-const onInsertArb = fc.dictionary(fieldArb, edgeScalar, { minKeys: 1, maxKeys: 2 });
-const inPlaceUpdateArb = fc.oneof(
-  fc.record({ $set: setArb }),
-  fc.record({ $inc: incArb }),
-  fc.record({ $set: setArb, $inc: incArb }),
-  fc.record({ $inc: incArb, $setOnInsert: onInsertArb }),
-  fc.record({ $setOnInsert: onInsertArb }),
-);
-
-test('updates done inside SQLite agree with the general path', async (t) => {
-  let inPlace = 0;
-  const original = CollectionData.prototype.updateInPlace;
-  t.teardown(() => void (CollectionData.prototype.updateInPlace = original));
-  CollectionData.prototype.updateInPlace = function (this: CollectionData, ...args) {
-    const done = original.apply(this, args);
-    if (done) inPlace++;
-    return done;
-  };
-  const dir = mkdtempSync(join(tmpdir(), 'in-place-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const store = await openEmbeddedStore({ dataDir: dir });
-  t.teardown(() => store.close());
-  const collections = ['fast', 'general'].map((name) => store.db.collection<Doc & { _id: string }>(name));
-  for (const c of collections) await c.createIndex({ indexed: 1 });
-  const other = new DatabaseSync(store.location, { readOnly: true });
-  t.teardown(() => other.close());
-  await fc.assert(
-    fc.asyncProperty(fc.array(inPlaceDocArb, { minLength: 1, maxLength: 2 }), inPlaceFilterArb, inPlaceUpdateArb, fc.boolean(), async (raw, filter, update, upsert) => {
-      const [fast, general] = await Promise.all(
-        collections.map(async (c) => {
-          await c.deleteMany({});
-          await c.insertMany(raw.map((d, i) => ({ _id: `d${i}`, ...cloneOut(d) })));
-          const options = c.collectionName === 'general' ? { upsert, arrayFilters: [] } : { upsert };
-          const result = await c.updateOne(cloneOut(filter) as Doc, cloneOut(update) as Doc, options).then(
-            (r) => ({ matched: r.matchedCount, modified: r.modifiedCount, upserted: r.upsertedCount }),
-            (e: { code?: number; message: string }) => ({ error: e.code ?? e.message }),
-          );
-          const stored = other.prepare(`SELECT id, doc FROM "${c.collectionName}" ORDER BY id`).all();
-          return { result, stored: stored.map((row) => `${String(row.id)} ${String(row.doc)}`), byIndex: await c.countDocuments({ indexed: { $exists: true } }) };
-        }),
-      );
-      t.deepEqual(fast, general, JSON.stringify({ raw, filter, update, upsert }));
-    }),
-    { numRuns: 1500 },
-  );
-  t.true(inPlace > 80, `${inPlace} of 1500 updates were done in place`);
 });

@@ -7,7 +7,6 @@
 import { MongoServerError } from 'mongodb';
 import { Query } from 'mingo';
 import type { Engine } from './engine.ts';
-import { inPlaceUpdate } from './in-place-update.ts';
 import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, readPath, type Doc } from './values.ts';
 
 export interface IndexOptions {
@@ -345,27 +344,6 @@ export class CollectionData {
       this.engine.statement('DELETE FROM _sc_keys WHERE ix = ? AND r = ?').run(index.ix, r);
       this.#addKeys(index, r, next, after);
     }
-  }
-
-  /**
-   * Applies a simple update to the one document filter names without decoding it (see
-   * in-place-update.ts): whether it changed, or undefined to leave the update to the general path.
-   */
-  updateInPlace(filter: Doc, update: unknown): { modified: boolean } | undefined {
-    if (!this.exists) return undefined;
-    const plan = inPlaceUpdate(filter, update, (field) => this.#indexed(field));
-    if (!plan) return undefined;
-    const row = this.engine.statement(plan.sql.replace('$T', this.#table)).get(...(plan.params as never[])) as { r: number; doc: string; next: string } | undefined;
-    if (!row) return undefined;
-    if (row.next === row.doc) return { modified: false };
-    this.#sql('UPDATE $T SET doc = ? WHERE r = ?').run(row.next, row.r);
-    return { modified: true };
-  }
-
-  /** Whether some index of this collection reads the top-level field. */
-  #indexed(field: string): boolean {
-    for (const index of this.indexes.values()) if (index.roots.includes(field)) return true;
-    return false;
   }
 
   remove(r: number): void {

@@ -375,10 +375,6 @@ export class EmbeddedCollection {
 
   #update(filter: Doc, update: unknown, options: Options, many: boolean): UpdateResult {
     const data = this.#data;
-    if (options.arrayFilters === undefined && options.collation === undefined) {
-      const done = data.updateInPlace(filter, update);
-      if (done) return updateResult(1, done.modified ? 1 : 0, null);
-    }
     const found = many ? this.#match(filter) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
     if (found.length === 0) {
       if (!options.upsert) return updateResult(0, 0, null);

@@ -223,11 +223,6 @@ export function encode(doc: object): string {
   return JSON.stringify(storedForm(doc));
 }
 
-/** The stored text of one field's value (not a function or symbol: those are left out of documents). */
-export function storedText(value: unknown): string {
-  return JSON.stringify(storedForm(value));
-}
-
 function decodeValue(v: unknown): unknown {
   if (v === null || typeof v !== 'object') return v;
   if (Array.isArray(v)) {
