@@ -1,5 +1,5 @@
 // MongoDB 8's client-level bulk write (MongoClient.bulkWrite) on the embedded engine: the models run
-// in order through the collections' own methods, in the caller's session, so inside its transaction
+// in order through the collections' own write steps, in the caller's session, so inside its transaction
 // they commit or roll back with it. Results and errors take the driver's shapes: totals, per-model
 // maps with verboseResults, and a MongoClientBulkWriteError whose writeErrors map the failing
 // model's index to its code (a duplicate key is 11000).
@@ -13,62 +13,61 @@ import {
   type Document,
 } from 'mongodb';
 import type { StoreBulkWriteModel, StoreBulkWriteOptions } from '../store.ts';
+import { writeStep, type StepOutcome } from './collection.ts';
 import type { EmbeddedDb } from './embedded-store.ts';
-
-interface UpdateOutcome {
-  matchedCount: number;
-  modifiedCount: number;
-  upsertedCount: number;
-  upsertedId: unknown;
-}
 
 export async function clientBulkWrite(db: EmbeddedDb, models: ReadonlyArray<StoreBulkWriteModel>, options: StoreBulkWriteOptions = {}): Promise<ClientBulkWriteResult> {
   if (models.length === 0) throw new MongoInvalidArgumentError('No client bulk write models were provided.');
   const prefix = `${db.databaseName}.`;
-  const session = options.session ? { session: options.session } : {};
+  // Checked before anything is written, as the driver does before it sends the command.
+  const steps = models.map((model) => {
+    if (!model.namespace.startsWith(prefix)) throw new MongoInvalidArgumentError(`bulkWrite: ${model.namespace} is not in this store's database ${db.databaseName}`);
+    const collection = db.collection(model.namespace.slice(prefix.length));
+    const raw = model as unknown as Document;
+    const options = { upsert: raw.upsert === true, ...(raw.arrayFilters ? { arrayFilters: raw.arrayFilters } : {}) };
+    return { collection, step: writeStep(model.name, { ...raw, ...options }) };
+  });
   const totals = { insertedCount: 0, upsertedCount: 0, matchedCount: 0, modifiedCount: 0, deletedCount: 0 };
   const insertResults = new Map<number, ClientInsertOneResult>();
   const updateResults = new Map<number, ClientUpdateResult>();
   const deleteResults = new Map<number, ClientDeleteResult>();
   const writeErrors = new Map<number, { code: number; message: string }>();
 
-  for (const [index, model] of models.entries()) {
-    if (!model.namespace.startsWith(prefix)) throw new MongoInvalidArgumentError(`bulkWrite: ${model.namespace} is not in this store's database ${db.databaseName}`);
-    const collection = db.collection(model.namespace.slice(prefix.length));
-    try {
-      if (model.name === 'insertOne') {
-        const { insertedId } = await collection.insertOne(model.document as Document, session);
-        totals.insertedCount++;
-        insertResults.set(index, { insertedId });
-      } else if (model.name === 'deleteOne' || model.name === 'deleteMany') {
-        const filter = model.filter as Document;
-        const { deletedCount } = model.name === 'deleteOne' ? await collection.deleteOne(filter, session) : await collection.deleteMany(filter, session);
-        totals.deletedCount += deletedCount;
-        deleteResults.set(index, { deletedCount });
-      } else {
-        const filter = model.filter as Document;
-        const opts = { ...session, upsert: model.upsert === true, ...('arrayFilters' in model && model.arrayFilters ? { arrayFilters: model.arrayFilters } : {}) };
-        const r = (
-          model.name === 'replaceOne'
-            ? await collection.replaceOne(filter, model.replacement as Document, opts)
-            : model.name === 'updateOne'
-              ? await collection.updateOne(filter, model.update as Document, opts)
-              : await collection.updateMany(filter, model.update as Document, opts)
-        ) as UpdateOutcome;
-        totals.matchedCount += r.matchedCount;
-        totals.modifiedCount += r.modifiedCount;
-        totals.upsertedCount += r.upsertedCount;
-        // As the driver reads mongod's reply: the model's n counts the document it upserted too.
-        const didUpsert = r.upsertedCount > 0;
-        updateResults.set(index, { matchedCount: r.matchedCount + r.upsertedCount, modifiedCount: r.modifiedCount, didUpsert, ...(didUpsert ? { upsertedId: r.upsertedId } : {}) });
+  // One write for the lot (no promise per model); each model in a savepoint of its own, so that a
+  // failing one leaves those before it written, as on MongoDB.
+  await db._write(options.session, (atomic) => {
+    for (const [index, { collection, step }] of steps.entries()) {
+      let outcome: StepOutcome;
+      try {
+        outcome = atomic(() => collection._step(step));
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (typeof code !== 'number') throw error; // not an error a server would answer with
+        writeErrors.set(index, { code, message: (error as Error).message });
+        if (options.ordered !== false) break;
+        continue;
       }
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (typeof code !== 'number') throw error; // the arguments were wrong: nothing the server would have answered
-      writeErrors.set(index, { code, message: (error as Error).message });
-      if (options.ordered !== false) break;
+      if ('insertedId' in outcome) {
+        totals.insertedCount++;
+        insertResults.set(index, { insertedId: outcome.insertedId });
+      } else if ('deletedCount' in outcome) {
+        totals.deletedCount += outcome.deletedCount;
+        deleteResults.set(index, { deletedCount: outcome.deletedCount });
+      } else {
+        totals.matchedCount += outcome.matchedCount;
+        totals.modifiedCount += outcome.modifiedCount;
+        totals.upsertedCount += outcome.upsertedCount;
+        // As the driver reads mongod's reply: the model's n counts the document it upserted too.
+        const didUpsert = outcome.upsertedCount > 0;
+        updateResults.set(index, {
+          matchedCount: outcome.matchedCount + outcome.upsertedCount,
+          modifiedCount: outcome.modifiedCount,
+          didUpsert,
+          ...(didUpsert ? { upsertedId: outcome.upsertedId } : {}),
+        });
+      }
     }
-  }
+  });
 
   const verbose = options.verboseResults === true;
   const result: ClientBulkWriteResult = {

@@ -511,41 +511,54 @@ export class EmbeddedCollection {
       const entries = Object.entries(op);
       if (entries.length !== 1) throw new MongoInvalidArgumentError('bulkWrite: each operation names exactly one kind');
       const [kind, raw] = entries[0] as [string, Doc];
-      if (kind === 'updateOne' || kind === 'updateMany') checkUpdate(raw.update);
-      else if (kind === 'replaceOne') checkReplacement(raw.replacement);
-      else if (kind !== 'insertOne' && kind !== 'deleteOne' && kind !== 'deleteMany') throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
-      return { kind, raw };
+      return writeStep(kind, raw);
     });
     const failure = await this.#engine.write(options.session, () => {
-      for (const [i, { kind, raw }] of steps.entries()) {
+      for (const [i, step] of steps.entries()) {
+        let outcome: StepOutcome;
         try {
-          this.#engine.atomic(() => {
-            if (kind === 'insertOne') {
-              const doc = raw.document as Doc;
-              insertedIds[i] = this.#insert(doc)._id;
-              if (!Object.hasOwn(doc, '_id')) doc._id = insertedIds[i];
-              totals.insertedCount++;
-            } else if (kind === 'deleteOne' || kind === 'deleteMany') {
-              totals.deletedCount += this.#delete(raw.filter as Doc, raw, kind === 'deleteMany').deletedCount;
-            } else {
-              const r =
-                kind === 'replaceOne'
-                  ? this.#replaceOne(raw.filter as Doc, raw.replacement as Doc, raw)
-                  : this.#update(raw.filter as Doc, raw.update, raw, kind === 'updateMany');
-              totals.matchedCount += r.matchedCount;
-              totals.modifiedCount += r.modifiedCount;
-              totals.upsertedCount += r.upsertedCount;
-              if (r.upsertedId !== null) upsertedIds[i] = r.upsertedId;
-            }
-          });
+          outcome = this.#engine.atomic(() => this._step(step));
         } catch (error) {
           return error;
+        }
+        if ('insertedId' in outcome) {
+          insertedIds[i] = outcome.insertedId;
+          totals.insertedCount++;
+        } else if ('deletedCount' in outcome) {
+          totals.deletedCount += outcome.deletedCount;
+        } else {
+          totals.matchedCount += outcome.matchedCount;
+          totals.modifiedCount += outcome.modifiedCount;
+          totals.upsertedCount += outcome.upsertedCount;
+          if (outcome.upsertedId !== null) upsertedIds[i] = outcome.upsertedId;
         }
       }
       return undefined;
     });
     if (failure !== undefined) throw failure;
     return { ok: 1, ...totals, insertedIds, upsertedIds };
+  }
+
+  /**
+   * One write of a bulk write, synchronously, inside the caller's `Engine.write`: the collection's
+   * bulkWrite and the client-level bulkWrite (client-bulk-write.ts) run their models through it.
+   */
+  _step(step: WriteStep): StepOutcome {
+    switch (step.kind) {
+      case 'insertOne': {
+        const insertedId = this.#insert(step.document)._id;
+        // The driver assigns the generated _id to the caller's document too.
+        if (!Object.hasOwn(step.document, '_id')) step.document._id = insertedId;
+        return { insertedId };
+      }
+      case 'deleteOne':
+      case 'deleteMany':
+        return this.#delete(step.filter, step.options, step.kind === 'deleteMany');
+      case 'replaceOne':
+        return this.#replaceOne(step.filter, step.replacement, step.options);
+      default:
+        return this.#update(step.filter, step.update, step.options, step.kind === 'updateMany');
+    }
   }
 
   async createIndex(spec: unknown, options: IndexOptions & { session?: unknown } = {}): Promise<string> {
@@ -594,6 +607,35 @@ function replacementFor(prev: Doc, replacement: Doc): Doc {
   }
   delete body._id;
   return { _id: prev._id, ...body };
+}
+
+/** A write of a bulk write, checked as the driver checks it before sending anything. */
+export type WriteStep =
+  | { kind: 'insertOne'; document: Doc }
+  | { kind: 'deleteOne' | 'deleteMany'; filter: Doc; options: Options }
+  | { kind: 'updateOne' | 'updateMany'; filter: Doc; update: unknown; options: Options }
+  | { kind: 'replaceOne'; filter: Doc; replacement: Doc; options: Options };
+
+export type StepOutcome = { insertedId: unknown } | { deletedCount: number } | UpdateResult;
+
+/** A bulk write's operation (`{ kind: { filter, update, ... } }` in the collection-level form). */
+export function writeStep(kind: string, raw: Doc): WriteStep {
+  switch (kind) {
+    case 'insertOne':
+      return { kind, document: raw.document as Doc };
+    case 'deleteOne':
+    case 'deleteMany':
+      return { kind, filter: raw.filter as Doc, options: raw };
+    case 'updateOne':
+    case 'updateMany':
+      checkUpdate(raw.update);
+      return { kind, filter: raw.filter as Doc, update: raw.update, options: raw };
+    case 'replaceOne':
+      checkReplacement(raw.replacement);
+      return { kind, filter: raw.filter as Doc, replacement: raw.replacement as Doc, options: raw };
+    default:
+      throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
+  }
 }
 
 function checkUpdate(update: unknown): void {

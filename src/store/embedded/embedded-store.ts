@@ -47,6 +47,11 @@ export class EmbeddedDb {
     };
   }
 
+  /** Runs synchronous collection steps as one write (client-bulk-write.ts); `atomic` undoes one step that fails. */
+  _write<T>(session: unknown, op: (atomic: <S>(step: () => S) => S) => T): Promise<T> {
+    return this.#engine.write(session, () => op((step) => this.#engine.atomic(step)));
+  }
+
   async createCollection(name: string): Promise<EmbeddedCollection> {
     await this.#engine.write(undefined, () => this.#engine.data(name).ensure());
     return this.collection(name);
