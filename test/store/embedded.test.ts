@@ -1,8 +1,14 @@
 import test from 'ava';
+import fc from 'fast-check';
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { Index, quoteIdent, type IndexOptions } from '../../src/store/embedded/collection-data.ts';
+import { DATABASE_FILE } from '../../src/store/embedded/database-file.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
+import { canonicalKey, decode, encode } from '../../src/store/embedded/values.ts';
 import { registerStoreConformance } from './conformance.ts';
 
 registerStoreConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded :memory:' });
@@ -256,4 +262,295 @@ test('embedded: an update moves index keys when it writes a key field, a partial
   await c.updateOne({ _id: 4 }, { $unset: { b: '' } });
   await c.updateOne({ _id: 3 }, { $rename: { other: 'b' } });
   t.deepEqual(await c.findOne({ b: 5 }), { _id: 3, b: 5 });
+});
+
+// --- index keys: the _sc_keys rows and each row's ks column ----------------------------------
+
+/**
+ * The index keys of every collection in the database file, three ways: the _sc_keys rows, the keys
+ * the live documents have (recomputed from their stored text, so only for values that survive it),
+ * and the keys the rows' ks columns list. Each as sorted JSON tuples [ix, k, r, u, t] ([ix, k, r] for ks).
+ */
+function indexKeys(db: DatabaseSync) {
+  const indexes = new Map<string, Index[]>();
+  for (const { ix, coll, spec } of db.prepare('SELECT ix, coll, spec FROM _sc_indexes').all() as Array<{ ix: number; coll: string; spec: string }>) {
+    const { key, ...options } = JSON.parse(spec) as { key: Record<string, unknown> } & IndexOptions;
+    indexes.set(coll, [...(indexes.get(coll) ?? []), new Index(ix, key, options)]);
+  }
+  const expected: string[] = [];
+  const listed: string[] = [];
+  for (const [coll, list] of indexes) {
+    for (const { r, doc, ks } of db.prepare(`SELECT r, doc, ks FROM ${quoteIdent(coll)}`).all() as Array<{ r: number; doc: string; ks: string | null }>) {
+      for (const index of list) for (const key of index.keysOf(decode(doc))) expected.push(JSON.stringify([index.ix, key.k, r, index.unique ? 1 : null, key.t]));
+      for (const [ix, keys] of Object.entries(JSON.parse(ks ?? '{}') as Record<string, string[]>)) for (const k of keys) listed.push(JSON.stringify([Number(ix), k, r]));
+    }
+  }
+  const rows = db.prepare('SELECT ix, k, r, u, t FROM _sc_keys').all() as Array<{ ix: number; k: string; r: number; u: number | null; t: number | null }>;
+  return {
+    stored: rows.map((x) => JSON.stringify([x.ix, x.k, x.r, x.u, x.t])).sort(),
+    expected: expected.sort(),
+    storedWithoutUT: rows.map((x) => JSON.stringify([x.ix, x.k, x.r])).sort(),
+    listed: listed.sort(),
+  };
+}
+
+function hasRowIndex(db: DatabaseSync): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE name = '_sc_keys_row'").get() !== undefined;
+}
+
+type Fields = { a?: unknown; b?: unknown; c?: number; flag?: boolean; at?: 'expired' | 'live' | 'text'; other?: number };
+
+/** The document fields of generated ones: `at` as a date an hour past its TTL, one still alive, or not a date. */
+function materialize(fields: Fields): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...fields };
+  if (fields.at === 'expired') out.at = new Date(Date.now() - 7_200_000);
+  else if (fields.at === 'live') out.at = new Date(Date.now() + 600_000);
+  else if (fields.at === 'text') out.at = 'soon';
+  return out;
+}
+
+const idArb = fc.integer({ min: 0, max: 5 });
+const aArb = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom('x', 'y', null), fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 3 }));
+const fieldsArb: fc.Arbitrary<Fields> = fc.record(
+  { a: aArb, b: fc.constantFrom('x', 'y', null), c: fc.integer({ min: 0, max: 2 }), flag: fc.boolean(), at: fc.constantFrom('expired' as const, 'live' as const, 'text' as const), other: fc.integer({ min: 0, max: 9 }) },
+  { requiredKeys: [] }
+);
+const commandArb = fc.oneof(
+  fc.record({ op: fc.constant('insert' as const), id: idArb, fields: fieldsArb }),
+  fc.record({ op: fc.constant('set' as const), id: idArb, fields: fieldsArb }),
+  fc.record({ op: fc.constant('unset' as const), id: idArb, field: fc.constantFrom('a', 'b', 'c', 'flag', 'at', 'other') }),
+  fc.record({ op: fc.constant('replace' as const), id: idArb, fields: fieldsArb }),
+  fc.record({ op: fc.constant('setMany' as const), b: fc.constantFrom('x', 'y'), a: aArb }),
+  fc.record({ op: fc.constant('delete' as const), id: idArb }),
+  fc.record({ op: fc.constant('deleteMany' as const), b: fc.constantFrom('x', 'y') }),
+  fc.record({ op: fc.constant('aborted' as const), id: idArb, fields: fieldsArb }),
+  fc.record({ op: fc.constant('expire' as const) }),
+  fc.record({ op: fc.constant('createIndex' as const), which: fc.constantFrom(0, 1) })
+);
+type Command = typeof commandArb extends fc.Arbitrary<infer T> ? T : never;
+
+test('embedded: after any inserts, updates, deletes, TTL expiries and new indexes, _sc_keys holds exactly the live documents\' keys, as their ks columns list them', async (t) => {
+  const store = await fileStore();
+  const raw = new DatabaseSync(store.location, { readOnly: true });
+  t.teardown(async () => {
+    raw.close();
+    await store.close();
+  });
+  const run = async (c: ReturnType<typeof store.db.collection<Record<string, unknown> & { _id: number }>>, command: Command) => {
+    const { op } = command;
+    if (op === 'insert') await c.insertOne({ _id: command.id, ...materialize(command.fields) });
+    else if (op === 'set') await c.updateOne({ _id: command.id }, { $set: { other: 0, ...materialize(command.fields) } });
+    else if (op === 'unset') await c.updateOne({ _id: command.id }, { $unset: { [command.field]: '' } });
+    else if (op === 'replace') await c.replaceOne({ _id: command.id }, materialize(command.fields));
+    else if (op === 'setMany') await c.updateMany({ b: command.b }, { $set: { a: command.a } });
+    else if (op === 'delete') await c.deleteOne({ _id: command.id });
+    else if (op === 'deleteMany') await c.deleteMany({ b: command.b });
+    else if (op === 'expire') await store.sweepExpired();
+    else if (op === 'createIndex') {
+      if (command.which === 0) await c.createIndex({ b: 1, at: 1 }, { sparse: true });
+      else await c.createIndex({ 'a.0': 1, other: 1 });
+    } else {
+      await store
+        .withTransaction(async (session) => {
+          await c.updateOne({ _id: command.id }, { $set: materialize(command.fields) }, { session });
+          throw new Error('aborted');
+        })
+        .catch((error: Error) => assert.equal(error.message, 'aborted'));
+    }
+  };
+  await t.notThrowsAsync(
+    fc.assert(
+      fc.asyncProperty(fc.array(commandArb, { maxLength: 30 }), async (commands) => {
+        // The previous run's collection goes, and its keys with it.
+        await store.db.raw.dropCollection('p');
+        const c = store.db.collection<Record<string, unknown> & { _id: number }>('p');
+        await c.createIndex({ a: 1 });
+        await c.createIndex({ b: 1, a: -1 });
+        await c.createIndex({ c: 1 }, { unique: true, partialFilterExpression: { flag: true } });
+        await c.createIndex({ at: 1 }, { expireAfterSeconds: 3600 });
+        for (const command of commands) {
+          try {
+            await run(c, command);
+          } catch (error) {
+            // A duplicate _id or unique key: the write left nothing behind.
+            if ((error as { code?: unknown }).code !== 11000) throw error;
+          }
+          const keys = indexKeys(raw);
+          assert.deepStrictEqual(keys.stored, keys.expected, `after ${JSON.stringify(command)}`);
+          assert.deepStrictEqual(keys.listed, keys.storedWithoutUT, `ks after ${JSON.stringify(command)}`);
+        }
+      }),
+      { numRuns: 150 }
+    )
+  );
+});
+
+test('embedded: a document\'s keys are deleted as they were written, even keys of values its stored text does not keep', async (t) => {
+  const store = await fileStore();
+  const raw = new DatabaseSync(store.location, { readOnly: true });
+  t.teardown(async () => {
+    raw.close();
+    await store.close();
+  });
+  const c = store.db.collection<{ _id: string; a: unknown }>('roundtrip');
+  await c.createIndex({ a: 1 });
+  // Indexed as 'dNaN' and '{}' (a URL has no enumerable fields), stored as null and as the URL's text.
+  await c.insertMany([
+    { _id: 'date', a: new Date(NaN) },
+    { _id: 'url', a: new URL('https://x.test/') },
+    { _id: 'gone', a: new Date(NaN) },
+  ]);
+  const keys = () => (raw.prepare('SELECT k FROM _sc_keys ORDER BY k').all() as Array<{ k: string }>).map((row) => row.k);
+  t.deepEqual(keys(), ['2:{}', '4:dNaN', '4:dNaN']);
+  t.is((await c.findOne({ _id: 'date' }))!.a, null);
+  await c.updateOne({ _id: 'date' }, { $set: { a: 1 } });
+  await c.replaceOne({ _id: 'url' }, { a: 2 });
+  await c.deleteOne({ _id: 'gone' });
+  t.deepEqual(keys(), ['2:n1', '2:n2']);
+});
+
+// --- schema version 1 (index keys found by the _sc_keys_row index) ---------------------------
+
+/** Schema version 1 as its database-file.ts created it; its collection tables were (r, id, doc). */
+const VERSION_1_SCHEMA = `
+PRAGMA journal_mode = WAL;
+CREATE TABLE _sc_meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE _sc_indexes (ix INTEGER PRIMARY KEY, coll TEXT NOT NULL, name TEXT NOT NULL, spec TEXT NOT NULL, UNIQUE (coll, name));
+CREATE TABLE _sc_keys (ix INTEGER NOT NULL, k TEXT NOT NULL, r INTEGER NOT NULL, u INTEGER, t INTEGER, PRIMARY KEY (ix, k, r)) WITHOUT ROWID;
+CREATE INDEX _sc_keys_row ON _sc_keys (ix, r);
+CREATE UNIQUE INDEX _sc_keys_unique ON _sc_keys (ix, k) WHERE u = 1;
+CREATE INDEX _sc_keys_ttl ON _sc_keys (ix, t) WHERE t IS NOT NULL;
+PRAGMA user_version = 1;
+`;
+
+type Version1Collections = Record<string, { indexes: Array<[Record<string, unknown>, IndexOptions?]>; docs: Array<Record<string, unknown>> }>;
+
+/** A version-1 database file in dir, written as version 1 wrote documents, index definitions and keys. */
+function writeVersion1(dir: string, collections: Version1Collections): string {
+  const file = join(dir, DATABASE_FILE);
+  const db = new DatabaseSync(file);
+  db.exec(VERSION_1_SCHEMA);
+  for (const [name, { indexes, docs }] of Object.entries(collections)) {
+    db.exec(`CREATE TABLE ${quoteIdent(name)} (r INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL)`);
+    const created = indexes.map(([key, options = {}]) => {
+      const spec = new Index(0, key, options).spec();
+      const { lastInsertRowid } = db.prepare('INSERT INTO _sc_indexes (coll, name, spec) VALUES (?, ?, ?)').run(name, spec.name as string, JSON.stringify(spec));
+      return new Index(Number(lastInsertRowid), key, options);
+    });
+    for (const doc of docs) {
+      const { lastInsertRowid: r } = db.prepare(`INSERT INTO ${quoteIdent(name)} (id, doc) VALUES (?, ?)`).run(canonicalKey(doc._id), encode(doc));
+      for (const index of created) {
+        for (const key of index.keysOf(doc)) db.prepare('INSERT INTO _sc_keys (ix, k, r, u, t) VALUES (?, ?, ?, ?, ?)').run(index.ix, key.k, r, index.unique ? 1 : null, key.t);
+      }
+    }
+  }
+  db.exec("INSERT INTO _sc_meta (k, v) VALUES ('catalog', 1)");
+  db.close();
+  return file;
+}
+
+function columns(db: DatabaseSync, table: string): string[] {
+  return (db.prepare('SELECT name FROM pragma_table_info(?)').all(table) as Array<{ name: string }>).map((c) => c.name);
+}
+
+test('embedded: a version-1 database is migrated at open (ks filled from _sc_keys, _sc_keys_row dropped); documents, lookups, unique indexes and TTL work on', async (t) => {
+  const { MongoServerError } = await import('mongodb');
+  const dir = mkdtempSync(join(tmpdir(), 'store-v1-'));
+  const now = Date.now();
+  const oldSession = { _id: 's-old', orgId: 'o1', expiresAt: new Date(now - 60_000) };
+  const newSession = { _id: 's-new', orgId: 'o1', expiresAt: new Date(now + 3_600_000) };
+  writeVersion1(dir, {
+    organizations: { indexes: [[{ handle: 1 }, { unique: true }]], docs: [{ _id: 'o1', handle: 'acme' }, { _id: 'o2', handle: 'beta' }] },
+    sessions: { indexes: [[{ expiresAt: 1 }, { expireAfterSeconds: 0 }], [{ orgId: 1 }]], docs: [oldSession, newSession] },
+    'tag "list"': {
+      indexes: [[{ labels: 1 }], [{ code: 1 }, { unique: true, partialFilterExpression: { live: true } }]],
+      docs: [{ _id: 1, labels: ['red', 'blue'], code: 'c', live: true }, { _id: 2, labels: [], code: 'c', live: false }, { _id: 3 }],
+    },
+    plain: { indexes: [], docs: [{ _id: 'p', n: 1 }] },
+  });
+  let store = await openEmbeddedStore({ dataDir: dir, ttlSweepIntervalMs: 3_600_000 });
+  const raw = new DatabaseSync(store.location, { readOnly: true });
+  t.teardown(async () => {
+    raw.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  t.is((raw.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, 2);
+  t.false(hasRowIndex(raw));
+  for (const table of ['organizations', 'sessions', 'tag "list"', 'plain']) t.deepEqual(columns(raw, table), ['r', 'id', 'doc', 'ks']);
+  const migrated = indexKeys(raw);
+  t.is(migrated.stored.length, 2 + 4 + 5);
+  t.deepEqual(migrated.stored, migrated.expected);
+  t.deepEqual(migrated.listed, migrated.storedWithoutUT);
+  t.is((raw.prepare('SELECT ks FROM plain').get() as { ks: string | null }).ks, null);
+
+  const organizations = store.db.collection<{ _id: string; handle: string }>('organizations');
+  const sessions = store.db.collection<{ _id: string; orgId: string; expiresAt: Date }>('sessions');
+  const tags = store.db.collection<{ _id: number; labels?: string[]; code?: string; live?: boolean }>('tag "list"');
+  t.deepEqual(await organizations.find({}).toArray(), [{ _id: 'o1', handle: 'acme' }, { _id: 'o2', handle: 'beta' }]);
+  t.deepEqual(await store.db.collection('plain').findOne({}), { _id: 'p', n: 1 });
+  t.deepEqual(await organizations.findOne({ handle: 'beta' }), { _id: 'o2', handle: 'beta' });
+  t.deepEqual((await tags.find({ labels: 'blue' }).toArray()).map((d) => d._id), [1]);
+  t.deepEqual(await sessions.find({ orgId: 'o1' }).toArray(), [oldSession, newSession]);
+
+  const duplicate = await t.throwsAsync(organizations.insertOne({ _id: 'o3', handle: 'acme' }));
+  t.true(duplicate instanceof MongoServerError);
+  t.is((duplicate as { code?: number }).code, 11000);
+  await t.throwsAsync(tags.insertOne({ _id: 4, code: 'c', live: true }), { code: 11000 });
+  await tags.insertOne({ _id: 4, code: 'c', live: false });
+
+  t.is(await store.sweepExpired(), 1);
+  t.deepEqual(await sessions.find({}).toArray(), [newSession]);
+  // Keys written by version 1 are moved and deleted exactly.
+  await organizations.updateOne({ _id: 'o1' }, { $set: { handle: 'gamma' } });
+  await organizations.insertOne({ _id: 'o3', handle: 'acme' });
+  await tags.deleteOne({ _id: 1 });
+  await tags.insertOne({ _id: 5, code: 'c', live: true });
+  t.deepEqual(await tags.find({ labels: 'red' }).toArray(), []);
+  const after = indexKeys(raw);
+  t.deepEqual(after.stored, after.expected);
+  t.deepEqual(after.listed, after.storedWithoutUT);
+
+  // Opened again, a version-2 file is used as it is.
+  await store.close();
+  store = await openEmbeddedStore({ dataDir: dir, ttlSweepIntervalMs: 3_600_000 });
+  t.deepEqual((await store.db.collection('organizations').find({ handle: 'acme' }).toArray()).map((d) => d._id), ['o3']);
+  t.deepEqual(indexKeys(raw).stored, after.stored);
+});
+
+test('embedded: a version-1 database whose migration fails is refused and left as it was', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'store-v1-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = writeVersion1(dir, {
+    first: { indexes: [[{ a: 1 }]], docs: [{ _id: 1, a: 1 }] },
+    last: { indexes: [], docs: [] },
+  });
+  // A column the migration cannot add makes it fail after it changed the first table.
+  const edit = new DatabaseSync(file);
+  edit.exec('ALTER TABLE last ADD COLUMN ks TEXT');
+  edit.close();
+  await t.throwsAsync(openEmbeddedStore({ dataDir: dir }), { message: /cannot be opened as this service's database: duplicate column name: ks/ });
+  const db = new DatabaseSync(file, { readOnly: true });
+  t.teardown(() => db.close());
+  t.is((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, 1);
+  t.true(hasRowIndex(db));
+  t.deepEqual(columns(db, 'first'), ['r', 'id', 'doc']);
+});
+
+test('embedded: a new database file is at schema version 2, without _sc_keys_row, its keys listed in ks', async (t) => {
+  const store = await fileStore();
+  const raw = new DatabaseSync(store.location, { readOnly: true });
+  t.teardown(async () => {
+    raw.close();
+    await store.close();
+  });
+  const c = store.db.collection<{ _id: string; a?: number }>('x');
+  await c.createIndex({ a: 1 });
+  await c.insertMany([{ _id: 'one', a: 1 }, { _id: 'none' }]);
+  await c.createIndex({ a: -1 }, { sparse: true });
+  t.is((raw.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, 2);
+  t.false(hasRowIndex(raw));
+  const ix = (raw.prepare('SELECT ix FROM _sc_indexes ORDER BY ix').all() as Array<{ ix: number }>).map((row) => row.ix);
+  const ks = (raw.prepare('SELECT ks FROM x ORDER BY r').all() as Array<{ ks: string }>).map((row) => JSON.parse(row.ks));
+  t.deepEqual(ks, [{ [ix[0]]: ['2:n1'], [ix[1]]: ['2:n1'] }, { [ix[0]]: ['1:z'] }]);
 });

@@ -1,9 +1,16 @@
-// The storage of one embedded collection in SQLite: a table of (r, id, doc) where r is the
-// natural (insertion) order, id the canonical _id (UNIQUE) and doc the Extended JSON text.
-// Every secondary index keeps its keys in the shared _sc_keys table, one row per key and
-// document, computed here with MongoDB's rules (a key per array element, sparse, partial);
-// SQLite's own indexes make lookups by _id and by those keys index seeks, and a partial UNIQUE
-// index over _sc_keys enforces unique indexes, surfacing as the driver's code 11000 error.
+// The storage of one embedded collection in SQLite: a table of (r, id, doc, ks) where r is the
+// natural (insertion) order, id the canonical _id (UNIQUE), doc the Extended JSON text and ks the
+// document's index keys (below). Every secondary index keeps its keys in the shared _sc_keys
+// table, one row per key and document, computed here with MongoDB's rules (a key per array
+// element, sparse, partial); SQLite's own indexes make lookups by _id and by those keys index
+// seeks, and a partial UNIQUE index over _sc_keys enforces unique indexes, surfacing as the
+// driver's code 11000 error.
+//
+// ks holds, as JSON ({"<ix>": [k, ...]}, NULL for none), exactly the keys written for the row:
+// replacing or removing a document deletes those by _sc_keys's primary key, which needs no
+// index of _sc_keys by row (a B-tree that every write would have to keep up to date). The keys
+// are never recomputed from the stored text: they were computed from the caller's values, and
+// some do not survive the round trip (an invalid Date is stored as null, for one).
 import { MongoServerError } from 'mongodb';
 import { Query } from 'mingo';
 import type { Engine } from './engine.ts';
@@ -190,6 +197,17 @@ export interface Plan {
   exact: boolean;
 }
 
+/** A row's ks column: the keys of each index (by ix) that has any for the row. */
+type StoredKeys = Record<string, string[]>;
+
+function parseKeys(ks: string | null): StoredKeys {
+  return ks === null ? {} : (JSON.parse(ks) as StoredKeys);
+}
+
+function keysText(stored: StoredKeys): string | null {
+  return Object.keys(stored).length > 0 ? JSON.stringify(stored) : null;
+}
+
 function* rows(iter: Iterable<unknown>): Generator<Row> {
   for (const row of iter as Iterable<{ r: number; doc: string }>) yield [row.r, decode(row.doc)];
 }
@@ -304,7 +322,7 @@ export class CollectionData {
     return new MongoServerError({ message: errmsg, errmsg, code: 11000, codeName: 'DuplicateKey', keyPattern, keyValue });
   }
 
-  #addKeys(index: Index, r: number, doc: Doc, keys: IndexKey[] = index.keysOf(doc)): void {
+  #addKeys(index: Index, r: number, doc: Doc, keys: IndexKey[]): void {
     const insert = this.engine.statement('INSERT INTO _sc_keys (ix, k, r, u, t) VALUES (?, ?, ?, ?, ?)');
     for (const key of keys) {
       try {
@@ -316,17 +334,30 @@ export class CollectionData {
     }
   }
 
+  #deleteKeys(ix: number, r: number, keys: Iterable<string>): void {
+    const remove = this.engine.statement('DELETE FROM _sc_keys WHERE ix = ? AND k = ? AND r = ?');
+    for (const k of keys) remove.run(ix, k, r);
+  }
+
   /** Stores a new document (its _id set); the caller's transaction undoes it on error. */
   insert(doc: Doc): void {
     this.ensure();
+    const keys: Array<[Index, IndexKey[]]> = [];
+    const stored: StoredKeys = {};
+    for (const index of this.indexes.values()) {
+      const indexKeys = index.keysOf(doc);
+      if (indexKeys.length === 0) continue;
+      keys.push([index, indexKeys]);
+      stored[index.ix] = indexKeys.map((key) => key.k);
+    }
     let r: number;
     try {
-      r = Number(this.#sql('INSERT INTO $T (id, doc) VALUES (?, ?)').run(canonicalKey(doc._id), encode(doc)).lastInsertRowid);
+      r = Number(this.#sql('INSERT INTO $T (id, doc, ks) VALUES (?, ?, ?)').run(canonicalKey(doc._id), encode(doc), keysText(stored)).lastInsertRowid);
     } catch (error) {
       if (isConstraintError(error)) throw this.duplicateKeyError('_id_', { _id: 1 }, doc);
       throw error;
     }
-    for (const index of this.indexes.values()) this.#addKeys(index, r, doc);
+    for (const [index, indexKeys] of keys) this.#addKeys(index, r, doc, indexKeys);
   }
 
   /**
@@ -334,21 +365,31 @@ export class CollectionData {
    * known, holds the first segments of every path the update wrote: an index on none of them
    * keeps its keys without computing them.
    */
-  replace(r: number, prev: Doc, next: Doc, touched?: ReadonlySet<string>): void {
-    this.#sql('UPDATE $T SET doc = ? WHERE r = ?').run(encode(next), r);
+  replace(r: number, next: Doc, touched?: ReadonlySet<string>): void {
+    let stored: StoredKeys | undefined;
+    let moved = false;
     for (const index of this.indexes.values()) {
       if (touched && !index.roots.some((root) => touched.has(root))) continue;
-      const before = index.keysOf(prev);
+      stored ??= parseKeys((this.#sql('SELECT ks FROM $T WHERE r = ?').get(r) as { ks: string | null }).ks);
       const after = index.keysOf(next);
-      if (before.length === after.length && before.every((k, i) => k.k === after[i].k && k.t === after[i].t)) continue;
-      this.engine.statement('DELETE FROM _sc_keys WHERE ix = ? AND r = ?').run(index.ix, r);
-      this.#addKeys(index, r, next, after);
+      // Left with the keys next no longer has. A key's t follows from its k (the first field's date).
+      const gone = new Set(stored[index.ix]);
+      const added = after.filter((key) => !gone.delete(key.k));
+      if (added.length === 0 && gone.size === 0) continue;
+      this.#deleteKeys(index.ix, r, gone);
+      this.#addKeys(index, r, next, added);
+      if (after.length > 0) stored[index.ix] = after.map((key) => key.k);
+      else delete stored[index.ix];
+      moved = true;
     }
+    if (moved) this.#sql('UPDATE $T SET doc = ?, ks = ? WHERE r = ?').run(encode(next), keysText(stored!), r);
+    else this.#sql('UPDATE $T SET doc = ? WHERE r = ?').run(encode(next), r);
   }
 
   remove(r: number): void {
-    this.#sql('DELETE FROM $T WHERE r = ?').run(r);
-    for (const index of this.indexes.values()) this.engine.statement('DELETE FROM _sc_keys WHERE ix = ? AND r = ?').run(index.ix, r);
+    const row = this.#sql('DELETE FROM $T WHERE r = ? RETURNING ks').get(r) as { ks: string | null } | undefined;
+    if (row === undefined) return;
+    for (const [ix, keys] of Object.entries(parseKeys(row.ks))) this.#deleteKeys(Number(ix), r, keys);
   }
 
   /** Documents whose TTL date plus expireAfterSeconds is at or before now; returns how many. */
@@ -391,7 +432,19 @@ export class CollectionData {
     this.ensure();
     const ix = this.engine.recordIndex(this.name, index.spec());
     const created = new Index(ix, keyPattern, options);
-    for (const [r, doc] of this.all()) this.#addKeys(created, r, doc);
+    // The ks column is rewritten once the scan is over: SQLite leaves undefined whether a
+    // SELECT still running sees the rows changed under it.
+    const pending: Array<[number, string | null]> = [];
+    for (const row of this.#sql('SELECT r, doc, ks FROM $T ORDER BY r').iterate() as Iterable<{ r: number; doc: string; ks: string | null }>) {
+      const doc = decode(row.doc);
+      const keys = created.keysOf(doc);
+      if (keys.length === 0) continue;
+      this.#addKeys(created, row.r, doc, keys);
+      const stored = parseKeys(row.ks);
+      stored[ix] = keys.map((key) => key.k);
+      pending.push([row.r, keysText(stored)]);
+    }
+    for (const [r, ks] of pending) this.#sql('UPDATE $T SET ks = ? WHERE r = ?').run(ks, r);
     this.indexes.set(created.name, created);
     return created.name;
   }

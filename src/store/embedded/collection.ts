@@ -387,7 +387,7 @@ export class EmbeddedCollection {
     for (const [id, doc] of found) {
       const { next, modified: changed } = applyUpdate(doc, update, filter, false, options);
       if (!changed) continue;
-      data.replace(id, doc, next, touched);
+      data.replace(id, next, touched);
       modified++;
     }
     return updateResult(found.length, modified, null);
@@ -423,7 +423,7 @@ export class EmbeddedCollection {
       const [id, prev] = hit;
       const next = replacementFor(prev, replacement);
       const changed = canonicalKey(next) !== canonicalKey(prev);
-      if (changed) data.replace(id, prev, next);
+      if (changed) data.replace(id, next);
       return updateResult(1, changed ? 1 : 0, null);
     }
   }
@@ -443,7 +443,7 @@ export class EmbeddedCollection {
       }
       const [id, prev] = hit;
       const { next, modified } = applyUpdate(prev, update, filter, false, options);
-      if (modified) data.replace(id, prev, next, touchedRoots(update));
+      if (modified) data.replace(id, next, touchedRoots(update));
       const value = this.#output(after ? next : prev, options);
       return findAndModifyResult(options, value, { n: 1, updatedExisting: true });
     });
@@ -466,7 +466,7 @@ export class EmbeddedCollection {
       }
       const [id, prev] = hit;
       const next = replacementFor(prev, replacement);
-      data.replace(id, prev, next);
+      data.replace(id, next);
       return findAndModifyResult(options, this.#output(after ? next : prev, options), { n: 1, updatedExisting: true });
     });
   }

@@ -4,9 +4,10 @@
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { quoteIdent } from './collection-data.ts';
 
 /** The schema this code writes and reads; a database of a later version is refused. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 export const DATABASE_FILE = 'spend-control.db';
 
 export type Synchronous = 'NORMAL' | 'FULL';
@@ -23,10 +24,28 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS _sc_meta (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS _sc_indexes (ix INTEGER PRIMARY KEY, coll TEXT NOT NULL, name TEXT NOT NULL, spec TEXT NOT NULL, UNIQUE (coll, name));
 CREATE TABLE IF NOT EXISTS _sc_keys (ix INTEGER NOT NULL, k TEXT NOT NULL, r INTEGER NOT NULL, u INTEGER, t INTEGER, PRIMARY KEY (ix, k, r)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS _sc_keys_row ON _sc_keys (ix, r);
 CREATE UNIQUE INDEX IF NOT EXISTS _sc_keys_unique ON _sc_keys (ix, k) WHERE u = 1;
 CREATE INDEX IF NOT EXISTS _sc_keys_ttl ON _sc_keys (ix, t) WHERE t IS NOT NULL;
 `;
+
+/**
+ * Version 1 to 2: each collection table gets its rows' index keys in a column of its own (see
+ * collection-data.ts), filled from _sc_keys through _sc_keys_row, which is then dropped.
+ */
+function migrateToVersion2(db: DatabaseSync): void {
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 4) <> '_sc_' AND substr(name, 1, 7) <> 'sqlite_'").all() as Array<{ name: string }>;
+  for (const { name } of tables) {
+    const table = quoteIdent(name);
+    db.exec(`ALTER TABLE ${table} ADD COLUMN ks TEXT`);
+    db.prepare(
+      `UPDATE ${table} SET ks = (
+        SELECT CASE WHEN count(*) > 0 THEN json_group_object(ix, json(keys)) END FROM (
+          SELECT ix, json_group_array(k) AS keys FROM _sc_keys
+          WHERE ix IN (SELECT ix FROM _sc_indexes WHERE coll = ?) AND r = ${table}.r GROUP BY ix))`,
+    ).run(name);
+  }
+  db.exec('DROP INDEX _sc_keys_row');
+}
 
 function writable(path: string): boolean {
   try {
@@ -106,6 +125,7 @@ export function openDatabase(dataDir: string, synchronous: Synchronous): { db: D
     const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number };
     if (version > SCHEMA_VERSION) throw new DataDirError(location, `was written by a newer version of this service (schema version ${version})`);
     db.exec(SCHEMA);
+    if (version === 1) migrateToVersion2(db);
     if (version < SCHEMA_VERSION) db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
     db.exec('COMMIT');
   } catch (error) {

@@ -186,7 +186,7 @@ export class Engine {
   }
 
   createTable(name: string): void {
-    this.db.exec(`CREATE TABLE IF NOT EXISTS ${quoteIdent(name)} (r INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL)`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS ${quoteIdent(name)} (r INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL, ks TEXT)`);
     this.#bumpCatalog();
   }
 
