@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Index, quoteIdent, type IndexOptions } from '../../src/store/embedded/collection-data.ts';
 import { DATABASE_FILE } from '../../src/store/embedded/database-file.ts';
@@ -553,4 +553,15 @@ test('embedded: a new database file is at schema version 2, without _sc_keys_row
   const ix = (raw.prepare('SELECT ix FROM _sc_indexes ORDER BY ix').all() as Array<{ ix: number }>).map((row) => row.ix);
   const ks = (raw.prepare('SELECT ks FROM x ORDER BY r').all() as Array<{ ks: string }>).map((row) => JSON.parse(row.ks));
   t.deepEqual(ks, [{ [ix[0]]: ['2:n1'], [ix[1]]: ['2:n1'] }, { [ix[0]]: ['1:z'] }]);
+});
+
+test('embedded: collections whose names look like the internal prefixes are listed by every connection on the file', async (t) => {
+  const store = await fileStore();
+  t.teardown(() => store.close());
+  for (const name of ['escrow', 'sqliteXlog']) await store.db.collection<{ _id: string }>(name).insertOne({ _id: name });
+  // A second store on the same file reads the catalog from SQLite, as another process does.
+  const other = await openEmbeddedStore({ dataDir: dirname(store.location) });
+  t.teardown(() => other.close());
+  t.deepEqual((await other.db.listCollectionNames()).sort(), ['escrow', 'sqliteXlog']);
+  t.deepEqual(await other.db.collection<{ _id: string }>('escrow').findOne({}), { _id: 'escrow' });
 });

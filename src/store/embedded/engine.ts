@@ -154,7 +154,8 @@ export class Engine {
       data.indexes.clear();
     }
     for (const { name } of this.statement(
-      `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '${INTERNAL_PREFIX}%' AND name NOT LIKE 'sqlite_%'`,
+      // Not LIKE: its _ matches any character, and would hide a collection named escrow.
+      `SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ${INTERNAL_PREFIX.length}) <> '${INTERNAL_PREFIX}' AND substr(name, 1, 7) <> 'sqlite_'`,
     ).all() as Array<{ name: string }>) {
       this.data(name).exists = true;
     }
