@@ -57,7 +57,9 @@ export async function attributableSpend(
   key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>,
   session?: StoreSession,
 ): Promise<bigint> {
-  const period = key.periodKind === 'DAY' ? { dayKey: key.periodKey } : { monthKey: key.periodKey };
+  // A day's query fixes its month too, so that both are prefixes of one index (src/store/indexes.ts). Both keys
+  // are the organisation's zone's (periodFor): a day 'yyyy-MM-dd' lies in the month 'yyyy-MM'.
+  const period = key.periodKind === 'DAY' ? { monthKey: key.periodKey.slice(0, 7), dayKey: key.periodKey } : { monthKey: key.periodKey };
   const rows = await db
     .collection('analytics_purchases')
     .aggregate(

@@ -131,6 +131,7 @@ export function stamped<T extends Document>(db: StoreDb, collection: StoreCollec
     countDocuments: read('countDocuments'),
     aggregate: read('aggregate'),
     createIndex: read('createIndex'),
+    dropIndex: read('dropIndex'),
     distinct: read('distinct'),
     insertOne: write('insertOne', 1),
     insertMany: write('insertMany', 1),

@@ -32,8 +32,9 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'events', keys: { dispatchedAt: 1, _id: 1 } },
   { collection: 'purchase_views', keys: { submitterId: 1, requestedAt: -1, _id: -1 } },
   { collection: 'analytics_purchases', keys: { organizationId: 1, monthKey: 1, agentId: 1 } },
-  { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, dayKey: 1 } },
-  { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, monthKey: 1 } },
+  // A policy's approved spend in a month, or in a day of it (src/budgets/windows.ts attributableSpend). Multikey on
+  // policyIds: one key per policy of every purchase, so one index for both periods rather than one each.
+  { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, monthKey: 1, dayKey: 1 } },
   { collection: 'analytics_daily_spend', keys: { organizationId: 1, dayKey: 1 } },
   // Connections (OAuth 2.0 and MCP)
   { collection: 'connections', keys: { organizationId: 1, createdAt: -1 } },
@@ -65,6 +66,16 @@ export const INDEXES: IndexSpec[] = [
 ];
 
 /**
+ * Indexes of earlier versions that others replaced, dropped at start (after the new ones are built) so that
+ * existing databases stop maintaining their keys. By name: the default names MongoDB gave them.
+ */
+export const RETIRED_INDEXES: Array<{ collection: string; name: string }> = [
+  // Replaced by { policyIds, currency, status, monthKey, dayKey }: a day's query fixes its month too.
+  { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_dayKey_1' },
+  { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_monthKey_1' },
+];
+
+/**
  * Every collection the service writes, created at start: implicit creation inside a transaction fails
  * on sharded clusters (and webhook_quotas, say, has no index that would create it).
  */
@@ -78,6 +89,14 @@ export async function createIndexes(db: StoreDb): Promise<void> {
   await removeDuplicateSingleJobs(db);
   for (const spec of INDEXES) {
     await db.collection(spec.collection).createIndex(spec.keys, spec.options ?? {});
+  }
+  for (const { collection, name } of RETIRED_INDEXES) {
+    try {
+      await db.collection(collection).dropIndex(name);
+    } catch (error) {
+      // IndexNotFound: already gone (dropped at an earlier start, or just now by another process starting).
+      if ((error as { code?: unknown }).code !== 27) throw error;
+    }
   }
 }
 

@@ -18,6 +18,7 @@ export type CollectionMethods =
   | 'deleteMany'
   | 'aggregate'
   | 'createIndex'
+  | 'dropIndex'
   | 'indexes'
   | 'distinct'
   | 'bulkWrite';

@@ -464,6 +464,32 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.is((await c.findOne({ org: 'o', handle: 'h' }))!._id, 'u1');
   });
 
+  test(title('dropIndex removes an index and its keys; a missing name is IndexNotFound (27); _id_ cannot be dropped'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('people');
+    await c.createIndex({ email: 1 }, { unique: true });
+    await c.createIndex({ org: 1, handle: 1 });
+    await c.insertMany([{ _id: 'a', email: 'a@x', org: 'o', handle: 'h' }, { _id: 'b', email: 'b@x', org: 'o', handle: 'i' }]);
+    t.like(await c.dropIndex('email_1'), { nIndexesWas: 3, ok: 1 });
+    t.deepEqual((await c.indexes()).map((i) => i.name), ['_id_', 'org_1_handle_1']);
+    // No key of it is left to enforce uniqueness or to answer a lookup.
+    await c.insertOne({ _id: 'c', email: 'a@x', org: 'p', handle: 'h' });
+    t.deepEqual((await c.find({ email: 'a@x' }).toArray()).map((d) => d._id).sort(), ['a', 'c']);
+    t.is((await t.throwsAsync(c.createIndex({ email: 1 }, { unique: true })) as { code?: number }).code, 11000);
+    t.deepEqual((await c.find({ org: 'o', handle: 'i' }).toArray()).map((d) => d._id), ['b'], 'the other index still answers');
+
+    const missing = (await t.throwsAsync(c.dropIndex('email_1'))) as { code?: number; codeName?: string };
+    t.deepEqual([missing.code, missing.codeName], [27, 'IndexNotFound']);
+    const id = (await t.throwsAsync(c.dropIndex('_id_'))) as { code?: number; codeName?: string };
+    t.deepEqual([id.code, id.codeName], [72, 'InvalidOptions']);
+    t.deepEqual((await c.indexes()).map((i) => i.name), ['_id_', 'org_1_handle_1']);
+    // Created again, it indexes every document.
+    await c.deleteOne({ _id: 'c' });
+    await c.createIndex({ email: 1 }, { unique: true });
+    await duplicateOf(t, c.insertOne({ _id: 'd', email: 'b@x' }));
+    t.is((await c.findOne({ email: 'b@x' }))!._id, 'b');
+  });
+
   test(title('TTL indexes remove expired documents'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('idempotency');

@@ -565,3 +565,33 @@ test('embedded: collections whose names look like the internal prefixes are list
   t.deepEqual((await other.db.listCollectionNames()).sort(), ['escrow', 'sqliteXlog']);
   t.deepEqual(await other.db.collection<{ _id: string }>('escrow').findOne({}), { _id: 'escrow' });
 });
+
+test('embedded: dropIndex on one connection deletes the index’s keys; another connection on the file sees it gone; a racing drop is IndexNotFound', async (t) => {
+  const { dirname } = await import('node:path');
+  const { DatabaseSync } = await import('node:sqlite');
+  const first = await fileStore();
+  const second = await openEmbeddedStore({ dataDir: dirname(first.location) });
+  t.teardown(async () => {
+    await second.close();
+    await first.close();
+  });
+  const a = first.db.collection<{ _id: string; email: string; n: number }>('people');
+  const b = second.db.collection<{ _id: string; email: string; n: number }>('people');
+  await a.createIndex({ email: 1 }, { unique: true });
+  await a.createIndex({ n: 1 });
+  await a.insertMany([{ _id: 'x', email: 'x@x', n: 1 }, { _id: 'y', email: 'y@x', n: 2 }]);
+  t.deepEqual((await b.indexes()).map((i) => i.name), ['_id_', 'email_1', 'n_1']);
+
+  const drops = await Promise.allSettled([a.dropIndex('email_1'), b.dropIndex('email_1')]);
+  t.is(drops.filter((d) => d.status === 'fulfilled').length, 1);
+  t.like(drops.find((d) => d.status === 'rejected'), { reason: { code: 27, codeName: 'IndexNotFound' } });
+  t.deepEqual((await a.indexes()).map((i) => i.name), ['_id_', 'n_1']);
+  t.deepEqual((await b.indexes()).map((i) => i.name), ['_id_', 'n_1']);
+  await b.insertOne({ _id: 'z', email: 'x@x', n: 3 });
+
+  const file = new DatabaseSync(first.location, { readOnly: true });
+  t.teardown(() => file.close());
+  t.deepEqual(file.prepare('SELECT name FROM _sc_indexes ORDER BY ix').all().map((r) => r.name), ['n_1']);
+  t.is(file.prepare('SELECT count(*) AS n FROM _sc_keys WHERE ix NOT IN (SELECT ix FROM _sc_indexes)').get()!.n, 0, 'no key of the dropped index is left');
+  t.is(file.prepare('SELECT count(*) AS n FROM _sc_keys').get()!.n, 3, 'the other index keeps one key per document');
+});

@@ -4,7 +4,10 @@
 // injection that makes the driver's withTransaction retry loop run.
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { once } from 'node:events';
 import { BSON, MongoClient, MongoServerError } from 'mongodb';
@@ -13,6 +16,8 @@ import type { Store } from '../../src/store/store.ts';
 import { registerStoreConformance } from './conformance.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
 import { LANE_TIMEOUT_MS } from '../helpers/store.ts';
+
+const mongosh = fileURLToPath(new URL('../../node_modules/mongosh/bin/mongosh.js', import.meta.url));
 
 let wire: TestListener;
 test.before(async () => {
@@ -98,6 +103,37 @@ test('findAndModify: remove and replacement forms, listIndexes, listCollections,
   t.true((await c.db('admin').admin().listDatabases()).databases.some((d) => d.name === name));
   await c.db().dropDatabase();
   t.false((await c.db('admin').admin().listDatabases()).databases.some((d) => d.name === name));
+});
+
+test('dropIndexes: by name, key pattern, array of names or \'*\', through mongosh\'s helpers and the driver', async (t) => {
+  const name = dbName();
+  const url = wire.serviceUrl(name);
+  const db = (await client(t, url)).db();
+  const c = db.collection<{ _id: number; [field: string]: number }>('ix');
+  await c.insertOne({ _id: 1, a: 1, b: 1, c: 1, d: 1 });
+  for (const f of ['a', 'b', 'c', 'd']) await c.createIndex({ [f]: 1 });
+  const names = async () => (await c.indexes()).map((i) => i.name);
+
+  const script = [
+    "const out = { byName: db.ix.dropIndex('a_1'), byKey: db.ix.dropIndex({ b: 1 }) };",
+    "try { db.ix.dropIndex('a_1'); } catch (e) { out.missing = { code: e.code, codeName: e.codeName }; }",
+    'out.names = db.ix.getIndexes().map((i) => i.name);',
+    'print(EJSON.stringify(out));',
+  ].join('\n');
+  const { stdout } = await promisify(execFile)(process.execPath, [mongosh, url, '--quiet', '--norc', '--eval', script], { env: { ...process.env, MONGOSH_NO_UPDATE_CHECK: '1' }, timeout: 60_000 });
+  const out = JSON.parse(stdout.trim().split('\n').at(-1)!);
+  t.like(out, { byName: { nIndexesWas: 5, ok: 1 }, byKey: { nIndexesWas: 4, ok: 1 }, missing: { code: 27, codeName: 'IndexNotFound' }, names: ['_id_', 'c_1', 'd_1'] });
+
+  // An array drops all of its names or, when one is missing, none.
+  t.is((await code(db.command({ dropIndexes: 'ix', index: ['c_1', 'nope'] }))).code, 27);
+  t.deepEqual(await names(), ['_id_', 'c_1', 'd_1']);
+  t.is((await code(db.command({ dropIndexes: 'ix', index: { _id: 1 } }))).code, 72);
+  t.is((await code(db.command({ dropIndexes: 'absent', index: 'x_1' }))).codeName, 'NamespaceNotFound');
+  t.like(await db.command({ dropIndexes: 'ix', index: ['c_1'] }), { nIndexesWas: 3, ok: 1 });
+  await c.createIndex({ e: 1 });
+  t.like(await db.command({ dropIndexes: 'ix', index: '*' }), { nIndexesWas: 3, ok: 1 });
+  t.deepEqual(await names(), ['_id_']);
+  t.is((await code((await client(t, wire.analystUrl(name))).db().collection('ix').dropIndex('_id_'))).code, 13, 'the analyst may not');
 });
 
 test('authentication: a wrong password is AuthenticationFailed; without credentials every data command is Unauthorized', async (t) => {

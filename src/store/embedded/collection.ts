@@ -572,6 +572,24 @@ export class EmbeddedCollection {
     return names;
   }
 
+  /** MongoDB's dropIndexes of one index by name, or of every index but _id_ with '*'; its reply and its errors. */
+  async dropIndex(name: string, _options: { session?: unknown } = {}): Promise<Doc> {
+    const fail = (code: number, codeName: string, message: string) => new MongoServerError({ message, errmsg: message, code, codeName });
+    return this.#engine.write(undefined, () => {
+      const data = this.#data;
+      if (!data.exists) throw fail(26, 'NamespaceNotFound', `ns not found ${this.#engine.dbName}.${this.collectionName}`);
+      const nIndexesWas = data.indexes.size + 1;
+      if (name === '*') {
+        for (const each of [...data.indexes.keys()]) this.#engine.dropIndex(this.collectionName, each);
+        return { nIndexesWas, msg: 'non-_id indexes dropped for collection', ok: 1 };
+      }
+      if (name === '_id_') throw fail(72, 'InvalidOptions', 'cannot drop _id index');
+      if (!data.indexes.has(name)) throw fail(27, 'IndexNotFound', `index not found with name [${name}]`);
+      this.#engine.dropIndex(this.collectionName, name);
+      return { nIndexesWas, ok: 1 };
+    });
+  }
+
   async indexes(): Promise<Doc[]> {
     return this.#engine.read(undefined, () => {
       const out: Doc[] = [{ v: 2, key: { _id: 1 }, name: '_id_' }];

@@ -197,6 +197,17 @@ export class Engine {
     return Number(result.lastInsertRowid);
   }
 
+  /** Removes a secondary index: its definition and every key of it. */
+  dropIndex(collection: string, name: string): void {
+    const data = this.data(collection);
+    const index = data.indexes.get(name);
+    if (!index) return;
+    this.statement('DELETE FROM _sc_keys WHERE ix = ?').run(index.ix);
+    this.statement('DELETE FROM _sc_indexes WHERE ix = ?').run(index.ix);
+    this.#bumpCatalog();
+    data.indexes.delete(name);
+  }
+
   dropCollection(name: string): boolean {
     const data = this.data(name);
     if (!data.exists) return false;

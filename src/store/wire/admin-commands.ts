@@ -1,7 +1,7 @@
 // The handshake, authentication, namespace and diagnostic commands: what drivers, mongosh,
 // Compass and pymongo send around the data commands.
 import { hostname, cpus, platform, release } from 'node:os';
-import { Binary, ObjectId, type Document } from 'bson';
+import { Binary, EJSON, ObjectId, type Document } from 'bson';
 import type { Call } from './call.ts';
 import { CommandError } from './errors.ts';
 import { MAX_MESSAGE_BYTES } from './frames.ts';
@@ -79,7 +79,7 @@ export function logout(call: Call): Document {
 }
 
 const READ_ACTIONS = ['collStats', 'dbStats', 'find', 'killCursors', 'listCollections', 'listIndexes'];
-const WRITE_ACTIONS = ['createCollection', 'createIndex', 'dropCollection', 'dropDatabase', 'insert', 'remove', 'update'];
+const WRITE_ACTIONS = ['createCollection', 'createIndex', 'dropCollection', 'dropDatabase', 'dropIndex', 'insert', 'remove', 'update'];
 
 export function connectionStatus(call: Call): Document {
   const user = call.conn.user;
@@ -213,6 +213,34 @@ export async function createIndexes(call: Call): Promise<Document> {
   }
   const after = (await coll.indexes()).length;
   return { numIndexesBefore: before, numIndexesAfter: after, createdCollectionAutomatically: !exists, ok: 1 };
+}
+
+/**
+ * `index` is a name, '*' (all but _id_), an array of names or a key pattern, as mongosh's dropIndex and
+ * dropIndexes send it. Every index named must exist, or none is dropped.
+ */
+export async function dropIndexes(call: Call): Promise<Document> {
+  const { name, exists } = await existing(call);
+  if (!exists) throw new CommandError('NamespaceNotFound', `ns not found ${call.db}.${name}`);
+  const coll = (await call.store(false))!.db.collection(name);
+  const index: unknown = call.command.index;
+  if (typeof index === 'string') return coll.dropIndex(index);
+  const indexes = await coll.indexes();
+  let names: string[];
+  if (Array.isArray(index) && index.every((n) => typeof n === 'string')) {
+    names = index;
+    if (names.includes('_id_')) throw new CommandError('InvalidOptions', 'cannot drop _id index');
+    const missing = names.find((n) => !indexes.some((i) => i.name === n));
+    if (missing !== undefined) throw new CommandError('IndexNotFound', `index not found with name [${missing}]`);
+  } else if (index !== null && typeof index === 'object' && !Array.isArray(index)) {
+    const found = indexes.find((i) => EJSON.stringify(i.key) === EJSON.stringify(index));
+    if (!found) throw new CommandError('IndexNotFound', `can't find index with key: ${EJSON.stringify(index)}`);
+    names = [String(found.name)];
+  } else {
+    throw new CommandError('TypeMismatch', 'dropIndexes needs index: a name, "*", an array of names or a key pattern');
+  }
+  for (const n of names) await coll.dropIndex(n);
+  return { nIndexesWas: indexes.length, ok: 1 };
 }
 
 export async function create(call: Call): Promise<Document> {

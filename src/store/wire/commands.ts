@@ -60,6 +60,7 @@ const COMMANDS: Record<string, Command> = {
   findandmodify: { run: crud.findAndModify, access: 'write', inTransaction: true, retryable: true },
   bulkWrite: { run: bulkWrite, access: 'write', inTransaction: true, retryable: true, database: bulkWriteDatabase },
   createIndexes: { run: admin.createIndexes, access: 'write' },
+  dropIndexes: { run: admin.dropIndexes, access: 'write' },
   create: { run: admin.create, access: 'write' },
   drop: { run: admin.drop, access: 'write' },
   dropDatabase: { run: admin.dropDatabase, access: 'write' },
