@@ -595,3 +595,20 @@ test('embedded: dropIndex on one connection deletes the index’s keys; another 
   t.is(file.prepare('SELECT count(*) AS n FROM _sc_keys WHERE ix NOT IN (SELECT ix FROM _sc_indexes)').get()!.n, 0, 'no key of the dropped index is left');
   t.is(file.prepare('SELECT count(*) AS n FROM _sc_keys').get()!.n, 3, 'the other index keeps one key per document');
 });
+
+test('embedded: an index created after a drop, under the dropped one’s number, keeps every key it should', async (t) => {
+  const store = await fileStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<{ _id: string; a?: number; b?: number }>('reuse');
+  await c.createIndex({ a: 1 });
+  await c.insertMany([{ _id: 'x', a: 1 }, { _id: 'y' }]);
+  await c.dropIndex('a_1');
+  // The next index takes the dropped one's number; x has no key in it (sparse), then gets the key
+  // its old a: 1 had in the dropped index.
+  await c.createIndex({ b: 1 }, { unique: true, sparse: true });
+  await c.updateOne({ _id: 'x' }, { $set: { b: 1 } });
+  await t.throwsAsync(c.insertOne({ _id: 'z', b: 1 }), { code: 11000 });
+  await c.deleteOne({ _id: 'x' });
+  await c.insertOne({ _id: 'z', b: 1 });
+  t.deepEqual(await c.find({ b: 1 }).toArray(), [{ _id: 'z', b: 1 }]);
+});

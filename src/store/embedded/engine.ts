@@ -203,6 +203,9 @@ export class Engine {
     const index = data.indexes.get(name);
     if (!index) return;
     this.statement('DELETE FROM _sc_keys WHERE ix = ?').run(index.ix);
+    // And from each row's list of its keys: the next index may get the same number, and must not
+    // take the dropped one's keys for its own.
+    this.db.prepare(`UPDATE ${quoteIdent(collection)} SET ks = nullif(json_remove(ks, ?), '{}') WHERE ks IS NOT NULL`).run(`$."${index.ix}"`);
     this.statement('DELETE FROM _sc_indexes WHERE ix = ?').run(index.ix);
     this.#bumpCatalog();
     data.indexes.delete(name);
