@@ -272,6 +272,16 @@ test('embedded: an update moves index keys when it writes a key field, a partial
  * and the keys the rows' ks columns list. Each as sorted JSON tuples [ix, k, r, u, t] ([ix, k, r] for ks).
  */
 function indexKeys(db: DatabaseSync) {
+  // One snapshot: the store's TTL sweep may commit between two of these reads otherwise.
+  db.exec('BEGIN');
+  try {
+    return indexKeysNow(db);
+  } finally {
+    db.exec('COMMIT');
+  }
+}
+
+function indexKeysNow(db: DatabaseSync) {
   const indexes = new Map<string, Index[]>();
   for (const { ix, coll, spec } of db.prepare('SELECT ix, coll, spec FROM _sc_indexes').all() as Array<{ ix: number; coll: string; spec: string }>) {
     const { key, ...options } = JSON.parse(spec) as { key: Record<string, unknown> } & IndexOptions;

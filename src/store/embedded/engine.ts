@@ -494,10 +494,15 @@ export class Engine {
         await new Promise((resolve) => this.#checkpointer!.once('exit', resolve));
       }
       this.#statements.clear();
+      // Without waiting: the lock may be held by another store of this very thread (whose group
+      // commits only when this thread is free again), and SQLite's busy handler would sleep here for
+      // the whole busy_timeout, every timer and request of the process stopped with it. A checkpoint
+      // that cannot run now is left to the next one; the WAL keeps every committed write meanwhile.
+      this.db.exec('PRAGMA busy_timeout = 0');
       try {
         this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
       } catch {
-        // Another process holds a read snapshot: its own close checkpoints later.
+        // Busy: see above.
       }
       this.db.close();
     } finally {
