@@ -79,6 +79,14 @@ test('the readback shows what the submitting key may see, and reading writes not
   t.deepEqual(stored!.metadata, { n: 1 });
 });
 
+test('metadata whose keys look like Extended JSON ($date, $oid) is recorded as the object it was', async (t) => {
+  const metadata = { order: { $date: '2020-01-01T00:00:00Z' }, ref: { $oid: '64b7f0c2a1b2c3d4e5f60718' }, both: { a: 1, $numberLong: '5' } };
+  const created = await submit(shop.keys['a-key'], purchase(501, 'Paper Co', { metadata }));
+  t.is(created.status, 201);
+  const stored = await app.store.db.collection('purchases').findOne({ _id: created.body.purchaseRequest.id });
+  t.deepEqual(stored!.metadata, metadata);
+});
+
 test('a purchase is readable only by the key that submitted it: everything else is the same 404', async (t) => {
   const created = await submit(shop.keys['a-key'], purchase(500));
   const id = created.body.purchaseRequest.id;

@@ -68,6 +68,27 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.findOne({ 'nested.deep.n': 1, tags: 'y' }, { projection: { _id: 0, tags: 1 } }), { tags: ['x', 'y'] });
   });
 
+  test(title('field names that start with $ (as in Extended JSON) come back as the documents they were'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('dollars');
+    // What a client may send as free-form metadata (SPEC: stored verbatim): MongoDB 5.0+ keeps
+    // $-prefixed field names in embedded documents as ordinary fields.
+    const metadata = {
+      date: { $date: '2020-01-01T00:00:00Z' },
+      oid: { $oid: '64b7f0c2a1b2c3d4e5f60718' },
+      long: { $numberLong: '5' },
+      mixed: { a: 1, $date: 'x' },
+      regex: { $regularExpression: { pattern: 'a', options: '' } },
+      marker: { $doc: { $date: 'y' } },
+      list: [{ $undefined: true }, { $foo: [{ $minKey: 1 }] }],
+    };
+    await c.insertOne({ _id: 'm', metadata, when: new Date('2025-03-04T05:06:07.089Z') });
+    const got = await c.findOne({ _id: 'm' });
+    t.deepEqual(got, { _id: 'm', metadata, when: new Date('2025-03-04T05:06:07.089Z') });
+    t.true(got!.when instanceof Date);
+    t.deepEqual(await c.findOne({ 'metadata.mixed.a': 1 }, { projection: { _id: 1 } }), { _id: 'm' });
+  });
+
   test(title('onApplied: called once a transaction is applied, before it resolves; a transaction started then sees its writes; not called on failure'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<{ _id: string; n: number }>('applied');

@@ -148,6 +148,9 @@ export function newObjectId(): ObjectId {
 /** A function or symbol: left out of a document, null in an array (as JSON.stringify does). */
 const OMIT = Symbol('omit');
 
+/** Wraps a stored document whose own field names start with $ (see storedForm). */
+const ESCAPED = '$doc';
+
 /**
  * The Extended JSON form of a value, ready for JSON.stringify without a replacer (a replacer
  * costs a call from V8's serialiser into JavaScript for every key of every document). Copies only
@@ -201,9 +204,11 @@ function storedForm(v: unknown): unknown {
   }
   if (typeof o.toJSON === 'function') return storedForm((o.toJSON as (key: string) => unknown)(''));
   let out: Doc | undefined;
+  let dollar = false;
   const keys = Object.keys(o);
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i];
+    if (k.charCodeAt(0) === 36 /* $ */) dollar = true;
     const x = o[k];
     const y = storedForm(x);
     if (out) {
@@ -215,7 +220,9 @@ function storedForm(v: unknown): unknown {
       if (y !== OMIT) out[k] = y;
     }
   }
-  return out ?? o;
+  // A document of the caller's own with a field named like an Extended JSON wrapper ({"$date": ...}):
+  // kept under the ESCAPED key, or it would come back as a date.
+  return dollar ? { [ESCAPED]: out ?? o } : (out ?? o);
 }
 
 /** The stored text of a document. */
@@ -235,6 +242,7 @@ function decodeValue(v: unknown): unknown {
   const o = v as Doc;
   for (const k in o) {
     if (k.charCodeAt(0) === 36 /* $ */) {
+      if (k === ESCAPED) return decodeFields(o[ESCAPED] as Doc);
       if (k === '$date' && typeof o.$date === 'string') return new Date(o.$date);
       if (k === '$oid' && typeof o.$oid === 'string') return new ObjectId(o.$oid);
       if (k === '$regularExpression') {
@@ -243,6 +251,15 @@ function decodeValue(v: unknown): unknown {
       }
       return EJSON.deserialize(o, { relaxed: true });
     }
+    const x = o[k];
+    if (x !== null && typeof x === 'object') o[k] = decodeValue(x);
+  }
+  return o;
+}
+
+/** The fields of a document whose own field names are not wrappers (an ESCAPED one's). */
+function decodeFields(o: Doc): Doc {
+  for (const k in o) {
     const x = o[k];
     if (x !== null && typeof x === 'object') o[k] = decodeValue(x);
   }
