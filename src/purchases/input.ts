@@ -65,9 +65,13 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
 }
 
 /**
- * `__proto__` is a valid JSON key, but a store that copies documents by assignment would turn it
- * into a prototype: metadata refuses it by rule (RESERVED_KEY). The body's depth is already bounded.
+ * Keys metadata refuses by rule (RESERVED_KEY), though valid JSON: `__proto__`, which a store copying
+ * documents by assignment would turn into a prototype, and `_bsontype`, by which the MongoDB driver's
+ * BSON serialiser recognises its own value classes (it refuses a plain object carrying one, so the
+ * write would fail). The body's depth is already bounded.
  */
+const RESERVED_KEYS = new Set(['__proto__', '_bsontype']);
+
 function reservedKeys(value: unknown, path: string): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
   const stack: [unknown, string][] = [[value, path]];
@@ -75,7 +79,7 @@ function reservedKeys(value: unknown, path: string): ErrorIssue[] {
     const [current, at] = stack.pop()!;
     if (current === null || typeof current !== 'object') continue;
     for (const [key, child] of Object.entries(current)) {
-      if (key === '__proto__') issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: '"__proto__" is not accepted as a key.' });
+      if (RESERVED_KEYS.has(key)) issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: `"${key}" is not accepted as a key.` });
       else stack.push([child, `${at}.${key}`]);
     }
   }

@@ -155,7 +155,7 @@ test('JSON nested deeper than the documented limit is invalid_request before any
   t.deepEqual(issuesOf(manifest), ['body:TOO_DEEP']);
 });
 
-test('__proto__ is an ordinary key, refused by rule (unknown field, reserved in metadata), never a prototype', async (t) => {
+test('__proto__ is an ordinary key, refused by rule (unknown field, reserved in metadata), never a prototype; _bsontype is reserved in metadata too', async (t) => {
   const key = shop.keys['m-key'];
   const post = (raw: string) => app.request('/v1/purchase-requests', { key, raw, headers: { 'content-type': 'application/json' } });
   const top = await post('{"merchant":"Paper Co","amountMinor":1,"reason":"r","__proto__":{"amountMinor":5}}');
@@ -167,6 +167,10 @@ test('__proto__ is an ordinary key, refused by rule (unknown field, reserved in 
   const nested = await post('{"merchant":"Paper Co","amountMinor":1,"reason":"r","metadata":{"a":[{"__proto__":1}]}}');
   t.deepEqual(issuesOf(nested), ['metadata.a.0.__proto__:RESERVED_KEY']);
   t.is(({} as any).polluted, undefined);
+  // The MongoDB driver's marker of its own BSON classes: refused too, or the write would fail (a 500).
+  const bsontype = await post('{"merchant":"Paper Co","amountMinor":1,"reason":"r","metadata":{"ref":{"_bsontype":"ObjectId","id":"x"}}}');
+  t.is(bsontype.status, 400, bsontype.text);
+  t.deepEqual(issuesOf(bsontype), ['metadata.ref._bsontype:RESERVED_KEY']);
   t.is(await purchases('m'), 0);
   const webhook = await app.request('/v1/webhooks', { key: shop.keys['org-key'], raw: '{"__proto__":{"url":"https://example.com/"}}', headers: { 'content-type': 'application/json' } });
   t.is(webhook.status, 400);
