@@ -371,6 +371,24 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.is(await store.db.collection('bulk_other').countDocuments({}), 1);
   });
 
+  test(title('client bulkWrite: ordered, an update refused for another reason than a key ($inc by a string) stops it there, and the models before it stay written'), async (t) => {
+    const store = await open(t);
+    const ns = nsOf(store, 'bulk_refused');
+    const c = store.db.collection<Doc>('bulk_refused');
+    await c.insertOne({ _id: 'counter', n: 1 });
+    // MongoDB answers a write error (TypeMismatch) for the second model; as with a duplicate key, the
+    // first stays written and the third never runs. The collection-level bulkWrite does the same.
+    await t.throwsAsync(
+      store.db.bulkWrite([
+        { namespace: ns, name: 'insertOne', document: { _id: 'before' } },
+        { namespace: ns, name: 'updateOne', filter: { _id: 'counter' }, update: { $inc: { n: 'one' } } as never },
+        { namespace: ns, name: 'insertOne', document: { _id: 'after' } },
+      ]),
+    );
+    t.deepEqual((await c.find({}).sort({ _id: 1 }).toArray()).map((d) => d._id), ['before', 'counter']);
+    t.deepEqual(await c.findOne({ _id: 'counter' }), { _id: 'counter', n: 1 });
+  });
+
   test(title('upsert inserts from the filter and $setOnInsert, then matches'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('counters');
