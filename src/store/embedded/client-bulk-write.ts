@@ -12,6 +12,7 @@ import {
   type ClientUpdateResult,
   type Document,
 } from 'mongodb';
+import { MingoError } from 'mingo/util';
 import type { StoreBulkWriteModel, StoreBulkWriteOptions } from '../store.ts';
 import { writeStep, type StepOutcome } from './collection.ts';
 import type { EmbeddedDb } from './embedded-store.ts';
@@ -35,14 +36,20 @@ export async function clientBulkWrite(db: EmbeddedDb, models: ReadonlyArray<Stor
 
   // One write for the lot (no promise per model); each model in a savepoint of its own, so that a
   // failing one leaves those before it written, as on MongoDB.
-  await db._write(options.session, (atomic) => {
+  const failure = await db._write(options.session, (atomic) => {
     for (const [index, { collection, step }] of steps.entries()) {
       let outcome: StepOutcome;
       try {
         outcome = atomic(() => collection._step(step));
       } catch (error) {
         const code = (error as { code?: unknown }).code;
-        if (typeof code !== 'number') throw error; // not an error a server would answer with
+        if (typeof code !== 'number') {
+          // mingo refusing an update, where MongoDB answers a write error (TypeMismatch, FailedToParse...):
+          // thrown as is once the models before it are written, as the collection-level bulkWrite does.
+          // Thrown from here, it would undo them.
+          if (error instanceof MingoError) return { error };
+          throw error;
+        }
         writeErrors.set(index, { code, message: (error as Error).message });
         if (options.ordered !== false) break;
         continue;
@@ -67,7 +74,9 @@ export async function clientBulkWrite(db: EmbeddedDb, models: ReadonlyArray<Stor
         });
       }
     }
+    return undefined;
   });
+  if (failure) throw failure.error;
 
   const verbose = options.verboseResults === true;
   const result: ClientBulkWriteResult = {
