@@ -89,6 +89,18 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.findOne({ 'metadata.mixed.a': 1 }, { projection: { _id: 1 } }), { _id: 'm' });
   });
 
+  test(title('a field name with a NUL character is refused, as the driver\'s BSON serialiser refuses it: nothing is written'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('nul_keys');
+    // BSON field names are C strings. A document the embedded store kept with one could not be sent
+    // back through the wire listener, nor copied to a MongoDB.
+    await t.throwsAsync(c.insertOne({ _id: 'k', metadata: { 'a\u0000b': 1 } }));
+    await t.throwsAsync(c.updateOne({ _id: 'k' }, { $set: { metadata: { list: [{ '\u0000': 1 }] } } }, { upsert: true }));
+    await c.insertOne({ _id: 'ok', metadata: { text: 'a value may hold \u0000' } });
+    await t.throwsAsync(c.updateOne({ _id: 'ok' }, { $set: { 'metadata.sub': { 'x\u0000': true } } }));
+    t.deepEqual(await c.find({}).toArray(), [{ _id: 'ok', metadata: { text: 'a value may hold \u0000' } }]);
+  });
+
   test(title('onApplied: called once a transaction is applied, before it resolves; a transaction started then sees its writes; not called on failure'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<{ _id: string; n: number }>('applied');
