@@ -227,7 +227,26 @@ function storedForm(v: unknown): unknown {
 
 /** The stored text of a document. */
 export function encode(doc: object): string {
-  return JSON.stringify(storedForm(doc));
+  const text = JSON.stringify(storedForm(doc));
+  // JSON writes a NUL character as \u0000: the rare text holding one is looked at key by key.
+  if (text.includes('\\u0000')) refuseNulKeys(JSON.parse(text));
+  return text;
+}
+
+/**
+ * BSON field names are C strings: the driver refuses a document with a NUL character in one before
+ * sending it, and the wire listener could not send such a stored document back. Refused the same way.
+ */
+function refuseNulKeys(v: unknown): void {
+  if (v === null || typeof v !== 'object') return;
+  if (Array.isArray(v)) {
+    for (const x of v) refuseNulKeys(x);
+    return;
+  }
+  for (const k of Object.keys(v)) {
+    if (k.includes('\0')) throw new BSON.BSONError(`key ${k} must not contain null bytes`);
+    refuseNulKeys((v as Doc)[k]);
+  }
 }
 
 function decodeValue(v: unknown): unknown {
