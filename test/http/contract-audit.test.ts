@@ -177,6 +177,17 @@ test('__proto__ is an ordinary key, refused by rule (unknown field, reserved in 
   t.is(webhook.body.error.code, 'invalid_request');
 });
 
+test('a metadata key with a NUL character is refused with RESERVED_KEY: no store could write it', async (t) => {
+  // JSON allows "\u0000" in a key; BSON field names are C strings, so the MongoDB driver refuses the
+  // document (a 500 on that store), and the wire listener could not send it back from the embedded one.
+  const key = shop.keys['off-key'];
+  const post = (raw: string) => app.request('/v1/purchase-requests', { key, raw, headers: { 'content-type': 'application/json' } });
+  const res = await post('{"merchant":"Nul Key Co","amountMinor":1,"reason":"r","metadata":{"a":[{"b\\u0000c":1}],"ok":"a value may hold \\u0000"}}');
+  t.is(res.status, 400, res.text);
+  t.deepEqual(issuesOf(res), ['metadata.a.0.b\u0000c:RESERVED_KEY']);
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Nul Key Co' }), 0);
+});
+
 test('TRACE and other methods implemented nowhere answer the JSON error body, not a plain-text 501', async (t) => {
   for (const [method, path] of [['TRACE', '/v1/agents'], ['TRACE', '/oauth/token'], ['TRACE', '/health'], ['PROPFIND', '/admin/manifests'], ['TRACE', '/nowhere']]) {
     const res = await rawRequest(app.url, method, path, { authorization: `Bearer ${shop.keys['org-key']}` });
