@@ -66,11 +66,14 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
 
 /**
  * Keys metadata refuses by rule (RESERVED_KEY), though valid JSON: `__proto__`, which a store copying
- * documents by assignment would turn into a prototype, and `_bsontype`, by which the MongoDB driver's
+ * documents by assignment would turn into a prototype, `_bsontype`, by which the MongoDB driver's
  * BSON serialiser recognises its own value classes (it refuses a plain object carrying one, so the
- * write would fail). The body's depth is already bounded.
+ * write would fail), and any key holding a NUL character, which a BSON field name (a C string) cannot
+ * (both stores refuse it). The body's depth is already bounded.
  */
 const RESERVED_KEYS = new Set(['__proto__', '_bsontype']);
+
+const reserved = (key: string) => RESERVED_KEYS.has(key) || key.includes('\0');
 
 function reservedKeys(value: unknown, path: string): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
@@ -79,7 +82,7 @@ function reservedKeys(value: unknown, path: string): ErrorIssue[] {
     const [current, at] = stack.pop()!;
     if (current === null || typeof current !== 'object') continue;
     for (const [key, child] of Object.entries(current)) {
-      if (RESERVED_KEYS.has(key)) issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: `"${key}" is not accepted as a key.` });
+      if (reserved(key)) issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: `${JSON.stringify(key)} is not accepted as a key.` });
       else stack.push([child, `${at}.${key}`]);
     }
   }
