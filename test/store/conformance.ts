@@ -401,6 +401,25 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.findOne({ _id: 'counter' }), { _id: 'counter', n: 1 });
   });
 
+
+  test(title('an inserted document whose _id is undefined or null gets an ObjectId, on the caller\'s document too, through every insert'), async (t) => {
+    const store = await open(t);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- _id deliberately undefined or null
+    const c = store.db.collection<any>('nullish_ids');
+    // The driver gives a document an ObjectId when its _id == null (maybeAddIdToDocuments, and the
+    // client bulk write's `_id ?? createPk()`), before it sends it: an optional field spread as
+    // undefined is not an _id of null, nor a duplicate of the next one.
+    const docs = [{ _id: undefined, n: 1 }, { _id: null, n: 2 }, { _id: undefined, n: 3 }, { _id: null, n: 4 }, { _id: undefined, n: 5 }];
+    const { insertedId } = await c.insertOne(docs[0]);
+    await c.insertMany([docs[1], docs[2]]);
+    await c.bulkWrite([{ insertOne: { document: docs[3] } }]);
+    await store.db.bulkWrite([{ namespace: nsOf(store, 'nullish_ids'), name: 'insertOne', document: docs[4] as never }]);
+    t.is((insertedId as { _bsontype?: string })._bsontype, 'ObjectId');
+    for (const doc of docs) t.is((doc._id as { _bsontype?: string } | null)?._bsontype, 'ObjectId', `n: ${doc.n}`);
+    t.is(await c.countDocuments({}), 5);
+    t.is(await c.countDocuments({ _id: null }), 0);
+    t.deepEqual((await c.find({}).sort({ n: 1 }).toArray()).map((d) => String(d._id)), docs.map((d) => String(d._id)));
+  });
   test(title('upsert inserts from the filter and $setOnInsert, then matches'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('counters');
