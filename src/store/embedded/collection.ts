@@ -346,20 +346,19 @@ export class EmbeddedCollection {
   }
 
   async insertOne(doc: Doc, options: Options = {}): Promise<{ acknowledged: true; insertedId: unknown }> {
+    withId(doc);
     return this.#engine.write(options.session, () => {
       const stored = this.#insert(doc);
-      // The driver assigns the generated _id to the caller's document too.
-      if (!Object.hasOwn(doc, '_id')) doc._id = stored._id;
       return { acknowledged: true as const, insertedId: stored._id };
     });
   }
 
   async insertMany(docs: Doc[], options: Options = {}): Promise<{ acknowledged: true; insertedCount: number; insertedIds: Record<number, unknown> }> {
+    docs.forEach(withId);
     return this.#engine.write(options.session, () => {
       const insertedIds: Record<number, unknown> = {};
       docs.forEach((doc, i) => {
         const stored = this.#insert(doc);
-        if (!Object.hasOwn(doc, '_id')) doc._id = stored._id;
         insertedIds[i] = stored._id;
       });
       return { acknowledged: true as const, insertedCount: docs.length, insertedIds };
@@ -545,12 +544,8 @@ export class EmbeddedCollection {
    */
   _step(step: WriteStep): StepOutcome {
     switch (step.kind) {
-      case 'insertOne': {
-        const insertedId = this.#insert(step.document)._id;
-        // The driver assigns the generated _id to the caller's document too.
-        if (!Object.hasOwn(step.document, '_id')) step.document._id = insertedId;
-        return { insertedId };
-      }
+      case 'insertOne':
+        return { insertedId: this.#insert(step.document)._id };
       case 'deleteOne':
       case 'deleteMany':
         return this.#delete(step.filter, step.options, step.kind === 'deleteMany');
@@ -614,6 +609,15 @@ export class EmbeddedCollection {
   }
 }
 
+/**
+ * The driver's rule for a document to insert (maybeAddIdToDocuments): one whose _id is missing,
+ * undefined or null gets an ObjectId, on the caller's object, before anything is sent.
+ */
+function withId(doc: Doc): Doc {
+  if (doc._id === undefined || doc._id === null) doc._id = newObjectId();
+  return doc;
+}
+
 function replacementFor(prev: Doc, replacement: Doc): Doc {
   const body = cloneDocIn(replacement);
   if (Object.hasOwn(body, '_id') && canonicalKey(body._id) !== canonicalKey(prev._id)) {
@@ -640,7 +644,7 @@ export type StepOutcome = { insertedId: unknown } | { deletedCount: number } | U
 export function writeStep(kind: string, raw: Doc): WriteStep {
   switch (kind) {
     case 'insertOne':
-      return { kind, document: raw.document as Doc };
+      return { kind, document: withId(raw.document as Doc) };
     case 'deleteOne':
     case 'deleteMany':
       return { kind, filter: raw.filter as Doc, options: raw };
