@@ -622,3 +622,23 @@ test('embedded: an index created after a drop, under the dropped one’s number,
   await c.insertOne({ _id: 'z', b: 1 });
   t.deepEqual(await c.find({ b: 1 }).toArray(), [{ _id: 'z', b: 1 }]);
 });
+
+test('embedded: a partial filter’s dates and ObjectIds survive the catalog’s reload, so another connection enforces the unique index as the first', async (t) => {
+  const { ObjectId } = await import('mongodb');
+  const store = await fileStore();
+  t.teardown(() => store.close());
+  const since = new Date('2026-01-01T00:00:00Z');
+  const owner = new ObjectId('64b7f0c2a1b2c3d4e5f60718');
+  const c = store.db.collection<{ _id: string; k: string; at: Date; owner?: unknown }>('partial_dates');
+  await c.createIndex({ k: 1 }, { unique: true, partialFilterExpression: { at: { $gte: since }, owner: { $eq: owner } } });
+  await c.insertOne({ _id: 'a', k: 'x', at: new Date('2026-02-01T00:00:00Z'), owner });
+  await t.throwsAsync(c.insertOne({ _id: 'b', k: 'x', at: new Date('2026-03-01T00:00:00Z'), owner }), { code: 11000 });
+  // A second store on the file reads the index from _sc_indexes, as another process, or this one restarted, does.
+  const other = await openEmbeddedStore({ dataDir: dirname(store.location) });
+  t.teardown(() => other.close());
+  const d = other.db.collection<{ _id: string; k: string; at: Date; owner?: unknown }>('partial_dates');
+  t.deepEqual((await d.indexes())[1].partialFilterExpression, { at: { $gte: since }, owner: { $eq: owner } });
+  await t.throwsAsync(d.insertOne({ _id: 'c', k: 'x', at: new Date('2026-03-01T00:00:00Z'), owner }), { code: 11000 });
+  await d.insertOne({ _id: 'd', k: 'x', at: new Date('2025-12-31T00:00:00Z'), owner });
+  t.deepEqual((await d.find({}).toArray()).map((doc) => doc._id), ['a', 'd']);
+});
