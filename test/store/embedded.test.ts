@@ -284,7 +284,7 @@ function indexKeys(db: DatabaseSync) {
 function indexKeysNow(db: DatabaseSync) {
   const indexes = new Map<string, Index[]>();
   for (const { ix, coll, spec } of db.prepare('SELECT ix, coll, spec FROM _sc_indexes').all() as Array<{ ix: number; coll: string; spec: string }>) {
-    const { key, ...options } = JSON.parse(spec) as { key: Record<string, unknown> } & IndexOptions;
+    const { key, ...options } = decode(spec) as unknown as { key: Record<string, unknown> } & IndexOptions;
     indexes.set(coll, [...(indexes.get(coll) ?? []), new Index(ix, key, options)]);
   }
   const expected: string[] = [];

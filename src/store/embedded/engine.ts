@@ -21,7 +21,7 @@ import { Worker, isMainThread } from 'node:worker_threads';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { CollectionData, Index, quoteIdent, type IndexOptions } from './collection-data.ts';
 import { Mutex } from './mutex.ts';
-import type { Doc } from './values.ts';
+import { decode, encode, type Doc } from './values.ts';
 
 type TxState = 'active' | 'committed' | 'aborted';
 
@@ -160,7 +160,7 @@ export class Engine {
       this.data(name).exists = true;
     }
     for (const { ix, coll, spec } of this.statement('SELECT ix, coll, spec FROM _sc_indexes ORDER BY ix').all() as Array<{ ix: number; coll: string; spec: string }>) {
-      const { key, ...options } = JSON.parse(spec) as { key: Doc } & IndexOptions;
+      const { key, ...options } = decode(spec) as unknown as { key: Doc } & IndexOptions;
       const index = new Index(ix, key, options);
       this.data(coll).indexes.set(index.name, index);
     }
@@ -191,8 +191,13 @@ export class Engine {
     this.#bumpCatalog();
   }
 
+  /**
+   * Kept in the stored form of documents, so that a partial filter's Date or ObjectId comes back as one
+   * (plain JSON made them strings). A spec written as plain JSON before reads the same way: its only
+   * $-keys are query operators, which decoding leaves alone.
+   */
   recordIndex(collection: string, spec: Doc): number {
-    const result = this.statement('INSERT INTO _sc_indexes (coll, name, spec) VALUES (?, ?, ?)').run(collection, spec.name as string, JSON.stringify(spec));
+    const result = this.statement('INSERT INTO _sc_indexes (coll, name, spec) VALUES (?, ?, ?)').run(collection, spec.name as string, encode(spec));
     this.#bumpCatalog();
     return Number(result.lastInsertRowid);
   }
