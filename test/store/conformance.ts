@@ -402,6 +402,19 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
   });
 
 
+  test(title('$inc and $mul refuse a non-numeric field or argument with TypeMismatch (14), and change nothing'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('arithmetic');
+    await c.insertOne({ _id: 'x', n: 1, s: 'text', z: null, o: { deep: 'text' } });
+    for (const update of [{ $inc: { s: 1 } }, { $inc: { z: 1 } }, { $inc: { 'o.deep': 1 } }, { $mul: { s: 2 } }, { $inc: { n: 'one' } }, { $mul: { n: true } }, { $inc: { n: 1, s: 1 } }]) {
+      const error = await t.throwsAsync(c.updateOne({ _id: 'x' }, update as never), undefined, JSON.stringify(update));
+      t.is((error as { code?: unknown }).code, 14, JSON.stringify(update));
+    }
+    t.deepEqual(await c.findOne({ _id: 'x' }), { _id: 'x', n: 1, s: 'text', z: null, o: { deep: 'text' } });
+    await c.updateOne({ _id: 'x' }, { $inc: { n: 2, missing: 5 }, $mul: { absent: 3 } });
+    t.deepEqual(await c.findOne({ _id: 'x' }), { _id: 'x', n: 3, s: 'text', z: null, o: { deep: 'text' }, missing: 5, absent: 0 });
+  });
+
   test(title('an inserted document whose _id is undefined or null gets an ObjectId, on the caller\'s document too, through every insert'), async (t) => {
     const store = await open(t);
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- _id deliberately undefined or null

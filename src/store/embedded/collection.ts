@@ -162,6 +162,7 @@ function applyUpdate(doc: Doc, update: unknown, filter: Doc, inserting: boolean,
     else rest[op] = others;
   }
   if (Object.keys(rest).length) {
+    checkArithmetic(next, rest);
     const arrayFilters = options.arrayFilters as Doc[] | undefined;
     const fast = arrayFilters ? undefined : fastUpdate(next, rest);
     if (fast !== undefined) modified = fast;
@@ -180,6 +181,47 @@ function applyUpdate(doc: Doc, update: unknown, filter: Doc, inserting: boolean,
   }
   if (!inserting && canonicalKey(next._id) !== canonicalKey(doc._id)) throw immutableId();
   return { next, modified };
+}
+
+const NUMERIC_BSON = new Set(['Long', 'Double', 'Int32', 'Decimal128']);
+
+function isNumeric(v: unknown): boolean {
+  if (typeof v === 'number' || typeof v === 'bigint') return true;
+  return v !== null && typeof v === 'object' && NUMERIC_BSON.has((v as { _bsontype?: string })._bsontype ?? '');
+}
+
+/**
+ * MongoDB's TypeMismatch (14) for $inc and $mul: a non-numeric argument, or a field that holds
+ * something else than a number (null included); mingo would leave such a field as it is. Paths with
+ * an array or a positional operator on the way are left to mingo.
+ */
+function checkArithmetic(doc: Doc, update: Doc): void {
+  for (const op of ['$inc', '$mul'] as const) {
+    const fields = update[op];
+    if (fields === null || typeof fields !== 'object') continue;
+    for (const [path, arg] of Object.entries(fields as Doc)) {
+      const verb = op === '$inc' ? 'increment' : 'multiply';
+      if (!isNumeric(arg)) throw typeMismatch(`Cannot ${verb} with non-numeric argument: {${path}: ${JSON.stringify(arg) ?? String(arg)}}`);
+      const parts = path.split('.');
+      let cur: unknown = doc;
+      for (const part of parts.slice(0, -1)) {
+        if (cur === null || typeof cur !== 'object' || Array.isArray(cur) || part.startsWith('$')) {
+          cur = undefined;
+          break;
+        }
+        cur = (cur as Doc)[part];
+      }
+      if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) continue;
+      const value = (cur as Doc)[parts[parts.length - 1]];
+      if (value !== undefined && !isNumeric(value)) {
+        throw typeMismatch(`Cannot apply ${op} to a value of non-numeric type. {_id: ${JSON.stringify(doc._id) ?? String(doc._id)}} has the field '${parts[parts.length - 1]}' of non-numeric type ${value === null ? 'null' : typeof value}`);
+      }
+    }
+  }
+}
+
+function typeMismatch(message: string): MongoServerError {
+  return new MongoServerError({ message, errmsg: message, code: 14, codeName: 'TypeMismatch' });
 }
 
 function matcherFor(filter: Doc): Matcher {
