@@ -10,6 +10,12 @@ import { quoteIdent } from './collection-data.ts';
 export const SCHEMA_VERSION = 2;
 export const DATABASE_FILE = 'spend-control.db';
 
+/** The prefix of the engine's own tables; a collection may not start with it, nor with sqlite_. */
+export const INTERNAL_PREFIX = '_sc_';
+
+/** The collections' tables. Not LIKE: its _ matches any character, and would hide a collection named escrow. */
+export const COLLECTION_TABLES = `SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ${INTERNAL_PREFIX.length}) <> '${INTERNAL_PREFIX}' AND substr(name, 1, 7) <> 'sqlite_'`;
+
 export type Synchronous = 'NORMAL' | 'FULL';
 
 /** DATA_DIR or its database cannot be used; nothing was changed. */
@@ -33,7 +39,7 @@ CREATE INDEX IF NOT EXISTS _sc_keys_ttl ON _sc_keys (ix, t) WHERE t IS NOT NULL;
  * collection-data.ts), filled from _sc_keys through _sc_keys_row, which is then dropped.
  */
 function migrateToVersion2(db: DatabaseSync): void {
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 4) <> '_sc_' AND substr(name, 1, 7) <> 'sqlite_'").all() as Array<{ name: string }>;
+  const tables = db.prepare(COLLECTION_TABLES).all() as Array<{ name: string }>;
   for (const { name } of tables) {
     const table = quoteIdent(name);
     db.exec(`ALTER TABLE ${table} ADD COLUMN ks TEXT`);

@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker, isMainThread } from 'node:worker_threads';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { CollectionData, Index, quoteIdent, type IndexOptions } from './collection-data.ts';
+import { COLLECTION_TABLES, INTERNAL_PREFIX } from './database-file.ts';
 import { Mutex } from './mutex.ts';
 import { decode, encode, type Doc } from './values.ts';
 
@@ -93,9 +94,6 @@ class Group {
   }
 }
 
-/** Collections' tables are named as the collections; the engine's own tables start with this. */
-export const INTERNAL_PREFIX = '_sc_';
-
 export interface EngineOptions {
   dbName: string;
   /** How often expired documents of TTL indexes are removed (MongoDB: 60 s). */
@@ -153,10 +151,7 @@ export class Engine {
       data.exists = false;
       data.indexes.clear();
     }
-    for (const { name } of this.statement(
-      // Not LIKE: its _ matches any character, and would hide a collection named escrow.
-      `SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ${INTERNAL_PREFIX.length}) <> '${INTERNAL_PREFIX}' AND substr(name, 1, 7) <> 'sqlite_'`,
-    ).all() as Array<{ name: string }>) {
+    for (const { name } of this.statement(COLLECTION_TABLES).all() as Array<{ name: string }>) {
       this.data(name).exists = true;
     }
     for (const { ix, coll, spec } of this.statement('SELECT ix, coll, spec FROM _sc_indexes ORDER BY ix').all() as Array<{ ix: number; coll: string; spec: string }>) {
