@@ -89,6 +89,28 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.findOne({ 'metadata.mixed.a': 1 }, { projection: { _id: 1 } }), { _id: 'm' });
   });
 
+  test(title('a field named __proto__ is stored and read back as a field, beside values that are converted (Dates)'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('proto_fields');
+    // JSON.parse makes __proto__ an own field, as a client's metadata would arrive.
+    const metadata = JSON.parse('{"__proto__": {"polluted": true}, "at": 1}') as Doc;
+    const when = new Date('2025-03-04T05:06:07.089Z');
+    // A document with such a field and a Date is the one the embedded store copies to convert.
+    const dated = JSON.parse('{"__proto__": {"polluted": true}}') as Doc;
+    dated.at = when;
+    await c.insertOne({ _id: 'p', when, metadata, dated, again: when });
+    const got = (await c.findOne({ _id: 'p' }))!;
+    for (const field of [got.metadata, got.dated] as Doc[]) {
+      t.deepEqual(Object.keys(field), ['__proto__', 'at']);
+      t.deepEqual(Object.getOwnPropertyDescriptor(field, '__proto__')?.value, { polluted: true });
+      t.is(Object.getPrototypeOf(field), Object.prototype);
+    }
+    t.deepEqual((got.dated as Doc).at, when);
+    t.deepEqual([got.when, got.again], [when, when]);
+    t.not(got.when, got.again);
+    t.is(({} as Doc).polluted, undefined);
+  });
+
   test(title('a field name with a NUL character is refused, as the driver\'s BSON serialiser refuses it: nothing is written'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('nul_keys');

@@ -70,6 +70,24 @@ test('embedded: undefined is stored as null, as the driver serialises it', async
   t.deepEqual(await c.findOne({ _id: 'a' }), { _id: 'a', gone: null, list: [null] });
 });
 
+test('embedded: dates keep their instant through the stored form, however often the same dates recur (the texts are cached)', (t) => {
+  // Few distinct instants, so that most conversions are answered from the caches, past their bound too.
+  const instant = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.integer({ min: -8.64e15, max: 8.64e15 }));
+  fc.assert(
+    fc.property(fc.array(instant, { maxLength: 40 }), fc.array(fc.integer({ min: -8.64e15, max: 8.64e15 }), { minLength: 1100, maxLength: 1100 }), (times, filler) => {
+      encode({ filler: filler.map((ms) => new Date(ms)) });
+      const doc = { _id: 'd', at: times.map((ms) => new Date(ms)), one: new Date(times[0] ?? 0) };
+      const back = decode(encode(doc));
+      assert.deepEqual(back, doc);
+      const list = back.at as Date[];
+      assert.equal(new Set(list).size, list.length, 'every date is an object of its own');
+    }),
+    { numRuns: 50 },
+  );
+  t.deepEqual(decode(encode({ bad: new Date(Number.NaN) })), { bad: null });
+  t.is((decode('{"d": {"$date": "not a date"}}').d as Date).getTime(), Number.NaN);
+});
+
 test('embedded: duplicate keys are the driver\'s MongoServerError; sparse and partial unique indexes', async (t) => {
   const { MongoServerError } = await import('mongodb');
   const store = await openEmbeddedStore();

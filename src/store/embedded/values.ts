@@ -188,7 +188,7 @@ function storedForm(v: unknown): unknown {
     return out ?? v;
   }
   const o = v as Doc;
-  if (o instanceof Date) return Number.isNaN(o.getTime()) ? null : { $date: o.toISOString() };
+  if (o instanceof Date) return dateForm(o);
   if (isBsonValue(o)) {
     if (isObjectId(o)) return { $oid: o.toHexString() };
     return EJSON.serialize(o, { relaxed: true });
@@ -212,17 +212,57 @@ function storedForm(v: unknown): unknown {
     const x = o[k];
     const y = storedForm(x);
     if (out) {
-      if (y !== OMIT) out[k] = y;
+      if (y !== OMIT) setField(out, k, y);
     } else if (y !== x) {
-      // No prototype: a key named __proto__ stays an ordinary key.
-      out = Object.create(null) as Doc;
-      for (let j = 0; j < i; j++) out[keys[j]] = o[keys[j]];
-      if (y !== OMIT) out[k] = y;
+      out = {};
+      for (let j = 0; j < i; j++) setField(out, keys[j], o[keys[j]]);
+      if (y !== OMIT) setField(out, k, y);
     }
   }
   // A document of the caller's own with a field named like an Extended JSON wrapper ({"$date": ...}):
   // kept under the ESCAPED key, or it would come back as a date.
   return dollar ? { [ESCAPED]: out ?? o } : (out ?? o);
+}
+
+/**
+ * Sets a field of a copy being built. An ordinary object, not one without a prototype: V8 serialises
+ * those (dictionary-mode objects) at a third of the speed. So a field named __proto__ is defined
+ * rather than assigned, which would set the prototype instead.
+ */
+function setField(out: Doc, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else out[k] = v;
+}
+
+/**
+ * The texts of recent dates. A decision writes the same few dates many times (now, the periods'
+ * bounds) and toISOString() was a third of the cost of storing a budget window. Bounded: cleared when full.
+ */
+const isoTexts = new Map<number, string>();
+/** And the other way, for reading: Date's string parser is slower than a lookup. */
+const isoTimes = new Map<string, number>();
+const DATE_CACHE_LIMIT = 1024;
+
+function dateForm(d: Date): { $date: string } | null {
+  const t = d.getTime();
+  if (Number.isNaN(t)) return null;
+  let text = isoTexts.get(t);
+  if (text === undefined) {
+    if (isoTexts.size >= DATE_CACHE_LIMIT) isoTexts.clear();
+    text = d.toISOString();
+    isoTexts.set(t, text);
+  }
+  return { $date: text };
+}
+
+function dateOf(text: string): Date {
+  let t = isoTimes.get(text);
+  if (t === undefined) {
+    t = new Date(text).getTime();
+    if (isoTimes.size >= DATE_CACHE_LIMIT) isoTimes.clear();
+    isoTimes.set(text, t);
+  }
+  return new Date(t);
 }
 
 /** The stored text of a document. */
@@ -262,7 +302,7 @@ function decodeValue(v: unknown): unknown {
   for (const k in o) {
     if (k.charCodeAt(0) === 36 /* $ */) {
       if (k === ESCAPED) return decodeFields(o[ESCAPED] as Doc);
-      if (k === '$date' && typeof o.$date === 'string') return new Date(o.$date);
+      if (k === '$date' && typeof o.$date === 'string') return dateOf(o.$date);
       if (k === '$oid' && typeof o.$oid === 'string') return new ObjectId(o.$oid);
       if (k === '$regularExpression') {
         const re = o.$regularExpression as { pattern: string; options: string };
