@@ -682,6 +682,30 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 1 }]);
   });
 
+  test(title('a write that fails inside a transaction aborts it, as on MongoDB: a later operation, or the commit, is NoSuchTransaction (251) and nothing stays'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('aborted');
+    await c.insertOne({ _id: 'a', v: 1 });
+    // The callback catches the duplicate and goes on: the next operation is refused.
+    const next = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await c.updateOne({ _id: 'a' }, { $set: { v: 2 } }, { session });
+        await t.throwsAsync(c.insertOne({ _id: 'a' }, { session }));
+        await c.insertOne({ _id: 'after' }, { session });
+      }),
+    );
+    t.is((next as { code?: number }).code, 251);
+    // It catches the duplicate (in a bulk write, after a model that was written) and returns: the commit is refused.
+    const commit = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await c.updateOne({ _id: 'a' }, { $set: { v: 3 } }, { session });
+        await t.throwsAsync(c.bulkWrite([{ insertOne: { document: { _id: 'b' } } }, { insertOne: { document: { _id: 'a' } } }], { session }));
+      }),
+    );
+    t.is((commit as { code?: number }).code, 251);
+    t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 1 }]);
+  });
+
   test(title('isolation: a concurrent reader never sees uncommitted writes'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('iso');

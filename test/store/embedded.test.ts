@@ -158,17 +158,22 @@ test('embedded: createIndex is idempotent and refuses conflicting definitions, a
   await t.throwsAsync(c.createIndex({ a: 1, b: -1 }, { name: 'other' }), { message: /different name/ });
 });
 
-test('embedded: a failed write that created a collection inside a transaction leaves the transaction usable', async (t) => {
+test('embedded: a failed write that created a collection aborts its transaction: the collection is gone with the rest', async (t) => {
   const store = await fileStore();
   t.teardown(() => store.close());
   const c = store.db.collection<Doc>('fresh');
-  await store.withTransaction(async (session) => {
-    const error = await t.throwsAsync(c.insertMany([{ _id: 'a' }, { _id: 'a' }], { session }));
-    t.is((error as { code?: number }).code, 11000);
-    await c.insertOne({ _id: 'b' }, { session });
-  });
-  t.deepEqual(await c.find({}).toArray(), [{ _id: 'b' }]);
-  t.deepEqual(await store.db.listCollectionNames(), ['fresh']);
+  const error = await t.throwsAsync(
+    store.withTransaction(async (session) => {
+      const failed = await t.throwsAsync(c.insertMany([{ _id: 'a' }, { _id: 'a' }], { session }));
+      t.is((failed as { code?: number }).code, 11000);
+      await c.insertOne({ _id: 'b' }, { session });
+    }),
+  );
+  t.is((error as { code?: number }).code, 251);
+  t.deepEqual(await c.find({}).toArray(), []);
+  t.deepEqual(await store.db.listCollectionNames(), []);
+  await c.insertOne({ _id: 'c' });
+  t.deepEqual(await c.find({}).toArray(), [{ _id: 'c' }], 'the store is usable afterwards');
 });
 
 test('embedded group commit: what one turn of the event loop writes commits together, and nothing resolves before it is on disk', async (t) => {
