@@ -58,8 +58,9 @@ const pathArb = fc.constantFrom('x', 'y', 'o.p', 'o.q', 'arr');
 // which MongoDB does not do (the fast path follows MongoDB).
 const valueArb = fc.oneof(
   fc.integer({ min: -2, max: 2 }),
-  fc.constantFrom('s', 't'),
+  fc.constantFrom('s', 't', '1', true, false),
   fc.constant(null),
+  fc.date({ min: new Date(0), max: new Date(2), noInvalidDate: true }),
   fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { maxLength: 2 })
 );
 const updateArb = fc.oneof(

@@ -44,23 +44,82 @@ function eachValues(v: unknown): unknown[] | undefined {
   return [v];
 }
 
+interface Plan {
+  op: string;
+  /** The path's segments; the last is the field written. */
+  parts: string[];
+  /** The document holding the field, when every step to it exists. */
+  parent: Doc | undefined;
+  value: unknown;
+}
+
+/** Paths already split and checked (bounded: cleared when full). null: not a simple path. */
+const simplePaths = new Map<string, string[] | null>();
+
+function simplePath(path: string): string[] | null {
+  let parts = simplePaths.get(path);
+  if (parts === undefined) {
+    parts = path.split('.');
+    if (path === '_id' || parts.some((p) => p === '' || p.startsWith('$') || /^\d+$/.test(p))) parts = null;
+    if (simplePaths.size >= 1024) simplePaths.clear();
+    simplePaths.set(path, parts);
+  }
+  return parts;
+}
+
+/** MongoDB's equality of two values (canonicalKey's), without building keys for the common cases. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b || (a == null && b == null)) return true;
+  const ta = typeof a;
+  const tb = typeof b;
+  if (ta === 'number' && tb === 'number') return Number.isNaN(a) && Number.isNaN(b);
+  if ((ta === 'string' || ta === 'boolean' || ta === 'number') && (tb === 'string' || tb === 'boolean' || tb === 'number')) return false;
+  return canonicalKey(a) === canonicalKey(b);
+}
+
+/** The parent of plan's field, created (as documents) where missing. */
+function parentOf(doc: Doc, plan: Plan): Doc {
+  if (plan.parent) return plan.parent;
+  let cur = doc;
+  for (let i = 0; i < plan.parts.length - 1; i++) {
+    const p = plan.parts[i];
+    if (cur[p] === undefined) cur[p] = {};
+    cur = cur[p] as Doc;
+  }
+  return (plan.parent = cur);
+}
+
+/** Two paths of one update that are the same or one inside the other: an error in MongoDB. */
+function overlapping(plans: Plan[]): boolean {
+  for (let i = 0; i < plans.length; i++) {
+    for (let j = i + 1; j < plans.length; j++) {
+      const a = plans[i].parts;
+      const b = plans[j].parts;
+      const n = Math.min(a.length, b.length);
+      let k = 0;
+      while (k < n && a[k] === b[k]) k++;
+      if (k === n) return true;
+    }
+  }
+  return false;
+}
+
 /**
  * Applies an operator update to doc in place when every operator and path is a simple case.
  * Returns whether the document changed, or undefined (doc untouched) to defer to mingo.
  */
 export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
-  const plans: Array<{ op: string; parent: Doc | undefined; parentPath: string[]; leaf: string; value: unknown }> = [];
-  const paths: string[] = [];
-  for (const [op, fields] of Object.entries(update)) {
+  const plans: Plan[] = [];
+  for (const op of Object.keys(update)) {
+    const fields = update[op];
     if (!FAST_OPS.has(op) || !isPlain(fields)) return undefined;
-    for (const [path, value] of Object.entries(fields)) {
-      const parts = path.split('.');
-      if (parts.some((p) => p === '' || p.startsWith('$') || /^\d+$/.test(p))) return undefined;
-      if (path === '_id') return undefined;
+    for (const path of Object.keys(fields)) {
+      const parts = simplePath(path);
+      if (parts === null) return undefined;
       // Walk to the parent; every step must be a plain document or missing.
       let parent: Doc | undefined = doc;
-      for (const p of parts.slice(0, -1)) {
-        const next: unknown = parent[p];
+      for (let i = 0; i < parts.length - 1; i++) {
+        const next: unknown = parent[parts[i]];
         if (next === undefined) {
           parent = undefined;
           break;
@@ -68,18 +127,14 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
         if (!isPlain(next)) return undefined;
         parent = next;
       }
-      paths.push(path);
-      plans.push({ op, parent, parentPath: parts.slice(0, -1), leaf: parts[parts.length - 1], value });
+      plans.push({ op, parts, parent, value: fields[path] });
     }
   }
   // Overlapping paths are an error in MongoDB; let mingo report them.
-  const sorted = [...paths].sort();
-  for (let i = 1; i < sorted.length; i++) {
-    if (sorted[i] === sorted[i - 1] || sorted[i].startsWith(sorted[i - 1] + '.')) return undefined;
-  }
+  if (plans.length > 1 && overlapping(plans)) return undefined;
   // Check every operand before changing anything.
   for (const plan of plans) {
-    const current = plan.parent?.[plan.leaf];
+    const current = plan.parent?.[plan.parts[plan.parts.length - 1]];
     switch (plan.op) {
       case '$inc':
         if (typeof plan.value !== 'number' || (current !== undefined && typeof current !== 'number')) return undefined;
@@ -95,36 +150,27 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
   }
   let modified = false;
   for (const plan of plans) {
-    let parent = plan.parent;
-    const current = parent?.[plan.leaf];
-    const ensureParent = (): Doc => {
-      if (parent) return parent;
-      let cur = doc;
-      for (const p of plan.parentPath) {
-        if (cur[p] === undefined) cur[p] = {};
-        cur = cur[p] as Doc;
-      }
-      return (parent = cur);
-    };
+    const leaf = plan.parts[plan.parts.length - 1];
+    const current = plan.parent?.[leaf];
     switch (plan.op) {
       case '$set':
-        if (current === undefined || canonicalKey(current) !== canonicalKey(plan.value)) {
-          ensureParent()[plan.leaf] = plan.value;
+        if (current === undefined || !sameValue(current, plan.value)) {
+          parentOf(doc, plan)[leaf] = plan.value;
           modified = true;
         }
         break;
       case '$unset':
-        if (parent && Object.hasOwn(parent, plan.leaf)) {
-          delete parent[plan.leaf];
+        if (plan.parent && Object.hasOwn(plan.parent, leaf)) {
+          delete plan.parent[leaf];
           modified = true;
         }
         break;
       case '$inc':
         if (current === undefined) {
-          ensureParent()[plan.leaf] = plan.value;
+          parentOf(doc, plan)[leaf] = plan.value;
           modified = true;
         } else if (plan.value !== 0) {
-          ensureParent()[plan.leaf] = (current as number) + (plan.value as number);
+          parentOf(doc, plan)[leaf] = (current as number) + (plan.value as number);
           modified = true;
         }
         break;
@@ -132,7 +178,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
       case '$max': {
         const better = current === undefined || (plan.op === '$min' ? compare(plan.value, current) < 0 : compare(plan.value, current) > 0);
         if (better) {
-          ensureParent()[plan.leaf] = plan.value;
+          parentOf(doc, plan)[leaf] = plan.value;
           modified = true;
         }
         break;
@@ -140,7 +186,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
       case '$push': {
         const values = eachValues(plan.value) as unknown[];
         if (current === undefined) {
-          ensureParent()[plan.leaf] = [...values];
+          parentOf(doc, plan)[leaf] = [...values];
           modified = true;
         } else if (values.length) {
           (current as unknown[]).push(...values);
@@ -160,7 +206,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
           list.push(v);
           added = true;
         }
-        if (current === undefined) ensureParent()[plan.leaf] = list;
+        if (current === undefined) parentOf(doc, plan)[leaf] = list;
         modified ||= added;
         break;
       }
