@@ -273,10 +273,10 @@ export class CollectionData {
         const inList = (cond as Doc).$in;
         if (Object.keys(cond).length === 1 && Array.isArray(inList) && inList.every(isIndexableScalar)) {
           const ids = JSON.stringify(inList.map(canonicalKey));
-          return {
-            candidates: rows(this.#sql('SELECT r, doc FROM $T WHERE id IN (SELECT value FROM json_each(?)) ORDER BY r').iterate(ids)),
-            exact: keys.length === 1,
-          };
+          // all(), not iterate(): as many rows as ids at most, and stepping an iterator from JavaScript
+          // costs half as much again as the whole query (20 budget windows: 19.5 µs against 13.5).
+          const found = this.#sql('SELECT r, doc FROM $T WHERE id IN (SELECT value FROM json_each(?)) ORDER BY r').all(ids) as Array<{ r: number; doc: string }>;
+          return { candidates: found.map((row): Row => [row.r, decode(row.doc)]), exact: keys.length === 1 };
         }
       }
     }
