@@ -211,15 +211,20 @@ function checkArithmetic(doc: Doc, update: Doc): void {
           cur = undefined;
           break;
         }
-        cur = (cur as Doc)[part];
+        cur = ownField(cur as Doc, part);
       }
       if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) continue;
-      const value = (cur as Doc)[parts[parts.length - 1]];
+      const value = ownField(cur as Doc, parts[parts.length - 1]);
       if (value !== undefined && !isNumeric(value)) {
         throw typeMismatch(`Cannot apply ${op} to a value of non-numeric type. {_id: ${JSON.stringify(doc._id) ?? String(doc._id)}} has the field '${parts[parts.length - 1]}' of non-numeric type ${value === null ? 'null' : typeof value}`);
       }
     }
   }
+}
+
+/** A document's own field: an inherited one (valueOf, constructor) is not a field of it. */
+function ownField(doc: Doc, field: string): unknown {
+  return Object.hasOwn(doc, field) ? doc[field] : undefined;
 }
 
 function typeMismatch(message: string): MongoServerError {

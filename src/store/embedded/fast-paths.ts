@@ -60,7 +60,8 @@ function simplePath(path: string): string[] | null {
   let parts = simplePaths.get(path);
   if (parts === undefined) {
     parts = path.split('.');
-    if (path === '_id' || parts.some((p) => p === '' || p.startsWith('$') || /^\d+$/.test(p))) parts = null;
+    // __proto__ is left to mingo, which refuses it: assigned here, it would reach a prototype.
+    if (path === '_id' || parts.some((p) => p === '' || p === '__proto__' || p.startsWith('$') || /^\d+$/.test(p))) parts = null;
     if (simplePaths.size >= 1024) simplePaths.clear();
     simplePaths.set(path, parts);
   }
@@ -77,13 +78,18 @@ function sameValue(a: unknown, b: unknown): boolean {
   return canonicalKey(a) === canonicalKey(b);
 }
 
+/** A document's own field: an inherited one (toString, constructor) is not a field of it. */
+function own(doc: Doc, field: string): unknown {
+  return Object.hasOwn(doc, field) ? doc[field] : undefined;
+}
+
 /** The parent of plan's field, created (as documents) where missing. */
 function parentOf(doc: Doc, plan: Plan): Doc {
   if (plan.parent) return plan.parent;
   let cur = doc;
   for (let i = 0; i < plan.parts.length - 1; i++) {
     const p = plan.parts[i];
-    if (cur[p] === undefined) cur[p] = {};
+    if (own(cur, p) === undefined) cur[p] = {};
     cur = cur[p] as Doc;
   }
   return (plan.parent = cur);
@@ -119,7 +125,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
       // Walk to the parent; every step must be a plain document or missing.
       let parent: Doc | undefined = doc;
       for (let i = 0; i < parts.length - 1; i++) {
-        const next: unknown = parent[parts[i]];
+        const next: unknown = own(parent, parts[i]);
         if (next === undefined) {
           parent = undefined;
           break;
@@ -134,7 +140,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
   if (plans.length > 1 && overlapping(plans)) return undefined;
   // Check every operand before changing anything.
   for (const plan of plans) {
-    const current = plan.parent?.[plan.parts[plan.parts.length - 1]];
+    const current = plan.parent && own(plan.parent, plan.parts[plan.parts.length - 1]);
     switch (plan.op) {
       case '$inc':
         if (typeof plan.value !== 'number' || (current !== undefined && typeof current !== 'number')) return undefined;
@@ -151,7 +157,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
   let modified = false;
   for (const plan of plans) {
     const leaf = plan.parts[plan.parts.length - 1];
-    const current = plan.parent?.[leaf];
+    const current = plan.parent && own(plan.parent, leaf);
     switch (plan.op) {
       case '$set':
         if (current === undefined || !sameValue(current, plan.value)) {

@@ -34,7 +34,7 @@ export function cloneIn(v: unknown): unknown {
   for (const k of Object.keys(v)) {
     const x = (v as Doc)[k];
     if (typeof x === 'function' || typeof x === 'symbol') continue;
-    out[k] = cloneIn(x);
+    setField(out, k, cloneIn(x));
   }
   return out;
 }
@@ -50,7 +50,7 @@ export function cloneOut<T>(v: T): T {
   if (Array.isArray(v)) return v.map(cloneOut) as T;
   if (isPlainObject(v)) {
     const out: Doc = {};
-    for (const k of Object.keys(v)) out[k] = cloneOut((v as Doc)[k]);
+    for (const k of Object.keys(v)) setField(out, k, cloneOut((v as Doc)[k]));
     return out as T;
   }
   if (v instanceof Uint8Array) return new Uint8Array(v) as T;
@@ -277,7 +277,7 @@ export function encode(doc: object): string {
  * BSON field names are C strings: the driver refuses a document with a NUL character in one before
  * sending it, and the wire listener could not send such a stored document back. Refused the same way.
  */
-function refuseNulKeys(v: unknown): void {
+export function refuseNulKeys(v: unknown): void {
   if (v === null || typeof v !== 'object') return;
   if (Array.isArray(v)) {
     for (const x of v) refuseNulKeys(x);
