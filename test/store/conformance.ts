@@ -5,7 +5,7 @@ import type { ExecutionContext } from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agenda } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
-import { isDuplicateKeyError, type Store, type StoreSession } from '../../src/store/store.ts';
+import { hasErrorLabel, isDuplicateKeyError, type Store, type StoreSession } from '../../src/store/store.ts';
 import { runCommand } from '../../src/commands/run-command.ts';
 
 export interface ConformanceOptions {
@@ -704,6 +704,81 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     );
     t.is((commit as { code?: number }).code, 251);
     t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 1 }]);
+  });
+
+  test(title('an argument error the driver raises before sending anything leaves the transaction usable (bad sort direction, NUL key)'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('client_side');
+    await c.insertOne({ _id: 'a', v: 1 });
+    await store.withTransaction(async (session) => {
+      await c.updateOne({ _id: 'a' }, { $set: { v: 2 } }, { session });
+      // MongoDB: the driver's formatSort / BSON serialiser throw; the server never sees the command.
+      await t.throwsAsync(c.findOneAndUpdate({ _id: 'a' }, { $set: { v: 3 } }, { sort: { v: 'sideways' } as never, session }));
+      await t.throwsAsync(c.insertOne({ _id: 'nul', metadata: { 'a\u0000b': 1 } }, { session }));
+      await c.insertOne({ _id: 'b' }, { session });
+    });
+    t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 2 }, { _id: 'b' }]);
+  });
+
+  test(title('a read that fails inside a transaction aborts it, as every failed command does on MongoDB'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('failed_read');
+    await c.insertOne({ _id: 'a', v: 1 });
+    const error = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await c.updateOne({ _id: 'a' }, { $set: { v: 2 } }, { session });
+        await t.throwsAsync(c.findOne({ v: { $bogus: 1 } }, { session }));
+      }),
+    );
+    t.is((error as { code?: number }).code, 251);
+    t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 1 }]);
+  });
+
+  test(title('NoSuchTransaction after a failed write carries TransientTransactionError, at the next operation and at the commit'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('aborted_labels');
+    await c.insertOne({ _id: 'a' });
+    const next = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await t.throwsAsync(c.insertOne({ _id: 'a' }, { session }));
+        await c.insertOne({ _id: 'after' }, { session });
+      }),
+    );
+    t.is((next as { code?: number }).code, 251);
+    t.true(hasErrorLabel(next, 'TransientTransactionError'), 'operation after the failure');
+    const commit = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        await t.throwsAsync(c.insertOne({ _id: 'a' }, { session }));
+      }),
+    );
+    t.is((commit as { code?: number }).code, 251);
+    t.true(hasErrorLabel(commit, 'TransientTransactionError'), 'commit');
+  });
+
+  test(title('an unordered client bulkWrite inside a transaction stops at its first failed model (MongoDB fails the whole batch)'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('unordered_txn');
+    await c.insertOne({ _id: 'a' });
+    const ns = nsOf(store, 'unordered_txn');
+    let bulk: { writeErrors?: Map<number, unknown>; partialResult?: { insertedCount: number } } | undefined;
+    const error = await t.throwsAsync(
+      store.withTransaction(async (session) => {
+        bulk = (await t.throwsAsync(
+          store.db.bulkWrite(
+            [
+              { name: 'insertOne', namespace: ns, document: { _id: 'a' } },
+              { name: 'insertOne', namespace: ns, document: { _id: 'b' } },
+              { name: 'insertOne', namespace: ns, document: { _id: 'a' } },
+            ],
+            { ordered: false, verboseResults: true, session },
+          ),
+        )) as typeof bulk;
+      }),
+    );
+    t.is((error as { code?: number }).code, 251);
+    t.deepEqual([...(bulk?.writeErrors?.keys() ?? [])], [0], 'only the first failure: nothing ran after it');
+    t.is(bulk?.partialResult?.insertedCount ?? 0, 0);
+    t.deepEqual(await c.find({}).toArray(), [{ _id: 'a' }]);
   });
 
   test(title('findOneAndUpdate returning the document as it was keeps a field named __proto__ in the stored document'), async (t) => {

@@ -51,7 +51,7 @@ export async function clientBulkWrite(db: EmbeddedDb, models: ReadonlyArray<Stor
           throw error;
         }
         writeErrors.set(index, { code, message: (error as Error).message });
-        if (options.ordered !== false) break;
+        if (options.ordered !== false || options.session) break; // in a transaction MongoDB fails the whole batch
         continue;
       }
       if ('insertedId' in outcome) {

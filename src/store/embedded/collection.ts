@@ -7,7 +7,7 @@ import { resolve } from 'mingo/util';
 import type { CollectionData, IndexOptions, Row } from './collection-data.ts';
 import type { Engine } from './engine.ts';
 import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
-import { canonicalKey, cloneDocIn, cloneIn, cloneOut, newObjectId, type Doc } from './values.ts';
+import { canonicalKey, cloneDocIn, cloneIn, cloneOut, newObjectId, refuseNulKeys, type Doc } from './values.ts';
 
 type SortDirection = 1 | -1;
 type Options = Doc & { session?: unknown };
@@ -396,6 +396,7 @@ export class EmbeddedCollection {
 
   async insertOne(doc: Doc, options: Options = {}): Promise<{ acknowledged: true; insertedId: unknown }> {
     withId(doc);
+    refuseNulKeys(doc); // as the driver's BSON serialiser, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const stored = this.#insert(doc);
       return { acknowledged: true as const, insertedId: stored._id };
@@ -404,6 +405,7 @@ export class EmbeddedCollection {
 
   async insertMany(docs: Doc[], options: Options = {}): Promise<{ acknowledged: true; insertedCount: number; insertedIds: Record<number, unknown> }> {
     docs.forEach(withId);
+    docs.forEach(refuseNulKeys);
     return this.#engine.write(options.session, () => {
       const insertedIds: Record<number, unknown> = {};
       docs.forEach((doc, i) => {
@@ -443,6 +445,7 @@ export class EmbeddedCollection {
 
   async updateOne(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
     checkUpdate(update);
+    normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => this.#update(filter, update, options, false));
   }
 
@@ -453,6 +456,7 @@ export class EmbeddedCollection {
 
   async replaceOne(filter: Doc, replacement: Doc, options: Options = {}): Promise<UpdateResult> {
     checkReplacement(replacement);
+    normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => this.#replaceOne(filter, replacement, options));
   }
 
@@ -478,6 +482,7 @@ export class EmbeddedCollection {
 
   async findOneAndUpdate(filter: Doc, update: unknown, options: Options = {}): Promise<unknown> {
     checkUpdate(update);
+    normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const data = this.#data;
       const after = returnsAfter(options);
@@ -499,6 +504,7 @@ export class EmbeddedCollection {
 
   async findOneAndReplace(filter: Doc, replacement: Doc, options: Options = {}): Promise<unknown> {
     checkReplacement(replacement);
+    normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const data = this.#data;
       const after = returnsAfter(options);
@@ -520,6 +526,7 @@ export class EmbeddedCollection {
   }
 
   async findOneAndDelete(filter: Doc, options: Options = {}): Promise<unknown> {
+    normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
       if (!hit) return findAndModifyResult(options, null, { n: 0 });

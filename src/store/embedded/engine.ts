@@ -30,7 +30,7 @@ type TxState = 'active' | 'committed' | 'aborted';
 export class Transaction {
   readonly engine: Engine;
   state: TxState = 'active';
-  /** The error of a write that failed in it: as on MongoDB, that aborts the transaction (see Engine.atomic). */
+  /** The error of an operation that failed in it: as on MongoDB, that aborts the transaction (see Engine.atomic). */
   failure: unknown = undefined;
 
   constructor(engine: Engine) {
@@ -373,7 +373,15 @@ export class Engine {
   /** Runs a synchronous read: in the session's transaction, or once no transaction holds the lock. */
   async read<T>(session: unknown, op: () => T): Promise<T> {
     const tx = this.#check(session);
-    if (tx) return op();
+    if (tx) {
+      // As on MongoDB, any command that fails in a transaction aborts it.
+      try {
+        return op();
+      } catch (error) {
+        tx.failure ??= error;
+        throw error;
+      }
+    }
     await this.#acquire();
     let result: T;
     const group = this.#group;
@@ -541,10 +549,18 @@ export class Engine {
   }
 }
 
-/** MongoDB's answer to an operation, or the commit, of a transaction that a failed write aborted. */
+/**
+ * MongoDB's answer to an operation, or the commit, of a transaction that a failed operation aborted:
+ * NoSuchTransaction, labelled transient (a retry of the whole transaction may succeed), as mongod labels it.
+ */
 function transactionAborted(cause: unknown): MongoServerError {
   const reason = (cause as Error)?.message ?? String(cause);
-  return new MongoServerError({ message: `Transaction has been aborted: a write in it failed (${reason})`, code: 251, codeName: 'NoSuchTransaction' });
+  return new MongoServerError({
+    message: `Transaction has been aborted: an operation in it failed (${reason})`,
+    code: 251,
+    codeName: 'NoSuchTransaction',
+    errorLabels: ['TransientTransactionError'],
+  });
 }
 
 function checkCollectionName(name: string): void {
