@@ -7,7 +7,7 @@ import { resolve } from 'mingo/util';
 import type { CollectionData, IndexOptions, Row } from './collection-data.ts';
 import type { Engine } from './engine.ts';
 import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
-import { canonicalKey, cloneDocIn, cloneIn, cloneOut, newObjectId, refuseNulKeys, type Doc } from './values.ts';
+import { canonicalKey, cloneDocIn, cloneIn, cloneOut, newObjectId, ownField, refuseNulKeys, type Doc } from './values.ts';
 
 type SortDirection = 1 | -1;
 type Options = Doc & { session?: unknown };
@@ -220,11 +220,6 @@ function checkArithmetic(doc: Doc, update: Doc): void {
       }
     }
   }
-}
-
-/** A document's own field: an inherited one (valueOf, constructor) is not a field of it. */
-function ownField(doc: Doc, field: string): unknown {
-  return Object.hasOwn(doc, field) ? doc[field] : undefined;
 }
 
 function typeMismatch(message: string): MongoServerError {

@@ -3,7 +3,7 @@
 // (or any doubt, such as an array on the path) is left to mingo, which is the reference for
 // semantics; these must agree with it wherever they answer.
 import { compare } from 'mingo/util';
-import { canonicalKey, isIndexableScalar, type Doc } from './values.ts';
+import { canonicalKey, isIndexableScalar, ownField, type Doc } from './values.ts';
 
 export type Matcher = (doc: Doc) => boolean;
 
@@ -78,18 +78,13 @@ function sameValue(a: unknown, b: unknown): boolean {
   return canonicalKey(a) === canonicalKey(b);
 }
 
-/** A document's own field: an inherited one (toString, constructor) is not a field of it. */
-function own(doc: Doc, field: string): unknown {
-  return Object.hasOwn(doc, field) ? doc[field] : undefined;
-}
-
 /** The parent of plan's field, created (as documents) where missing. */
 function parentOf(doc: Doc, plan: Plan): Doc {
   if (plan.parent) return plan.parent;
   let cur = doc;
   for (let i = 0; i < plan.parts.length - 1; i++) {
     const p = plan.parts[i];
-    if (own(cur, p) === undefined) cur[p] = {};
+    if (ownField(cur, p) === undefined) cur[p] = {};
     cur = cur[p] as Doc;
   }
   return (plan.parent = cur);
@@ -125,7 +120,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
       // Walk to the parent; every step must be a plain document or missing.
       let parent: Doc | undefined = doc;
       for (let i = 0; i < parts.length - 1; i++) {
-        const next: unknown = own(parent, parts[i]);
+        const next: unknown = ownField(parent, parts[i]);
         if (next === undefined) {
           parent = undefined;
           break;
@@ -140,7 +135,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
   if (plans.length > 1 && overlapping(plans)) return undefined;
   // Check every operand before changing anything.
   for (const plan of plans) {
-    const current = plan.parent && own(plan.parent, plan.parts[plan.parts.length - 1]);
+    const current = plan.parent && ownField(plan.parent, plan.parts[plan.parts.length - 1]);
     switch (plan.op) {
       case '$inc':
         if (typeof plan.value !== 'number' || (current !== undefined && typeof current !== 'number')) return undefined;
@@ -157,7 +152,7 @@ export function fastUpdate(doc: Doc, update: Doc): boolean | undefined {
   let modified = false;
   for (const plan of plans) {
     const leaf = plan.parts[plan.parts.length - 1];
-    const current = plan.parent && own(plan.parent, leaf);
+    const current = plan.parent && ownField(plan.parent, leaf);
     switch (plan.op) {
       case '$set':
         if (current === undefined || !sameValue(current, plan.value)) {

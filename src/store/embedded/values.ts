@@ -127,6 +127,11 @@ export function readPath(doc: Doc, path: string): PathValue {
   return { value: cur, multikey: Array.isArray(cur) };
 }
 
+/** A document's own field: an inherited one (toString, valueOf, constructor) is not a field of it. */
+export function ownField(doc: Doc, field: string): unknown {
+  return Object.hasOwn(doc, field) ? doc[field] : undefined;
+}
+
 export function hasPath(doc: Doc, path: string): boolean {
   let cur: unknown = doc;
   for (const part of path.split('.')) {
