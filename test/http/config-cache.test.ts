@@ -9,6 +9,12 @@ import type { Store, StoreDb } from '../../src/store/store.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
 import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 
+// The tests run one after another: each applies a manifest and submits through both applications on one
+// database, and in the driver lane the wire listener runs that database's transactions one at a time.
+// Run together on a loaded 2-core machine, four of them once got 503 for their first purchase in that
+// lane: most likely transactions left idle behind the others, aborted by the listener's 2 s idle rule
+// (labelled transient) and retried until the retry budget ran out. That is the listener's documented
+// limit under contention (README), not what these tests are about.
 let a: TestApp;
 let b: TestApp;
 
@@ -37,7 +43,7 @@ const buy = (app: TestApp, key: string, amountMinor = '1200') =>
   app.request('/v1/purchase-requests', { key, body: { merchant: 'Paper Co', amountMinor, reason: 'printer paper' } });
 const both = async (key: string, amountMinor?: string) => [await buy(a, key, amountMinor), await buy(b, key, amountMinor)];
 
-test('a key revoked through the operator API is refused by the next request in both processes', async (t) => {
+test.serial('a key revoked through the operator API is refused by the next request in both processes', async (t) => {
   const org = await setup();
   const key = org.keys['buyer-key'];
   t.deepEqual((await both(key)).map((r) => r.status), [201, 201]);
@@ -48,7 +54,7 @@ test('a key revoked through the operator API is refused by the next request in b
   }
 });
 
-test('suspending and reactivating an organisation is seen by the next request in both processes', async (t) => {
+test.serial('suspending and reactivating an organisation is seen by the next request in both processes', async (t) => {
   const org = await setup();
   const key = org.keys['buyer-key'];
   t.deepEqual((await both(key)).map((r) => r.status), [201, 201]);
@@ -61,7 +67,7 @@ test('suspending and reactivating an organisation is seen by the next request in
   t.deepEqual((await both(key)).map((r) => r.status), [201, 201]);
 });
 
-test('disabling an agent is seen by its next purchase in both processes', async (t) => {
+test.serial('disabling an agent is seen by its next purchase in both processes', async (t) => {
   const org = await setup();
   const key = org.keys['buyer-key'];
   t.deepEqual((await both(key)).map((r) => r.body.decision.outcome), ['APPROVED', 'APPROVED']);
@@ -73,7 +79,7 @@ test('disabling an agent is seen by its next purchase in both processes', async 
   }
 });
 
-test('a new policy version applied by manifest is what the next purchase is judged by, in both processes', async (t) => {
+test.serial('a new policy version applied by manifest is what the next purchase is judged by, in both processes', async (t) => {
   const manifest = acmeManifest(`cache${++orgs}`);
   const org = await applyManifest(a, manifest);
   const key = org.keys['buyer-key'];
@@ -93,7 +99,7 @@ test('a new policy version applied by manifest is what the next purchase is judg
   t.deepEqual((await both(late.keys['late-key'])).map((r) => r.status), [201, 201]);
 });
 
-test('events of an organisation without endpoints are dispatched as they are recorded; an endpoint created in another process receives the next', async (t) => {
+test.serial('events of an organisation without endpoints are dispatched as they are recorded; an endpoint created in another process receives the next', async (t) => {
   const org = await setup();
   const key = org.keys['buyer-key'];
   const first = await buy(a, key);
@@ -114,7 +120,7 @@ test('events of an organisation without endpoints are dispatched as they are rec
   t.not(thirdEvent!.dispatchedAt, null);
 });
 
-test('concurrent submissions through two caches, with the configuration changing underneath, never overspend and count exactly', async (t) => {
+test.serial('concurrent submissions through two caches, with the configuration changing underneath, never overspend and count exactly', async (t) => {
   const LIMIT = 300_000;
   const manifest = (name: string) => ({
     organization: { handle: `cache-race${orgs}`, name: 'Tight budget', currency: 'EUR', timezone: 'Europe/Berlin' },
