@@ -373,15 +373,7 @@ export class Engine {
   /** Runs a synchronous read: in the session's transaction, or once no transaction holds the lock. */
   async read<T>(session: unknown, op: () => T): Promise<T> {
     const tx = this.#check(session);
-    if (tx) {
-      // As on MongoDB, any command that fails in a transaction aborts it.
-      try {
-        return op();
-      } catch (error) {
-        tx.failure ??= error;
-        throw error;
-      }
-    }
+    if (tx) return this.#inTransaction(tx, op);
     await this.#acquire();
     let result: T;
     const group = this.#group;
@@ -404,7 +396,7 @@ export class Engine {
     if (tx) {
       this.#writingIn = tx;
       try {
-        return this.atomic(op);
+        return this.#inTransaction(tx, op);
       } finally {
         this.#writingIn = undefined;
       }
@@ -434,7 +426,11 @@ export class Engine {
    */
   atomic<T>(op: () => T): T {
     const tx = this.#writingIn;
-    if (!tx) return this.#inSavepoint('step', op);
+    return tx ? this.#inTransaction(tx, op) : this.#inSavepoint('step', op);
+  }
+
+  /** Runs an operation of tx: as on MongoDB, one that fails (a read too) aborts the transaction. */
+  #inTransaction<T>(tx: Transaction, op: () => T): T {
     try {
       return op();
     } catch (error) {
@@ -461,7 +457,7 @@ export class Engine {
       try {
         result = await currentTransaction.run(tx, () => fn(session));
         if (this.#closed) throw new Error('the embedded store is closed');
-        // The callback went on after a write of it failed: MongoDB refuses the commit the same way.
+        // The callback went on after an operation of it failed: MongoDB refuses the commit the same way.
         if (tx.failure !== undefined) throw transactionAborted(tx.failure);
         this.statement('RELEASE tx').run();
       } catch (error) {
