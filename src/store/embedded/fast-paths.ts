@@ -3,7 +3,7 @@
 // (or any doubt, such as an array on the path) is left to mingo, which is the reference for
 // semantics; these must agree with it wherever they answer.
 import { compare } from 'mingo/util';
-import { canonicalKey, isIndexableScalar, ownField, type Doc } from './values.ts';
+import { canonicalKey, isIndexableScalar, memo, ownField, type Doc } from './values.ts';
 
 export type Matcher = (doc: Doc) => boolean;
 
@@ -53,20 +53,13 @@ interface Plan {
   value: unknown;
 }
 
-/** Paths already split and checked (bounded: cleared when full). null: not a simple path. */
-const simplePaths = new Map<string, string[] | null>();
-
-function simplePath(path: string): string[] | null {
-  let parts = simplePaths.get(path);
-  if (parts === undefined) {
-    parts = path.split('.');
-    // __proto__ is left to mingo, which refuses it: assigned here, it would reach a prototype.
-    if (path === '_id' || parts.some((p) => p === '' || p === '__proto__' || p.startsWith('$') || /^\d+$/.test(p))) parts = null;
-    if (simplePaths.size >= 1024) simplePaths.clear();
-    simplePaths.set(path, parts);
-  }
+/** A path split into its segments, or null when it is not a simple path; remembered, as few paths recur. */
+const simplePath = memo(1024, (path: string): string[] | null => {
+  const parts = path.split('.');
+  // __proto__ is left to mingo, which refuses it: assigned here, it would reach a prototype.
+  if (path === '_id' || parts.some((p) => p === '' || p === '__proto__' || p.startsWith('$') || /^\d+$/.test(p))) return null;
   return parts;
-}
+});
 
 /** MongoDB's equality of two values (canonicalKey's), without building keys for the common cases. */
 function sameValue(a: unknown, b: unknown): boolean {

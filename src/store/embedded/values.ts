@@ -240,34 +240,37 @@ function setField(out: Doc, k: string, v: unknown): void {
 }
 
 /**
- * The texts of recent dates. A decision writes the same few dates many times (now, the periods'
- * bounds) and toISOString() was a third of the cost of storing a budget window. Bounded: cleared when full.
+ * make(key), remembered for the few keys that recur. Bounded: everything is forgotten when `limit`
+ * keys are kept, which costs those few keys one more make() each.
  */
-const isoTexts = new Map<number, string>();
+export function memo<K, V>(limit: number, make: (key: K) => V): (key: K) => V {
+  const kept = new Map<K, V>();
+  return (key) => {
+    let value = kept.get(key);
+    if (value === undefined) {
+      value = make(key);
+      if (kept.size >= limit) kept.clear();
+      kept.set(key, value);
+    }
+    return value;
+  };
+}
+
+/**
+ * The texts of recent dates. A decision writes the same few dates many times (now, the periods'
+ * bounds) and toISOString() was a third of the cost of storing a budget window.
+ */
+const isoText = memo(1024, (time: number) => new Date(time).toISOString());
 /** And the other way, for reading: Date's string parser is slower than a lookup. */
-const isoTimes = new Map<string, number>();
-const DATE_CACHE_LIMIT = 1024;
+const isoTime = memo(1024, (text: string) => new Date(text).getTime());
 
 function dateForm(d: Date): { $date: string } | null {
   const t = d.getTime();
-  if (Number.isNaN(t)) return null;
-  let text = isoTexts.get(t);
-  if (text === undefined) {
-    if (isoTexts.size >= DATE_CACHE_LIMIT) isoTexts.clear();
-    text = d.toISOString();
-    isoTexts.set(t, text);
-  }
-  return { $date: text };
+  return Number.isNaN(t) ? null : { $date: isoText(t) };
 }
 
 function dateOf(text: string): Date {
-  let t = isoTimes.get(text);
-  if (t === undefined) {
-    t = new Date(text).getTime();
-    if (isoTimes.size >= DATE_CACHE_LIMIT) isoTimes.clear();
-    isoTimes.set(text, t);
-  }
-  return new Date(t);
+  return new Date(isoTime(text));
 }
 
 /** The stored text of a document. */
