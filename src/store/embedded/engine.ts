@@ -116,6 +116,8 @@ export class Engine {
   readonly #checkpointer: Worker | undefined;
   /** The catalog version this process's collection metadata reflects (-1: reload). */
   #catalog = -1;
+  /** Moves on whenever rows remembered in the open group may no longer be what SQLite holds: see rowEpoch. */
+  #rowEpoch = 0;
   #closed = false;
 
   constructor(db: DatabaseSync, location: string, options: EngineOptions) {
@@ -151,6 +153,7 @@ export class Engine {
     const row = this.statement("SELECT v FROM _sc_meta WHERE k = 'catalog'").get() as { v: number } | undefined;
     const version = row?.v ?? 0;
     if (version === this.#catalog) return;
+    this.#rowEpoch++;
     this.#statements.clear();
     for (const data of this.#collections.values()) {
       data.exists = false;
@@ -168,8 +171,19 @@ export class Engine {
   }
 
   #bumpCatalog(): void {
+    this.#rowEpoch++;
     this.statement("INSERT INTO _sc_meta (k, v) VALUES ('catalog', 1) ON CONFLICT (k) DO UPDATE SET v = v + 1").run();
     this.#catalog = (this.statement("SELECT v FROM _sc_meta WHERE k = 'catalog'").get() as { v: number }).v;
+  }
+
+  /**
+   * The epoch under which a collection may remember the rows it read or wrote (CollectionData's row
+   * cache): only while this process holds the write lock in an open group, when no other process or
+   * thread can change a row. It moves on when the group ends, a step of it is undone, or the catalog
+   * changes; undefined when no group is open.
+   */
+  get rowEpoch(): number | undefined {
+    return this.#group ? this.#rowEpoch : undefined;
   }
 
   data(name: string): CollectionData {
@@ -313,6 +327,7 @@ export class Engine {
   #commitGroup(): void {
     const group = this.#group!;
     this.#group = undefined;
+    this.#rowEpoch++;
     try {
       this.statement('COMMIT').run();
     } catch (error) {
@@ -328,6 +343,7 @@ export class Engine {
     const group = this.#group;
     this.#group = undefined;
     this.#catalog = -1;
+    this.#rowEpoch++;
     if (!this.#closed && this.db.isTransaction) {
       try {
         this.statement('ROLLBACK').run();
@@ -354,6 +370,7 @@ export class Engine {
   #undoSavepoint(name: string, error: unknown): void {
     // SQLite rolls a whole transaction back by itself after some errors (disk full, I/O).
     if (!this.db.isTransaction) return this.#failGroup(error);
+    this.#rowEpoch++;
     try {
       this.statement(`ROLLBACK TO ${name}`).run();
       this.statement(`RELEASE ${name}`).run();

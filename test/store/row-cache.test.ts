@@ -1,0 +1,92 @@
+// The embedded engine remembers the rows it read or wrote while it holds the write lock (an open
+// group), so that an update does not read again what a find just read. What it remembers must never
+// outlive what SQLite holds: a step or transaction undone, another process's write after the group.
+import test from 'ava';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
+
+interface Counter {
+  _id: string;
+  n: number;
+  tag?: string;
+}
+
+test('a transaction undone in a group leaves the next transaction of the group reading what is stored', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Counter>('counters');
+  await c.insertMany([{ _id: 'a', n: 1 }, { _id: 'b', n: 1 }]);
+  // Started together, both run in one group: the second after the first is undone.
+  const undone = store.withTransaction(async (session) => {
+    await c.find({ _id: { $in: ['a', 'b'] } }, { session }).toArray();
+    await c.updateOne({ _id: 'a', n: 1 }, { $inc: { n: 10 } }, { session });
+    throw new Error('changed my mind');
+  });
+  const seen = store.withTransaction(async (session) => ({
+    one: await c.findOne({ _id: 'a' }, { session }),
+    many: await c.find({ _id: { $in: ['a', 'b'] } }, { session }).toArray(),
+  }));
+  await t.throwsAsync(undone, { message: 'changed my mind' });
+  const { one, many } = await seen;
+  t.deepEqual(one, { _id: 'a', n: 1 });
+  t.deepEqual(many, [{ _id: 'a', n: 1 }, { _id: 'b', n: 1 }]);
+});
+
+test('a write step undone outside a transaction leaves the group reading what is stored', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Counter>('counters');
+  await c.createIndex({ tag: 1 }, { unique: true });
+  await c.insertMany([{ _id: 'a', n: 1, tag: 'x' }, { _id: 'b', n: 1, tag: 'y' }]);
+  // updateMany changes a, then b collides with a's new tag: the whole step is undone.
+  const failed = c.updateMany({}, { $set: { tag: 'z' } });
+  const one = c.findOne({ _id: 'a' });
+  const many = c.find({ _id: { $in: ['a', 'b'] } }).toArray();
+  await t.throwsAsync(failed, { code: 11000 });
+  t.deepEqual(await one, { _id: 'a', n: 1, tag: 'x' });
+  t.deepEqual(await many, [{ _id: 'a', n: 1, tag: 'x' }, { _id: 'b', n: 1, tag: 'y' }]);
+});
+
+test('a row another store changed between two groups is read afresh', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'row-cache-'));
+  const first = await openEmbeddedStore({ dataDir: join(root, 'data') });
+  const second = await openEmbeddedStore({ dataDir: join(root, 'data') });
+  t.teardown(async () => {
+    await first.close();
+    await second.close();
+    await rm(root, { recursive: true, force: true });
+  });
+  const mine = first.db.collection<Counter>('counters');
+  const theirs = second.db.collection<Counter>('counters');
+  await mine.insertOne({ _id: 'a', n: 1 });
+  for (let round = 1; round <= 3; round++) {
+    // Read and written by the first store in a group of its own, so remembered there...
+    await first.withTransaction(async (session) => {
+      const [doc] = await mine.find({ _id: { $in: ['a'] } }, { session }).toArray();
+      await mine.updateOne({ _id: 'a', n: doc.n }, { $inc: { n: 1 } }, { session });
+    });
+    // ...then changed by the second one.
+    await theirs.updateOne({ _id: 'a' }, { $inc: { n: 100 } });
+    const seen = await first.withTransaction(async (session) => ({
+      one: await mine.findOne({ _id: 'a' }, { session }),
+      many: await mine.find({ _id: { $in: ['a'] } }, { session }).toArray(),
+    }));
+    const n = 1 + round * 101;
+    t.deepEqual(seen, { one: { _id: 'a', n }, many: [{ _id: 'a', n }] });
+  }
+});
+
+test('a removed row is not found, in the group that removed it or later', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Counter>('counters');
+  await c.insertMany([{ _id: 'a', n: 1 }, { _id: 'b', n: 2 }]);
+  const seen = await store.withTransaction(async (session) => {
+    await c.find({ _id: { $in: ['a', 'b'] } }, { session }).toArray();
+    await c.deleteOne({ _id: 'a' }, { session });
+    return { one: await c.findOne({ _id: 'a' }, { session }), many: await c.find({ _id: { $in: ['a', 'b'] } }, { session }).toArray() };
+  });
+  t.deepEqual(seen, { one: null, many: [{ _id: 'b', n: 2 }] });
+});
