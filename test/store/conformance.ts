@@ -569,6 +569,24 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.is((await c.findOne({ org: 'o', handle: 'h' }))!._id, 'u1');
   });
 
+  test(title('a duplicate names the unique index it breaks, and no index key of the refused document stays'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('members');
+    await c.createIndex({ tags: 1 });
+    await c.createIndex({ email: 1 }, { unique: true });
+    await c.createIndex({ org: 1, handle: 1 }, { unique: true });
+    await c.insertOne({ _id: 'm1', tags: ['a', 'b'], email: 'a@x', org: 'o', handle: 'h' });
+    const byEmail = await t.throwsAsync(c.insertOne({ _id: 'm2', tags: ['b', 'c'], email: 'a@x', org: 'o', handle: 'i' }));
+    t.like(byEmail, { code: 11000, keyPattern: { email: 1 }, keyValue: { email: 'a@x' } });
+    const byHandle = await t.throwsAsync(c.insertOne({ _id: 'm2', tags: ['c', 'd'], email: 'b@x', org: 'o', handle: 'h' }));
+    t.like(byHandle, { code: 11000, keyPattern: { org: 1, handle: 1 }, keyValue: { org: 'o', handle: 'h' } });
+    t.deepEqual(await c.find({ tags: { $in: ['c', 'd'] } }).toArray(), []);
+    t.deepEqual((await c.find({ tags: 'b' }).toArray()).map((d) => d._id), ['m1']);
+    await c.insertOne({ _id: 'm2', tags: ['c'], email: 'b@x', org: 'o', handle: 'i' });
+    t.deepEqual((await c.find({ tags: 'c' }).toArray()).map((d) => d._id), ['m2']);
+    t.deepEqual((await c.find({ email: 'b@x' }).toArray()).map((d) => d._id), ['m2']);
+  });
+
   test(title('dropIndex removes an index and its keys; a missing name is IndexNotFound (27); _id_ cannot be dropped'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('people');

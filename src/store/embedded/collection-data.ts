@@ -14,7 +14,7 @@
 import { MongoServerError } from 'mongodb';
 import { Query } from 'mingo';
 import type { Engine } from './engine.ts';
-import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, readPath, type Doc } from './values.ts';
+import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, memo, readPath, type Doc } from './values.ts';
 
 export interface IndexOptions {
   name?: string;
@@ -32,6 +32,11 @@ interface StoredRow {
   r: number;
   doc: string;
 }
+
+/** Keys written by one INSERT at most (5 parameters each). */
+const KEY_ROWS_PER_STATEMENT = 32;
+
+const insertKeysSql = memo(KEY_ROWS_PER_STATEMENT, (rows: number): string => 'INSERT INTO _sc_keys (ix, k, r, u, t) VALUES ' + Array(rows).fill('(?, ?, ?, ?, ?)').join(', '));
 
 /** How many rows a collection remembers in a write group at most (see CollectionData.byId). */
 const RECENT_ROWS = 512;
@@ -377,14 +382,34 @@ export class CollectionData {
     return new MongoServerError({ message: errmsg, errmsg, code: 11000, codeName: 'DuplicateKey', keyPattern, keyValue });
   }
 
-  #addKeys(index: Index, r: number, doc: Doc, keys: IndexKey[]): void {
-    const insert = this.engine.statement('INSERT INTO _sc_keys (ix, k, r, u, t) VALUES (?, ?, ?, ?, ?)');
-    for (const key of keys) {
+  /**
+   * Writes the keys of row r, in one statement when there are few (each statement is a call into
+   * SQLite: a decision's six documents have eleven keys). A failed statement is undone by SQLite, so
+   * a duplicate is then looked for index by index, to name the index as MongoDB does.
+   */
+  #addKeys(r: number, doc: Doc, keys: Array<[Index, IndexKey[]]>): void {
+    let rows = 0;
+    for (const [, indexKeys] of keys) rows += indexKeys.length;
+    if (rows === 0) return;
+    if (rows <= KEY_ROWS_PER_STATEMENT) {
+      const args: Array<number | string | null> = [];
+      for (const [index, indexKeys] of keys) for (const key of indexKeys) args.push(index.ix, key.k, r, index.unique ? 1 : null, key.t);
       try {
-        insert.run(index.ix, key.k, r, index.unique ? 1 : null, key.t);
+        this.engine.statement(insertKeysSql(rows)).run(...args);
+        return;
       } catch (error) {
-        if (isConstraintError(error)) throw this.duplicateKeyError(index.name, index.keyPattern, doc);
-        throw error;
+        if (!isConstraintError(error)) throw error;
+      }
+    }
+    const insert = this.engine.statement(insertKeysSql(1));
+    for (const [index, indexKeys] of keys) {
+      for (const key of indexKeys) {
+        try {
+          insert.run(index.ix, key.k, r, index.unique ? 1 : null, key.t);
+        } catch (error) {
+          if (isConstraintError(error)) throw this.duplicateKeyError(index.name, index.keyPattern, doc);
+          throw error;
+        }
       }
     }
   }
@@ -412,7 +437,7 @@ export class CollectionData {
       if (isConstraintError(error)) throw this.duplicateKeyError('_id_', { _id: 1 }, doc);
       throw error;
     }
-    for (const [index, indexKeys] of keys) this.#addKeys(index, r, doc, indexKeys);
+    this.#addKeys(r, doc, keys);
   }
 
   /**
@@ -432,7 +457,7 @@ export class CollectionData {
       const added = after.filter((key) => !gone.delete(key.k));
       if (added.length === 0 && gone.size === 0) continue;
       this.#deleteKeys(index.ix, r, gone);
-      this.#addKeys(index, r, next, added);
+      this.#addKeys(r, next, [[index, added]]);
       if (after.length > 0) stored[index.ix] = after.map((key) => key.k);
       else delete stored[index.ix];
       moved = true;
@@ -497,7 +522,7 @@ export class CollectionData {
       const doc = decode(row.doc);
       const keys = created.keysOf(doc);
       if (keys.length === 0) continue;
-      this.#addKeys(created, row.r, doc, keys);
+      this.#addKeys(row.r, doc, [[created, keys]]);
       const stored = parseKeys(row.ks);
       stored[ix] = keys.map((key) => key.k);
       pending.push([row.r, keysText(stored)]);
