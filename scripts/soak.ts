@@ -1,10 +1,11 @@
 // npm run soak: submits SOAK_PURCHASES (default 100,000) purchases to a service on a fresh
 // file-backed DATA_DIR and prints the service's resident memory at the start and the end, to show
 // that memory does not grow with the number of documents stored (and its peak, sampled every
-// 5 seconds). The service runs with the same V8 flags as `npm start`. SOAK_DATA_DIR keeps the data.
+// second), and the largest size of the WAL file, which the checkpointer must keep restarting. The
+// service runs with the same V8 flags as `npm start`. SOAK_DATA_DIR keeps the data.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,7 +65,13 @@ const requests = Object.values(applied.apiKeys).map(({ key }) => ({ method: 'POS
 
 const startRss = rssMb(svc.pid!);
 let peakRss = startRss;
-const sampler = setInterval(() => (peakRss = Math.max(peakRss, rssMb(svc.pid!))), 5000);
+// The WAL too: the checkpointer must restart it under steady writes, or it grows without end.
+const walMb = () => Math.round((statSync(join(dataDir, 'spend-control.db-wal'), { throwIfNoEntry: false })?.size ?? 0) / 1048576);
+let peakWal = walMb();
+const sampler = setInterval(() => {
+  peakRss = Math.max(peakRss, rssMb(svc.pid!));
+  peakWal = Math.max(peakWal, walMb());
+}, 1000);
 const started = Date.now();
 const result = await autocannon({ url: base, connections: 32, amount: TOTAL, requests, pipelining: 1, timeout: 60 });
 const seconds = (Date.now() - started) / 1000;
@@ -84,5 +91,6 @@ process.stdout.write(
     rssMbAtStart: startRss,
     rssMbAtEnd: endRss,
     rssMbPeak: Math.max(peakRss, endRss),
+    walMbPeak: peakWal,
   }) + '\n',
 );
