@@ -3,6 +3,7 @@
 // when the store is a DATA_DIR file (src/worker/jobs-thread.ts), in this thread on MongoDB or
 // DATA_DIR=:memory: (another thread cannot open a private in-memory database).
 import cluster from 'node:cluster';
+import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
@@ -44,6 +45,9 @@ const jobsOnThread = embedded && !storeIsPrivate(config);
 const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startWorker(deps, agenda);
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
-const server = createHttpServer(createApp(deps)).listen(config.port, () => deps.log.info('listening', { port: config.port, baseUrl: config.baseUrl, store: deps.store.engine }));
+// The port bound, which PORT=0 leaves to the system (the tests read it from this line).
+const server = createHttpServer(createApp(deps)).listen(config.port, () =>
+  deps.log.info('listening', { port: (server.address() as AddressInfo).port, baseUrl: config.baseUrl, store: deps.store.engine }),
+);
 
 onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker, stopListeners: wire ? () => wire.close() : null }));

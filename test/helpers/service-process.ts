@@ -59,10 +59,11 @@ export function runService(env: Record<string, string>): Promise<{ code: number 
 }
 
 export async function startService(t: ExecutionContext, dataDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const port = await freePort();
+  // PORT=0 and the port read from the service's own "listening" line: a port picked here could be taken
+  // by another test's service before this one binds it, and that service would answer every request.
   const child = spawn(process.execPath, ['src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir, ...env },
+    env: { ...process.env, PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -72,12 +73,14 @@ export async function startService(t: ExecutionContext, dataDir: string, env: Re
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
-  const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
-  while (!(await fetch(`${url}/health`).then((r) => r.ok, () => false))) {
+  let port: number | undefined;
+  while (port === undefined || !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false))) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the service did not start:\n${output}`);
+    port ??= Number(/"msg":"listening","port":(\d+)/.exec(output)?.[1]) || undefined;
     await sleep(100);
   }
+  const url = `http://127.0.0.1:${port}`;
   const call = async (path: string, method: string, auth: string | undefined, body: unknown): Promise<ApiResponse> => {
     const headers: Record<string, string> = {};
     if (auth) headers.authorization = `Bearer ${auth}`;
