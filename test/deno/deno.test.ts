@@ -6,41 +6,32 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { acmeManifest } from '../helpers/fixtures.ts';
+import { listeningPort } from '../helpers/service-process.ts';
 
 const DENO = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'deno-admin-token-0123456789abcdef';
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-
 test('under Deno: GET /v1/agents answers 200 and a purchase is decided', async (t) => {
-  const port = await freePort();
   const temp = mkdtempSync(join(tmpdir(), 'deno-data-'));
   t.teardown(() => rmSync(temp, { recursive: true, force: true }));
   const dataDir = join(temp, 'data');
-  const child = spawn(DENO, ['run', '--allow-all', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(DENO, ['run', '--allow-all', 'src/main.ts'], { cwd: ROOT, env: { ...process.env, PORT: '0', ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   try {
-    const base = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 90_000;
-    for (;;) {
-      const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-      if (ok) break;
+    let port: number | undefined;
+    while (port === undefined || !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false))) {
       if (Date.now() > deadline || child.exitCode !== null) return t.fail(`Deno did not start:\n${output}`);
+      port ??= listeningPort(output);
       await sleep(250);
     }
+    const base = `http://127.0.0.1:${port}`;
     const applied = await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(acmeManifest('deno')) }).then((r) => r.json() as Promise<any>);
     const agents = await fetch(`${base}/v1/agents`, { headers: { authorization: `Bearer ${applied.apiKeys['admin-key'].key}` } });
     t.is(agents.status, 200);

@@ -58,9 +58,16 @@ export function runService(env: Record<string, string>): Promise<{ code: number 
   );
 }
 
+/**
+ * The port a service started with PORT=0 (and LOG_LEVEL=info) bound, from its "listening" log line.
+ * Better than a port picked beforehand: another test's service can take that one first, and would then
+ * answer every request meant for this one.
+ */
+export function listeningPort(output: string): number | undefined {
+  return Number(/"msg":"listening","port":(\d+)/.exec(output)?.[1]) || undefined;
+}
+
 export async function startService(t: ExecutionContext, dataDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  // PORT=0 and the port read from the service's own "listening" line: a port picked here could be taken
-  // by another test's service before this one binds it, and that service would answer every request.
   const child = spawn(process.execPath, ['src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, ...env },
@@ -77,7 +84,7 @@ export async function startService(t: ExecutionContext, dataDir: string, env: Re
   let port: number | undefined;
   while (port === undefined || !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false))) {
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the service did not start:\n${output}`);
-    port ??= Number(/"msg":"listening","port":(\d+)/.exec(output)?.[1]) || undefined;
+    port ??= listeningPort(output);
     await sleep(100);
   }
   const url = `http://127.0.0.1:${port}`;

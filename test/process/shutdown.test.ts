@@ -5,31 +5,21 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { createServer } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acmeManifest } from '../helpers/fixtures.ts';
+import { listeningPort } from '../helpers/service-process.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ADMIN_TOKEN = 'shutdown-admin-token-0123456789';
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
 test('SIGTERM: no new connections, the request in flight completes, the process exits 0 in time', async (t) => {
-  const port = await freePort();
   const dataDir = await mkdtemp(join(tmpdir(), 'shutdown-'));
   const child = spawn(process.execPath, ['src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, NODE_ENV: 'development' },
+    env: { ...process.env, PORT: '0', ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, NODE_ENV: 'development' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -47,6 +37,7 @@ test('SIGTERM: no new connections, the request in flight completes, the process 
   });
 
   await printed(/"msg":"listening"/);
+  const port = listeningPort(stdout)!;
   const base = `http://127.0.0.1:${port}`;
   const applied = await fetch(`${base}/admin/manifests`, {
     method: 'POST',
