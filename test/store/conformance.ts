@@ -587,6 +587,20 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual((await c.find({ email: 'b@x' }).toArray()).map((d) => d._id), ['m2']);
   });
 
+  test(title('an index on a field named like a JavaScript built-in (constructor, toString) sees it missing where a document lacks it'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('builtins');
+    await c.createIndex({ constructor: 1 });
+    await c.createIndex({ 'meta.toString': 1 }, { unique: true, sparse: true });
+    await c.insertMany([{ _id: 'a' }, { _id: 'b', constructor: null }, { _id: 'c', constructor: 'x', meta: { y: 1 } }, { _id: 'd', meta: { y: 2 } }]);
+    t.deepEqual((await c.find({ constructor: null }).toArray()).map((d) => d._id).sort(), ['a', 'b', 'd']);
+    t.deepEqual((await c.find({ constructor: 'x' }).toArray()).map((d) => d._id), ['c']);
+    // Sparse: documents without meta.toString have no key, so two of them are no duplicate.
+    await c.insertOne({ _id: 'e', meta: { toString: 't' } });
+    await duplicateOf(t, c.insertOne({ _id: 'f', meta: { toString: 't' } }));
+    t.deepEqual((await c.find({ 'meta.toString': 't' }).toArray()).map((d) => d._id), ['e']);
+  });
+
   test(title('dropIndex removes an index and its keys; a missing name is IndexNotFound (27); _id_ cannot be dropped'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('people');

@@ -14,7 +14,7 @@
 import { MongoServerError } from 'mongodb';
 import { Query } from 'mingo';
 import type { Engine } from './engine.ts';
-import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, memo, readPath, type Doc } from './values.ts';
+import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, memo, ownField, readPath, type Doc } from './values.ts';
 
 export interface IndexOptions {
   name?: string;
@@ -86,7 +86,7 @@ function valuesAt(doc: Doc, parts: string[]): unknown[] {
       return;
     }
     if (cur === null || typeof cur !== 'object' || cur instanceof Date || isObjectId(cur)) return void out.push(null);
-    walk((cur as Doc)[parts[i]], i + 1);
+    walk(ownField(cur as Doc, parts[i]), i + 1);
   };
   walk(doc, 0);
   return out;

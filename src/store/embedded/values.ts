@@ -121,7 +121,7 @@ export function readPath(doc: Doc, path: string): PathValue {
   for (const part of path.split('.')) {
     if (Array.isArray(cur)) return { value: cur, multikey: true };
     if (cur === null || typeof cur !== 'object') return { value: null, multikey: false };
-    cur = (cur as Doc)[part];
+    cur = ownField(cur as Doc, part);
     if (cur === undefined) return { value: null, multikey: false };
   }
   return { value: cur, multikey: Array.isArray(cur) };
@@ -135,7 +135,7 @@ export function ownField(doc: Doc, field: string): unknown {
 export function hasPath(doc: Doc, path: string): boolean {
   let cur: unknown = doc;
   for (const part of path.split('.')) {
-    if (cur === null || typeof cur !== 'object' || !(part in (cur as Doc))) return false;
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, part)) return false;
     cur = (cur as Doc)[part];
   }
   return true;
