@@ -40,13 +40,36 @@ test('a write step undone outside a transaction leaves the group reading what is
   const c = store.db.collection<Counter>('counters');
   await c.createIndex({ tag: 1 }, { unique: true });
   await c.insertMany([{ _id: 'a', n: 1, tag: 'x' }, { _id: 'b', n: 1, tag: 'y' }]);
-  // updateMany changes a, then b collides with a's new tag: the whole step is undone.
+  // updateMany changes a, then b collides with a's new tag: the whole step is undone. The reads are
+  // a transaction's, so that they wait for the lock and run in the same group after the step (a read
+  // outside a transaction while no group is open runs at once).
   const failed = c.updateMany({}, { $set: { tag: 'z' } });
-  const one = c.findOne({ _id: 'a' });
-  const many = c.find({ _id: { $in: ['a', 'b'] } }).toArray();
+  const seen = store.withTransaction(async (session) => ({
+    one: await c.findOne({ _id: 'a' }, { session }),
+    many: await c.find({ _id: { $in: ['a', 'b'] } }, { session }).toArray(),
+  }));
   await t.throwsAsync(failed, { code: 11000 });
-  t.deepEqual(await one, { _id: 'a', n: 1, tag: 'x' });
-  t.deepEqual(await many, [{ _id: 'a', n: 1, tag: 'x' }, { _id: 'b', n: 1, tag: 'y' }]);
+  t.deepEqual(await seen, { one: { _id: 'a', n: 1, tag: 'x' }, many: [{ _id: 'a', n: 1, tag: 'x' }, { _id: 'b', n: 1, tag: 'y' }] });
+});
+
+test('a collection dropped and written again in one group is read afresh', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Counter>('counters');
+  await c.insertOne({ _id: 'a', n: 1 });
+  // Started together, all run in one group: a is remembered, its table dropped and made again.
+  const before = c.findOneAndUpdate({ _id: 'a' }, { $set: { tag: 'seen' } }, { returnDocument: 'before' });
+  // Not part of the storage contract (no business code drops a collection): the embedded collection's own.
+  const dropped = (c as unknown as { drop(): Promise<boolean> }).drop();
+  const inserted = c.insertOne({ _id: 'a', n: 2 });
+  const after = store.withTransaction(async (session) => ({
+    one: await c.findOne({ _id: 'a' }, { session }),
+    many: await c.find({ _id: { $in: ['a'] } }, { session }).toArray(),
+  }));
+  t.deepEqual(await before, { _id: 'a', n: 1 });
+  t.true(await dropped);
+  await inserted;
+  t.deepEqual(await after, { one: { _id: 'a', n: 2 }, many: [{ _id: 'a', n: 2 }] });
 });
 
 test('a row another store changed between two groups is read afresh', async (t) => {

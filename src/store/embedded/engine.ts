@@ -8,13 +8,16 @@
 //
 // Group commit: SQLite's COMMIT writes every page the transaction dirtied to the WAL, and that,
 // not the statements, was most of a decision's cost. So the transactions (and the writes outside
-// one) that run in one turn of the event loop share one SQLite transaction: the first opens it
-// with BEGIN IMMEDIATE (SQLite's write lock, taken up front, so read-then-write transactions of
-// other processes wait instead of interleaving), each runs in a savepoint of it (a failed one
-// rolls back to its savepoint and leaves the others alone), and it commits once the turn ends, or
-// sooner past GROUP_LIMIT transactions or GROUP_MAX_MS. Nothing is acknowledged before that
-// commit: a transaction, a write, and a read that could have seen the group's writes all resolve
-// only once the group is durable, and all fail if its commit fails.
+// one) that a turn of the event loop starts share one SQLite transaction. They queue on the lock
+// while the turn goes on parsing requests; at the turn's end (setImmediate) the first opens the
+// group with BEGIN IMMEDIATE (SQLite's write lock, taken up front, so read-then-write transactions
+// of other processes wait instead of interleaving), each runs in a savepoint of it (a failed one
+// rolls back to its savepoint and leaves the others alone), and the group commits as soon as
+// nobody waits for the lock, or sooner past GROUP_LIMIT transactions or GROUP_MAX_MS. So SQLite's
+// write lock is held only while transactions run, not while this process does its HTTP work: a
+// second process (WEB_CONCURRENCY, or the worker) does its own meanwhile. Nothing is acknowledged
+// before the commit: a transaction, a write, and a read that could have seen the group's writes
+// all resolve only once the group is durable, and all fail if its commit fails.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { MongoServerError } from 'mongodb';
 import { randomUUID } from 'node:crypto';
@@ -65,6 +68,8 @@ const STATEMENT_CACHE_LIMIT = 512;
 /** How long a write waits for another process's write lock before it fails (SQLITE_BUSY). */
 export const BUSY_TIMEOUT_MS = 10_000;
 const SQLITE_BUSY = 5;
+/** How long a busy database is tried again at every turn of the event loop before every millisecond: see #begin. */
+const BUSY_SPIN_MS = 50;
 
 /** A group commits after this many transactions even if the event loop's turn has not ended... */
 const GROUP_LIMIT = 64;
@@ -75,7 +80,7 @@ const GROUP_MAX_MS = 20;
 class Group {
   readonly openedAt = Date.now();
   members = 0;
-  /** The event loop's turn that opened it has ended: commit when the lock is next free. */
+  /** Past the limits: commit when the lock is next released, even if others wait for it. */
   due = false;
   readonly committed: Promise<void>;
   resolve!: () => void;
@@ -272,15 +277,19 @@ export class Engine {
     }
   }
 
-  /** Releases the lock, committing first a group that is due: so no group that is due outlives its holder. */
+  /** Releases the lock, committing first a group that is due or that nobody else waits to join. */
   #release(): void {
-    if (this.#group?.due) this.#commitGroup();
+    if (this.#group && (this.#group.due || this.#mutex.waiting === 0)) this.#commitGroup();
     this.#mutex.release();
   }
 
   /** The open group, opened (BEGIN IMMEDIATE) when there is none. Called holding the lock. */
   async #joinGroup(): Promise<Group> {
     if (this.#group) return this.#group;
+    // Let the turn's other requests reach the lock first: they run in this group, and the write lock
+    // is not held while they are parsed.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (this.#closed) throw new Error('the embedded store is closed');
     await this.#begin();
     const group = new Group();
     this.#group = group;
@@ -290,11 +299,6 @@ export class Engine {
       this.#failGroup(error);
       throw error;
     }
-    setImmediate(() => {
-      if (this.#group !== group) return;
-      group.due = true;
-      if (!this.#mutex.locked) this.#commitGroup();
-    });
     return group;
   }
 
@@ -302,13 +306,15 @@ export class Engine {
    * BEGIN IMMEDIATE without blocking the event loop while another process holds the write lock:
    * SQLite's busy handler would sleep on this thread, stopping every request of the process. So the
    * attempt does not wait, and a busy database is tried again, up to BUSY_TIMEOUT_MS: at each turn of
-   * the event loop at first (another process releases the lock only between its groups, briefly; 1 ms
-   * timers missed those gaps and two web processes did half the work of one), then every millisecond.
+   * the event loop for BUSY_SPIN_MS (another process releases the lock only between its groups,
+   * briefly; 1 ms timers missed those gaps, and one process kept the lock while the other slept: two
+   * web processes did 0.6 of the work of one), then every millisecond.
    * Meanwhile this process goes on parsing requests, whose transactions join the group once it opens.
    */
   async #begin(): Promise<void> {
     const deadline = Date.now() + BUSY_TIMEOUT_MS;
-    for (let attempt = 0; ; attempt++) {
+    const spinUntil = Date.now() + BUSY_SPIN_MS;
+    for (;;) {
       this.statement('PRAGMA busy_timeout = 0').run();
       try {
         this.statement('BEGIN IMMEDIATE').run();
@@ -318,12 +324,12 @@ export class Engine {
       } finally {
         this.statement(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`).run();
       }
-      await new Promise((resolve) => (attempt < 200 ? setImmediate(resolve) : setTimeout(resolve, 1)));
+      await new Promise((resolve) => (Date.now() < spinUntil ? setImmediate(resolve) : setTimeout(resolve, 1)));
       if (this.#closed) throw new Error('the embedded store is closed');
     }
   }
 
-  /** Commits the open group. Called holding the lock, or when nobody holds it. */
+  /** Commits the open group. Called holding the lock. */
   #commitGroup(): void {
     const group = this.#group!;
     this.#group = undefined;
@@ -391,6 +397,13 @@ export class Engine {
   async read<T>(session: unknown, op: () => T): Promise<T> {
     const tx = this.#check(session);
     if (tx) return this.#inTransaction(tx, op);
+    // With no group open the connection is idle (whoever holds the lock waits for the turn to end,
+    // or for another process's write lock): a synchronous read needs no lock.
+    if (!this.#group) {
+      if (this.#closed) throw new Error('the embedded store is closed');
+      this.#sync();
+      return op();
+    }
     await this.#acquire();
     let result: T;
     const group = this.#group;
