@@ -129,7 +129,10 @@ async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<Su
     if (!(err instanceof KeyTaken)) throw err;
     return (await replay()) ?? decideAndRecord(deps, cmd);
   }
-  if (result.status === 201) decisionRecorded(result.body.decision as { outcome: string; reasonCodes: string[] }, 'INITIAL');
+  if (result.status === 201) {
+    decisionRecorded(result.body.decision as { outcome: string; reasonCodes: string[] }, 'INITIAL');
+    result.json ??= JSON.stringify(result.body);
+  }
   return result;
 }
 
@@ -206,9 +209,10 @@ async function record(deps: SubmitDeps, cmd: SubmitCommand, session: StoreSessio
     previousStatus: null,
   });
   const response = submissionResponse(purchase, decisionDoc, approval);
-  // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads.
-  const json = JSON.stringify(response);
-  if (idempotency) idempotency.responseJson = json;
+  // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads. Without
+  // a key, after the commit (decideAndRecord): a transaction does nothing that can wait.
+  const json = idempotency ? JSON.stringify(response) : undefined;
+  if (idempotency) idempotency.responseJson = json!;
   await batch.write(session);
   return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
 }
