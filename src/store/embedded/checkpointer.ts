@@ -48,7 +48,11 @@ async function checkpoint(): Promise<void> {
   // Writes that leave no gap a millisecond apart: past FORCE_FRAMES, tried without pause for a while.
   if (log < FORCE_FRAMES) return;
   const until = Date.now() + FORCE_MS;
-  while (!stopped && Date.now() < until) if ((restart.get() as Progress).busy === 0) return;
+  for (let attempt = 1; !stopped && Date.now() < until; attempt++) {
+    if ((restart.get() as Progress).busy === 0) return;
+    // A turn of this thread's event loop now and then, so that a 'stop' is not kept waiting.
+    if (attempt % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 const timer = setInterval(() => {

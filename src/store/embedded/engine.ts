@@ -133,6 +133,9 @@ export class Engine {
     if (location !== ':memory:' && isMainThread) {
       this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
       this.#checkpointer.unref();
+      // Without it, a checkpointer that could not start (its file gone, say) would end the process.
+      // The WAL then only grows until the next start; every committed write is still in it.
+      this.#checkpointer.on('error', (error) => process.emitWarning(`the WAL checkpointer of ${location} stopped: ${error.message}`));
     }
     this.#timer = setInterval(() => void this.sweepExpired().catch(() => undefined), options.ttlSweepIntervalMs);
     (this.#timer as { unref?: () => void }).unref?.();
