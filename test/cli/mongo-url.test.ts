@@ -33,7 +33,7 @@ test('npm start with EMBEDDED_MONGO_PORT serves the store over the wire; mongo-u
   const dataDir = await mkdtemp(join(tmpdir(), 'mongo-url-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const mongoPort = await freePort();
-  const env = { DATA_DIR: dataDir, EMBEDDED_MONGO_PORT: String(mongoPort), PORT: String(await freePort()), LOG_LEVEL: 'info', MONGODB_URI: '' };
+  const env = { DATA_DIR: dataDir, EMBEDDED_MONGO_PORT: String(mongoPort), PORT: '0', LOG_LEVEL: 'info', MONGODB_URI: '' };
   const web = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => web.kill('SIGTERM'));
   let output = '';
@@ -79,7 +79,7 @@ test('npm start with EMBEDDED_MONGO_PORT serves the store over the wire; mongo-u
 });
 
 test("with DATA_DIR=:memory: the web process prints both users' URLs at start, and they work", async (t) => {
-  const env = { DATA_DIR: ':memory:', EMBEDDED_MONGO_PORT: String(await freePort()), PORT: String(await freePort()), MONGODB_URI: '' };
+  const env = { DATA_DIR: ':memory:', EMBEDDED_MONGO_PORT: String(await freePort()), PORT: '0', MONGODB_URI: '' };
   const web = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => web.kill('SIGTERM'));
   let output = '';

@@ -86,8 +86,8 @@ test('a fresh DATA_DIR is created private, the log names the file, and the gener
 async function runOnce(dataDir: string): Promise<string> {
   const { spawn } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
-  const { freePort } = await import('../helpers/service-process.ts');
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(await freePort()), DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  // Port 0: the HTTP port is not used here, and one picked in advance could be taken meanwhile.
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
   delete env.ADMIN_TOKEN;
   const child = spawn(process.execPath, ['src/main.ts'], { cwd: fileURLToPath(new URL('../..', import.meta.url)), env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
