@@ -12,8 +12,9 @@
 // while the turn goes on parsing requests; at the turn's end (setImmediate) the first opens the
 // group with BEGIN IMMEDIATE (SQLite's write lock, taken up front, so read-then-write transactions
 // of other processes wait instead of interleaving), each runs in a savepoint of it (a failed one
-// rolls back to its savepoint and leaves the others alone), and the group commits as soon as
-// nobody waits for the lock, or sooner past GROUP_LIMIT transactions or GROUP_MAX_MS. So SQLite's
+// rolls back to its savepoint and leaves the others alone), and the group commits once nobody
+// waits for the lock and the promise callbacks then pending have run (a mailbox's next command
+// joins), or sooner past GROUP_LIMIT transactions or GROUP_MAX_MS. So SQLite's
 // write lock is held only while transactions run, not while this process does its HTTP work: a
 // second process (WEB_CONCURRENCY, or the worker) does its own meanwhile. Nothing is acknowledged
 // before the commit: a transaction, a write, and a read that could have seen the group's writes
@@ -280,10 +281,21 @@ export class Engine {
     }
   }
 
-  /** Releases the lock, committing first a group that is due or that nobody else waits to join. */
+  /**
+   * Releases the lock, committing first a group that is due. A group nobody waits to join commits once
+   * the promise callbacks now pending have run (process.nextTick runs after the microtask queue is
+   * empty): a transaction's successor in its agent's mailbox starts from those callbacks and joins
+   * this group, instead of one decision per agent per turn of the event loop.
+   */
   #release(): void {
-    if (this.#group && (this.#group.due || this.#mutex.waiting === 0)) this.#commitGroup();
+    const group = this.#group;
+    if (group?.due) this.#commitGroup();
     this.#mutex.release();
+    if (group && this.#group === group && !this.#mutex.locked) process.nextTick(() => this.#commitIfIdle(group));
+  }
+
+  #commitIfIdle(group: Group): void {
+    if (this.#group === group && !this.#mutex.locked && !this.#closed) this.#commitGroup();
   }
 
   /** The open group, opened (BEGIN IMMEDIATE) when there is none. Called holding the lock. */

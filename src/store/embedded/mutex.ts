@@ -8,11 +8,6 @@ export class Mutex {
     return this.#locked;
   }
 
-  /** How many wait for the lock (not counting its holder). */
-  get waiting(): number {
-    return this.#waiters.length;
-  }
-
   acquire(): Promise<void> {
     if (!this.#locked) {
       this.#locked = true;
