@@ -22,6 +22,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { MongoServerError } from 'mongodb';
 import { randomUUID } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
 import { Worker, isMainThread } from 'node:worker_threads';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { CollectionData, Index, quoteIdent, type IndexOptions } from './collection-data.ts';
@@ -69,8 +70,8 @@ const STATEMENT_CACHE_LIMIT = 512;
 /** How long a write waits for another process's write lock before it fails (SQLITE_BUSY). */
 export const BUSY_TIMEOUT_MS = 10_000;
 const SQLITE_BUSY = 5;
-/** How long a busy database is tried again at every turn of the event loop before every millisecond: see #begin. */
-const BUSY_SPIN_MS = 50;
+/** How long a busy database is tried again at every turn of the event loop, after another connection's commit: see #begin. */
+const BUSY_SPIN_MS = 1;
 
 /** A group commits after this many transactions even if the event loop's turn has not ended... */
 const GROUP_LIMIT = 64;
@@ -120,6 +121,11 @@ export class Engine {
   #writingIn: Transaction | undefined;
   readonly #timer: ReturnType<typeof setInterval>;
   readonly #checkpointer: Worker | undefined;
+  /** The WAL file, watched while this process waits for another's write lock (undefined in memory). */
+  readonly #walPath: string | undefined;
+  /** null: watching failed (the platform, or the file went away); waits are timed only. */
+  #walWatcher: FSWatcher | null | undefined;
+  readonly #walWaiters = new Set<(changed: boolean) => void>();
   /** The catalog version this process's collection metadata reflects (-1: reload). */
   #catalog = -1;
   /** Moves on whenever rows remembered in the open group may no longer be what SQLite holds: see rowEpoch. */
@@ -129,6 +135,7 @@ export class Engine {
   constructor(db: DatabaseSync, location: string, options: EngineOptions) {
     this.db = db;
     this.dbName = options.dbName;
+    this.#walPath = location === ':memory:' ? undefined : `${location}-wal`;
     // One checkpointer per process: a store opened on a worker thread (the jobs thread of npm start)
     // shares the file with the main thread's store, whose checkpointer copies the WAL for both.
     if (location !== ':memory:' && isMainThread) {
@@ -320,15 +327,17 @@ export class Engine {
   /**
    * BEGIN IMMEDIATE without blocking the event loop while another process holds the write lock:
    * SQLite's busy handler would sleep on this thread, stopping every request of the process. So the
-   * attempt does not wait, and a busy database is tried again, up to BUSY_TIMEOUT_MS: at each turn of
-   * the event loop for BUSY_SPIN_MS (another process releases the lock only between its groups,
-   * briefly; 1 ms timers missed those gaps, and one process kept the lock while the other slept: two
-   * web processes did 0.6 of the work of one), then every millisecond.
-   * Meanwhile this process goes on parsing requests, whose transactions join the group once it opens.
+   * attempt does not wait, and a busy database is tried again, up to BUSY_TIMEOUT_MS: whenever the WAL
+   * file is written (another connection commits, and gives the lock back right after) and every
+   * millisecond besides; after such a write, at every turn of the event loop for BUSY_SPIN_MS. Sleeping
+   * on 1 ms timers alone missed the brief gaps between another process's groups (two web processes did
+   * 0.6 of the work of one), and retrying at every turn all along took a core from the process holding
+   * the lock (twice the CPU per decision). Meanwhile this process goes on parsing requests, whose
+   * transactions join the group once it opens.
    */
   async #begin(): Promise<void> {
     const deadline = Date.now() + BUSY_TIMEOUT_MS;
-    const spinUntil = Date.now() + BUSY_SPIN_MS;
+    let spinUntil = performance.now() + BUSY_SPIN_MS;
     for (;;) {
       this.statement('PRAGMA busy_timeout = 0').run();
       try {
@@ -339,8 +348,39 @@ export class Engine {
       } finally {
         this.statement(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`).run();
       }
-      await new Promise((resolve) => (Date.now() < spinUntil ? setImmediate(resolve) : setTimeout(resolve, 1)));
+      if (performance.now() < spinUntil) await new Promise((resolve) => setImmediate(resolve));
+      else if (await this.#walWritten(1)) spinUntil = performance.now() + BUSY_SPIN_MS;
       if (this.#closed) throw new Error('the embedded store is closed');
+    }
+  }
+
+  /** Resolves true at the next write to the WAL file, or false after ms, whichever comes first. */
+  #walWritten(ms: number): Promise<boolean> {
+    this.#watchWal();
+    return new Promise((resolve) => {
+      const done = (changed: boolean) => {
+        clearTimeout(timer);
+        this.#walWaiters.delete(done);
+        resolve(changed);
+      };
+      const timer = setTimeout(done, ms, false);
+      this.#walWaiters.add(done);
+    });
+  }
+
+  #watchWal(): void {
+    if (this.#walWatcher !== undefined || this.#walPath === undefined) return;
+    const stop = () => {
+      this.#walWatcher?.close();
+      this.#walWatcher = null;
+    };
+    try {
+      this.#walWatcher = watch(this.#walPath, { persistent: false }, () => {
+        for (const waiter of [...this.#walWaiters]) waiter(true);
+      });
+      this.#walWatcher.on('error', stop);
+    } catch {
+      stop();
     }
   }
 
@@ -566,6 +606,7 @@ export class Engine {
       if (this.#closed) return;
       if (this.#group) this.#commitGroup();
       this.#closed = true;
+      this.#walWatcher?.close();
       if (this.#checkpointer) {
         // Held open until it has closed its connection (it is unref'd so as not to keep a process alive).
         this.#checkpointer.ref();
