@@ -211,10 +211,9 @@ async function record(deps: SubmitDeps, cmd: SubmitCommand, session: StoreSessio
   const response = submissionResponse(purchase, decisionDoc, approval);
   // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads. Without
   // a key, after the commit (decideAndRecord): a transaction does nothing that can wait.
-  const json = idempotency ? JSON.stringify(response) : undefined;
-  if (idempotency) idempotency.responseJson = json!;
+  if (idempotency) idempotency.responseJson = JSON.stringify(response);
   await batch.write(session);
-  return { status: 201 as const, body: response, json, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
+  return { status: 201 as const, body: response, json: idempotency?.responseJson, approvalId: approval?._id ?? null, expiresAt: approval?.expiresAt ?? null };
 }
 
 export function decisionDocument(decision: Decision, purchaseId: string, organizationId: string, kind: DecisionDoc['kind'], now: Date): DecisionDoc {

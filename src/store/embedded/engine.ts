@@ -455,7 +455,6 @@ export class Engine {
     // With no group open the connection is idle (whoever holds the lock waits for the turn to end,
     // or for another process's write lock): a synchronous read needs no lock.
     if (!this.#group) {
-      if (this.#closed) throw new Error('the embedded store is closed');
       this.#sync();
       return op();
     }
