@@ -183,6 +183,18 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(many.insertedIds, { 0: 'm1', 1: 'm2' });
   });
 
+  test(title('collections whose names differ only in case are two collections'), async (t) => {
+    const store = await open(t);
+    const upper = store.db.collection<Doc>('Ledger');
+    const lower = store.db.collection<Doc>('ledger');
+    await upper.insertOne({ _id: 'same', side: 'upper' });
+    await lower.insertOne({ _id: 'same', side: 'lower' });
+    t.deepEqual(await upper.find({}).toArray(), [{ _id: 'same', side: 'upper' }]);
+    t.deepEqual(await lower.find({}).toArray(), [{ _id: 'same', side: 'lower' }]);
+    await lower.deleteMany({});
+    t.is(await upper.countDocuments({}), 1);
+  });
+
   test(title('find: filter, sort, skip, limit, projection, async iteration; countDocuments; distinct'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('people');

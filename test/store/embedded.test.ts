@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Index, quoteIdent, type IndexOptions } from '../../src/store/embedded/collection-data.ts';
-import { DATABASE_FILE } from '../../src/store/embedded/database-file.ts';
+import { DATABASE_FILE, SCHEMA_VERSION } from '../../src/store/embedded/database-file.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { canonicalKey, decode, encode } from '../../src/store/embedded/values.ts';
 import { registerStoreConformance } from './conformance.ts';
@@ -508,7 +508,7 @@ test('embedded: a version-1 database is migrated at open (ks filled from _sc_key
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  t.is((raw.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, 2);
+  t.is((raw.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, SCHEMA_VERSION);
   t.false(hasRowIndex(raw));
   for (const table of ['organizations', 'sessions', 'tag "list"', 'plain']) t.deepEqual(columns(raw, table), ['r', 'id', 'doc', 'ks']);
   const migrated = indexKeys(raw);
@@ -581,11 +581,36 @@ test('embedded: a new database file is at schema version 2, without _sc_keys_row
   await c.createIndex({ a: 1 });
   await c.insertMany([{ _id: 'one', a: 1 }, { _id: 'none' }]);
   await c.createIndex({ a: -1 }, { sparse: true });
-  t.is((raw.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, 2);
+  t.is((raw.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, SCHEMA_VERSION);
   t.false(hasRowIndex(raw));
   const ix = (raw.prepare('SELECT ix FROM _sc_indexes ORDER BY ix').all() as Array<{ ix: number }>).map((row) => row.ix);
   const ks = (raw.prepare('SELECT ks FROM x ORDER BY r').all() as Array<{ ks: string }>).map((row) => JSON.parse(row.ks));
   t.deepEqual(ks, [{ [ix[0]]: ['2:n1'], [ix[1]]: ['2:n1'] }, { [ix[0]]: ['1:z'] }]);
+});
+
+test('embedded: a version-2 database, whose tables had the collections\' names, opens with its capitalised collections renamed and intact', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'schema-2-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const first = await openEmbeddedStore({ dataDir: dir });
+  await first.db.collection<{ _id: string; n: number }>('Ledger').createIndex({ n: 1 }, { unique: true });
+  await first.db.collection<{ _id: string; n: number }>('Ledger').insertMany([{ _id: 'a', n: 1 }, { _id: 'b', n: 2 }]);
+  await first.db.collection<{ _id: string }>('plain').insertOne({ _id: 'p' });
+  await first.close();
+  // As version 2 left it: the table named as the collection is, user_version 2.
+  const raw = new DatabaseSync(join(dir, DATABASE_FILE));
+  raw.exec('ALTER TABLE "$ledger" RENAME TO "Ledger"; PRAGMA user_version = 2;');
+  raw.close();
+
+  const store = await openEmbeddedStore({ dataDir: dir });
+  t.teardown(() => store.close());
+  t.deepEqual((await store.db.listCollectionNames()).sort(), ['Ledger', 'plain']);
+  const ledger = store.db.collection<{ _id: string; n: number }>('Ledger');
+  t.deepEqual(await ledger.find({ n: 2 }).toArray(), [{ _id: 'b', n: 2 }]);
+  await t.throwsAsync(ledger.insertOne({ _id: 'c', n: 1 }), { code: 11000 });
+  t.is(await store.db.collection('ledger').countDocuments({}), 0);
+  const check = new DatabaseSync(join(dir, DATABASE_FILE), { readOnly: true });
+  t.teardown(() => check.close());
+  t.is((check.prepare('PRAGMA user_version').get() as { user_version: number }).user_version, SCHEMA_VERSION);
 });
 
 test('embedded: collections whose names look like the internal prefixes are listed by every connection on the file', async (t) => {

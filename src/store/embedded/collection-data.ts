@@ -53,6 +53,20 @@ export function quoteIdent(name: string): string {
   return '"' + name.replaceAll('"', '""') + '"';
 }
 
+/**
+ * The table of a collection. SQLite compares names without regard to ASCII case and MongoDB does not
+ * (Foo and foo are two collections), so each capital letter is written as a $ and the letter in lower
+ * case: $ cannot be part of a collection's name. Foo is kept in the table "$foo".
+ */
+export function tableOf(collection: string): string {
+  return collection.replace(/[A-Z]/g, (letter) => '$' + letter.toLowerCase());
+}
+
+/** The collection whose table this is (tableOf the other way). */
+export function collectionOf(table: string): string {
+  return table.replace(/\$([a-z])/g, (_, letter: string) => letter.toUpperCase());
+}
+
 function keyPart(v: unknown): string {
   const k = canonicalKey(v);
   return k.length + ':' + k;
@@ -248,7 +262,7 @@ export class CollectionData {
   constructor(engine: Engine, name: string) {
     this.engine = engine;
     this.name = name;
-    this.#table = quoteIdent(name);
+    this.#table = quoteIdent(tableOf(name));
   }
 
   /** SQL texts with this table's name put in, kept so that the statement cache sees the same string. */

@@ -4,10 +4,10 @@
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { quoteIdent } from './collection-data.ts';
+import { quoteIdent, tableOf } from './collection-data.ts';
 
 /** The schema this code writes and reads; a database of a later version is refused. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 export const DATABASE_FILE = 'spend-control.db';
 
 /** The prefix of the engine's own tables; a collection may not start with it, nor with sqlite_. */
@@ -51,6 +51,17 @@ function migrateToVersion2(db: DatabaseSync): void {
     ).run(name);
   }
   db.exec('DROP INDEX _sc_keys_row');
+}
+
+/**
+ * Version 2 to 3: the table of a collection whose name has capital letters is renamed to tableOf's
+ * name for it. Until then Foo and foo shared one table.
+ */
+function migrateToVersion3(db: DatabaseSync): void {
+  const tables = db.prepare(COLLECTION_TABLES).all() as Array<{ name: string }>;
+  for (const { name } of tables) {
+    if (/[A-Z]/.test(name)) db.exec(`ALTER TABLE ${quoteIdent(name)} RENAME TO ${quoteIdent(tableOf(name))}`);
+  }
 }
 
 function writable(path: string): boolean {
@@ -132,6 +143,7 @@ export function openDatabase(dataDir: string, synchronous: Synchronous): { db: D
     if (version > SCHEMA_VERSION) throw new DataDirError(location, `was written by a newer version of this service (schema version ${version})`);
     db.exec(SCHEMA);
     if (version === 1) migrateToVersion2(db);
+    if (version >= 1 && version < 3) migrateToVersion3(db);
     if (version < SCHEMA_VERSION) db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
     db.exec('COMMIT');
   } catch (error) {

@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { Worker, isMainThread } from 'node:worker_threads';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { CollectionData, Index, quoteIdent, type IndexOptions } from './collection-data.ts';
+import { CollectionData, Index, collectionOf, quoteIdent, tableOf, type IndexOptions } from './collection-data.ts';
 import { COLLECTION_TABLES, INTERNAL_PREFIX } from './database-file.ts';
 import { Mutex } from './mutex.ts';
 import { decode, encode, type Doc } from './values.ts';
@@ -176,7 +176,7 @@ export class Engine {
       data.indexes.clear();
     }
     for (const { name } of this.statement(COLLECTION_TABLES).all() as Array<{ name: string }>) {
-      this.data(name).exists = true;
+      this.data(collectionOf(name)).exists = true;
     }
     for (const { ix, coll, spec } of this.statement('SELECT ix, coll, spec FROM _sc_indexes ORDER BY ix').all() as Array<{ ix: number; coll: string; spec: string }>) {
       const { key, ...options } = decode(spec) as unknown as { key: Doc } & IndexOptions;
@@ -217,7 +217,7 @@ export class Engine {
   }
 
   createTable(name: string): void {
-    this.db.exec(`CREATE TABLE IF NOT EXISTS ${quoteIdent(name)} (r INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL, ks TEXT)`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS ${quoteIdent(tableOf(name))} (r INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, doc TEXT NOT NULL, ks TEXT)`);
     this.#bumpCatalog();
   }
 
@@ -240,7 +240,7 @@ export class Engine {
     this.statement('DELETE FROM _sc_keys WHERE ix = ?').run(index.ix);
     // And from each row's list of its keys: the next index may get the same number, and must not
     // take the dropped one's keys for its own.
-    this.db.prepare(`UPDATE ${quoteIdent(collection)} SET ks = nullif(json_remove(ks, ?), '{}') WHERE ks IS NOT NULL`).run(`$."${index.ix}"`);
+    this.db.prepare(`UPDATE ${quoteIdent(tableOf(collection))} SET ks = nullif(json_remove(ks, ?), '{}') WHERE ks IS NOT NULL`).run(`$."${index.ix}"`);
     this.statement('DELETE FROM _sc_indexes WHERE ix = ?').run(index.ix);
     this.#bumpCatalog();
     data.indexes.delete(name);
@@ -252,7 +252,7 @@ export class Engine {
     this.statement('DELETE FROM _sc_keys WHERE ix IN (SELECT ix FROM _sc_indexes WHERE coll = ?)').run(name);
     this.statement('DELETE FROM _sc_indexes WHERE coll = ?').run(name);
     this.#statements.clear();
-    this.db.exec(`DROP TABLE ${quoteIdent(name)}`);
+    this.db.exec(`DROP TABLE ${quoteIdent(tableOf(name))}`);
     this.#bumpCatalog();
     data.exists = false;
     data.indexes.clear();
