@@ -1,5 +1,9 @@
-// Under writes that never pause, PASSIVE checkpoints never reach the end of the WAL, so SQLite never
-// starts it again by itself: the checkpointer thread's RESTART must, or the WAL file grows without end.
+// The WAL must not grow without end under steady writes. SQLite starts it again by itself when a
+// writer finds it fully checkpointed, which the checkpointer thread's PASSIVE checkpoints achieve
+// between writes that pause; under writes that never pause its RESTART does. This test checks the
+// bound, not which of the two kept it: writing without any pause, the PASSIVE checkpoints alone
+// still kept up on this machine (43 MB in the WAL after 530 MB written, the RESTART disabled), so
+// no test here can tell them apart.
 import test from 'ava';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { DatabaseSync } from 'node:sqlite';
@@ -9,7 +13,7 @@ import { join } from 'node:path';
 import { DATABASE_FILE } from '../../src/store/embedded/database-file.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 
-test('the WAL starts again from its beginning under steady writes', async (t) => {
+test('the WAL stays bounded under steady writes', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'checkpointer-'));
   const store = await openEmbeddedStore({ dataDir: join(root, 'data') });
   t.teardown(async () => {
