@@ -753,7 +753,7 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 1 }]);
   });
 
-  test(title('an argument error the driver raises before sending anything leaves the transaction usable (bad sort direction, NUL key)'), async (t) => {
+  test(title('an argument error the driver raises before sending anything leaves the transaction usable (bad sort direction, NUL key in a document, an update or a replacement)'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('client_side');
     await c.insertOne({ _id: 'a', v: 1 });
@@ -761,7 +761,13 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
       await c.updateOne({ _id: 'a' }, { $set: { v: 2 } }, { session });
       // MongoDB: the driver's formatSort / BSON serialiser throw; the server never sees the command.
       await t.throwsAsync(c.findOneAndUpdate({ _id: 'a' }, { $set: { v: 3 } }, { sort: { v: 'sideways' } as never, session }));
+      await t.throwsAsync(async () => c.find({}, { sort: { v: 7 } as never, session }).toArray());
+      await t.throwsAsync(c.findOne({}, { sort: { v: 'up' } as never, session }));
       await t.throwsAsync(c.insertOne({ _id: 'nul', metadata: { 'a\u0000b': 1 } }, { session }));
+      await t.throwsAsync(c.updateOne({ _id: 'a' }, { $set: { 'a\u0000b': 1 } }, { session }));
+      await t.throwsAsync(c.updateMany({}, { $set: { metadata: { list: [{ '\u0000': 1 }] } } }, { session }));
+      await t.throwsAsync(c.replaceOne({ _id: 'a' }, { v: 9, metadata: { 'x\u0000': true } }, { session }));
+      await t.throwsAsync(c.bulkWrite([{ updateOne: { filter: { _id: 'a' }, update: { $set: { 'k\u0000': 1 } } } }], { session }));
       await c.insertOne({ _id: 'b' }, { session });
     });
     t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 2 }, { _id: 'b' }]);

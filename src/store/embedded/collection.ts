@@ -338,7 +338,8 @@ export class EmbeddedCollection {
 
   find(filter: Doc = {}, options: Options = {}): EmbeddedFindCursor {
     return new EmbeddedFindCursor(this, filter, {
-      sort: options.sort as Doc | undefined,
+      // As the driver's formatSort, when the cursor is made: a bad sort is refused before anything is sent.
+      sort: normalizeSort(options.sort),
       skip: options.skip as number | undefined,
       limit: options.limit as number | undefined,
       projection: options.projection as Doc | undefined,
@@ -347,7 +348,7 @@ export class EmbeddedCollection {
 
   async findOne(filter: Doc = {}, options: Options = {}): Promise<Doc | null> {
     const docs = await this._find(filter, {
-      sort: options.sort as Doc | undefined,
+      sort: normalizeSort(options.sort),
       skip: options.skip as number | undefined,
       limit: 1,
       projection: options.projection as Doc | undefined,
@@ -711,9 +712,11 @@ export function writeStep(kind: string, raw: Doc): WriteStep {
   }
 }
 
+/** As the driver checks an update before anything is sent (so a transaction goes on): its form, and no NUL in a key (BSON). */
 function checkUpdate(update: unknown): void {
   if (update === null || typeof update !== 'object') throw new MongoInvalidArgumentError('Update document must be an object');
   if (!hasAtomicOperators(update)) throw new MongoInvalidArgumentError('Update document requires atomic operators');
+  refuseNulKeys(update);
 }
 
 function checkReplacement(replacement: unknown): void {
@@ -721,6 +724,7 @@ function checkReplacement(replacement: unknown): void {
     throw new MongoInvalidArgumentError('Replacement document must be an object');
   }
   if (hasAtomicOperators(replacement)) throw new MongoInvalidArgumentError('Replacement document must not contain atomic operators');
+  refuseNulKeys(replacement);
 }
 
 function returnsAfter(options: Options): boolean {
