@@ -5,6 +5,7 @@ import type { ExecutionContext } from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agenda } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
+import { ObjectId } from 'mongodb';
 import { hasErrorLabel, isDuplicateKeyError, type Store, type StoreSession } from '../../src/store/store.ts';
 import { runCommand } from '../../src/commands/run-command.ts';
 
@@ -193,6 +194,27 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await lower.find({}).toArray(), [{ _id: 'same', side: 'lower' }]);
     await lower.deleteMany({});
     t.is(await upper.countDocuments({}), 1);
+  });
+
+  test(title('$type matches ObjectIds by name and number, alone, in a list, under $or and $not, and in a later $match stage'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('typed');
+    const oid = new ObjectId();
+    await c.insertMany([
+      { _id: 'oid', v: oid },
+      { _id: 'str', v: oid.toHexString() },
+      { _id: 'list', v: [1, oid] },
+      { _id: 'date', v: new Date(0) },
+    ]);
+    const ids = async (filter: Record<string, unknown>) => (await c.find(filter, { sort: { _id: 1 } }).toArray()).map((d) => d._id);
+    t.deepEqual(await ids({ v: { $type: 'objectId' } }), ['list', 'oid']);
+    t.deepEqual(await ids({ v: { $type: 7 } }), ['list', 'oid']);
+    t.deepEqual(await ids({ v: { $type: ['objectId', 'string'] } }), ['list', 'oid', 'str']);
+    t.deepEqual(await ids({ $or: [{ v: { $type: 'objectId' } }, { v: { $type: 'date' } }] }), ['date', 'list', 'oid']);
+    t.deepEqual(await ids({ v: { $not: { $type: 'objectId' } } }), ['date', 'str']);
+    t.deepEqual(await ids({ v: { $type: 'string' } }), ['str']);
+    const staged = await c.aggregate([{ $sort: { _id: 1 } }, { $match: { v: { $type: 'objectId' } } }, { $project: { _id: 1 } }]).toArray();
+    t.deepEqual(staged, [{ _id: 'list' }, { _id: 'oid' }]);
   });
 
   test(title('find: filter, sort, skip, limit, projection, async iteration; countDocuments; distinct'), async (t) => {

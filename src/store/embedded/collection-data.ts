@@ -12,7 +12,8 @@
 // are never recomputed from the stored text: they were computed from the caller's values, and
 // some do not survive the round trip (an invalid Date is stored as null, for one).
 import { MongoServerError } from 'mongodb';
-import { Query } from 'mingo';
+import type { Query } from 'mingo';
+import { queryOf } from './queries.ts';
 import type { Engine } from './engine.ts';
 import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, memo, ownField, readPath, type Doc } from './values.ts';
 
@@ -136,7 +137,7 @@ export class Index {
     this.unique = options.unique === true;
     this.sparse = options.sparse === true;
     this.partialFilterExpression = options.partialFilterExpression;
-    this.#partial = options.partialFilterExpression ? new Query(options.partialFilterExpression) : undefined;
+    this.#partial = options.partialFilterExpression ? queryOf(options.partialFilterExpression) : undefined;
     this.expireAfterSeconds = options.expireAfterSeconds;
   }
 

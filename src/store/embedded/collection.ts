@@ -2,8 +2,9 @@
 // Agenda's MongoBackend) uses, with mingo supplying query, update and aggregation semantics.
 // Every read decodes fresh documents from SQLite, so callers never share objects with storage.
 import { MongoInvalidArgumentError, MongoServerError } from 'mongodb';
-import { Aggregator, Query, update as mingoUpdate, updateOne as mingoUpdateOne } from 'mingo';
+import { Query, update as mingoUpdate, updateOne as mingoUpdateOne } from 'mingo';
 import { resolve } from 'mingo/util';
+import { aggregatorOf, queryOf } from './queries.ts';
 import type { CollectionData, IndexOptions, Row } from './collection-data.ts';
 import type { Engine } from './engine.ts';
 import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
@@ -229,7 +230,7 @@ function typeMismatch(message: string): MongoServerError {
 function matcherFor(filter: Doc): Matcher {
   let query: Query | undefined;
   const slow = (): Matcher => {
-    query ??= new Query(filter);
+    query ??= queryOf(filter);
     const q = query;
     return (doc) => q.test(doc);
   };
@@ -329,7 +330,7 @@ export class EmbeddedCollection {
       }
       if (stages.length === 0) return input;
       const engine = this.#engine;
-      const aggregator = new Aggregator(stages, {
+      const aggregator = aggregatorOf(stages, {
         collectionResolver: (name: string) => Array.from(engine.data(name).all(), ([, d]) => d),
       });
       return aggregator.run(input) as Doc[];
