@@ -196,7 +196,7 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.is(await upper.countDocuments({}), 1);
   });
 
-  test(title('$type matches ObjectIds by name and number, alone, in a list, under $or and $not, and in a later $match stage'), async (t) => {
+  test(title('$type matches ObjectIds by name and number, alone, in a list, under $or and $not, in later and $facet stages; a field named $type in a value is a field'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('typed');
     const oid = new ObjectId();
@@ -205,16 +205,24 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
       { _id: 'str', v: oid.toHexString() },
       { _id: 'list', v: [1, oid] },
       { _id: 'date', v: new Date(0) },
+      { _id: 'meta', v: { $type: 'objectId' } },
     ]);
     const ids = async (filter: Record<string, unknown>) => (await c.find(filter, { sort: { _id: 1 } }).toArray()).map((d) => d._id);
     t.deepEqual(await ids({ v: { $type: 'objectId' } }), ['list', 'oid']);
     t.deepEqual(await ids({ v: { $type: 7 } }), ['list', 'oid']);
     t.deepEqual(await ids({ v: { $type: ['objectId', 'string'] } }), ['list', 'oid', 'str']);
     t.deepEqual(await ids({ $or: [{ v: { $type: 'objectId' } }, { v: { $type: 'date' } }] }), ['date', 'list', 'oid']);
-    t.deepEqual(await ids({ v: { $not: { $type: 'objectId' } } }), ['date', 'str']);
+    t.deepEqual(await ids({ v: { $not: { $type: 'objectId' } } }), ['date', 'meta', 'str']);
     t.deepEqual(await ids({ v: { $type: 'string' } }), ['str']);
+    t.deepEqual(await ids({ v: { $type: 'object' } }), ['meta']);
+    // A field named $type in a value compared with is a field, not the operator.
+    t.deepEqual(await ids({ v: { $eq: { $type: 'objectId' } } }), ['meta']);
+    t.deepEqual(await ids({ v: { $in: [{ $type: 'objectId' }] } }), ['meta']);
+    t.deepEqual(await ids({ v: { $ne: { $type: 'objectId' } } }), ['date', 'list', 'oid', 'str']);
     const staged = await c.aggregate([{ $sort: { _id: 1 } }, { $match: { v: { $type: 'objectId' } } }, { $project: { _id: 1 } }]).toArray();
     t.deepEqual(staged, [{ _id: 'list' }, { _id: 'oid' }]);
+    const faceted = await c.aggregate([{ $sort: { _id: 1 } }, { $facet: { ids: [{ $match: { v: { $type: 7 } } }, { $project: { _id: 1 } }] } }]).toArray();
+    t.deepEqual(faceted, [{ ids: [{ _id: 'list' }, { _id: 'oid' }] }]);
   });
 
   test(title('find: filter, sort, skip, limit, projection, async iteration; countDocuments; distinct'), async (t) => {
@@ -775,7 +783,7 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 1 }]);
   });
 
-  test(title('an argument error the driver raises before sending anything leaves the transaction usable (bad sort direction, NUL key in a document, an update or a replacement)'), async (t) => {
+  test(title('an argument error the driver raises before sending anything leaves the transaction usable (bad sort direction, NUL key in a document, an update, a replacement or an upsert\'s filter)'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('client_side');
     await c.insertOne({ _id: 'a', v: 1 });
@@ -790,6 +798,8 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
       await t.throwsAsync(c.updateMany({}, { $set: { metadata: { list: [{ '\u0000': 1 }] } } }, { session }));
       await t.throwsAsync(c.replaceOne({ _id: 'a' }, { v: 9, metadata: { 'x\u0000': true } }, { session }));
       await t.throwsAsync(c.bulkWrite([{ updateOne: { filter: { _id: 'a' }, update: { $set: { 'k\u0000': 1 } } } }], { session }));
+      await t.throwsAsync(c.bulkWrite([{ insertOne: { document: { _id: 'nul2', 'k\u0000': 1 } } }], { session }));
+      await t.throwsAsync(c.updateOne({ _id: 'up', 'f\u0000': 1 }, { $set: { v: 1 } }, { upsert: true, session }));
       await c.insertOne({ _id: 'b' }, { session });
     });
     t.deepEqual(await c.find({}).toArray(), [{ _id: 'a', v: 2 }, { _id: 'b' }]);

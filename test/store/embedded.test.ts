@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { Index, quoteIdent, type IndexOptions } from '../../src/store/embedded/collection-data.ts';
+import { Index, quoteIdent, tableOf, type IndexOptions } from '../../src/store/embedded/collection-data.ts';
 import { DATABASE_FILE, SCHEMA_VERSION } from '../../src/store/embedded/database-file.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { canonicalKey, decode, encode } from '../../src/store/embedded/values.ts';
@@ -313,7 +313,7 @@ function indexKeysNow(db: DatabaseSync) {
   const expected: string[] = [];
   const listed: string[] = [];
   for (const [coll, list] of indexes) {
-    for (const { r, doc, ks } of db.prepare(`SELECT r, doc, ks FROM ${quoteIdent(coll)}`).all() as Array<{ r: number; doc: string; ks: string | null }>) {
+    for (const { r, doc, ks } of db.prepare(`SELECT r, doc, ks FROM ${quoteIdent(tableOf(coll))}`).all() as Array<{ r: number; doc: string; ks: string | null }>) {
       for (const index of list) for (const key of index.keysOf(decode(doc))) expected.push(JSON.stringify([index.ix, key.k, r, index.unique ? 1 : null, key.t]));
       for (const [ix, keys] of Object.entries(JSON.parse(ks ?? '{}') as Record<string, string[]>)) for (const k of keys) listed.push(JSON.stringify([Number(ix), k, r]));
     }
@@ -544,7 +544,7 @@ test('embedded: a version-1 database is migrated at open (ks filled from _sc_key
   t.deepEqual(after.stored, after.expected);
   t.deepEqual(after.listed, after.storedWithoutUT);
 
-  // Opened again, a version-2 file is used as it is.
+  // Opened again, a file of the current version is used as it is.
   await store.close();
   store = await openEmbeddedStore({ dataDir: dir, ttlSweepIntervalMs: 3_600_000 });
   t.deepEqual((await store.db.collection('organizations').find({ handle: 'acme' }).toArray()).map((d) => d._id), ['o3']);
@@ -570,7 +570,7 @@ test('embedded: a version-1 database whose migration fails is refused and left a
   t.deepEqual(columns(db, 'first'), ['r', 'id', 'doc']);
 });
 
-test('embedded: a new database file is at schema version 2, without _sc_keys_row, its keys listed in ks', async (t) => {
+test('embedded: a new database file is at the current schema version, without _sc_keys_row, its keys listed in ks', async (t) => {
   const store = await fileStore();
   const raw = new DatabaseSync(store.location, { readOnly: true });
   t.teardown(async () => {

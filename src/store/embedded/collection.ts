@@ -442,17 +442,20 @@ export class EmbeddedCollection {
 
   async updateOne(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
     checkUpdate(update);
+    checkUpsertFilter(filter, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => this.#update(filter, update, options, false));
   }
 
   async updateMany(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
     checkUpdate(update);
+    checkUpsertFilter(filter, options);
     return this.#engine.write(options.session, () => this.#update(filter, update, options, true));
   }
 
   async replaceOne(filter: Doc, replacement: Doc, options: Options = {}): Promise<UpdateResult> {
     checkReplacement(replacement);
+    checkUpsertFilter(filter, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => this.#replaceOne(filter, replacement, options));
   }
@@ -479,6 +482,7 @@ export class EmbeddedCollection {
 
   async findOneAndUpdate(filter: Doc, update: unknown, options: Options = {}): Promise<unknown> {
     checkUpdate(update);
+    checkUpsertFilter(filter, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const data = this.#data;
@@ -501,6 +505,7 @@ export class EmbeddedCollection {
 
   async findOneAndReplace(filter: Doc, replacement: Doc, options: Options = {}): Promise<unknown> {
     checkReplacement(replacement);
+    checkUpsertFilter(filter, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const data = this.#data;
@@ -697,6 +702,7 @@ export type StepOutcome = { insertedId: unknown } | { deletedCount: number } | U
 export function writeStep(kind: string, raw: Doc): WriteStep {
   switch (kind) {
     case 'insertOne':
+      refuseNulKeys(raw.document);
       return { kind, document: withId(raw.document as Doc) };
     case 'deleteOne':
     case 'deleteMany':
@@ -704,9 +710,11 @@ export function writeStep(kind: string, raw: Doc): WriteStep {
     case 'updateOne':
     case 'updateMany':
       checkUpdate(raw.update);
+      checkUpsertFilter(raw.filter, raw);
       return { kind, filter: raw.filter as Doc, update: raw.update, options: raw };
     case 'replaceOne':
       checkReplacement(raw.replacement);
+      checkUpsertFilter(raw.filter, raw);
       return { kind, filter: raw.filter as Doc, replacement: raw.replacement as Doc, options: raw };
     default:
       throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
@@ -718,6 +726,11 @@ function checkUpdate(update: unknown): void {
   if (update === null || typeof update !== 'object') throw new MongoInvalidArgumentError('Update document must be an object');
   if (!hasAtomicOperators(update)) throw new MongoInvalidArgumentError('Update document requires atomic operators');
   refuseNulKeys(update);
+}
+
+/** An upsert's filter becomes part of the document it inserts: no NUL in a key, as for a document. */
+function checkUpsertFilter(filter: unknown, options: Options): void {
+  if (options.upsert === true) refuseNulKeys(filter);
 }
 
 function checkReplacement(replacement: unknown): void {

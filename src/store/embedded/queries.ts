@@ -2,6 +2,7 @@
 // MongoDB's query language filled in: $type knows JSON's types and dates, but not ObjectId, so
 // { _id: { $type: 'objectId' } } (or 7) matched nothing, where mongosh users and Agenda's documents
 // have ObjectIds. A filter's $type is answered by $bsonType, which adds ObjectId to mingo's own $type.
+// Left to mingo's $type: the conditions of an update's arrayFilters and $pull.
 import { Aggregator, Context, Query } from 'mingo';
 import { $type as mingoType } from 'mingo/operators/query/element';
 import { resolve } from 'mingo/util';
@@ -24,18 +25,25 @@ const $bsonType = (selector: string, value: unknown, options: Options) => {
 
 const context = Context.init().addQueryOps({ $bsonType } as never);
 
+const isPlain = (v: unknown): v is Doc => v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;
+
 /**
- * The filter with every query operator $type renamed $bsonType. Not inside $expr, where $type is the
- * aggregation expression that names a value's type.
+ * The filter (or a field's operator document) with its query operator $type renamed $bsonType, where
+ * an operator can stand: in a field's operator document, under $and, $or, $nor, $not and $elemMatch.
+ * Not in values ({ meta: { $eq: { $type: 'x' } } } compares with a document that has a field named
+ * $type), nor in $expr, where $type is the aggregation expression that names a value's type.
  */
-function withBsonType(filter: unknown): unknown {
-  if (Array.isArray(filter)) return filter.map(withBsonType);
-  if (filter === null || typeof filter !== 'object' || Object.getPrototypeOf(filter) !== Object.prototype) return filter;
+function withBsonType(filter: Doc): Doc {
   let out: Doc | undefined;
   for (const [key, value] of Object.entries(filter)) {
-    const name = key === '$type' ? '$bsonType' : key;
-    const next = key === '$expr' ? value : withBsonType(value);
-    if (out === undefined && (name !== key || next !== value)) out = { ...(filter as Doc) };
+    let name = key;
+    let next = value;
+    if (key === '$type') name = '$bsonType';
+    else if (key === '$and' || key === '$or' || key === '$nor') next = Array.isArray(value) ? value.map((f) => (isPlain(f) ? withBsonType(f) : f)) : value;
+    else if (key === '$not' || key === '$elemMatch') next = isPlain(value) ? withBsonType(value) : value;
+    // A field: its condition is an operator document when its first key is an operator.
+    else if (!key.startsWith('$') && isPlain(value) && Object.keys(value)[0]?.startsWith('$')) next = withBsonType(value);
+    if (out === undefined && (name !== key || next !== value)) out = { ...filter };
     if (out !== undefined) {
       if (name !== key) delete out[key];
       out[name] = next;
@@ -44,11 +52,26 @@ function withBsonType(filter: unknown): unknown {
   return out ?? filter;
 }
 
+/** A pipeline's stages with withBsonType applied to their filters, nested pipelines included. */
+function pipelineWithBsonType(pipeline: Doc[]): Doc[] {
+  return pipeline.map((stage) => {
+    if (isPlain(stage.$match)) return { ...stage, $match: withBsonType(stage.$match) };
+    if (isPlain(stage.$facet)) {
+      const facets = Object.fromEntries(Object.entries(stage.$facet).map(([name, p]) => [name, Array.isArray(p) ? pipelineWithBsonType(p) : p]));
+      return { ...stage, $facet: facets };
+    }
+    for (const op of ['$lookup', '$unionWith']) {
+      const spec = stage[op];
+      if (isPlain(spec) && Array.isArray(spec.pipeline)) return { ...stage, [op]: { ...spec, pipeline: pipelineWithBsonType(spec.pipeline) } };
+    }
+    return stage;
+  });
+}
+
 export function queryOf(filter: Doc): Query {
-  return new Query(withBsonType(filter) as Doc, { context });
+  return new Query(withBsonType(filter), { context });
 }
 
 export function aggregatorOf(pipeline: Doc[], options: { collectionResolver: (name: string) => Doc[] }): Aggregator {
-  const stages = pipeline.map((stage) => (Object.hasOwn(stage, '$match') ? { ...stage, $match: withBsonType(stage.$match) } : stage));
-  return new Aggregator(stages, { ...options, context });
+  return new Aggregator(pipelineWithBsonType(pipeline), { ...options, context });
 }

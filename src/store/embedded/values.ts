@@ -286,7 +286,7 @@ export function encode(doc: object): string {
  * sending it, and the wire listener could not send such a stored document back. Refused the same way.
  */
 export function refuseNulKeys(v: unknown): void {
-  if (v === null || typeof v !== 'object') return;
+  if (v === null || typeof v !== 'object' || v instanceof Date || v instanceof RegExp || ArrayBuffer.isView(v) || isBsonValue(v)) return;
   if (Array.isArray(v)) {
     for (const x of v) refuseNulKeys(x);
     return;
