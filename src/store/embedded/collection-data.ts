@@ -434,8 +434,8 @@ export class CollectionData {
     for (const k of keys) remove.run(ix, k, r);
   }
 
-  /** Stores a new document (its _id set); the caller's transaction undoes it on error. */
-  insert(doc: Doc): void {
+  /** Stores a new document (its _id set), as text when the caller encoded it already; the caller's transaction undoes it on error. */
+  insert(doc: Doc, text = encode(doc)): void {
     this.ensure();
     const keys: Array<[Index, IndexKey[]]> = [];
     const stored: StoredKeys = {};
@@ -447,7 +447,7 @@ export class CollectionData {
     }
     let r: number;
     try {
-      r = Number(this.#sql('INSERT INTO $T (id, doc, ks) VALUES (?, ?, ?)').run(canonicalKey(doc._id), encode(doc), keysText(stored)).lastInsertRowid);
+      r = Number(this.#sql('INSERT INTO $T (id, doc, ks) VALUES (?, ?, ?)').run(canonicalKey(doc._id), text, keysText(stored)).lastInsertRowid);
     } catch (error) {
       if (isConstraintError(error)) throw this.duplicateKeyError('_id_', { _id: 1 }, doc);
       throw error;

@@ -8,7 +8,7 @@ import { aggregatorOf, queryOf } from './queries.ts';
 import type { CollectionData, IndexOptions, Row } from './collection-data.ts';
 import type { Engine } from './engine.ts';
 import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
-import { canonicalKey, cloneDocIn, cloneIn, cloneOut, newObjectId, ownField, refuseNulKeys, type Doc } from './values.ts';
+import { canonicalKey, cloneDocIn, cloneIn, cloneOut, encode, newObjectId, ownField, refuseNulKeys, type Doc } from './values.ts';
 
 type SortDirection = 1 | -1;
 type Options = Doc & { session?: unknown };
@@ -392,21 +392,19 @@ export class EmbeddedCollection {
   }
 
   async insertOne(doc: Doc, options: Options = {}): Promise<{ acknowledged: true; insertedId: unknown }> {
-    withId(doc);
-    refuseNulKeys(doc); // as the driver's BSON serialiser, before anything is sent: a transaction goes on
+    const inserted = incoming(doc);
     return this.#engine.write(options.session, () => {
-      const stored = this.#insert(doc);
-      return { acknowledged: true as const, insertedId: stored._id };
+      this.#data.insert(inserted.stored, inserted.text);
+      return { acknowledged: true as const, insertedId: inserted.stored._id };
     });
   }
 
   async insertMany(docs: Doc[], options: Options = {}): Promise<{ acknowledged: true; insertedCount: number; insertedIds: Record<number, unknown> }> {
-    docs.forEach(withId);
-    docs.forEach(refuseNulKeys);
+    const inserted = docs.map(incoming);
     return this.#engine.write(options.session, () => {
       const insertedIds: Record<number, unknown> = {};
-      docs.forEach((doc, i) => {
-        const stored = this.#insert(doc);
+      inserted.forEach(({ stored, text }, i) => {
+        this.#data.insert(stored, text);
         insertedIds[i] = stored._id;
       });
       return { acknowledged: true as const, insertedCount: docs.length, insertedIds };
@@ -603,7 +601,8 @@ export class EmbeddedCollection {
   _step(step: WriteStep): StepOutcome {
     switch (step.kind) {
       case 'insertOne':
-        return { insertedId: this.#insert(step.document)._id };
+        this.#data.insert(step.document.stored, step.document.text);
+        return { insertedId: step.document.stored._id };
       case 'deleteOne':
       case 'deleteMany':
         return this.#delete(step.filter, step.options, step.kind === 'deleteMany');
@@ -676,6 +675,23 @@ function withId(doc: Doc): Doc {
   return doc;
 }
 
+/** A document on its way in: as stored (its _id first, as MongoDB keeps it) and its stored text. */
+interface Incoming {
+  stored: Doc;
+  text: string;
+}
+
+/**
+ * Made before anything is written, as the driver serialises a document before it sends it: a NUL
+ * character in a key is refused here (encode), and a transaction goes on. It is also the only time
+ * the document is encoded.
+ */
+function incoming(doc: Doc): Incoming {
+  withId(doc);
+  const stored = { _id: doc._id, ...doc };
+  return { stored, text: encode(stored) };
+}
+
 function replacementFor(prev: Doc, replacement: Doc): Doc {
   const body = cloneDocIn(replacement);
   if (Object.hasOwn(body, '_id') && canonicalKey(body._id) !== canonicalKey(prev._id)) {
@@ -691,7 +707,7 @@ function replacementFor(prev: Doc, replacement: Doc): Doc {
 
 /** A write of a bulk write, checked as the driver checks it before sending anything. */
 export type WriteStep =
-  | { kind: 'insertOne'; document: Doc }
+  | { kind: 'insertOne'; document: Incoming }
   | { kind: 'deleteOne' | 'deleteMany'; filter: Doc; options: Options }
   | { kind: 'updateOne' | 'updateMany'; filter: Doc; update: unknown; options: Options }
   | { kind: 'replaceOne'; filter: Doc; replacement: Doc; options: Options };
@@ -702,8 +718,7 @@ export type StepOutcome = { insertedId: unknown } | { deletedCount: number } | U
 export function writeStep(kind: string, raw: Doc): WriteStep {
   switch (kind) {
     case 'insertOne':
-      refuseNulKeys(raw.document);
-      return { kind, document: withId(raw.document as Doc) };
+      return { kind, document: incoming(raw.document as Doc) };
     case 'deleteOne':
     case 'deleteMany':
       return { kind, filter: raw.filter as Doc, options: raw };
