@@ -3,7 +3,7 @@
 // (or any doubt, such as an array on the path) is left to mingo, which is the reference for
 // semantics; these must agree with it wherever they answer.
 import { compare } from 'mingo/util';
-import { canonicalKey, isIndexableScalar, memo, ownField, type Doc } from './values.ts';
+import { canonicalKey, isIndexableScalar, isPlain, memo, ownField, type Doc } from './values.ts';
 
 export type Matcher = (doc: Doc) => boolean;
 
@@ -28,12 +28,6 @@ export function equalityMatcher(filter: Doc, slow: () => Matcher): Matcher | und
 }
 
 const FAST_OPS = new Set(['$set', '$unset', '$inc', '$min', '$max', '$push', '$addToSet']);
-
-function isPlain(v: unknown): v is Doc {
-  if (v === null || typeof v !== 'object') return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 function eachValues(v: unknown): unknown[] | undefined {
   if (isPlain(v) && Object.keys(v).some((k) => k.startsWith('$'))) {

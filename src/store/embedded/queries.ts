@@ -7,7 +7,7 @@ import { Aggregator, Context, Query } from 'mingo';
 import { $type as mingoType } from 'mingo/operators/query/element';
 import { resolve } from 'mingo/util';
 import type { Options } from 'mingo/types';
-import { isObjectId, type Doc } from './values.ts';
+import { isObjectId, isPlain, type Doc } from './values.ts';
 
 const OBJECT_ID_TYPES = new Set<unknown>(['objectId', 7]);
 
@@ -24,8 +24,6 @@ const $bsonType = (selector: string, value: unknown, options: Options) => {
 };
 
 const context = Context.init().addQueryOps({ $bsonType } as never);
-
-const isPlain = (v: unknown): v is Doc => v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;
 
 /**
  * The filter (or a field's operator document) with its query operator $type renamed $bsonType, where

@@ -6,7 +6,9 @@ const { EJSON } = BSON;
 
 export type Doc = Record<string, unknown>;
 
-function isPlainObject(v: object): boolean {
+/** A plain document (an object literal, or one without a prototype), not an instance of a class. */
+export function isPlain(v: unknown): v is Doc {
+  if (v === null || typeof v !== 'object') return false;
   const proto = Object.getPrototypeOf(v);
   return proto === Object.prototype || proto === null;
 }
@@ -48,7 +50,7 @@ export function cloneOut<T>(v: T): T {
   if (v === null || typeof v !== 'object') return v;
   if (v instanceof Date) return new Date(v.getTime()) as T;
   if (Array.isArray(v)) return v.map(cloneOut) as T;
-  if (isPlainObject(v)) {
+  if (isPlain(v)) {
     const out: Doc = {};
     for (const k of Object.keys(v)) setField(out, k, cloneOut((v as Doc)[k]));
     return out as T;
