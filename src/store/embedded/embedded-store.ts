@@ -5,7 +5,7 @@ import type { Store, StoreCollection, StoreDb, StoreTransactionOptions } from '.
 import { clientBulkWrite } from './client-bulk-write.ts';
 import { EmbeddedCollection } from './collection.ts';
 import { openDatabase, type Synchronous } from './database-file.ts';
-import { Engine } from './engine.ts';
+import { Engine, GROUP_MAX_MS } from './engine.ts';
 
 export interface EmbeddedStoreOptions {
   dbName?: string;
@@ -15,6 +15,8 @@ export interface EmbeddedStoreOptions {
   synchronous?: Synchronous;
   /** How often TTL indexes are swept (MongoDB's TTL monitor: 60 s). */
   ttlSweepIntervalMs?: number;
+  /** How long a commit group may stay open; the default, GROUP_MAX_MS, bounds how long SQLite's write lock is held. */
+  groupMaxMs?: number;
 }
 
 /** The embedded Db: what the project and Agenda's MongoBackend call on a driver Db. */
@@ -87,6 +89,7 @@ export class EmbeddedStore implements Store {
     this.#engine = new Engine(opened.db, opened.location, {
       dbName: options.dbName ?? 'spend-control',
       ttlSweepIntervalMs: options.ttlSweepIntervalMs ?? 60_000,
+      groupMaxMs: options.groupMaxMs ?? GROUP_MAX_MS,
     });
     const db = new EmbeddedDb(this.#engine);
     this.db = {

@@ -76,11 +76,12 @@ const BUSY_SPIN_MS = 1;
 /** A group commits after this many transactions even if the event loop's turn has not ended... */
 const GROUP_LIMIT = 64;
 /** ...or once it has been open this long (it holds SQLite's write lock meanwhile). */
-const GROUP_MAX_MS = 20;
+export const GROUP_MAX_MS = 20;
 
 /** The SQLite transaction that the transactions of one turn of the event loop share. */
 class Group {
   readonly openedAt = Date.now();
+  readonly #maxMs: number;
   members = 0;
   /** Past the limits: commit when the lock is next released, even if others wait for it. */
   due = false;
@@ -88,7 +89,8 @@ class Group {
   resolve!: () => void;
   reject!: (error: unknown) => void;
 
-  constructor() {
+  constructor(maxMs: number) {
+    this.#maxMs = maxMs;
     this.committed = new Promise<void>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
@@ -100,7 +102,7 @@ class Group {
   /** Counts a member in; past the limits the group commits when the lock is released, not at the end of the turn. */
   join(): void {
     this.members++;
-    if (this.members >= GROUP_LIMIT || Date.now() - this.openedAt >= GROUP_MAX_MS) this.due = true;
+    if (this.members >= GROUP_LIMIT || Date.now() - this.openedAt >= this.#maxMs) this.due = true;
   }
 }
 
@@ -108,11 +110,14 @@ export interface EngineOptions {
   dbName: string;
   /** How often expired documents of TTL indexes are removed (MongoDB: 60 s). */
   ttlSweepIntervalMs: number;
+  /** How long a commit group may stay open (GROUP_MAX_MS). */
+  groupMaxMs: number;
 }
 
 export class Engine {
   readonly dbName: string;
   readonly db: DatabaseSync;
+  readonly #groupMaxMs: number;
   readonly #collections = new Map<string, CollectionData>();
   readonly #statements = new Map<string, StatementSync>();
   readonly #mutex = new Mutex();
@@ -135,6 +140,7 @@ export class Engine {
   constructor(db: DatabaseSync, location: string, options: EngineOptions) {
     this.db = db;
     this.dbName = options.dbName;
+    this.#groupMaxMs = options.groupMaxMs;
     this.#walPath = location === ':memory:' ? undefined : `${location}-wal`;
     // One checkpointer per process: a store opened on a worker thread (the jobs thread of npm start)
     // shares the file with the main thread's store, whose checkpointer copies the WAL for both.
@@ -313,7 +319,7 @@ export class Engine {
     await new Promise((resolve) => setImmediate(resolve));
     if (this.#closed) throw new Error('the embedded store is closed');
     await this.#begin();
-    const group = new Group();
+    const group = new Group(this.#groupMaxMs);
     this.#group = group;
     try {
       this.#sync();
