@@ -388,7 +388,11 @@ test('embedded: after any inserts, updates, deletes, TTL expiries and new indexe
           await c.updateOne({ _id: command.id }, { $set: materialize(command.fields) }, { session });
           throw new Error('aborted');
         })
-        .catch((error: Error) => assert.equal(error.message, 'aborted'));
+        .catch((error: Error & { code?: unknown }) => {
+          // A duplicate key in the update: reported as for any other write, below.
+          if (error.code === 11000) throw error;
+          assert.equal(error.message, 'aborted');
+        });
     }
   };
   await t.notThrowsAsync(
@@ -413,7 +417,11 @@ test('embedded: after any inserts, updates, deletes, TTL expiries and new indexe
           assert.deepStrictEqual(keys.listed, keys.storedWithoutUT, `ks after ${JSON.stringify(command)}`);
         }
       }),
-      { numRuns: 150 }
+      {
+        numRuns: 150,
+        // Found by a CI run: the aborted transaction's update meets a unique key, as any other write may.
+        examples: [[[{ op: 'insert', id: 0, fields: {} }, { op: 'insert', id: 1, fields: { c: 2, flag: true } }, { op: 'aborted', id: 0, fields: { c: 2, flag: true } }]]],
+      }
     )
   );
 });
