@@ -145,7 +145,7 @@ export class Engine {
     // One checkpointer per process: a store opened on a worker thread (the jobs thread of npm start)
     // shares the file with the main thread's store, whose checkpointer copies the WAL for both.
     if (location !== ':memory:' && isMainThread) {
-      this.#checkpointer = new Worker(new URL('./checkpointer.ts', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
+      this.#checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
       this.#checkpointer.unref();
       // Without it, a checkpointer that could not start (its file gone, say) would end the process.
       // The WAL then only grows until the next start; every committed write is still in it.
