@@ -5,15 +5,13 @@
 // only schedules. A thread that dies takes the process with it: jobs that silently stopped would
 // leave approvals pending past their expiry.
 import { once } from 'node:events';
-import { Worker } from 'node:worker_threads';
+import { startSmallThread } from '../small-thread.ts';
 import type { Logger } from '../log.ts';
 
 type FromThread = { started: true } | { failed: string };
 
 export async function startJobsThread(log: Logger): Promise<() => Promise<void>> {
-  // A small young generation: the jobs allocate little, and the process's flag (16 MB semi-spaces,
-  // for the request thread) would let this thread's heap grow by up to 48 MB it does not need.
-  const thread = new Worker(new URL('./jobs-thread-main.ts', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+  const thread = startSmallThread(new URL('./jobs-thread-main.ts', import.meta.url));
   let stopping = false;
   thread.on('error', (error) => {
     log.error('the jobs thread failed', { error: String(error) });

@@ -23,7 +23,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { MongoServerError } from 'mongodb';
 import { randomUUID } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
-import { Worker, isMainThread } from 'node:worker_threads';
+import { isMainThread, type Worker } from 'node:worker_threads';
+import { startSmallThread } from '../../small-thread.ts';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { CollectionData, Index, collectionOf, quoteIdent, tableOf, type IndexOptions } from './collection-data.ts';
 import { COLLECTION_TABLES, INTERNAL_PREFIX } from './database-file.ts';
@@ -145,7 +146,7 @@ export class Engine {
     // One checkpointer per process: a store opened on a worker thread (the jobs thread of npm start)
     // shares the file with the main thread's store, whose checkpointer copies the WAL for both.
     if (location !== ':memory:' && isMainThread) {
-      this.#checkpointer = new Worker(new URL('./checkpointer.js', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
+      this.#checkpointer = startSmallThread(new URL('./checkpointer.js', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
       this.#checkpointer.unref();
       // Without it, a checkpointer that could not start (its file gone, say) would end the process.
       // The WAL then only grows until the next start; every committed write is still in it.
