@@ -12,8 +12,8 @@
 // whatever else the machine runs) it prints the CPU time the serving process spent per request, from
 // /proc, and the ratio of the floor's to the decision's: the load-independent form of the same ratio. The service's environment is this one's, so
 // `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration. BENCH_ONLY=32 runs one
-// connection count only (for profiling). The service runs with the V8 flags of `npm start`
-// (scripts/start-flags.ts; BENCH_V8_FLAGS overrides them).
+// connection count only (for profiling). The service runs with the V8 flags and environment of
+// `npm start` (scripts/start-command.ts; BENCH_V8_FLAGS overrides the flags).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -24,7 +24,7 @@ import autocannon from 'autocannon';
 import { benchEngine } from './bench-engine.ts';
 import { BENCH_BODY, BENCH_TOKEN, benchManifest } from './bench-manifest.ts';
 import { countRoundTrips } from './bench-round-trips.ts';
-import { startFlags } from './start-flags.ts';
+import { startCommand } from './start-command.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 
@@ -116,7 +116,8 @@ async function main() {
   // BENCH_DATA_DIR=:memory: measures without the disk.
   const dataRoot = process.env.BENCH_DATA_DIR ? null : await mkdtemp(join(tmpdir(), 'spend-control-bench-'));
   const dataDir = process.env.BENCH_DATA_DIR || join(dataRoot!, 'data');
-  const svc = spawn(process.execPath, [...profile, ...startFlags(), 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: BENCH_TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const start = startCommand();
+  const svc = spawn(process.execPath, [...profile, ...start.flags, 'src/main.ts'], { env: { ...start.env, ...process.env, PORT: String(port), ADMIN_TOKEN: BENCH_TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
     if (i > 300 || svc.exitCode !== null) throw new Error('service did not start');

@@ -2,7 +2,7 @@
 // file-backed DATA_DIR and prints the service's resident memory at the start and the end, to show
 // that memory does not grow with the number of documents stored (and its peak, sampled every
 // second), and the largest size of the WAL file, which the checkpointer must keep restarting. The
-// service runs with the V8 flags of `npm start` (scripts/start-flags.ts). SOAK_DATA_DIR keeps the data.
+// service runs as `npm start` runs it (scripts/start-command.ts). SOAK_DATA_DIR keeps the data.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { startFlags } from './start-flags.ts';
+import { startCommand } from './start-command.ts';
 
 const TOTAL = Number(process.env.SOAK_PURCHASES || 100_000);
 const TOKEN = 'soak-admin-token-0123456789abcdef';
@@ -52,7 +52,8 @@ const manifest = {
 const tempDir = process.env.SOAK_DATA_DIR ? null : mkdtempSync(join(tmpdir(), 'spend-control-soak-'));
 const dataDir = process.env.SOAK_DATA_DIR || join(tempDir!, 'data');
 const port = await freePort();
-const svc = spawn(process.execPath, [...startFlags(), 'src/main.ts'], { env: { ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
+const start = startCommand();
+const svc = spawn(process.execPath, [...start.flags, 'src/main.ts'], { env: { ...start.env, ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
 const base = `http://127.0.0.1:${port}`;
 for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
   if (i > 300) throw new Error('service did not start');

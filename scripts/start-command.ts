@@ -1,0 +1,14 @@
+// How package.json's start script runs the service (its environment assignments and V8 flags), so
+// that the benchmark and the soak measure the service as `npm start` (and the Procfile) run it.
+// BENCH_V8_FLAGS overrides the flags: '0' for none, or a space-separated list of flags to compare.
+// The callers let the environment override the script's variables (MALLOC_ARENA_MAX=8 npm run soak).
+import { readFileSync } from 'node:fs';
+
+export function startCommand(): { env: Record<string, string>; flags: string[] } {
+  const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const words = start.split(/\s+/).filter(Boolean);
+  const env = Object.fromEntries(words.slice(0, words.indexOf('node')).map((word) => word.split('=', 2)));
+  const override = process.env.BENCH_V8_FLAGS;
+  const flags = override === '0' ? [] : override ? override.split(/\s+/).filter(Boolean) : words.filter((word) => word.startsWith('--'));
+  return { env, flags };
+}
