@@ -7,8 +7,10 @@ import { readFileSync } from 'node:fs';
 export function startCommand(): { env: Record<string, string>; flags: string[] } {
   const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
   const words = start.split(/\s+/).filter(Boolean);
-  const env = Object.fromEntries(words.slice(0, words.indexOf('node')).map((word) => word.split('=', 2)));
+  const node = words.indexOf('node');
+  if (node < 0) throw new Error(`package.json's start script does not run node: ${start}`);
+  const env = Object.fromEntries(words.slice(0, node).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
   const override = process.env.BENCH_V8_FLAGS;
-  const flags = override === '0' ? [] : override ? override.split(/\s+/).filter(Boolean) : words.filter((word) => word.startsWith('--'));
+  const flags = override === '0' ? [] : override ? override.split(/\s+/).filter(Boolean) : words.slice(node + 1).filter((word) => word.startsWith('--'));
   return { env, flags };
 }
