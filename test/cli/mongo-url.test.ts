@@ -4,21 +4,13 @@
 import test from 'ava';
 import { spawn, execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MongoClient, type MongoServerError } from 'mongodb';
+import { portForChild } from '../helpers/child-port.ts';
 
 const run = promisify(execFile);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function cli(args: string[], env: Record<string, string>) {
   try {
@@ -32,7 +24,7 @@ async function cli(args: string[], env: Record<string, string>) {
 test('npm start with EMBEDDED_MONGO_PORT serves the store over the wire; mongo-url rotates and prints a working URL', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'mongo-url-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const mongoPort = await freePort();
+  const mongoPort = await portForChild();
   const env = { DATA_DIR: dataDir, EMBEDDED_MONGO_PORT: String(mongoPort), PORT: '0', LOG_LEVEL: 'info', MONGODB_URI: '' };
   const web = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => web.kill('SIGTERM'));
@@ -79,7 +71,7 @@ test('npm start with EMBEDDED_MONGO_PORT serves the store over the wire; mongo-u
 });
 
 test("with DATA_DIR=:memory: the web process prints both users' URLs at start, and they work", async (t) => {
-  const env = { DATA_DIR: ':memory:', EMBEDDED_MONGO_PORT: String(await freePort()), PORT: '0', MONGODB_URI: '' };
+  const env = { DATA_DIR: ':memory:', EMBEDDED_MONGO_PORT: String(await portForChild()), PORT: '0', MONGODB_URI: '' };
   const web = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => web.kill('SIGTERM'));
   let output = '';

@@ -4,21 +4,14 @@ import test from 'ava';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { get } from 'node:http';
-import { createServer } from 'node:net';
 import { promisify } from 'node:util';
+import { portForChild } from '../helpers/child-port.ts';
 
 const run = promisify(execFile);
 
 // The environment without ava's own IPC channel, which a child must not think it inherited.
 const { NODE_CHANNEL_FD: _fd, NODE_CHANNEL_SERIALIZATION_MODE: _mode, ...baseEnv } = process.env;
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 /** One request on a fresh connection (no keep-alive, so the primary hands each to a process anew). */
 const pidAt = (port: number) =>
@@ -52,7 +45,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, secon
 }
 
 test('WEB_CONCURRENCY=2 starts two processes on one port, replaces one that dies, and stops them all on SIGTERM', async (t) => {
-  const port = await freePort();
+  const port = await portForChild();
   const primary = spawn(process.execPath, ['test/cli/fixtures/cluster-pid-server.ts'], { env: { ...baseEnv, COUNT: '2', PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   primary.stderr!.on('data', (chunk) => (log += chunk));

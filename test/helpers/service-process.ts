@@ -2,7 +2,6 @@
 // survives a restart, a crash, or a second process on the same data.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,14 +10,6 @@ import type { ExecutionContext } from 'ava';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVICE_ADMIN_TOKEN = 'process-admin-token-0123456789abcdef';
-
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 /** A fresh directory removed after the test; DATA_DIR is `<it>/data` (not created yet). */
 export function tempDataDir(t: ExecutionContext): string {
