@@ -439,21 +439,18 @@ export class EmbeddedCollection {
   }
 
   async updateOne(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
-    checkUpdate(update);
-    checkUpsertFilter(filter, options);
+    checkUpdate(filter, update, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => this.#update(filter, update, options, false));
   }
 
   async updateMany(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
-    checkUpdate(update);
-    checkUpsertFilter(filter, options);
+    checkUpdate(filter, update, options);
     return this.#engine.write(options.session, () => this.#update(filter, update, options, true));
   }
 
   async replaceOne(filter: Doc, replacement: Doc, options: Options = {}): Promise<UpdateResult> {
-    checkReplacement(replacement);
-    checkUpsertFilter(filter, options);
+    checkReplacement(filter, replacement, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => this.#replaceOne(filter, replacement, options));
   }
@@ -479,8 +476,7 @@ export class EmbeddedCollection {
   }
 
   async findOneAndUpdate(filter: Doc, update: unknown, options: Options = {}): Promise<unknown> {
-    checkUpdate(update);
-    checkUpsertFilter(filter, options);
+    checkUpdate(filter, update, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const data = this.#data;
@@ -502,8 +498,7 @@ export class EmbeddedCollection {
   }
 
   async findOneAndReplace(filter: Doc, replacement: Doc, options: Options = {}): Promise<unknown> {
-    checkReplacement(replacement);
-    checkUpsertFilter(filter, options);
+    checkReplacement(filter, replacement, options);
     normalizeSort(options.sort); // as the driver's formatSort, before anything is sent: a transaction goes on
     return this.#engine.write(options.session, () => {
       const data = this.#data;
@@ -724,23 +719,25 @@ export function writeStep(kind: string, raw: Doc): WriteStep {
       return { kind, filter: raw.filter as Doc, options: raw };
     case 'updateOne':
     case 'updateMany':
-      checkUpdate(raw.update);
-      checkUpsertFilter(raw.filter, raw);
+      checkUpdate(raw.filter, raw.update, raw);
       return { kind, filter: raw.filter as Doc, update: raw.update, options: raw };
     case 'replaceOne':
-      checkReplacement(raw.replacement);
-      checkUpsertFilter(raw.filter, raw);
+      checkReplacement(raw.filter, raw.replacement, raw);
       return { kind, filter: raw.filter as Doc, replacement: raw.replacement as Doc, options: raw };
     default:
       throw new MongoInvalidArgumentError(`bulkWrite: unsupported operation ${kind}`);
   }
 }
 
-/** As the driver checks an update before anything is sent (so a transaction goes on): its form, and no NUL in a key (BSON). */
-function checkUpdate(update: unknown): void {
+/**
+ * As the driver checks an update before anything is sent (so a transaction goes on): its form, and no
+ * NUL in a key (BSON), in the update or in the filter of an upsert.
+ */
+function checkUpdate(filter: unknown, update: unknown, options: Options): void {
   if (update === null || typeof update !== 'object') throw new MongoInvalidArgumentError('Update document must be an object');
   if (!hasAtomicOperators(update)) throw new MongoInvalidArgumentError('Update document requires atomic operators');
   refuseNulKeys(update);
+  checkUpsertFilter(filter, options);
 }
 
 /** An upsert's filter becomes part of the document it inserts: no NUL in a key, as for a document. */
@@ -748,12 +745,14 @@ function checkUpsertFilter(filter: unknown, options: Options): void {
   if (options.upsert === true) refuseNulKeys(filter);
 }
 
-function checkReplacement(replacement: unknown): void {
+/** As checkUpdate, for a replacement document. */
+function checkReplacement(filter: unknown, replacement: unknown, options: Options): void {
   if (replacement === null || typeof replacement !== 'object' || Array.isArray(replacement)) {
     throw new MongoInvalidArgumentError('Replacement document must be an object');
   }
   if (hasAtomicOperators(replacement)) throw new MongoInvalidArgumentError('Replacement document must not contain atomic operators');
   refuseNulKeys(replacement);
+  checkUpsertFilter(filter, options);
 }
 
 function returnsAfter(options: Options): boolean {
