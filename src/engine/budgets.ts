@@ -8,16 +8,15 @@ export const ZERO_WINDOW: WindowState = Object.freeze({
   openingBalanceMinor: 0n,
 });
 
-/** What counts against a limit before this purchase: opening balance + committed + held. */
-export const usedMinor = (state: WindowState): bigint => state.openingBalanceMinor + state.committedMinor + state.heldMinor;
-
 /** One window being touched by the purchase, with the limit rules that read it. */
 export interface WindowTouch {
   id: string;
   key: WindowKey;
   state: WindowState;
   budgetCounterId: string | null;
-  /** usedMinor(state), computed once. */
+  /** spentMinor(state), computed once. */
+  spent: bigint;
+  /** What counts against a limit before this purchase: spent + held. */
   used: bigint;
   /** used + the purchase amount, and its text, computed once. */
   projected: bigint;
@@ -26,6 +25,8 @@ export interface WindowTouch {
   lead: string;
   policyName: string;
   limits: BudgetLimit[];
+  /** Whether any of `limits` would be exceeded. */
+  wouldExceed: boolean;
 }
 
 export function toSimulatedBudget(touch: WindowTouch, amount: bigint): SimulatedBudget {
@@ -49,7 +50,7 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
     policyVersionId: key.policyVersionId,
     policyName: touch.policyName,
     simulated: { requestedMinor: amount, projectedMinor: touch.projected },
-    wouldExceed: touch.limits.some((limit) => limit.wouldExceed),
+    wouldExceed: touch.wouldExceed,
   };
 }
 
@@ -80,9 +81,11 @@ const crossing = (w: LimitedWindow, limit: BudgetLimit, before: bigint, after: b
  */
 export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint, crossings: BudgetCrossing[] = []): BudgetCrossing[] {
   if (after <= before) return crossings;
+  const before100 = before * 100n;
+  const after100 = after * 100n;
   for (const limit of w.limits) {
     const eighty = limit.limitMinor * 80n;
-    if (before * 100n <= eighty && after * 100n > eighty) crossings.push(crossing(w, limit, before, after, 'THRESHOLD_REACHED', 'SPENDING'));
+    if (before100 <= eighty && after100 > eighty) crossings.push(crossing(w, limit, before, after, 'THRESHOLD_REACHED', 'SPENDING'));
     if (before < limit.limitMinor && after >= limit.limitMinor) crossings.push(crossing(w, limit, before, after, 'EXHAUSTED', 'SPENDING'));
   }
   return crossings;

@@ -1,7 +1,7 @@
 // The decision engine: a pure decider (DESIGN.md 1 and 6a). No I/O, no clock, no randomness:
 // the same input always gives the same decision. Semantics: DESIGN.md section 4.
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
-import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, usedMinor, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
+import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
 import { amountPredicate, explain, explainRefusal, spendLead, spendPredicate } from './explain.ts';
 import { periodWindows, type PeriodWindows } from './periods.ts';
@@ -211,20 +211,24 @@ function touchOf(run: Run, candidate: PolicyCandidate, plan: Plan, kind: WindowP
       : (run.month ??= periodWindows(kind, input.periodInstant ?? input.now, input.timeZone));
   const window = planWindow(plan, candidate, kind, period);
   const state = input.windows.get(window.id) ?? ZERO_WINDOW;
-  const used = usedMinor(state);
+  const spent = spentMinor(state);
+  const used = spent + state.heldMinor;
   const projected = used + run.amount;
   const projectedText = money(run, projected);
+  const limit = limitOf(rule, used, projected);
   const touch: WindowTouch = {
     id: window.id,
     key: window.key,
     state,
     budgetCounterId: state.budgetCounterId,
+    spent,
     used,
     projected,
     projectedText,
     lead: spendLead(kind) + projectedText,
     policyName: candidate.policyName,
-    limits: [limitOf(rule, used, projected)],
+    limits: [limit],
+    wouldExceed: limit.wouldExceed,
   };
   run.touches.push(touch);
   if (kind === 'DAY') run.dayTouch = touch;
@@ -242,6 +246,7 @@ function checkWindow(run: Run, candidate: PolicyCandidate, plan: Plan, step: Ste
   } else {
     limit = limitOf(rule, touch.used, touch.projected);
     touch.limits.push(limit);
+    touch.wouldExceed ||= limit.wouldExceed;
   }
   const over = limit.wouldExceed;
   const evaluation = evaluationOf(
@@ -397,10 +402,7 @@ export function decide(input: EngineInput): Decision {
       budgetCounterId: touch.budgetCounterId,
       amountMinor: run.amount,
     });
-    if (outcome === 'APPROVED') {
-      const spent = spentMinor(touch.state);
-      crossingsFor(touch, spent, spent + run.amount, crossings);
-    }
+    if (outcome === 'APPROVED') crossingsFor(touch, touch.spent, touch.spent + run.amount, crossings);
   }
 
   return {

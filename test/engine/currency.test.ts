@@ -49,6 +49,11 @@ test('formatMinor is exact', (t) => {
   t.is(formatMinor(1_500n, 'JPY'), '1500 JPY');
   t.is(formatMinor(1_234n, 'BHD'), '1.234 BHD');
   t.is(formatMinor(123_456_789_012_345_678_901n, 'EUR'), '1234567890123456789.01 EUR');
+  // Either side of 2^53, where the digits stop coming from an exact Number.
+  t.is(formatMinor(9_007_199_254_740_991n, 'EUR'), '90071992547409.91 EUR');
+  t.is(formatMinor(9_007_199_254_740_992n, 'EUR'), '90071992547409.92 EUR');
+  t.is(formatMinor(9_007_199_254_740_993n, 'EUR'), '90071992547409.93 EUR');
+  t.is(formatMinor(-9_007_199_254_740_993n, 'JPY'), '-9007199254740993 JPY');
 });
 
 test('property: formatMajor round-trips to the same minor amount', (t) => {
@@ -58,6 +63,19 @@ test('property: formatMajor round-trips to the same minor amount', (t) => {
       return BigInt(text.replace('.', '')) === amount && (exponent === 0 || text.split('.')[1].length === exponent);
     }),
     { numRuns: 500 },
+  );
+  t.pass();
+});
+
+test('property: formatMajor is exact around 2^53, where its digits change method', (t) => {
+  const edge = 2n ** 53n;
+  fc.assert(
+    fc.property(fc.bigInt({ min: -edge - 1000n, max: edge + 1000n }), fc.integer({ min: -1000, max: 1000 }), fc.integer({ min: 0, max: 4 }), (base, nudge, exponent) => {
+      const amount = (base % 2n === 0n ? base : base > 0n ? edge : -edge) + BigInt(nudge);
+      const text = formatMajor(amount, exponent);
+      return BigInt(text.replace('.', '')) === amount && (exponent === 0 || text.split('.')[1].length === exponent);
+    }),
+    { numRuns: 1000 },
   );
   t.pass();
 });
