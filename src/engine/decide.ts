@@ -22,6 +22,7 @@ import {
   type ReasonCode,
   type Rule,
   type RuleEvaluation,
+  type SimulatedDecision,
   type WindowPeriodKind,
 } from './types.ts';
 import { ENGINE_VERSION } from './version.ts';
@@ -321,12 +322,25 @@ function excludedByCurrency({ candidate }: ApplicablePolicy, requestCurrency: st
 
 /** Evaluates a purchase against the policies (DESIGN.md section 4). Never reads a clock. */
 export function decide(input: EngineInput): Decision {
+  return evaluate(input).decision;
+}
+
+/**
+ * decide(), and what the purchase would do to each budget window it reads: for simulations and
+ * re-evaluations. A submission does not read them, and they are a tenth of a decision's work.
+ */
+export function decideWithBudgets(input: EngineInput): SimulatedDecision {
+  const { decision, touches } = evaluate(input);
+  return { ...decision, budgets: touches.map((touch) => toSimulatedBudget(touch, input.purchase.amountMinor)) };
+}
+
+function evaluate(input: EngineInput): { decision: Decision; touches: WindowTouch[] } {
   const { purchase } = input;
   const selection = selectPolicies(input);
   const policiesExcludedByCurrencyScope = selection.excluded.map((policy) => excludedByCurrency(policy, purchase.currency));
 
   if (selection.rejection !== null) {
-    return {
+    const decision: Decision = {
       engineVersion: ENGINE_VERSION,
       mode: input.mode,
       evaluatedAt: input.now,
@@ -341,9 +355,9 @@ export function decide(input: EngineInput): Decision {
       escalationReasonCodes: [],
       policiesConsidered: [],
       ruleEvaluations: [],
-      budgets: [],
       effects: { budget: [], crossings: [] },
     };
+    return { decision, touches: [] };
   }
 
   const exponent = currencyExponent(purchase.currency);
@@ -386,11 +400,9 @@ export function decide(input: EngineInput): Decision {
     policyNames: selection.covering.map(({ candidate }) => candidate.policyName),
   });
 
-  const budgets = [];
   const budget: BudgetEffect[] = [];
   const crossings: BudgetCrossing[] = [];
   for (const touch of run.touches) {
-    budgets.push(toSimulatedBudget(touch, run.amount));
     if (outcome === 'REJECTED') {
       refusalExhaustion(touch, touch.state, crossings);
       continue;
@@ -405,7 +417,7 @@ export function decide(input: EngineInput): Decision {
     if (outcome === 'APPROVED') crossingsFor(touch, touch.spent, touch.spent + run.amount, crossings);
   }
 
-  return {
+  const decision: Decision = {
     engineVersion: ENGINE_VERSION,
     mode: input.mode,
     evaluatedAt: input.now,
@@ -416,7 +428,7 @@ export function decide(input: EngineInput): Decision {
     escalationReasonCodes,
     policiesConsidered: selection.covering.map(considered),
     ruleEvaluations: run.evaluations,
-    budgets,
     effects: { budget, crossings },
   };
+  return { decision, touches: run.touches };
 }

@@ -14,8 +14,8 @@
 // was in force and now escalates for another reason as well (its budget filled meanwhile) is still the
 // version the person approved, so the approval stands; a BLOCK limit that filled meanwhile blocks.
 import { formatMinor } from './currency.ts';
-import { decide, orderReasons } from './decide.ts';
-import type { BudgetCrossing, BudgetEffect, Decision, EngineInput, ReasonCode, WindowState } from './types.ts';
+import { decideWithBudgets, orderReasons } from './decide.ts';
+import type { BudgetCrossing, BudgetEffect, EngineInput, ReasonCode, SimulatedDecision, WindowState } from './types.ts';
 import { crossingsFor, spentMinor, ZERO_WINDOW } from './budgets.ts';
 
 export interface ReevaluationRequest {
@@ -28,7 +28,7 @@ export interface ReevaluationRequest {
   escalationReasonCodes: readonly ReasonCode[];
 }
 
-export interface Reevaluation extends Omit<Decision, 'outcome'> {
+export interface Reevaluation extends Omit<SimulatedDecision, 'outcome'> {
   /** A person's answer always settles the purchase. */
   outcome: 'APPROVED' | 'REJECTED';
   kind: 'APPROVAL_REEVALUATION';
@@ -36,7 +36,7 @@ export interface Reevaluation extends Omit<Decision, 'outcome'> {
   /** Whether the set of versions in force differs from escalatedVersionIds. */
   versionsChanged: boolean;
   /** The plain evaluation now, own hold excluded, before the person's answer is applied. */
-  evaluation: Decision;
+  evaluation: SimulatedDecision;
 }
 
 /**
@@ -53,7 +53,7 @@ export function reevaluate(input: EngineInput, request: ReevaluationRequest): Re
     const heldMinor = state.heldMinor - amount;
     windows.set(id, { ...state, heldMinor: heldMinor < 0n ? 0n : heldMinor });
   }
-  const evaluation = decide({ ...input, windows });
+  const evaluation = decideWithBudgets({ ...input, windows });
 
   const escalated = new Set(request.escalatedVersionIds);
   const now = evaluation.policiesConsidered.map((policy) => policy.policyVersionId);

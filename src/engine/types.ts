@@ -274,6 +274,10 @@ export interface Decision {
   policiesConsidered: PolicyConsidered[];
   policiesExcludedByCurrencyScope: PolicyExcludedByCurrency[];
   ruleEvaluations: RuleEvaluation[];
-  budgets: SimulatedBudget[];
   effects: DecisionEffects;
+}
+
+/** A decision with what it would do to each budget window it reads (decideWithBudgets). */
+export interface SimulatedDecision extends Decision {
+  budgets: SimulatedBudget[];
 }

@@ -1,6 +1,6 @@
 // SimulationResponse (SPEC.md 2.7): every key present, amounts as MinorAmount strings, and none of a
 // real decision's identifying fields.
-import type { Decision, SimulatedBudget } from '../engine/types.ts';
+import type { SimulatedBudget, SimulatedDecision } from '../engine/types.ts';
 import { currencyExponent } from '../engine/currency.ts';
 import type { AgentDoc } from '../store/collections.ts';
 import type { PurchaseInput } from '../purchases/input.ts';
@@ -40,7 +40,7 @@ export function budgetWire(b: SimulatedBudget): Static<typeof SimulatedBudgetWir
   };
 }
 
-export function simulationResponse(d: Decision, purchase: PurchaseInput, agent: AgentDoc | null, now: Date): Static<typeof SimulationResponse> {
+export function simulationResponse(d: SimulatedDecision, purchase: PurchaseInput, agent: AgentDoc | null, now: Date): Static<typeof SimulationResponse> {
   return {
     simulation: { isSimulation: true, mode: d.mode, disclaimer: DISCLAIMER, simulatedAt: now.toISOString(), engineVersion: d.engineVersion },
     purchase: {

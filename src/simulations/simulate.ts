@@ -2,7 +2,7 @@
 // policies in force or one version, with the budget windows as they stand. Nothing is written.
 import type { AppDeps } from '../app-deps.ts';
 import { notFound, invalidRequest } from '../http/errors.ts';
-import { decide } from '../engine/decide.ts';
+import { decideWithBudgets } from '../engine/decide.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import type { EvaluationMode, PolicyCandidate } from '../engine/types.ts';
 import { candidatesFor, toCandidate, toEngineVersion } from '../policies/candidates.ts';
@@ -16,7 +16,7 @@ async function evaluate(deps: AppDeps, org: OrganizationDoc, purchase: PurchaseI
   const now = deps.now();
   const base = engineBase({ mode, purchase, agent, policies, now, timeZone: org.timezone });
   const loaded = await loadWindows(deps.store.db, windowKeysFor(base));
-  return simulationResponse(timeEngine(() => decide({ ...base, windows: loaded.states })), purchase, agent, now);
+  return simulationResponse(timeEngine(() => decideWithBudgets({ ...base, windows: loaded.states })), purchase, agent, now);
 }
 
 export async function simulateCurrentPolicies(deps: AppDeps, org: OrganizationDoc, agentId: string, purchase: PurchaseInput) {

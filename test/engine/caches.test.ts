@@ -5,7 +5,7 @@
 // (nothing cached for it) and with windows named by Luxon independently of the engine.
 import test from 'ava';
 import { DateTime } from 'luxon';
-import { decide } from '../../src/engine/decide.ts';
+import { decideWithBudgets } from '../../src/engine/decide.ts';
 import { windowKeysFor, windowId } from '../../src/engine/periods.ts';
 import type { EngineInput, WindowState } from '../../src/engine/types.ts';
 import { AGENT, approvalThreshold, block, dailyBudget, input, maxPerPurchase, monthlyBudget, policy } from './fixtures.ts';
@@ -59,8 +59,8 @@ test('cached plans and windows give the answers of a cold evaluation across days
   // Twice over, so that every step also meets caches left by a later instant or another zone.
   for (const [instant, timeZone] of [...STEPS, ...STEPS]) {
     const warm = { ...input({ policies, now: instant, timeZone, amount: 4_000n }), windows };
-    const decision = decide(warm);
-    t.deepEqual(decision, decide(cold(warm)), `${instant} in ${timeZone}`);
+    const decision = decideWithBudgets(warm);
+    t.deepEqual(decision, decideWithBudgets(cold(warm)), `${instant} in ${timeZone}`);
 
     const local = DateTime.fromISO(instant, { zone: timeZone });
     const day = local.toFormat('yyyy-MM-dd');
@@ -94,8 +94,8 @@ test('the same candidates answer for each agent, agent status, currency and mode
   const seen: string[] = [];
   for (const options of [...cases, ...cases]) {
     const warm = { ...input({ policies, ...options }), windows };
-    const decision = decide(warm);
-    t.deepEqual(decision, decide(cold(warm)), String(seen.length));
+    const decision = decideWithBudgets(warm);
+    t.deepEqual(decision, decideWithBudgets(cold(warm)), String(seen.length));
     seen.push(`${decision.outcome} ${decision.reasonCodes.join(',')} ${decision.policiesConsidered.map((p) => p.policyId).join('')}`);
   }
   t.deepEqual(seen.slice(0, cases.length), [
@@ -117,8 +117,8 @@ test('a rules list evaluated in several currencies keeps each currency its own t
   const shared = [policies[1]];
   for (const currency of ['EUR', 'USD', 'JPY', 'EUR', 'JPY']) {
     const warm = input({ policies: shared, currency, amount: 21_000n });
-    const decision = decide(warm);
-    t.deepEqual(decision, decide(cold(warm)), currency);
+    const decision = decideWithBudgets(warm);
+    t.deepEqual(decision, decideWithBudgets(cold(warm)), currency);
     t.deepEqual(decision.budgets.map((b) => b.windowId), [`b:${currency}:DAY:2026-11-21`]);
     const daily = decision.ruleEvaluations.filter((e) => e.rule === 'SPEND_LIMIT');
     const limit = currency === 'JPY' ? '25000 JPY' : `250.00 ${currency}`;
@@ -133,7 +133,7 @@ test('two versions of one policy share its windows: one budget per window with t
   const other = policy({ id: 'q', rules: [dailyBudget(40_000n)] });
   const windows = { 'p:EUR:DAY:2026-11-21': { budgetCounterId: 'c1', committedMinor: 15_000n, heldMinor: 0n, openingBalanceMinor: 0n } };
   for (const order of [[second, other, first], [first, second, other]]) {
-    const decision = decide(input({ policies: order, amount: 10_000n, windows }));
+    const decision = decideWithBudgets(input({ policies: order, amount: 10_000n, windows }));
     t.deepEqual(
       decision.budgets.map((b) => [b.windowId, b.policyVersionId, b.limits.map((l) => l.limitMinor)]),
       [
@@ -150,7 +150,7 @@ test('a rules list shared by two versions and two policies: each window names it
   const first = policy({ id: 'p', versionId: 'p-v1', rules: [dailyBudget(30_000n)] });
   const copies = [first, { ...first, version: { ...first.version, id: 'p-v2' } }, { ...first, policyId: 'r' }];
   for (const candidate of [...copies, ...copies]) {
-    const [budget] = decide(input({ policies: [candidate] })).budgets;
+    const [budget] = decideWithBudgets(input({ policies: [candidate] })).budgets;
     t.deepEqual([budget.windowId, budget.policyId, budget.policyVersionId], [`${candidate.policyId}:EUR:DAY:2026-11-21`, candidate.policyId, candidate.version.id]);
   }
 });

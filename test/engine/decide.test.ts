@@ -1,6 +1,6 @@
 import test from 'ava';
-import { decide } from '../../src/engine/decide.ts';
-import type { Decision, ReasonCode } from '../../src/engine/types.ts';
+import { decide, decideWithBudgets } from '../../src/engine/decide.ts';
+import type { ReasonCode, SimulatedDecision } from '../../src/engine/types.ts';
 import { ENGINE_VERSION } from '../../src/engine/version.ts';
 import {
   AGENT,
@@ -21,10 +21,10 @@ import {
 interface Row {
   title: string;
   given: InputOptions;
-  outcome: Decision['outcome'];
+  outcome: SimulatedDecision['outcome'];
   reasons: ReasonCode[];
   explanation?: RegExp | string;
-  check?: (decision: Decision, t: import('ava').ExecutionContext) => void;
+  check?: (decision: SimulatedDecision, t: import('ava').ExecutionContext) => void;
 }
 
 const office = (options: Parameters<typeof policy>[0] = {}) => policy({ id: 'office', name: 'Office supplies', ...options });
@@ -432,7 +432,7 @@ const rows: Row[] = [
 
 for (const row of rows) {
   test(`decide: ${row.title}`, (t) => {
-    const decision = decide(input(row.given));
+    const decision = decideWithBudgets(input(row.given));
     t.is(decision.outcome, row.outcome);
     t.deepEqual(decision.reasonCodes, row.reasons);
     t.is(decision.engineVersion, ENGINE_VERSION);

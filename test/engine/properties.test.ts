@@ -3,7 +3,7 @@ import test from 'ava';
 import { ISO_4217_MINOR_UNITS } from '../../src/engine/iso-4217.ts';
 import fc from 'fast-check';
 import { DateTime } from 'luxon';
-import { decide } from '../../src/engine/decide.ts';
+import { decide, decideWithBudgets } from '../../src/engine/decide.ts';
 import { merchantKey } from '../../src/engine/merchant-key.ts';
 import { reevaluate } from '../../src/engine/reevaluate.ts';
 import {
@@ -173,10 +173,21 @@ test('property: decide agrees with the reference reading of DESIGN.md 4', (t) =>
   t.pass();
 });
 
+test('property: decide is decideWithBudgets without the budgets', (t) => {
+  fc.assert(
+    fc.property(inputArb, (input) => {
+      const { budgets, ...decision } = decideWithBudgets(input);
+      t.deepEqual(decide(input), decision);
+      return budgets.length === decision.effects.budget.length || decision.outcome === 'REJECTED';
+    }),
+    RUNS,
+  );
+});
+
 test('property: never APPROVED when a BLOCK rule is exceeded, and an approval never takes a window past a BLOCK limit', (t) => {
   fc.assert(
     fc.property(inputArb, (input) => {
-      const decision = decide(input);
+      const decision = decideWithBudgets(input);
       if (decision.outcome === 'REJECTED') return true;
       const noBlock = decision.ruleEvaluations.every((e) => e.outcome !== 'BLOCK');
       // Every window the purchase is committed or held in stays within each of its BLOCK limits.
@@ -193,7 +204,7 @@ test('property: never APPROVED when a BLOCK rule is exceeded, and an approval ne
 test('property: REJECTED iff there is a blocking reason; REJECTED has no budget effects', (t) => {
   fc.assert(
     fc.property(inputArb, (input) => {
-      const decision = decide(input);
+      const decision = decideWithBudgets(input);
       const refused = decision.reasonCodes.some((code) => REFUSALS.includes(code));
       const blocked = decision.ruleEvaluations.filter((e) => e.outcome === 'BLOCK');
       const rejected = decision.outcome === 'REJECTED';
