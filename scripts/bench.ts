@@ -17,25 +17,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { benchEngine } from './bench-engine.ts';
 import { BENCH_BODY, BENCH_TOKEN, benchManifest } from './bench-manifest.ts';
 import { countRoundTrips } from './bench-round-trips.ts';
+import { portForChild } from './child-port.ts';
 import { startCommand } from './start-command.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 async function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -109,7 +101,7 @@ async function measured(pid: number | undefined, url: string, connections: numbe
 }
 
 async function main() {
-  const port = await freePort();
+  const port = await portForChild();
   // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (scripts/profile-summary.ts reads it).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   // The service stores in a fresh temporary DATA_DIR (the durable default, file-backed);

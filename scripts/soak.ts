@@ -6,22 +6,14 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { portForChild } from './child-port.ts';
 import { startCommand } from './start-command.ts';
 
 const TOTAL = Number(process.env.SOAK_PURCHASES || 100_000);
 const TOKEN = 'soak-admin-token-0123456789abcdef';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 /** Resident memory of a process in MB (Linux /proc). */
 function rssMb(pid: number): number {
@@ -51,7 +43,7 @@ const manifest = {
 
 const tempDir = process.env.SOAK_DATA_DIR ? null : mkdtempSync(join(tmpdir(), 'spend-control-soak-'));
 const dataDir = process.env.SOAK_DATA_DIR || join(tempDir!, 'data');
-const port = await freePort();
+const port = await portForChild();
 const start = startCommand();
 const svc = spawn(process.execPath, [...start.flags, 'src/main.ts'], { env: { ...start.env, ...process.env, PORT: String(port), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
 const base = `http://127.0.0.1:${port}`;

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MongoClient, type MongoServerError } from 'mongodb';
-import { portForChild } from '../helpers/child-port.ts';
+import { portForChild } from '../../scripts/child-port.ts';
 
 const run = promisify(execFile);
 

@@ -5,7 +5,7 @@ import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { get } from 'node:http';
 import { promisify } from 'node:util';
-import { portForChild } from '../helpers/child-port.ts';
+import { portForChild } from '../../scripts/child-port.ts';
 
 const run = promisify(execFile);
 

@@ -1,8 +1,8 @@
-// A port for a child process that must be told its port before it starts (EMBEDDED_MONGO_PORT, a
-// cluster's PORT). Not from the kernel's range for outgoing connections (ip_local_port_range): a port
-// from there, found free and then released, could become the local end of any test's outgoing
-// connection before the child binds it (EADDRINUSE, seen in CI). Below that range nothing is handed
-// out unasked; the port is still checked free.
+// A port for a child process that must be told its port before it starts (the service's PORT in the
+// bench and the soak; EMBEDDED_MONGO_PORT and a cluster's PORT in tests). Not from the kernel's range
+// for outgoing connections (ip_local_port_range): a port from there, found free and then released,
+// could become the local end of another outgoing connection before the child binds it (EADDRINUSE,
+// seen in CI). Below that range nothing is handed out unasked; the port is still checked free.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
