@@ -268,8 +268,12 @@ export class Engine {
 
   // --- running operations ------------------------------------------------------------------
 
-  #check(session: unknown): Transaction | undefined {
+  #ensureOpen(): void {
     if (this.#closed) throw new Error('the embedded store is closed');
+  }
+
+  #check(session: unknown): Transaction | undefined {
+    this.#ensureOpen();
     if (session !== undefined && session !== null) {
       const tx = session instanceof EmbeddedSession ? session.transaction : undefined;
       if (!tx || tx.engine !== this) throw new Error('this session does not belong to this embedded store');
@@ -289,10 +293,8 @@ export class Engine {
 
   async #acquire(): Promise<void> {
     await this.#mutex.acquire();
-    if (this.#closed) {
-      this.#mutex.release();
-      throw new Error('the embedded store is closed');
-    }
+    if (this.#closed) this.#mutex.release();
+    this.#ensureOpen();
   }
 
   /**
@@ -318,7 +320,7 @@ export class Engine {
     // Let the turn's other requests reach the lock first: they run in this group, and the write lock
     // is not held while they are parsed.
     await new Promise((resolve) => setImmediate(resolve));
-    if (this.#closed) throw new Error('the embedded store is closed');
+    this.#ensureOpen();
     await this.#begin();
     const group = new Group(this.#groupMaxMs);
     this.#group = group;
@@ -357,7 +359,7 @@ export class Engine {
       }
       if (performance.now() < spinUntil) await new Promise((resolve) => setImmediate(resolve));
       else if (await this.#walWritten(1)) spinUntil = performance.now() + BUSY_SPIN_MS;
-      if (this.#closed) throw new Error('the embedded store is closed');
+      this.#ensureOpen();
     }
   }
 
@@ -532,7 +534,7 @@ export class Engine {
 
   /** `onApplied` is called once the transaction is applied in its group, before the group commits. */
   async withTransaction<T>(fn: (session: EmbeddedSession) => Promise<T>, onApplied?: () => void): Promise<T> {
-    if (this.#closed) throw new Error('the embedded store is closed');
+    this.#ensureOpen();
     const inside = currentTransaction.getStore();
     if (inside && inside.engine === this && inside.state === 'active') {
       throw new Error('withTransaction() was called inside another transaction of the same store: transactions do not nest');
@@ -547,7 +549,7 @@ export class Engine {
       this.statement('SAVEPOINT tx').run();
       try {
         result = await currentTransaction.run(tx, () => fn(session));
-        if (this.#closed) throw new Error('the embedded store is closed');
+        this.#ensureOpen();
         // The callback went on after an operation of it failed: MongoDB refuses the commit the same way.
         if (tx.failure !== undefined) throw transactionAborted(tx.failure);
         this.statement('RELEASE tx').run();
