@@ -3,7 +3,6 @@
 // when the store is a DATA_DIR file (src/worker/jobs-thread.ts), in this thread on MongoDB or
 // DATA_DIR=:memory: (another thread cannot open a private in-memory database).
 import cluster from 'node:cluster';
-import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
@@ -11,6 +10,7 @@ import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { storeIsPrivate } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
+import { listen } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
 import { startJobsThread } from './worker/jobs-thread.ts';
@@ -45,9 +45,8 @@ const jobsOnThread = embedded && !storeIsPrivate(config);
 const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startWorker(deps, agenda);
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
+const server = createHttpServer(createApp(deps));
 // The port bound, which PORT=0 leaves to the system (the tests read it from this line).
-const server = createHttpServer(createApp(deps)).listen(config.port, () =>
-  deps.log.info('listening', { port: (server.address() as AddressInfo).port, baseUrl: config.baseUrl, store: deps.store.engine }),
-);
+deps.log.info('listening', { port: await listen(server, config.port), baseUrl: config.baseUrl, store: deps.store.engine });
 
 onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker, stopListeners: wire ? () => wire.close() : null }));

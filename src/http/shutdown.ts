@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import type { Logger } from '../log.ts';
 import type { Store } from '../store/store.ts';
 import type { Lifecycle } from './health.ts';
+import { stopAccepting } from './listen.ts';
 
 /** In-flight requests get this long; the jobs' own drain is bounded at 15 s and runs alongside. */
 export const REQUEST_DRAIN_MS = 20_000;
@@ -17,6 +18,7 @@ export const HARD_EXIT_MS = 28_000;
  * closeWhenStopping), and cuts whatever is left at the deadline.
  */
 export async function drainServer(server: Server, deadlineMs = REQUEST_DRAIN_MS): Promise<void> {
+  stopAccepting(server);
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const cut = setTimeout(() => server.closeAllConnections(), deadlineMs);

@@ -1,0 +1,61 @@
+// Listening on the service's port with several sockets, so that a busy process still accepts new
+// connections promptly.
+//
+// Since libuv 1.45 (Node 20 and later) a listening socket accepts one connection per turn of the event
+// loop. A busy service's turn runs a whole commit group of decisions (20-40 ms), so a burst of new
+// connections waited in the kernel's queue, one accepted per turn: at 128 connections, 88 of them waited
+// up to 3 s for their first response (strace showed one accept4 every 40 ms). Sockets that share the
+// port (SO_REUSEPORT) each accept one per turn; the kernel spreads new connections over them, and each
+// one is handed to the same HTTP server, with its timeouts and connection tracking.
+import cluster from 'node:cluster';
+import type { Server } from 'node:http';
+import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
+
+/** Sockets listening on the port in one process. */
+export const ACCEPT_SOCKETS = 16;
+
+const extras = new WeakMap<Server, NetServer[]>();
+
+const listening = (server: NetServer, options: { port: number; host?: string; reusePort?: boolean }) =>
+  new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+/**
+ * Listens on `port` (0: one the system picks) and resolves with the port bound. A port another process
+ * holds is EADDRINUSE, as with one socket: it is checked free without SO_REUSEPORT first, so a second
+ * service started on the same port fails instead of sharing its connections. One socket only in a
+ * cluster's web process (its primary accepts, on an idle event loop, and hands connections over) and
+ * under Deno (whose event loop is not libuv).
+ */
+export async function listen(server: Server, port: number, host?: string): Promise<number> {
+  if (cluster.isWorker || process.versions.deno !== undefined) {
+    await listening(server, { port, host });
+    return (server.address() as AddressInfo).port;
+  }
+  if (port !== 0) {
+    const probe = createServer();
+    await listening(probe, { port, host });
+    await new Promise((resolve) => probe.close(resolve));
+  }
+  await listening(server, { port, host, reusePort: true });
+  const bound = server.address() as AddressInfo;
+  const more: NetServer[] = [];
+  extras.set(server, more);
+  for (let i = 1; i < ACCEPT_SOCKETS; i++) {
+    const extra = createServer((socket) => server.emit('connection', socket));
+    await listening(extra, { port: bound.port, host: bound.address, reusePort: true });
+    more.push(extra);
+  }
+  return bound.port;
+}
+
+/** Stops accepting on every socket of `server` (server.close() closes only its own). */
+export function stopAccepting(server: Server): void {
+  for (const extra of extras.get(server) ?? []) extra.close();
+  extras.delete(server);
+}

@@ -1,0 +1,91 @@
+// The service's port, listened on with several sockets (src/http/listen.ts).
+import test from 'ava';
+import Koa from 'koa';
+import { connect, createServer, type Socket } from 'node:net';
+import { listen } from '../../src/http/listen.ts';
+import { createHttpServer } from '../../src/http/server.ts';
+import { drainServer } from '../../src/http/shutdown.ts';
+
+const okApp = () => new Koa().use((ctx) => void (ctx.body = { ok: true }));
+
+const blockFor = (ms: number) => {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+};
+
+test('a busy process accepts a burst of new connections in one turn of the event loop, not one', async (t) => {
+  const server = createHttpServer(okApp());
+  const port = await listen(server, 0, '127.0.0.1');
+  let accepted = 0;
+  server.on('connection', () => accepted++);
+  const clients: Socket[] = [];
+  // The most connections accepted between two check phases: in one turn of the event loop.
+  const mostInOneTurn = await new Promise<number>((resolve) => {
+    for (let i = 0; i < 48; i++) clients.push(connect(port, '127.0.0.1').on('error', () => {}));
+    // Node starts the connects on the next tick; the kernel completes them while this thread is held,
+    // as it is while a busy service runs a commit group.
+    process.nextTick(() => {
+      blockFor(200);
+      let most = 0;
+      let before = accepted;
+      const sample = () => {
+        most = Math.max(most, accepted - before);
+        before = accepted;
+        if (accepted < 48) setImmediate(sample);
+        else resolve(most);
+      };
+      setImmediate(sample);
+    });
+  });
+  // One listening socket accepts exactly one per turn; the kernel spreads 48 connections over 16.
+  t.true(mostInOneTurn >= 4, `at most ${mostInOneTurn} accepted in one turn`);
+  // And every connection is served by the one HTTP server.
+  const responses = await Promise.all(
+    clients.map(
+      (socket) =>
+        new Promise<string>((resolve) => {
+          let text = '';
+          socket.on('data', (chunk) => (text += chunk)).on('end', () => resolve(text));
+          socket.write('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+        }),
+    ),
+  );
+  t.true(responses.every((r) => r.startsWith('HTTP/1.1 200') && r.endsWith('{"ok":true}')));
+  t.is(accepted, 48);
+  await drainServer(server);
+});
+
+test('a port another process holds is EADDRINUSE, whether it listens alone or like this service', async (t) => {
+  const plain = createServer();
+  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+  const taken = (plain.address() as { port: number }).port;
+  await t.throwsAsync(listen(createHttpServer(okApp()), taken, '127.0.0.1'), { code: 'EADDRINUSE' });
+  plain.close();
+
+  const first = createHttpServer(okApp());
+  const port = await listen(first, 0, '127.0.0.1');
+  await t.throwsAsync(listen(createHttpServer(okApp()), port, '127.0.0.1'), { code: 'EADDRINUSE' });
+  await drainServer(first);
+});
+
+test('draining the server stops every socket from accepting', async (t) => {
+  const server = createHttpServer(okApp());
+  const port = await listen(server, 0, '127.0.0.1');
+  await drainServer(server);
+  // Each attempt lands on a socket chosen by its source port: were any still open, some would connect.
+  const outcomes = await Promise.all(
+    Array.from(
+      { length: 32 },
+      () =>
+        new Promise<string>((resolve) => {
+          const socket = connect(port, '127.0.0.1');
+          socket.once('connect', () => {
+            socket.destroy();
+            resolve('connected');
+          });
+          socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+        }),
+    ),
+  );
+  t.deepEqual([...new Set(outcomes)], ['ECONNREFUSED']);
+});
