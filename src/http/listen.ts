@@ -29,11 +29,11 @@ const listening = (server: NetServer, options: { port: number; host?: string; re
  * Listens on `port` (0: one the system picks) and resolves with the port bound. A port another process
  * holds is EADDRINUSE, as with one socket: it is checked free without SO_REUSEPORT first, so a second
  * service started on the same port fails instead of sharing its connections. One socket only in a
- * cluster's web process (its primary accepts, on an idle event loop, and hands connections over) and
- * under Deno (whose event loop is not libuv).
+ * cluster's web process (its primary accepts, on an idle event loop, and hands connections over), under
+ * Deno (whose event loop is not libuv), and off Linux (Node refuses reusePort on macOS and Windows).
  */
 export async function listen(server: Server, port: number, host?: string): Promise<number> {
-  if (cluster.isWorker || process.versions.deno !== undefined) {
+  if (cluster.isWorker || process.versions.deno !== undefined || process.platform !== 'linux') {
     await listening(server, { port, host });
     return (server.address() as AddressInfo).port;
   }
