@@ -1,15 +1,17 @@
 // Listening on the service's port with several sockets, so that a busy process still accepts new
 // connections promptly.
 //
-// Since libuv 1.45 (Node 20 and later) a listening socket accepts one connection per turn of the event
+// Since libuv 1.45 (Node 20.3 and later) a listening socket accepts one connection per turn of the event
 // loop. A busy service's turn runs a whole commit group of decisions (20-40 ms), so a burst of new
 // connections waited in the kernel's queue, one accepted per turn: at 128 connections, 88 of them waited
 // up to 3 s for their first response (strace showed one accept4 every 40 ms). Sockets that share the
 // port (SO_REUSEPORT) each accept one per turn; the kernel spreads new connections over them, and each
-// one is handed to the same HTTP server, with its timeouts and connection tracking.
+// one is handed to the same HTTP server, with its timeouts and connection tracking. Node counts a
+// connection on the socket that accepted it, so closing the HTTP server waits only for its own: a
+// drain waits for the others' too (stopAccepting).
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
-import { createServer, type AddressInfo, type Server as NetServer } from 'node:net';
+import { createServer, type AddressInfo, type Server as NetServer, type ServerOpts as NetServerOptions } from 'node:net';
 
 /** Sockets listening on the port in one process. */
 export const ACCEPT_SOCKETS = 16;
@@ -44,18 +46,37 @@ export async function listen(server: Server, port: number, host?: string): Promi
   }
   await listening(server, { port, host, reusePort: true });
   const bound = server.address() as AddressInfo;
+  // The options http.Server gives its own connections (no Nagle delay, half-open allowed, ...).
+  const own = server as Server & Pick<NetServerOptions, 'allowHalfOpen' | 'noDelay' | 'keepAlive' | 'keepAliveInitialDelay' | 'highWaterMark'>;
+  const options: NetServerOptions = {
+    allowHalfOpen: own.allowHalfOpen,
+    noDelay: own.noDelay,
+    keepAlive: own.keepAlive,
+    keepAliveInitialDelay: own.keepAliveInitialDelay,
+    highWaterMark: own.highWaterMark,
+  };
   const more: NetServer[] = [];
   extras.set(server, more);
-  for (let i = 1; i < ACCEPT_SOCKETS; i++) {
-    const extra = createServer((socket) => server.emit('connection', socket));
-    await listening(extra, { port: bound.port, host: bound.address, reusePort: true });
-    more.push(extra);
+  try {
+    for (let i = 1; i < ACCEPT_SOCKETS; i++) {
+      const extra = createServer(options, (socket) => server.emit('connection', socket));
+      await listening(extra, { port: bound.port, host: bound.address, reusePort: true });
+      more.push(extra);
+    }
+  } catch (error) {
+    await stopAccepting(server);
+    server.close();
+    throw error;
   }
   return bound.port;
 }
 
-/** Stops accepting on every socket of `server` (server.close() closes only its own). */
-export function stopAccepting(server: Server): void {
-  for (const extra of extras.get(server) ?? []) extra.close();
+/**
+ * Stops accepting on every socket but `server`'s own (which server.close() stops), and resolves once
+ * the connections they accepted have ended.
+ */
+export async function stopAccepting(server: Server): Promise<void> {
+  const more = extras.get(server) ?? [];
   extras.delete(server);
+  await Promise.all(more.map((extra) => new Promise((resolve) => extra.close(resolve))));
 }

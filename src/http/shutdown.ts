@@ -18,12 +18,12 @@ export const HARD_EXIT_MS = 28_000;
  * closeWhenStopping), and cuts whatever is left at the deadline.
  */
 export async function drainServer(server: Server, deadlineMs = REQUEST_DRAIN_MS): Promise<void> {
-  stopAccepting(server);
+  const others = stopAccepting(server);
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const cut = setTimeout(() => server.closeAllConnections(), deadlineMs);
   try {
-    await closed;
+    await Promise.all([closed, others]);
   } finally {
     clearTimeout(cut);
   }

@@ -17,7 +17,11 @@ test('a busy process accepts a burst of new connections in one turn of the event
   const server = createHttpServer(okApp());
   const port = await listen(server, 0, '127.0.0.1');
   let accepted = 0;
-  server.on('connection', () => accepted++);
+  const sockets: Socket[] = [];
+  server.on('connection', (socket: Socket) => {
+    accepted++;
+    sockets.push(socket);
+  });
   const clients: Socket[] = [];
   // The most connections accepted between two check phases: in one turn of the event loop.
   const mostInOneTurn = await new Promise<number>((resolve) => {
@@ -52,6 +56,14 @@ test('a busy process accepts a burst of new connections in one turn of the event
   );
   t.true(responses.every((r) => r.startsWith('HTTP/1.1 200') && r.endsWith('{"ok":true}')));
   t.is(accepted, 48);
+  // Whichever socket accepted it, a connection has the options http.Server gives its own: no Nagle
+  // delay (a response written in two parts waited ~40 ms for a delayed ACK without it), half-open allowed.
+  const noDelay = (socket: Socket) => {
+    const key = Object.getOwnPropertySymbols(socket).find((symbol) => symbol.description === 'kSetNoDelay');
+    return key === undefined ? 'unknown' : (socket as unknown as Record<symbol, boolean>)[key];
+  };
+  t.deepEqual([...new Set(sockets.map(noDelay))], [true]);
+  t.true(sockets.every((socket) => socket.allowHalfOpen));
   await drainServer(server);
 });
 
@@ -66,6 +78,38 @@ test('a port another process holds is EADDRINUSE, whether it listens alone or li
   const port = await listen(first, 0, '127.0.0.1');
   await t.throwsAsync(listen(createHttpServer(okApp()), port, '127.0.0.1'), { code: 'EADDRINUSE' });
   await drainServer(first);
+});
+
+test('a drain waits for the requests in flight on every socket, then stops', async (t) => {
+  // Requests on the other sockets' connections are held; those on the HTTP server's own socket are not,
+  // so the server alone would count nothing in flight. (Node counts a connection on socket._server, the
+  // listening socket that accepted it; http.Server sets socket.server to itself.)
+  let started = 0;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const app = new Koa().use(async (ctx) => {
+    started++;
+    if ((ctx.req.socket as Socket & { _server?: unknown })._server !== server) await held;
+    ctx.body = { ok: true };
+  });
+  const server = createHttpServer(app);
+  const port = await listen(server, 0, '127.0.0.1');
+  const answered: string[] = [];
+  const requests = Array.from({ length: 32 }, () =>
+    fetch(`http://127.0.0.1:${port}/`).then(
+      (response) => void answered.push(String(response.status)),
+      (error: Error) => void answered.push(error.message),
+    ),
+  );
+  while (started < 32) await new Promise((resolve) => setTimeout(resolve, 10));
+  let drained = false;
+  const drain = drainServer(server).then(() => (drained = true));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.false(drained, 'the drain waits while requests are in flight');
+  release();
+  await drain;
+  await Promise.all(requests);
+  t.deepEqual(answered, Array(32).fill('200'));
 });
 
 test('draining the server stops every socket from accepting', async (t) => {
