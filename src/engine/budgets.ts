@@ -41,7 +41,7 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
       openingBalanceMinor: state.openingBalanceMinor,
       reservedMinor: state.heldMinor + state.committedMinor,
     },
-    limits: touch.limits,
+    limits: touch.limits.map((limit) => ({ ...limit, remainingBeforeMinor: limit.limitMinor - touch.used })),
     periodStart: key.periodStart,
     periodEnd: key.periodEnd,
     periodKey: key.periodKey,

@@ -193,12 +193,11 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, step: Step): voi
   else pass(run, evaluation);
 }
 
-/** How a limit rule stands on a window: built once and shared by the window's budget and the rule's evaluation. */
-const limitOf = (rule: Rule, used: bigint, projected: bigint): BudgetLimit => ({
+/** How a limit rule stands on a window: built once, read by the rule's evaluation, the crossings and the simulated budget. */
+const limitOf = (rule: Rule, projected: bigint): BudgetLimit => ({
   effect: rule.effect,
   limitMinor: rule.amountMinor,
   policyRuleId: rule.id,
-  remainingBeforeMinor: rule.amountMinor - used,
   remainingAfterMinor: rule.amountMinor - projected,
   wouldExceed: projected > rule.amountMinor,
 });
@@ -216,7 +215,7 @@ function touchOf(run: Run, candidate: PolicyCandidate, plan: Plan, kind: WindowP
   const used = spent + state.heldMinor;
   const projected = used + run.amount;
   const projectedText = money(run, projected);
-  const limit = limitOf(rule, used, projected);
+  const limit = limitOf(rule, projected);
   const touch: WindowTouch = {
     id: window.id,
     key: window.key,
@@ -245,7 +244,7 @@ function checkWindow(run: Run, candidate: PolicyCandidate, plan: Plan, step: Ste
     touch = touchOf(run, candidate, plan, kind, rule);
     limit = touch.limits[0];
   } else {
-    limit = limitOf(rule, touch.used, touch.projected);
+    limit = limitOf(rule, touch.projected);
     touch.limits.push(limit);
     touch.wouldExceed ||= limit.wouldExceed;
   }

@@ -184,14 +184,19 @@ export interface RuleEvaluation {
   policyName: string | null;
 }
 
+/** A limit rule as it stands on a window a decision touches. */
 export interface BudgetLimit {
   effect: RuleEffect;
   limitMinor: bigint;
   policyRuleId: string;
-  remainingBeforeMinor: bigint;
   /** Negative means over by that much. */
   remainingAfterMinor: bigint;
   wouldExceed: boolean;
+}
+
+/** SPEC.md 2.7 SimulatedBudget.limits[]: also what was left before this purchase. */
+export interface SimulatedLimit extends BudgetLimit {
+  remainingBeforeMinor: bigint;
 }
 
 /** SPEC.md 2.7 SimulatedBudget, amounts as bigint. */
@@ -206,7 +211,7 @@ export interface SimulatedBudget {
     /** heldMinor + committedMinor: what the window's own reservations account for. */
     reservedMinor: bigint;
   };
-  limits: BudgetLimit[];
+  limits: SimulatedLimit[];
   periodStart: string;
   periodEnd: string;
   periodKey: string;
