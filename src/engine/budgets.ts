@@ -25,8 +25,6 @@ export interface WindowTouch {
   lead: string;
   policyName: string;
   limits: BudgetLimit[];
-  /** Whether any of `limits` would be exceeded. */
-  wouldExceed: boolean;
 }
 
 export function toSimulatedBudget(touch: WindowTouch, amount: bigint): SimulatedBudget {
@@ -50,7 +48,7 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
     policyVersionId: key.policyVersionId,
     policyName: touch.policyName,
     simulated: { requestedMinor: amount, projectedMinor: touch.projected },
-    wouldExceed: touch.wouldExceed,
+    wouldExceed: touch.limits.some((limit) => limit.wouldExceed),
   };
 }
 

@@ -215,7 +215,6 @@ function touchOf(run: Run, candidate: PolicyCandidate, plan: Plan, kind: WindowP
   const used = spent + state.heldMinor;
   const projected = used + run.amount;
   const projectedText = money(run, projected);
-  const limit = limitOf(rule, projected);
   const touch: WindowTouch = {
     id: window.id,
     key: window.key,
@@ -227,8 +226,7 @@ function touchOf(run: Run, candidate: PolicyCandidate, plan: Plan, kind: WindowP
     projectedText,
     lead: spendLead(kind) + projectedText,
     policyName: candidate.policyName,
-    limits: [limit],
-    wouldExceed: limit.wouldExceed,
+    limits: [limitOf(rule, projected)],
   };
   run.touches.push(touch);
   if (kind === 'DAY') run.dayTouch = touch;
@@ -246,7 +244,6 @@ function checkWindow(run: Run, candidate: PolicyCandidate, plan: Plan, step: Ste
   } else {
     limit = limitOf(rule, touch.projected);
     touch.limits.push(limit);
-    touch.wouldExceed ||= limit.wouldExceed;
   }
   const over = limit.wouldExceed;
   const evaluation = evaluationOf(
