@@ -12,20 +12,12 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { createServer, type AddressInfo, type Server as NetServer, type ServerOpts as NetServerOptions } from 'node:net';
+import { listening } from '../listening.ts';
 
 /** Sockets listening on the port in one process. */
 export const ACCEPT_SOCKETS = 16;
 
 const extras = new WeakMap<Server, NetServer[]>();
-
-const listening = (server: NetServer, options: { port: number; host?: string; reusePort?: boolean }) =>
-  new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 
 /**
  * Listens on `port` (0: one the system picks) and resolves with the port bound. A port another process

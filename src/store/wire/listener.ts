@@ -10,6 +10,7 @@ import { FailPoints } from './fail-points.ts';
 import { decodeRequest, encodeMsgReply, encodeQueryReply, splitFrames, ProtocolError } from './frames.ts';
 import { Sessions } from './sessions.ts';
 import type { Users } from './users.ts';
+import { listening } from '../../listening.ts';
 
 export interface ListenerOptions {
   databases: Databases;
@@ -41,13 +42,7 @@ export class WireListener {
   static async start(options: ListenerOptions): Promise<WireListener> {
     const host = options.host ?? '127.0.0.1';
     const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listening(server, { port: options.port, host });
     const port = (server.address() as AddressInfo).port;
     const context: Server = {
       databases: options.databases,
