@@ -20,9 +20,27 @@ export const ACCEPT_SOCKETS = 16;
 const extras = new WeakMap<Server, NetServer[]>();
 
 /**
+ * Held while this process listens on host:port: a Unix socket in Linux's abstract namespace (one per
+ * network namespace, as the port; gone with the process, however it ends). Two services started at
+ * the same instant could both find the port free and then share it through SO_REUSEPORT; only one of
+ * them gets the lock, and the other fails with EADDRINUSE as if it had met the port taken.
+ */
+async function portLock(host: string | undefined, port: number): Promise<NetServer> {
+  const lock = createServer((socket) => socket.destroy());
+  try {
+    await listening(lock, { path: `\0spend-control-listen:${host ?? ''}:${port}` });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    const address = host ?? '::';
+    throw Object.assign(new Error(`listen EADDRINUSE: address already in use ${address}:${port}`), { code: 'EADDRINUSE', syscall: 'listen', address, port });
+  }
+  return lock.unref();
+}
+
+/**
  * Listens on `port` (0: one the system picks) and resolves with the port bound. A port another process
- * holds is EADDRINUSE, as with one socket: it is checked free without SO_REUSEPORT first, so a second
- * service started on the same port fails instead of sharing its connections. One socket only in a
+ * holds is EADDRINUSE, as with one socket: it is checked free without SO_REUSEPORT first, and held with
+ * portLock, so a second service started on the same port fails instead of sharing its connections. One socket only in a
  * cluster's web process (its primary accepts, on an idle event loop, and hands connections over), under
  * Deno (whose event loop is not libuv), and off Linux (Node refuses reusePort on macOS and Windows).
  */
@@ -31,13 +49,23 @@ export async function listen(server: Server, port: number, host?: string): Promi
     await listening(server, { port, host });
     return (server.address() as AddressInfo).port;
   }
+  const more: NetServer[] = [];
   if (port !== 0) {
-    const probe = createServer();
-    await listening(probe, { port, host });
-    await new Promise((resolve) => probe.close(resolve));
+    more.push(await portLock(host, port));
+    try {
+      const probe = createServer();
+      await listening(probe, { port, host });
+      await new Promise((resolve) => probe.close(resolve));
+      await listening(server, { port, host, reusePort: true });
+    } catch (error) {
+      more[0].close();
+      throw error;
+    }
+  } else {
+    await listening(server, { port, host, reusePort: true });
   }
-  await listening(server, { port, host, reusePort: true });
   const bound = server.address() as AddressInfo;
+  extras.set(server, more);
   // The options http.Server gives its own connections (no Nagle delay, half-open allowed, ...).
   const own = server as Server & Pick<NetServerOptions, 'allowHalfOpen' | 'noDelay' | 'keepAlive' | 'keepAliveInitialDelay' | 'highWaterMark'>;
   const options: NetServerOptions = {
@@ -47,9 +75,8 @@ export async function listen(server: Server, port: number, host?: string): Promi
     keepAliveInitialDelay: own.keepAliveInitialDelay,
     highWaterMark: own.highWaterMark,
   };
-  const more: NetServer[] = [];
-  extras.set(server, more);
   try {
+    if (port === 0) more.push(await portLock(host, bound.port));
     for (let i = 1; i < ACCEPT_SOCKETS; i++) {
       const extra = createServer(options, (socket) => server.emit('connection', socket));
       await listening(extra, { port: bound.port, host: bound.address, reusePort: true });

@@ -1,7 +1,7 @@
 // The service's port, listened on with several sockets (src/http/listen.ts).
 import test from 'ava';
 import Koa from 'koa';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, createServer, Server as NetServer, type Socket } from 'node:net';
 import { listen } from '../../src/http/listen.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import { drainServer } from '../../src/http/shutdown.ts';
@@ -78,6 +78,37 @@ test('a port another process holds is EADDRINUSE, whether it listens alone or li
   const port = await listen(first, 0, '127.0.0.1');
   await t.throwsAsync(listen(createHttpServer(okApp()), port, '127.0.0.1'), { code: 'EADDRINUSE' });
   await drainServer(first);
+});
+
+test('two services started at the same instant on one port: one listens, the other is EADDRINUSE', async (t) => {
+  const free = createServer();
+  await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+  const port = (free.address() as { port: number }).port;
+  await new Promise((resolve) => free.close(resolve));
+  // The second service starts in the worst instant: after the first found the port free (its probe,
+  // bound without SO_REUSEPORT, closes) and before the first binds it with SO_REUSEPORT.
+  const first = createHttpServer(okApp());
+  const second = createHttpServer(okApp());
+  let secondOutcome: Promise<PromiseSettledResult<number>> | undefined;
+  const close = NetServer.prototype.close;
+  t.teardown(() => void (NetServer.prototype.close = close));
+  NetServer.prototype.close = function (this: NetServer, done?: (error?: Error) => void) {
+    const address = this.address();
+    const isProbe = secondOutcome === undefined && this !== first && typeof address === 'object' && address?.port === port;
+    if (!isProbe) return close.call(this, done);
+    secondOutcome = Promise.allSettled([listen(second, port, '127.0.0.1')]).then(([outcome]) => outcome);
+    return close.call(this, (error) => void secondOutcome!.then(() => done?.(error)));
+  };
+  const firstOutcome = (await Promise.allSettled([listen(first, port, '127.0.0.1')]))[0];
+  NetServer.prototype.close = close;
+  t.truthy(secondOutcome, 'the second service started between the first one\'s probe and its bind');
+  t.deepEqual([firstOutcome.status, (await secondOutcome!).status], ['fulfilled', 'rejected']);
+  t.is(((await secondOutcome!) as PromiseRejectedResult).reason.code, 'EADDRINUSE');
+  await drainServer(first);
+  // Once the first has stopped, the port is free again for a service that starts then.
+  const third = createHttpServer(okApp());
+  t.is(await listen(third, port, '127.0.0.1'), port);
+  await drainServer(third);
 });
 
 test('a drain waits for the requests in flight on every socket, then stops', async (t) => {
