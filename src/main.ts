@@ -10,7 +10,7 @@ import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { storeIsPrivate } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
-import { listen } from './http/listen.ts';
+import { freePort, listen } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
 import { startJobsThread } from './worker/jobs-thread.ts';
@@ -20,6 +20,10 @@ import { stopGracefully } from './http/shutdown.ts';
 import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
+// PORT=0 leaves the port to the system: chosen before the configuration is read, so that the default
+// BASE_URL (the OAuth issuer, the MCP resource, the API reference) names the port listened on. A
+// cluster's web processes inherit the choice.
+if (process.env.PORT === '0' && cluster.isPrimary) process.env.PORT = String(await freePort());
 const initial = configOrExit();
 // WEB_CONCURRENCY above 1: this process supervises that many web processes running this file and
 // goes no further (src/http/web-cluster.ts).

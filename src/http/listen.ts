@@ -90,6 +90,15 @@ export async function listen(server: Server, port: number, host?: string): Promi
   return bound.port;
 }
 
+/** A port free now, as the system picks one for port 0. */
+export async function freePort(host?: string): Promise<number> {
+  const probe = createServer();
+  await listening(probe, { port: 0, host });
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
 /**
  * Stops accepting on every socket but `server`'s own (which server.close() stops), and resolves once
  * the connections they accepted have ended.
