@@ -1,6 +1,7 @@
 // The operator API under /admin (DESIGN.md section 5): outside the /v1 contract, for the people who
 // run the service. Thin handlers over commands.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import Type from 'typebox';
 import type { AppDeps } from '../app-deps.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
@@ -35,7 +36,7 @@ const OrganizationPatch = compile(
 
 export function adminRoutes(deps: AppDeps): Router {
   const c = deps.collections;
-  const router = new Router({ prefix: '/admin' });
+  const router = newRouter({ prefix: '/admin' });
   router.use(requireAdmin(deps.config.adminToken));
 
   router.post('/manifests', manifestBody, async (ctx) => {

@@ -1,5 +1,6 @@
 // GET /v1/agents (SPEC.md 4.10): read-only, organization-scoped keys, unpaginated.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { requireOrganizationKey } from '../http/auth.ts';
 import { queryParams } from '../http/params.ts';
@@ -17,7 +18,7 @@ export const presentAgent = (a: AgentDoc): Static<typeof Agent> => ({
 });
 
 export function agentRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = newRouter();
   router.get('/v1/agents', requireOrganizationKey, queryParams(), async (ctx) => {
     const agents = await deps.collections.agents
       .find({ organizationId: ctx.state.organization._id })

@@ -1,7 +1,8 @@
 // The people's dashboard under /dashboard (DESIGN.md 5): server-rendered pages over the same commands
 // and queries as the API. Thin handlers: check the session, the role and the form, then call the
 // command (answerApproval, submitPurchase, revokeConnectionIn, revokeApiKey) or a query.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, notFound } from '../http/errors.ts';
@@ -46,7 +47,7 @@ function send(ctx: Context, status: number, page: string): void {
 const viewerOf = (s: SignedIn): views.Viewer => ({ person: s.person, organization: s.organization, csrf: s.session.csrfToken });
 
 export function dashboardRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: '/dashboard' });
+  const router = newRouter({ prefix: '/dashboard' });
 
   // Headers of every page; expected failures rendered as pages, not JSON.
   router.use(async (ctx: Context, next: Next) => {

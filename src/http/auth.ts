@@ -87,7 +87,12 @@ export function authenticate(deps: AuthDeps) {
   };
 }
 
-export const principalOf = (ctx: Context): Principal => ctx.state.principal as Principal;
+/** The request's authenticated caller; a route reached without one (a mounting mistake) is refused, never a 500. */
+export function principalOf(ctx: Context): Principal {
+  const principal = ctx.state.principal as Principal | undefined;
+  if (principal === undefined) throw unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.');
+  return principal;
+}
 
 /** Policies, versions, agents, webhooks, draft and version simulations (SPEC.md 5.3 row 3). */
 export function requireOrganizationKey(ctx: Context, next: Next) {

@@ -1,7 +1,8 @@
 // Probes (README "Probes"). /health/live: the process answers. /health/ready: the store answers a
 // round trip within READY_DEADLINE_MS, the jobs run if this process runs them, and the process is
 // not shutting down; a platform routes traffic only to ready processes. /health stays as it was.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from './router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 
@@ -43,7 +44,7 @@ async function storeRoundTrip(deps: AppDeps): Promise<{ ok: boolean; ms: number;
 }
 
 export function healthRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = newRouter();
   router.get('/health', (ctx) => {
     ctx.body = { status: 'ok', store: deps.store.engine };
   });

@@ -12,7 +12,8 @@
 //   3. A tools/call for a tool the connection's scopes do not reach is a 403 insufficient_scope
 //      challenge naming the scope (RFC 6750 3.1), so a client can ask the person for more.
 //   4. The JSON-RPC message goes to a fresh server + transport; both are closed with the response.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AppDeps } from '../app-deps.ts';
@@ -81,7 +82,7 @@ function missingScope(body: unknown, scopes: readonly string[]): string | null {
 }
 
 export function mcpRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = newRouter();
 
   corsPreflight(router, ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']);
   router.get('/.well-known/oauth-protected-resource/mcp', (ctx) => {

@@ -1,6 +1,7 @@
 // Request metrics (mounted first in the app) and GET /metrics, guarded by its own bearer token
 // METRICS_TOKEN; without one the endpoint does not exist (404), so nothing leaks by default.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
@@ -23,7 +24,7 @@ export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 export function metricsRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = newRouter();
   const token = deps.config.metricsToken;
   const expected = token === null ? null : digest(token);
   measurePendingApprovals(() => purchaseCollections(deps.store.db).approvals.countDocuments({ state: 'PENDING' }));

@@ -4,7 +4,8 @@
 //   DELETE /admin/connections/{connectionId}   revokes one (connection.revoked), idempotent
 //   GET    /admin/oauth-clients                 clients registered through RFC 7591, newest first
 //   DELETE /admin/oauth-clients/{id}            revokes a registration and every connection made with it
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import Type from 'typebox';
 import type { AppDeps } from '../app-deps.ts';
 import { requireAdmin } from '../admin/auth.ts';
@@ -29,7 +30,7 @@ const PasswordBody = compile(
 );
 
 export function connectionAdminRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: '/admin' });
+  const router = newRouter({ prefix: '/admin' });
   router.use(requireAdmin(deps.config.adminToken));
   const c = deps.collections;
   const connections = connectionsCollection(deps.store.db);

@@ -2,7 +2,8 @@
 //   POST /oauth/register        RFC 7591 3: JSON client metadata in, 201 with the registered metadata
 //   GET  /oauth/clients/{id}    the registered metadata as a client ID metadata document
 // Errors use RFC 7591 3.2.2's body `{error, error_description}`, like the other OAuth endpoints.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { notFound } from '../http/errors.ts';
@@ -11,7 +12,7 @@ import { readBody } from './form.ts';
 import { countRegistrationAttempt, findLiveClient, registerClient, registeredMetadata, REGISTRATION_MAX_BYTES, validateRegistration } from './registration.ts';
 
 export function registrationRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = newRouter();
   corsPreflight(router, ['/oauth/register', '/oauth/clients/:id']);
 
   router.post('/oauth/register', async (ctx) => {

@@ -8,7 +8,8 @@
 //   POST /oauth/revoke                              RFC 7009
 // (POST /oauth/register and the registered clients' documents: registration-routes.ts.)
 // Protocol errors use RFC 6749's bodies, not SPEC.md 7's (SPEC.md 5.2: 'not shown').
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { connectableAgents, approveAuthorization, authorizationResponseUrl, checkAuthorizationRequest } from './authorize.ts';
@@ -54,7 +55,7 @@ function tokenHeaders(ctx: Context): void {
 }
 
 export function oauthRoutes(deps: AppDeps): Router {
-  const router = new Router();
+  const router = newRouter();
   const o = oauthCollections(deps.store.db);
   const page = (ctx: Context, status: number, view: { title: string; body: string }) => sendPage(ctx, status, view.title, view.body);
   const expired = (ctx: Context) =>

@@ -1,5 +1,6 @@
 // Read-only policy endpoints (SPEC.md 4.6-4.9) and the refusal of policy authoring (SPEC.md 1 rule 2).
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { refusePolicyAuthoring, requireOrganizationKey } from '../http/auth.ts';
@@ -58,7 +59,7 @@ export function refuseAuthoring(ctx: Context, next: Next) {
 
 export function policyRoutes(deps: AppDeps): Router {
   const c = deps.collections;
-  const router = new Router();
+  const router = newRouter();
   const orgId = (ctx: Context): string => ctx.state.organization._id;
 
   router.get('/v1/policies', requireOrganizationKey, async (ctx) => {

@@ -1,6 +1,7 @@
 // POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (SPEC.md 4.1, 4.2). Thin: parse,
 // check the credential, hand over to the command or the query.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import { requireAgentIdentity, principalOf } from '../http/auth.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
@@ -25,7 +26,7 @@ function idempotencyKey(ctx: Context): string | null {
 }
 
 export function purchaseRoutes(deps: SubmitDeps): Router {
-  const router = new Router();
+  const router = newRouter();
   router.post('/v1/purchase-requests', requireAgentIdentity('purchase:request'), jsonBody(LIMITS.standard), queryParams(), serverTiming, async (ctx) => {
     const key = idempotencyKey(ctx);
     const organization = ctx.state.organization;

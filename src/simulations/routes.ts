@@ -1,5 +1,6 @@
 // POST /v1/simulations/current-policies, /draft-policy, /policy-version (SPEC.md 4.3-4.5).
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { principalOf, requireOrganizationKey, requireSimulationAccess } from '../http/auth.ts';
 import { queryParams } from '../http/params.ts';
@@ -15,7 +16,7 @@ const currentBody = compile(CurrentPoliciesSimulationBody);
 const versionBody = compile(VersionSimulationBody);
 
 export function simulationRoutes(deps: AppDeps): Router {
-  const router = new Router({ prefix: '/v1/simulations' });
+  const router = newRouter({ prefix: '/v1/simulations' });
 
   router.post('/current-policies', requireSimulationAccess, jsonBody(LIMITS.standard), queryParams(), serverTiming, async (ctx) => {
     const principal = principalOf(ctx);

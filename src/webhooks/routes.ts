@@ -1,7 +1,8 @@
 // /v1/webhooks (SPEC.md 4.11-4.18): organization-scoped keys only (5.3). Thin: parse and check,
 // then hand over to manage.ts. Bodies are JSON up to 16 KB (SPEC.md 8); validation issues about
 // the whole body use the empty path (SPEC.md 7, "webhooks use an empty string").
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { requireOrganizationKey } from '../http/auth.ts';
@@ -53,7 +54,7 @@ const webhookId = (ctx: Context): string => uuidParam(ctx, 'webhookId', 'webhook
 
 export function webhookRoutes(deps: AppDeps): Router {
   warnIfUnsafe(deps);
-  const router = new Router();
+  const router = newRouter();
   const body = jsonBody(LIMITS.webhooks);
   const optionalBody = jsonBody(LIMITS.webhooks, { optional: true });
 
