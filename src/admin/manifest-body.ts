@@ -1,10 +1,11 @@
 // Manifests arrive as JSON or YAML (Content-Type application/yaml, text/yaml or application/x-yaml).
 import type { Context, Next } from 'koa';
 import { parse as parseYaml } from 'yaml';
-import { checkDepth } from '../http/body.ts';
+import { checkDepth, mediaType, parseBodyJson } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
 
 export const MANIFEST_LIMIT = 1024 * 1024;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
 
 async function readText(ctx: Context, limit: number): Promise<string> {
@@ -17,21 +18,27 @@ async function readText(ctx: Context, limit: number): Promise<string> {
     if (size > limit) throw new ApiError(413, 'payload_too_large', `A manifest is at most ${limit} bytes.`);
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  try {
+    return strictUtf8.decode(Buffer.concat(chunks));
+  } catch {
+    throw new ApiError(400, 'malformed_json', 'The manifest is not valid UTF-8.');
+  }
 }
 
 export async function manifestBody(ctx: Context, next: Next) {
-  const type = ctx.request.type;
+  const type = mediaType(ctx);
   const isYaml = YAML_TYPES.has(type);
   if (type !== 'application/json' && !isYaml) {
     throw new ApiError(415, 'unsupported_media_type', 'Send the manifest as application/json or application/yaml.');
   }
   const text = await readText(ctx, MANIFEST_LIMIT);
-  try {
-    ctx.state.body = isYaml ? parseYaml(text, { maxAliasCount: 50 }) : JSON.parse(text);
-  } catch {
-    throw new ApiError(400, 'malformed_json', isYaml ? 'The manifest is not valid YAML.' : 'The manifest is not valid JSON.');
-  }
+  if (isYaml) {
+    try {
+      ctx.state.body = parseYaml(text, { maxAliasCount: 50 });
+    } catch {
+      throw new ApiError(400, 'malformed_json', 'The manifest is not valid YAML.');
+    }
+  } else ctx.state.body = parseBodyJson(text);
   checkDepth(ctx.state.body);
   return next();
 }

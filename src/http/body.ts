@@ -1,9 +1,12 @@
 // Request bodies: JSON only for writes (415 otherwise), size limits of SPEC.md section 8 (413),
 // malformed JSON is 400 `malformed_json`. The raw text is kept because purchases store it verbatim.
-// koa-body reads the text; JSON.parse (not co-body's bourne, which refuses a `__proto__` key as if
-// the JSON were malformed) parses it: `__proto__` is then an ordinary own key the validators judge.
+// koa-body reads the bytes; they are decoded as UTF-8 strictly (RFC 8259 8.1: a body that is not
+// UTF-8 is malformed, and would not be stored verbatim were its bad bytes replaced). parseJson (not
+// co-body's bourne, which refuses a `__proto__` key as if the JSON were malformed) parses it:
+// `__proto__` is then an ordinary own key the validators judge; a name given twice is refused.
 import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
+import { DuplicateKeyError, parseJson } from '../json.ts';
 import { ApiError, invalidRequest } from './errors.ts';
 
 export const LIMITS = {
@@ -30,10 +33,39 @@ export function checkDepth(value: unknown): void {
   }
 }
 
+/** The media type without parameters, lower-cased (RFC 9110 8.3.1: media types are case-insensitive). */
+export const mediaType = (ctx: Context): string => ctx.request.type.trim().toLowerCase();
+
 const isJson = (ctx: Context) => {
-  const type = ctx.request.type; // media type without parameters, lower-cased
+  const type = mediaType(ctx);
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 };
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Text from bytes that koa-body read as latin1 (one character per byte, so nothing is lost), decoded
+ * as UTF-8 strictly.
+ */
+export function utf8Text(bytesAsLatin1: string): string {
+  try {
+    return strictUtf8.decode(Buffer.from(bytesAsLatin1, 'latin1'));
+  } catch {
+    throw new ApiError(400, 'malformed_json', 'The request body is not valid UTF-8.');
+  }
+}
+
+/** JSON text parsed as parseJson does, its errors as the API answers them. */
+export function parseBodyJson(text: string): unknown {
+  try {
+    return parseJson(text);
+  } catch (error) {
+    if (error instanceof DuplicateKeyError) {
+      throw invalidRequest([{ path: error.path, code: 'DUPLICATE_KEY', message: `"${error.path}" is given twice; give each field once.` }]);
+    }
+    throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
+  }
+}
 
 const hasBody = (ctx: Context) => {
   const length = ctx.get('content-length');
@@ -50,6 +82,7 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
     urlencoded: false,
     text: true,
     textTypes: ['application/json', 'application/*+json'],
+    encoding: 'latin1',
     multipart: false,
     textLimit: limit,
     // koa-body types these as its own enum; the strings are its values.
@@ -73,9 +106,11 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
     } catch (err) {
       const status = (err as { status?: number }).status;
       if (status === 413) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
+      // An unknown Content-Encoding (RFC 9110 15.5.16).
+      if (status === 415) throw new ApiError(415, 'unsupported_media_type', 'Send the body without Content-Encoding, or with gzip, deflate or br.');
       throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
     }
-    const raw = typeof ctx.request.body === 'string' ? ctx.request.body : '';
+    const raw = utf8Text(typeof ctx.request.body === 'string' ? ctx.request.body : '');
     if (raw.trim() === '') {
       if (optional) {
         ctx.state.body = undefined;
@@ -83,12 +118,7 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       }
       throw new ApiError(400, 'malformed_json', 'The request body is empty; send a JSON object.');
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw);
-    } catch {
-      throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
-    }
+    const parsed = parseBodyJson(raw);
     checkDepth(parsed);
     ctx.state.rawBody = raw;
     ctx.state.body = parsed;

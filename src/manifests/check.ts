@@ -7,6 +7,7 @@ import { Manifest } from '../../schemas/manifest.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
+import { writtenAsInteger } from '../json.ts';
 
 const validator = compile(Manifest);
 
@@ -56,7 +57,7 @@ export function checkManifest(input: unknown, existingAgents: ReadonlySet<string
       if (!agents.has(a)) issues.push({ path: `${at}.agents.${j}`, code: 'UNKNOWN_AGENT', message: `No agent with handle "${a}".` });
     });
     p.rules.forEach((r, j) => {
-      const amount = parseMinor(r.amountMinor);
+      const amount = writtenAsInteger(r, 'amountMinor') ? parseMinor(r.amountMinor) : null;
       if (amount === null || amount <= 0n) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_NOT_POSITIVE', message: 'A limit is a positive whole number of minor units.' });
       else if (amount > MAX_STORED_MINOR) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_TOO_LARGE', message: `A limit is at most ${MAX_STORED_MINOR}.` });
       if (r.ruleType === 'AMOUNT_LIMIT' && r.periodKind !== 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'AMOUNT_LIMIT rules are PER_REQUEST.' });

@@ -6,6 +6,7 @@ import { capIssues, type Validator } from '../http/validate.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
+import { writtenAsInteger } from '../json.ts';
 import type { EngineInput, EvaluationMode, PolicyCandidate } from '../engine/types.ts';
 import type { AgentDoc } from '../store/collections.ts';
 
@@ -47,7 +48,7 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
   const issues: ErrorIssue[] = [];
   const check = (field: string) => Object.hasOwn(body, field) && !refused.has(field);
   if (check('amountMinor')) {
-    const amount = parseMinor(body.amountMinor);
+    const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
     if (amount === null) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
     else if (amount <= 0n) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' });
     else if (amount > MAX_STORED_MINOR) issues.push({ path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` });
@@ -75,7 +76,7 @@ const RESERVED_KEYS = new Set(['__proto__', '_bsontype']);
 
 const reserved = (key: string) => RESERVED_KEYS.has(key) || key.includes('\0');
 
-function reservedKeys(value: unknown, path: string): ErrorIssue[] {
+export function reservedKeys(value: unknown, path: string): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
   const stack: [unknown, string][] = [[value, path]];
   while (stack.length > 0) {

@@ -1,0 +1,88 @@
+// JSON request bodies as the service reads them: JSON.parse, plus two things it does not say.
+// - A number written with a fraction or an exponent (1.0, 1e3, 0.99999999999999999) that parses to a
+//   whole number: JSON.parse rounds to the nearest double, so 0.99999999999999999 arrives as 1, and an
+//   amount must not be a rounded fraction. Remembered per object and key (writtenAsInteger).
+// - A name that appears twice in one object: JSON.parse keeps the last, while the body stored verbatim
+//   shows both (a reader of the evidence may take the first). Refused (DuplicateKeyError).
+
+const INTEGER_LITERAL = /^-?\d+$/;
+/** Text without a digit followed by '.', 'e' or 'E' has no such number: parsed without a reviver. */
+const MAY_HAVE_FRACTION = /\d[.eE]/;
+
+const notWrittenAsInteger = new WeakMap<object, Set<string>>();
+
+export class DuplicateKeyError extends Error {
+  /** Dotted path of the repeated name ('metadata.note', 'policies.0.name'). */
+  readonly path: string;
+  constructor(path: string) {
+    super(`"${path}" appears twice`);
+    this.path = path;
+  }
+}
+
+/** JSON.parse's result; throws SyntaxError for invalid JSON and DuplicateKeyError for a repeated name. */
+export function parseJson(text: string): unknown {
+  const value = MAY_HAVE_FRACTION.test(text) ? JSON.parse(text, remember) : JSON.parse(text);
+  const duplicate = firstDuplicateKey(text);
+  if (duplicate !== null) throw new DuplicateKeyError(duplicate);
+  return value;
+}
+
+function remember(this: object, key: string, value: unknown, context?: { source?: string }): unknown {
+  // context.source: the number's text (Node 21+, Deno); without it nothing can be told, and nothing is remembered.
+  if (typeof value === 'number' && Number.isInteger(value) && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) {
+    let keys = notWrittenAsInteger.get(this);
+    if (keys === undefined) notWrittenAsInteger.set(this, (keys = new Set()));
+    keys.add(key);
+  }
+  return value;
+}
+
+/** Whether holder[key] was written as an integer literal in the JSON parseJson read (true for anything not parsed by it). */
+export const writtenAsInteger = (holder: object, key: string): boolean => !(notWrittenAsInteger.get(holder)?.has(key) ?? false);
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/** The path of the first name repeated in one object of `text`, which JSON.parse accepted; null when none is. */
+function firstDuplicateKey(text: string): string | null {
+  // One entry per open container: the names met so far in an object, null for an array; and per level,
+  // the current name or index, for the path.
+  const names: Array<Set<string> | null> = [];
+  const path: string[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      let end = i + 1;
+      let escaped = false;
+      for (let d = text.charCodeAt(end); d !== 0x22; d = text.charCodeAt(end)) {
+        if (d === 0x5c /* \ */) {
+          escaped = true;
+          end += 2;
+        } else end++;
+      }
+      let next = end + 1;
+      while (isSpace(text.charCodeAt(next))) next++;
+      const top = names.length - 1;
+      if (text.charCodeAt(next) === 0x3a /* : */ && top >= 0) {
+        const name = escaped ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end);
+        const seen = names[top]!;
+        if (seen.has(name)) return [...path.slice(0, top), name].join('.');
+        seen.add(name);
+        path[top] = name;
+      }
+      i = end;
+    } else if (c === 0x7b /* { */) {
+      names.push(new Set());
+      path.push('');
+    } else if (c === 0x5b /* [ */) {
+      names.push(null);
+      path.push('0');
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      names.pop();
+      path.pop();
+    } else if (c === 0x2c /* , */ && names.length > 0 && names[names.length - 1] === null) {
+      path[path.length - 1] = String(Number(path[path.length - 1]) + 1);
+    }
+  }
+  return null;
+}
