@@ -94,6 +94,24 @@ export function validateRegistration(body: unknown): { ok: true; input: Registra
 
 export const registeredClientId = (config: Config, id: string) => registeredClientIdPrefix(config) + id;
 
+/** The registration a client_id issued here names (lower-case, as stored), or null for any other client_id. */
+export function registrationIdOf(config: Config, clientId: string): string | null {
+  const prefix = registeredClientIdPrefix(config);
+  if (!clientId.startsWith(prefix)) return null;
+  const id = clientId.slice(prefix.length);
+  return isUuid(id) ? id.toLowerCase() : null;
+}
+
+/**
+ * The one spelling of a client_id: a UUID matches in any case (findLiveClient), so a client_id issued
+ * here is turned into its registered form before it is stored or compared; otherwise revoking the
+ * registration would miss connections made with another spelling. Other client_ids are unchanged.
+ */
+export function canonicalClientId(config: Config, clientId: string): string {
+  const id = registrationIdOf(config, clientId);
+  return id === null ? clientId : registeredClientId(config, id);
+}
+
 /** The client's metadata as RFC 7591 3.2.1 returns it and as its client ID metadata document. */
 export function registeredMetadata(config: Config, doc: RegisteredClientDoc) {
   return {
@@ -143,7 +161,8 @@ export async function findLiveClient(db: StoreDb, id: string, now: Date): Promis
 
 /**
  * How the authorization endpoint learns who a client is: ids this service issued are read from the
- * store (no HTTP request to itself, and an expired or revoked registration is simply unknown); any
+ * store (no HTTP request to itself, and an expired or revoked registration is simply unknown) and
+ * answered in their registered spelling, which the request, code and connection then keep; any
  * other client_id is a client ID metadata document to fetch.
  */
 export function clientResolver(db: StoreDb, config: Config, now: () => Date) {
@@ -155,7 +174,7 @@ export function clientResolver(db: StoreDb, config: Config, now: () => Date) {
     return {
       ok: true,
       metadata: {
-        clientId,
+        clientId: registeredClientId(config, doc._id),
         clientName: doc.clientName ?? 'An unnamed application',
         clientHost: new URL(config.authUrl).host,
         redirectUris: doc.redirectUris,

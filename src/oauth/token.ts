@@ -27,6 +27,7 @@ import {
 import { oauthCollections } from './documents.ts';
 import type { FormResult } from './form.ts';
 import { mcpResourceOf } from './issuer.ts';
+import { canonicalClientId, registrationIdOf } from './registration.ts';
 import { parseScopes } from './scopes.ts';
 
 export interface TokenResponse {
@@ -54,15 +55,27 @@ export function verifierMatches(verifier: string, challenge: string): boolean {
   return computed.length === expected.length && timingSafeEqual(computed, expected);
 }
 
-async function issueTokens(db: StoreDb, session: StoreSession, connection: ConnectionDoc, clientId: string, scopes: Scope[], resource: string, now: Date): Promise<TokenResponse> {
+/**
+ * A new access token and refresh token. Their scopes differ after a refresh that narrows: the access
+ * token gets the narrowed ones, and `scope` describes it (RFC 6749 5.1); the refresh token keeps
+ * those of the refresh token presented (RFC 6749 6).
+ */
+async function issueTokens(db: StoreDb, session: StoreSession, connection: ConnectionDoc, clientId: string, scopes: { access: Scope[]; refresh: Scope[] }, resource: string, now: Date): Promise<TokenResponse> {
   const o = oauthCollections(db);
   const access = newCredential(ACCESS_TOKEN_PREFIX);
   const refresh = newCredential(REFRESH_TOKEN_PREFIX);
-  const common = { connectionId: connection._id, clientId, scopes, resource, createdAt: now };
-  await o.accessTokens.insertOne({ _id: credentialDigest(access), ...common, expiresAt: new Date(now.getTime() + ACCESS_TOKEN_TTL_MS) }, { session });
-  await o.refreshTokens.insertOne({ _id: credentialDigest(refresh), ...common, expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS), consumedAt: null }, { session });
-  return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL_MS / 1000, refresh_token: refresh, scope: scopes.join(' ') };
+  const common = { connectionId: connection._id, clientId, resource, createdAt: now };
+  await o.accessTokens.insertOne({ _id: credentialDigest(access), ...common, scopes: scopes.access, expiresAt: new Date(now.getTime() + ACCESS_TOKEN_TTL_MS) }, { session });
+  await o.refreshTokens.insertOne({ _id: credentialDigest(refresh), ...common, scopes: scopes.refresh, expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS), consumedAt: null }, { session });
+  return { access_token: access, token_type: 'Bearer', expires_in: ACCESS_TOKEN_TTL_MS / 1000, refresh_token: refresh, scope: scopes.access.join(' ') };
 }
+
+/**
+ * Whether a stored credential was issued to this (canonical) client_id. The stored one is made
+ * canonical too: credentials issued before client_ids were stored in their registered spelling may
+ * hold another spelling of the same registration.
+ */
+const issuedTo = (deps: AppDeps, stored: string, clientId: string) => canonicalClientId(deps.config, stored) === clientId;
 
 /**
  * The connection tokens may be issued for, or why not. Tokens for an agent that is not ENABLED would
@@ -75,14 +88,22 @@ async function usableConnection(deps: AppDeps, session: StoreSession, connection
   if (!connection || connection.revokedAt !== null) return 'the connection has been revoked';
   const agent = await deps.collections.agents.findOne({ _id: connection.agentId, organizationId: connection.organizationId }, { session });
   if (!agent || agent.status !== 'ENABLED') return 'the agent of this connection is not enabled';
+  // Revoking a registration revokes its connections (revokeRegisteredClient); this refuses any its
+  // query missed, such as one stored with another spelling of the client_id.
+  const registrationId = registrationIdOf(deps.config, connection.clientId);
+  if (registrationId !== null) {
+    const client = await oauthCollections(deps.store.db).clients.findOne({ _id: registrationId }, { session });
+    if (!client || client.revokedAt !== null) return 'the registration of this application has been revoked';
+  }
   return connection;
 }
 
 /** The token endpoint: dispatches on grant_type. */
 export async function tokenRequest(deps: AppDeps, form: FormResult): Promise<TokenOutcome> {
   if (!form.ok) return failure('invalid_request', form.detail);
-  const clientId = form.get('client_id');
-  if (!clientId) return failure('invalid_request', 'client_id is required (public clients identify themselves with it)');
+  const sent = form.get('client_id');
+  if (!sent) return failure('invalid_request', 'client_id is required (public clients identify themselves with it)');
+  const clientId = canonicalClientId(deps.config, sent);
   if (form.get('client_secret') !== undefined) return failure('invalid_client', 'client secrets are not supported; use PKCE', 401);
   switch (form.get('grant_type')) {
     case 'authorization_code':
@@ -116,7 +137,7 @@ async function exchangeCode(deps: AppDeps, form: Form, clientId: string): Promis
     const o = oauthCollections(deps.store.db);
     const found = await o.codes.findOne({ _id: digest }, { session });
     if (!found) return invalidGrant('the authorization code is not valid');
-    if (found.clientId !== clientId) return invalidGrant('the authorization code was issued to another client');
+    if (!issuedTo(deps, found.clientId, clientId)) return invalidGrant('the authorization code was issued to another client');
     if (found.usedAt !== null) {
       await revokeConnectionIn(deps.store.db, session, found.connectionId, 'TOKEN_REUSE', now, { credential: 'AUTHORIZATION_CODE' });
       return invalidGrant('the authorization code was already used; the connection has been revoked');
@@ -130,7 +151,7 @@ async function exchangeCode(deps: AppDeps, form: Form, clientId: string): Promis
     if (used.matchedCount !== 1) throw new VersionConflict(`authorization code ${digest.slice(0, 8)}`);
     const connection = await usableConnection(deps, session, found.connectionId);
     if (typeof connection === 'string') return invalidGrant(connection);
-    return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, found.scopes, found.resource, now) };
+    return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, { access: found.scopes, refresh: found.scopes }, found.resource, now) };
   });
 }
 
@@ -154,7 +175,7 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
     const o = oauthCollections(deps.store.db);
     const found = await o.refreshTokens.findOne({ _id: digest }, { session });
     if (!found) return invalidGrant('the refresh token is not valid');
-    if (found.clientId !== clientId) return invalidGrant('the refresh token was issued to another client');
+    if (!issuedTo(deps, found.clientId, clientId)) return invalidGrant('the refresh token was issued to another client');
     if (found.consumedAt !== null) {
       // Reuse: revoke the whole connection (SPEC.md 5.2), committed with this transaction.
       await revokeConnectionIn(deps.store.db, session, found.connectionId, 'TOKEN_REUSE', now, { credential: 'REFRESH_TOKEN' });
@@ -168,7 +189,8 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
     const consumed = await o.refreshTokens.updateOne({ _id: digest, consumedAt: null }, { $set: { consumedAt: now } }, { session });
     // Another request rotated it at the same moment: retry, and the retry sees the reuse.
     if (consumed.matchedCount !== 1) throw new VersionConflict(`refresh token ${digest.slice(0, 8)}`);
-    return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, narrowed ?? found.scopes, found.resource, now) };
+    // RFC 6749 6: the new refresh token has exactly the scopes of the one presented; only the access token is narrowed.
+    return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, { access: narrowed ?? found.scopes, refresh: found.scopes }, found.resource, now) };
   });
 }
 
@@ -180,9 +202,10 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
 export async function revocationRequest(deps: AppDeps, form: FormResult): Promise<{ ok: true } | { ok: false; status: 400; error: string; description: string }> {
   if (!form.ok) return { ok: false, status: 400, error: 'invalid_request', description: form.detail };
   const token = form.get('token');
-  const clientId = form.get('client_id');
+  const sent = form.get('client_id');
   if (!token) return { ok: false, status: 400, error: 'invalid_request', description: 'token is required' };
-  if (!clientId) return { ok: false, status: 400, error: 'invalid_request', description: 'client_id is required' };
+  if (!sent) return { ok: false, status: 400, error: 'invalid_request', description: 'client_id is required' };
+  const clientId = canonicalClientId(deps.config, sent);
   const o = oauthCollections(deps.store.db);
   const digest = credentialDigest(token);
   const now = deps.now();
@@ -190,7 +213,7 @@ export async function revocationRequest(deps: AppDeps, form: FormResult): Promis
     await o.accessTokens.deleteOne({ _id: digest, clientId });
   } else if (hasShape(token, REFRESH_TOKEN_PREFIX)) {
     const found = await o.refreshTokens.findOne({ _id: digest });
-    if (found && found.clientId === clientId) {
+    if (found && issuedTo(deps, found.clientId, clientId)) {
       await runCommand(deps.store, (session) => revokeConnectionIn(deps.store.db, session, found.connectionId, 'CLIENT', now));
     }
   }

@@ -213,6 +213,39 @@ test('refresh: rotation, scope narrowing only, another client refused', async (t
   t.is(sim.body.error.code, 'insufficient_scope');
 });
 
+test('refresh: narrowing applies to the access token only; the new refresh token keeps the presented scopes (RFC 6749 6)', async (t) => {
+  const all = 'purchase:check purchase:read purchase:request';
+  const tokens = await connect(app, org, meta.clientId, { scope: all });
+  const refresh = (refreshToken: string, scope?: string) =>
+    tokenForm(app, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: meta.clientId, ...(scope ? { scope } : {}) });
+  const toolsOf = async (accessToken: string) => {
+    const res = await app.request('/mcp', { key: accessToken, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } });
+    return (res.body.result.tools as { name: string }[]).map((x) => x.name).sort();
+  };
+
+  const narrowedRes = await refresh(tokens.refresh_token, 'purchase:check');
+  t.is(narrowedRes.status, 200);
+  const narrowed = await narrowedRes.json();
+  t.is(narrowed.scope, 'purchase:check', 'scope describes the access token (RFC 6749 5.1)');
+  t.deepEqual(await toolsOf(narrowed.access_token), ['check_purchase']);
+
+  const restoredRes = await refresh(narrowed.refresh_token);
+  t.is(restoredRes.status, 200);
+  const restored = await restoredRes.json();
+  t.is(restored.scope, all, 'a refresh without scope gets every scope of the refresh token again');
+  t.deepEqual(await toolsOf(restored.access_token), ['check_purchase', 'get_purchase', 'list_purchases', 'request_purchase']);
+
+  const otherRes = await refresh(restored.refresh_token, 'purchase:request');
+  t.is(otherRes.status, 200, 'narrowing once does not forbid another scope of the grant later');
+  const other = await otherRes.json();
+  t.is(other.scope, 'purchase:request');
+  t.is((await refresh(other.refresh_token, 'purchase:request policies:write')).status, 400, 'never wider than the grant');
+
+  // The connection is the grant: narrowed refreshes leave it as approved.
+  const list = await app.admin(`/admin/connections?organizationId=${org.organizationId}`);
+  t.deepEqual(list.body.connections.find((c: any) => c.id === tokens.connectionId).scopes, all.split(' '));
+});
+
 test('RFC 7009 revocation of a refresh token ends the connection', async (t) => {
   const tokens = await connect(app, org, meta.clientId);
   const res = await fetchJson(`${app.url}/oauth/revoke`, {

@@ -9,7 +9,7 @@ import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { formatOAuthClients, listOAuthClients, revokeOAuthClient } from '../../scripts/admin-connections.ts';
 import { buildCall } from '../../scripts/admin.ts';
 import { REGISTRATION_LIMIT } from '../../src/oauth/registration.ts';
-import { Browser, clock, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, authorizeUrl, pkce, type Org } from './helpers.ts';
+import { Browser, clock, connect, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, authorizeUrl, pkce, tokenForm, type Org } from './helpers.ts';
 
 const time = clock();
 let app: TestApp;
@@ -180,6 +180,52 @@ test.serial('a registration nobody connected with expires after a day; the opera
     const c = await buildCall(argv);
     t.is((await app.admin(c.path, { method: c.method })).status, 200, argv[0]);
   }
+});
+
+test('a client_id spelled in upper case is stored in its registered form, so revoking the registration revokes the connection', async (t) => {
+  const address = { 'x-forwarded-for': '192.0.2.60' };
+  const registered = await (await register({ ...goodMetadata, client_name: 'Shouting Assistant' }, address)).json();
+  const prefix = `${app.url}/oauth/clients/`;
+  const id = registered.client_id.slice(prefix.length);
+  const shouted = prefix + id.toUpperCase();
+  t.not(shouted, registered.client_id);
+
+  // The whole flow with the other spelling works, and the connection records the registered one.
+  const tokens = await connect(app, org, shouted);
+  const listed = (await app.admin(`/admin/connections?organizationId=${org.organizationId}`)).body.connections.find((c: { id: string }) => c.id === tokens.connectionId);
+  t.is(listed.clientId, registered.client_id);
+  const refreshed = await (await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: shouted })).json();
+  t.truthy(refreshed.access_token, JSON.stringify(refreshed));
+  const other = await (await tokenForm(app, { grant_type: 'refresh_token', refresh_token: refreshed.refresh_token, client_id: registered.client_id })).json();
+  t.truthy(other.access_token, 'either spelling names the same client');
+
+  const revoked = await app.admin(`/admin/oauth-clients/${id}`, { method: 'DELETE' });
+  t.is(revoked.status, 200);
+  t.is(revoked.body.connectionsRevoked, 1);
+  const sim = await app.request('/v1/simulations/current-policies', { key: other.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  t.is(sim.status, 403);
+  t.is(sim.body.error.code, 'connection_unauthorized');
+  t.is((await (await tokenForm(app, { grant_type: 'refresh_token', refresh_token: other.refresh_token, client_id: shouted })).json()).error, 'invalid_grant');
+});
+
+test('a connection stored with another spelling of a revoked registration cannot be refreshed', async (t) => {
+  // Connections made before client_ids were stored in their registered form can hold any spelling,
+  // which the operator's revocation does not find: the refresh refuses them by the registration.
+  const registered = await (await register({ ...goodMetadata, client_name: 'Old Spelling' }, { 'x-forwarded-for': '192.0.2.61' })).json();
+  const prefix = `${app.url}/oauth/clients/`;
+  const id = registered.client_id.slice(prefix.length);
+  const shouted = prefix + id.toUpperCase();
+  const tokens = await connect(app, org, shouted);
+  const db = app.store.db;
+  await db.collection<{ _id: string; clientId: string }>('connections').updateOne({ _id: tokens.connectionId }, { $set: { clientId: shouted } });
+  await db.collection<{ _id: string; connectionId: string; clientId: string }>('oauth_refresh_tokens').updateMany({ connectionId: tokens.connectionId }, { $set: { clientId: shouted } });
+
+  const revoked = await app.admin(`/admin/oauth-clients/${id}`, { method: 'DELETE' });
+  t.is(revoked.status, 200);
+  t.is(revoked.body.connectionsRevoked, 0, 'the query finds the registered spelling only');
+  const refused = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: shouted });
+  t.is(refused.status, 400);
+  t.deepEqual(await refused.json(), { error: 'invalid_grant', error_description: 'the registration of this application has been revoked' });
 });
 
 test('CORS: every discovery document and OAuth endpoint answers an Origin and a preflight; /mcp does not', async (t) => {
