@@ -4,6 +4,7 @@
 // join the command's WriteBatch: every window a decision touches goes in the same one command.
 import type { BudgetCrossing, BudgetEffect, WindowKey, WindowState } from '../engine/types.ts';
 import { periodFor, windowId } from '../engine/periods.ts';
+import { MAX_WINDOW_MINOR } from '../engine/budgets.ts';
 import { VersionConflict } from '../http/errors.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
@@ -86,7 +87,10 @@ export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: Stor
   for (const key of keys) {
     const id = windowId(key);
     if (loaded.docs.has(id) || loaded.missing.has(id)) continue;
-    const openingBalanceMinor = await attributableSpend(db, key, session);
+    // A window cannot count more than MAX_WINDOW_MINOR (what storage holds exactly): one that would open
+    // past it opens at it, which is past every limit either way (limits are at most that much).
+    const attributable = await attributableSpend(db, key, session);
+    const openingBalanceMinor = attributable > MAX_WINDOW_MINOR ? MAX_WINDOW_MINOR : attributable;
     loaded.missing.set(id, { key, openingBalanceMinor });
     loaded.states.set(id, { budgetCounterId: null, committedMinor: 0n, heldMinor: 0n, openingBalanceMinor });
   }

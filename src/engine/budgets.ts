@@ -1,6 +1,13 @@
 // Budget-window arithmetic shared by decide() and reevaluate(). Exact integer maths only.
 import type { BudgetCrossing, BudgetLimit, SimulatedBudget, WindowKey, WindowState } from './types.ts';
 
+/**
+ * The most a budget window counts (spent plus held): 2^53-1 minor units, what storage holds as an exact
+ * integer (src/money.ts). A purchase that would take a window past it is refused, even under a limit
+ * that would ask a person: holds pile up past such a limit while people decide.
+ */
+export const MAX_WINDOW_MINOR = 9_007_199_254_740_991n;
+
 export const ZERO_WINDOW: WindowState = Object.freeze({
   budgetCounterId: null,
   committedMinor: 0n,

@@ -1,9 +1,9 @@
 // The decision engine: a pure decider (DESIGN.md 1 and 6a). No I/O, no clock, no randomness:
 // the same input always gives the same decision. Semantics: DESIGN.md section 4.
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
-import { crossingsFor, refusalExhaustion, spentMinor, toSimulatedBudget, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
+import { crossingsFor, MAX_WINDOW_MINOR, refusalExhaustion, spentMinor, toSimulatedBudget, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
-import { amountPredicate, explain, explainRefusal, spendLead, spendPredicate } from './explain.ts';
+import { amountPredicate, explain, explainRefusal, spendLead, spendPredicate, UNCOUNTABLE_TAIL, uncountablePredicate } from './explain.ts';
 import { periodWindows, type PeriodWindows } from './periods.ts';
 import { merchantIndex, planFor, planWindow, type Plan, type Step } from './plan.ts';
 import {
@@ -246,22 +246,24 @@ function checkWindow(run: Run, candidate: PolicyCandidate, plan: Plan, step: Ste
     touch.limits.push(limit);
   }
   const over = limit.wouldExceed;
+  const uncountable = over && touch.projected > MAX_WINDOW_MINOR;
   const evaluation = evaluationOf(
     candidate,
     rule.ruleType,
-    over ? step.overOutcome : 'PASS',
+    uncountable ? 'BLOCK' : over ? step.overOutcome : 'PASS',
     step.role,
     run.currency,
     rule.amountMinor,
     touch.projected,
     limit.remainingAfterMinor,
-    touch.lead + (over ? step.above : step.within),
+    touch.lead + (uncountable ? UNCOUNTABLE_TAIL : over ? step.above : step.within),
     over ? step.overReason : null,
     null,
     rule.id,
   );
   if (!over) return pass(run, evaluation);
   const projectedText = touch.projectedText;
+  if (uncountable) return fail(run, candidate, evaluation, () => `${run.subject} ${uncountablePredicate(kind, projectedText)}`);
   fail(run, candidate, evaluation, () => `${run.subject} ${spendPredicate(step.role, kind, true, projectedText, step.limit)}`);
 }
 

@@ -42,6 +42,16 @@ const SPEND_LEAD: Record<WindowPeriodKind, string> = {
 export const spendTail = (role: EvaluationRole, kind: WindowPeriodKind, over: boolean, limit: string): string =>
   `, ${over ? 'above' : 'within'} the ${PERIOD_NOUN[kind][role]} of ${limit}.`;
 
+/**
+ * ', more than a budget can count.': a window whose total would pass what it can hold exactly
+ * (MAX_WINDOW_MINOR), refused whatever its limit's effect.
+ */
+export const UNCOUNTABLE_TAIL = ', more than a budget can count.';
+
+export function uncountablePredicate(kind: WindowPeriodKind, projected: string): string {
+  return `would bring spending ${SPAN[kind]} to ${projected}, more than a budget can count`;
+}
+
 /** ' is within the per-purchase maximum of 500.00 EUR.': a per-purchase rule's message after the amount. */
 export const amountTail = (role: EvaluationRole, over: boolean, limit: string): string => ` ${amountPredicate(role, over, limit)}.`;
 
