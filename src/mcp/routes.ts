@@ -12,10 +12,12 @@
 //   3. A tools/call for a tool the connection's scopes do not reach is a 403 insufficient_scope
 //      challenge naming the scope (RFC 6750 3.1), so a client can ask the person for more.
 //   4. The JSON-RPC message goes to a fresh server + transport; both are closed with the response.
+//      A tools/call the SDK would answer wrongly is answered before it reaches the server.
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, forbidden } from '../http/errors.ts';
 import { corsPreflight, openCors } from '../oauth/cors.ts';
@@ -23,7 +25,7 @@ import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidToken, resolveConnectionToken } from '../connections/resolve-token.ts';
 import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../oauth/issuer.ts';
 import { SCOPES } from '../oauth/scopes.ts';
-import { buildMcpServer, TOOL_SCOPES } from './tools.ts';
+import { buildMcpServer, rawArgumentsError, TOOL_SCOPES, toolError } from './tools.ts';
 
 /** RFC 9728 3.3: `resource` is the URL the document's well-known address was built from. */
 export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>, resource = mcpResourceOf(deps.config)) {
@@ -81,6 +83,37 @@ function missingScope(body: unknown, scopes: readonly string[]): string | null {
   return null;
 }
 
+/**
+ * The answer to a tools/call the SDK's server would get wrong, if any:
+ * - params its own schema refuses (`arguments: null`, a `name` that is not a string): its request
+ *   parse throws a plain validation error, answered -32603 Internal error with the validator's dump;
+ *   JSON-RPC 2.0 says -32602 Invalid params.
+ * - raw arguments whose `__proto__` keys its parsing would drop (rawArgumentsError): a tool error.
+ */
+function screenToolCall(message: JSONRPCRequest, rawArguments: unknown): JSONRPCMessage | null {
+  const parsed = CallToolRequestSchema.safeParse(message);
+  if (!parsed.success) {
+    const at = [...new Set(parsed.error.issues.map((i) => i.path.map(String).join('.')))].join(', ');
+    return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params at ${at}: tools/call takes params {name: string, arguments?: object}.` } };
+  }
+  const refused = rawArgumentsError(parsed.data.params.name, rawArguments);
+  return refused ? { jsonrpc: '2.0', id: message.id, result: toolError(refused) } : null;
+}
+
+/** Puts screenToolCall between the transport and the server, for every message of `body` (a batch too). */
+function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown, deps: AppDeps): void {
+  // The transport hands the body's messages on one by one, in order: `sent` holds them as parsed.
+  const sent: unknown[] = Array.isArray(body) ? body : [body];
+  let next = 0;
+  const deliver = transport.onmessage!;
+  transport.onmessage = (message, extra) => {
+    const raw = sent[next++] as { params?: { arguments?: unknown } } | null | undefined;
+    const answer = isJSONRPCRequest(message) && message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : null;
+    if (answer) transport.send(answer).catch((err: unknown) => deps.log.warn('mcp answer not sent', { err: String(err) }));
+    else deliver(message, extra);
+  };
+}
+
 export function mcpRoutes(deps: AppDeps): Router {
   const router = newRouter();
 
@@ -115,6 +148,7 @@ export function mcpRoutes(deps: AppDeps): Router {
       void server.close();
     });
     await server.connect(transport);
+    screenToolCalls(transport, ctx.state.body, deps);
     ctx.respond = false;
     await transport.handleRequest(ctx.req, ctx.res, ctx.state.body);
   });

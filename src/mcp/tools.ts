@@ -7,12 +7,13 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../http/auth.ts';
-import { ApiError, type ErrorIssue } from '../http/errors.ts';
+import { ApiError, invalidRequest, type ErrorIssue } from '../http/errors.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
+import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { parsePurchase } from '../purchases/input.ts';
+import { parsePurchase, reservedKeys } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
 import { simulateCurrentPolicies } from '../simulations/simulate.ts';
@@ -106,6 +107,25 @@ export function sdkIssues(message: string): ErrorIssue[] {
     return [{ path: at ? at[1] : '', code: 'INVALID_ARGUMENT', message: line }];
   });
   return issues.length > 0 ? issues : [{ path: '', code: 'INVALID_ARGUMENT', message }];
+}
+
+/**
+ * The SDK's zod parsing copies objects key by key, so a `__proto__` key becomes a prototype and
+ * vanishes: at the top level in its own tools/call parse, inside metadata in the tool's schema. The
+ * raw arguments, as parsed from the request body, are judged first by /v1's rules for it (README):
+ * an unknown field (every tool's schema is closed), and a reserved key inside metadata; and an amount
+ * not written as an integer.
+ */
+export function rawArgumentsError(name: string, args: unknown): ApiError | null {
+  if (!Object.hasOwn(TOOL_SCOPES, name) || args === null || typeof args !== 'object') return null;
+  const issues: ErrorIssue[] = Object.hasOwn(args, '__proto__') ? [{ path: '__proto__', code: 'UNKNOWN_FIELD', message: 'Unknown field "__proto__".' }] : [];
+  // The copy also loses what parseJson knew of how an amount was written (0.99999999999999999 is 1 once parsed).
+  if (typeof (args as { amountMinor?: unknown }).amountMinor === 'number' && !writtenAsInteger(args, 'amountMinor')) {
+    issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
+  }
+  const { metadata } = args as { metadata?: unknown };
+  if (name === 'request_purchase' && metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) issues.push(...reservedKeys(metadata, 'metadata'));
+  return issues.length > 0 ? invalidRequest(issues, 'The tool arguments are not valid.') : null;
 }
 
 // ---- the server ------------------------------------------------------------------------------

@@ -161,3 +161,60 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
   t.is(root.resource, app.url);
   t.deepEqual(root.authorization_servers, [app.url]);
 });
+
+// JSON.parse makes `__proto__` an ordinary own key, as in any JSON a client sends; /v1 refuses it
+// (README: UNKNOWN_FIELD where the schema is closed, RESERVED_KEY inside metadata), and so do the tools.
+test('a __proto__ key in tool arguments is refused as on /v1, not dropped', async (t) => {
+  const c = await client(full.access_token);
+  const purchase = { merchant: 'Proto Paper', amountMinor: '5', reason: 'm' };
+  const inMetadata = errorOf(await c.callTool({ name: 'request_purchase', arguments: { ...purchase, metadata: JSON.parse('{"__proto__":{"x":1}}') } }));
+  t.is(inMetadata.code, 'invalid_request');
+  t.deepEqual(inMetadata.issues?.map((i) => [i.path, i.code]), [['metadata.__proto__', 'RESERVED_KEY']]);
+  const topLevel = errorOf(await c.callTool({ name: 'request_purchase', arguments: { ...purchase, ...JSON.parse('{"__proto__":{"x":1}}') } }));
+  t.deepEqual(topLevel.issues?.map((i) => [i.path, i.code]), [['__proto__', 'UNKNOWN_FIELD']]);
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Proto Paper' }), 0);
+  for (const [name, args] of [['check_purchase', purchase], ['list_purchases', {}], ['get_purchase', { purchaseRequestId: crypto.randomUUID() }]] as const) {
+    const refused = errorOf(await c.callTool({ name, arguments: { ...args, ...JSON.parse('{"__proto__":{"x":1}}') } }));
+    t.deepEqual(refused.issues?.map((i) => [i.path, i.code]), [['__proto__', 'UNKNOWN_FIELD']], name);
+  }
+  await c.close();
+});
+
+test('an amount written as a fraction is refused by the tools as on /v1, though it parses to a whole number', async (t) => {
+  const auth = { authorization: `Bearer ${full.access_token}` };
+  for (const name of ['check_purchase', 'request_purchase']) {
+    const res = await fetchJson(`${app.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth },
+      body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"${name}","arguments":{"merchant":"Fraction Paper","amountMinor":0.99999999999999999,"reason":"m"}}}`,
+    });
+    const body = await res.json();
+    t.deepEqual(errorOf(body.result).issues?.map((i) => [i.path, i.code]), [['amountMinor', 'AMOUNT_NOT_INTEGER']], name);
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Fraction Paper' }), 0);
+});
+
+// Messages no real client sends: tools/call params the protocol's own schema refuses.
+test('malformed tools/call params are JSON-RPC -32602 Invalid params, not -32603; a batch is judged per message', async (t) => {
+  const auth = { authorization: `Bearer ${full.access_token}` };
+  for (const params of [{ name: 'check_purchase', arguments: null }, { name: 'check_purchase', arguments: [] }, { name: { a: 1 } }, undefined]) {
+    const res = await rpc({ jsonrpc: '2.0', id: 9, method: 'tools/call', params }, auth);
+    t.is(res.status, 200);
+    const body = await res.json();
+    t.is(body.id, 9);
+    t.is(body.error.code, -32602, JSON.stringify(params));
+    t.regex(body.error.message, /^Invalid params/);
+    t.notRegex(body.error.message, /expected|\n/, 'no validator dump');
+  }
+  // In a batch each message is judged on its own (a __proto__ one too); the others are answered as usual.
+  const batch = await rpc([
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_purchases', arguments: [] } },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_purchases', arguments: JSON.parse('{"__proto__":{"x":1}}') } },
+    { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+  ], auth);
+  const answers = await batch.json();
+  t.is(answers.find((a: any) => a.id === 1).error.code, -32602);
+  t.is(errorOf(answers.find((a: any) => a.id === 2).result).issues?.[0].code, 'UNKNOWN_FIELD');
+  t.is(answers.find((a: any) => a.id === 3).result.tools.length, 4);
+});
