@@ -33,10 +33,11 @@ import * as views from './views.ts';
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
 const purchaseBody = compile(PurchaseRequestBody);
-const ANSWERED: Record<string, string> = {
-  APPROVED: 'Approved: the purchase can go ahead.',
-  REJECTED: 'Rejected: the purchase will not go ahead.',
-};
+// A Map: a query value looked up on an object literal reaches its prototype (?answered=constructor).
+const ANSWERED = new Map([
+  ['APPROVED', 'Approved: the purchase can go ahead.'],
+  ['REJECTED', 'Rejected: the purchase will not go ahead.'],
+]);
 
 function send(ctx: Context, status: number, page: string): void {
   ctx.status = status;
@@ -152,7 +153,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
     if (!s) return;
     const now = deps.now();
     const items = await pendingApprovals(deps, s.organization._id, now);
-    const done = ANSWERED[queryValue(ctx, 'answered') ?? ''];
+    const done = ANSWERED.get(queryValue(ctx, 'answered') ?? '');
     send(ctx, 200, views.inboxPage(viewerOf(s), items, now, hasRole(s.person, 'approver'), { notice: done }));
   });
 

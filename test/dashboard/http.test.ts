@@ -364,3 +364,16 @@ test('a suspended organisation\'s dashboard closes: sign-in refused, sessions en
   t.is(again.status, 403);
   t.regex(again.text, /suspended/);
 });
+
+test('the inbox notice comes only from its own two answers: a query value never reaches an object\'s prototype', async (t) => {
+  const { app, acme } = await setUp(t);
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  t.true((await ana.get('/dashboard?answered=APPROVED')).text.includes('Approved: the purchase can go ahead.'));
+  for (const value of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+    const page = await ana.get(`/dashboard?answered=${value}`);
+    t.is(page.status, 200);
+    t.false(/class="notice"/.test(page.text), value);
+    t.false(page.text.includes('native code'), value);
+  }
+});
