@@ -7,7 +7,7 @@ export const SimulationMode = Type.Enum(['CURRENT_POLICIES', 'DRAFT_POLICY', 'PO
 const RuleEffect = Type.Enum(['BLOCK', 'REQUIRE_APPROVAL']);
 
 export const SimulatedBudget = Type.Object({
-  budgetCounterId: Nullable(Type.String()),
+  budgetCounterId: Nullable(Uuid),
   currency: Currency,
   current: Type.Object({ committedMinor: MinorAmount, heldMinor: MinorAmount, openingBalanceMinor: MinorAmount, reservedMinor: MinorAmount }),
   limits: Type.Array(

@@ -1,7 +1,7 @@
 // UUIDv7 for things that sort by creation time (purchases, decisions, events: SPEC.md 2.1),
-// UUIDv4 elsewhere. Both are bare UUIDs with no prefix.
+// UUIDv4 elsewhere, UUIDv5 for a thing known by a name. All are bare UUIDs with no prefix.
 import { randomFillSync, randomUUID } from 'node:crypto';
-import { validate } from 'uuid';
+import { v5, validate } from 'uuid';
 
 // Random bytes are drawn from the CSPRNG in blocks of 256 ids rather than one call per id: a decision
 // makes several ids, and a call into the CSPRNG per id cost more than the rest of the id (the same
@@ -47,3 +47,9 @@ export const newRandomId = (): string => randomUUID();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID.test(value) && validate(value);
+
+/** The namespace of this service's name-based UUIDs (RFC 9562 5.5); fixed, so a name's UUID never changes. */
+const NAME_NAMESPACE = '3f6f1d2a-8c4e-4b7a-9d15-6e2f0c8a71b4';
+
+/** The UUID of a thing identified by a name (a budget window by policy, currency and period): always the same for the name. */
+export const uuidForName = (name: string): string => v5(name, NAME_NAMESPACE);

@@ -2,6 +2,7 @@
 // real decision's identifying fields.
 import type { SimulatedBudget, SimulatedDecision } from '../engine/types.ts';
 import { currencyExponent } from '../engine/currency.ts';
+import { uuidForName } from '../ids.ts';
 import type { AgentDoc } from '../store/collections.ts';
 import type { PurchaseInput } from '../purchases/input.ts';
 import { ruleEvaluationWire } from '../purchases/present.ts';
@@ -12,7 +13,8 @@ const DISCLAIMER = 'A simulation: nothing was recorded, no budget was reserved, 
 
 export function budgetWire(b: SimulatedBudget): Static<typeof SimulatedBudgetWire> {
   return {
-    budgetCounterId: b.budgetCounterId,
+    // A window is kept under its name (policy:currency:period); the contract's counter id is a UUID.
+    budgetCounterId: b.budgetCounterId === null ? null : uuidForName(b.budgetCounterId),
     currency: b.currency,
     current: {
       committedMinor: b.current.committedMinor.toString(),
