@@ -2,7 +2,7 @@
 import type { Context } from 'koa';
 import { isUuid } from '../ids.ts';
 import type { Next } from 'koa';
-import { invalidRequest, notFound } from './errors.ts';
+import { invalidRequest, notFound, type ErrorIssue } from './errors.ts';
 
 export function uuidParam(ctx: Context, name: string, what: string): string {
   const value = (ctx.params as Record<string, string>)[name];
@@ -10,22 +10,32 @@ export function uuidParam(ctx: Context, name: string, what: string): string {
   return value.toLowerCase();
 }
 
-/** Query strings arrive as strings (or arrays when repeated); the first value wins. */
+/** Query strings arrive as strings (or arrays when repeated; queryParams refuses those on /v1): the first value wins. */
 export function queryValue(ctx: Context, name: string): string | undefined {
   const raw = ctx.query[name];
   return Array.isArray(raw) ? raw[0] : raw;
 }
 
 /**
- * Route middleware: refuses query parameters the operation does not define (SPEC.md 1 rule 6),
- * one UNKNOWN_FIELD issue each.
+ * The query's problems for an operation that defines `allowed`: a parameter it does not define (SPEC.md 1
+ * rule 6), UNKNOWN_FIELD, and one given twice (`?limit=1&limit=abc`: which one was meant?), DUPLICATE_KEY,
+ * as a JSON body refuses a name given twice.
  */
+export function queryIssues(ctx: Context, allowed: readonly string[]): ErrorIssue[] {
+  return Object.keys(ctx.query).flatMap((name) =>
+    !allowed.includes(name)
+      ? [{ path: name, code: 'UNKNOWN_FIELD', message: `Unknown query parameter "${name}".` }]
+      : Array.isArray(ctx.query[name])
+        ? [{ path: name, code: 'DUPLICATE_KEY', message: `"${name}" is given more than once; give it once.` }]
+        : [],
+  );
+}
+
+/** Route middleware: refuses the query's problems (queryIssues). */
 export function queryParams(...allowed: string[]) {
   return (ctx: Context, next: Next) => {
-    const unknown = Object.keys(ctx.query).filter((name) => !allowed.includes(name));
-    if (unknown.length > 0) {
-      throw invalidRequest(unknown.slice(0, 100).map((name) => ({ path: name, code: 'UNKNOWN_FIELD', message: `Unknown query parameter "${name}".` })));
-    }
+    const issues = queryIssues(ctx, allowed);
+    if (issues.length > 0) throw invalidRequest(issues.slice(0, 100));
     return next();
   };
 }

@@ -5,7 +5,7 @@ import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { refusePolicyAuthoring, requireOrganizationKey } from '../http/auth.ts';
 import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
-import { queryValue, uuidParam, queryParams } from '../http/params.ts';
+import { queryIssues, queryValue, uuidParam, queryParams } from '../http/params.ts';
 import type { PolicyStatus } from '../store/collections.ts';
 import { listPolicies } from './list.ts';
 import { getPolicy, getPolicyVersion, getPolicyVersionDoc } from './read.ts';
@@ -14,7 +14,7 @@ import { versionFull } from './present.ts';
 import { budgetImpact } from './budget-impact.ts';
 
 const STATUSES: PolicyStatus[] = ['ACTIVE', 'DISABLED', 'ARCHIVED'];
-const LIST_PARAMS = new Set(['status', 'search', 'page', 'pageSize']);
+const LIST_PARAMS = ['status', 'search', 'page', 'pageSize'];
 const SEARCH_MAX = 200;
 
 /**
@@ -32,10 +32,7 @@ function positiveInt(value: string | undefined, name: string, fallback: number, 
 }
 
 function parseListQuery(ctx: Context) {
-  const issues: ErrorIssue[] = [];
-  for (const name of Object.keys(ctx.query)) {
-    if (!LIST_PARAMS.has(name)) issues.push({ path: name, code: 'UNKNOWN_FIELD', message: `Unknown query parameter "${name}".` });
-  }
+  const issues: ErrorIssue[] = queryIssues(ctx, LIST_PARAMS);
   const status = queryValue(ctx, 'status');
   if (status !== undefined && !STATUSES.includes(status as PolicyStatus)) {
     issues.push({ path: 'status', code: 'INVALID_VALUE', message: `status is one of ${STATUSES.join(', ')}.` });

@@ -87,6 +87,22 @@ test('unknown query parameters are refused on every /v1 operation', async (t) =>
   t.is(await purchases('lonely'), 0, 'a refused submission writes nothing');
 });
 
+test('a query parameter given twice is refused: which one was meant?', async (t) => {
+  const org = shop.keys['org-key'];
+  const id = '0190a6f2-7c1e-7a41-9c3e-2f6d1b0e5a77';
+  for (const [path, name] of [
+    ['/v1/policies?status=ACTIVE&status=DISABLED', 'status'],
+    ['/v1/policies?pageSize=1&pageSize=abc&x=1', 'pageSize'],
+    [`/v1/webhooks/${id}/deliveries?limit=1&limit=abc`, 'limit'],
+  ]) {
+    const res = await app.request(path, { key: org });
+    t.is(res.status, 400, path);
+    t.true(issuesOf(res).includes(`${name}:DUPLICATE_KEY`), `${path}: ${res.text}`);
+  }
+  // Every problem in one list: the unknown one too.
+  t.deepEqual(issuesOf(await app.request('/v1/policies?pageSize=1&pageSize=abc&x=1', { key: org })).sort(), ['pageSize:DUPLICATE_KEY', 'x:UNKNOWN_FIELD']);
+});
+
 test('pageSize above 100 is clamped and a page past the end is empty, whatever the number of digits', async (t) => {
   const key = shop.keys['org-key'];
   const list = (query: string) => app.request(`/v1/policies?${query}`, { key });
