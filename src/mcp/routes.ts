@@ -17,7 +17,7 @@ import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, forbidden } from '../http/errors.ts';
 import { corsPreflight, openCors } from '../oauth/cors.ts';
@@ -92,15 +92,27 @@ function missingScope(body: unknown, scopes: readonly string[]): string | null {
  */
 function screenToolCall(message: JSONRPCRequest, rawArguments: unknown): JSONRPCMessage | null {
   const parsed = CallToolRequestSchema.safeParse(message);
-  if (!parsed.success) {
-    const at = [...new Set(parsed.error.issues.map((i) => i.path.map(String).join('.')))].join(', ');
-    return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params at ${at}: tools/call takes params {name: string, arguments?: object}.` } };
-  }
+  if (!parsed.success) return invalidParams(message, parsed.error.issues, 'tools/call takes params {name: string, arguments?: object}.');
   const refused = rawArgumentsError(parsed.data.params.name, rawArguments);
   return refused ? { jsonrpc: '2.0', id: message.id, result: toolError(refused) } : null;
 }
 
-/** Puts screenToolCall between the transport and the server, for every message of `body` (a batch too). */
+/** The SDK's schema of each request the server answers, by method (any other is -32601, as the SDK says). */
+const ANSWERED = new Set(['initialize', 'ping', 'tools/list']);
+const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.filter((schema) => ANSWERED.has(schema.shape.method.value)).map((schema) => [schema.shape.method.value as string, schema] as const));
+
+/** -32602 for a known method whose params its schema refuses (the SDK's server would answer -32603 with the dump). */
+function screenRequest(message: JSONRPCRequest): JSONRPCMessage | null {
+  const parsed = REQUEST_SCHEMAS.get(message.method)?.safeParse(message);
+  return parsed && !parsed.success ? invalidParams(message, parsed.error.issues, `see the params of ${message.method} in the MCP specification.`) : null;
+}
+
+function invalidParams(message: JSONRPCRequest, issues: ReadonlyArray<{ path: PropertyKey[] }>, hint: string): JSONRPCMessage {
+  const at = [...new Set(issues.map((i) => i.path.map(String).join('.')))].join(', ');
+  return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params at ${at}: ${hint}` } };
+}
+
+/** Puts screenToolCall (screenRequest for other requests) between the transport and the server, for every message of `body` (a batch too). */
 function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown, deps: AppDeps): void {
   // The transport hands the body's messages on one by one, in order: `sent` holds them as parsed.
   const sent: unknown[] = Array.isArray(body) ? body : [body];
@@ -108,7 +120,7 @@ function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown
   const deliver = transport.onmessage!;
   transport.onmessage = (message, extra) => {
     const raw = sent[next++] as { params?: { arguments?: unknown } } | null | undefined;
-    const answer = isJSONRPCRequest(message) && message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : null;
+    const answer = !isJSONRPCRequest(message) ? null : message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : screenRequest(message);
     if (answer) transport.send(answer).catch((err: unknown) => deps.log.warn('mcp answer not sent', { err: String(err) }));
     else deliver(message, extra);
   };

@@ -206,6 +206,13 @@ test('malformed tools/call params are JSON-RPC -32602 Invalid params, not -32603
     t.regex(body.error.message, /^Invalid params/);
     t.notRegex(body.error.message, /expected|\n/, 'no validator dump');
   }
+  // Any other request the protocol knows, with params its schema refuses, is -32602 too.
+  for (const message of [{ jsonrpc: '2.0', id: 10, method: 'tools/list', params: { cursor: 5 } }, { jsonrpc: '2.0', id: 11, method: 'tools/list', params: { cursor: ['a'] } }]) {
+    const res = await rpc(message, auth);
+    const body = await res.json();
+    t.is(body.error?.code, -32602, JSON.stringify(message) + ' ' + JSON.stringify(body));
+    t.notRegex(body.error.message, /expected|\n/, 'no validator dump');
+  }
   // In a batch each message is judged on its own (a __proto__ one too); the others are answered as usual.
   const batch = await rpc([
     { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_purchases', arguments: [] } },
