@@ -240,16 +240,25 @@ export function dashboardRoutes(deps: AppDeps): Router {
       if (err instanceof ApiError) return refuse(err.issues?.map((i) => i.message).join(' ') ?? err.message);
       throw err;
     }
-    const result = await submitPurchase(deps, {
-      organization: org,
-      principal: { kind: 'PERSON', organizationId: org._id, agentId: agent._id, personId: s.person._id, name: s.person.name },
-      purchase: input,
-      body,
-      rawBody: JSON.stringify(body),
-      // The form's one-time token: submitting the same form twice records one purchase.
-      idempotencyKey: token,
-      origin: 'DASHBOARD',
-    });
+    let result;
+    try {
+      result = await submitPurchase(deps, {
+        organization: org,
+        principal: { kind: 'PERSON', organizationId: org._id, agentId: agent._id, personId: s.person._id, name: s.person.name },
+        purchase: input,
+        body,
+        rawBody: JSON.stringify(body),
+        // The form's one-time token: submitting the same form twice records one purchase.
+        idempotencyKey: token,
+        origin: 'DASHBOARD',
+      });
+    } catch (err) {
+      // The same form sent back with other details (the browser's Back button): a new form for them.
+      if (err instanceof ApiError && err.code === 'idempotency_key_reuse') {
+        return send(ctx, 409, views.newPurchasePage(viewerOf(s), { agents, token: randomToken(), values, error: 'This form was already sent with other details. Check them and submit again.' }));
+      }
+      throw err;
+    }
     ctx.status = 303;
     ctx.redirect(`/dashboard/purchases/${(result.body.purchaseRequest as { id: string }).id}`);
   });

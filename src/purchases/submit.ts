@@ -100,7 +100,10 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
 async function decideAndRecord(deps: SubmitDeps, cmd: SubmitCommand): Promise<SubmitResult> {
   const agentId = cmd.principal.agentId!;
   const pc = purchaseCollections(deps.store.db);
-  const idemId = cmd.idempotencyKey === null ? null : `${submitterOf(cmd.principal)}:${cmd.idempotencyKey}`;
+  // A key is its submitter's; a person submits for any agent of the organisation, so theirs is per agent
+  // (a dashboard form sent again for another agent is another purchase, not the first one replayed).
+  const keyOwner = cmd.principal.kind === 'PERSON' ? `${cmd.principal.personId}:${agentId}` : submitterOf(cmd.principal);
+  const idemId = cmd.idempotencyKey === null ? null : `${keyOwner}:${cmd.idempotencyKey}`;
   // Only a request with a key is ever compared with another.
   const requestHash = idemId === null ? '' : createHash('sha256').update(canonicalJson(idempotentRequest(cmd.purchase, cmd.body.metadata))).digest('hex');
 

@@ -1,0 +1,32 @@
+// The dashboard's purchase form and its one-time token, when the form comes back changed (the
+// browser's Back button): another agent is another purchase; other details for the same agent are
+// explained, not a JSON error.
+import test from 'ava';
+import { Client, field, setUpDashboardOrg, startDashboardApp } from '../helpers/dashboard.ts';
+
+const ANA = { handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] };
+
+test('one form token sent for two agents records a purchase for each; sent again with another amount, a new form', async (t) => {
+  const app = await startDashboardApp();
+  t.teardown(() => app.close());
+  const acme = await setUpDashboardOrg(app, 'acme', [ANA]);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  const form = await client.get('/dashboard/purchases/new');
+  const fields = { csrf: field(form.text, 'csrf'), token: field(form.text, 'token'), agent: acme.agents.buyer.id, merchant: 'Paper Co', amount: '12.50', currency: 'EUR', reason: 'Paper' };
+  const forBuyer = await client.post('/dashboard/purchases', fields);
+  const forTravel = await client.post('/dashboard/purchases', { ...fields, agent: acme.agents.travel.id });
+  t.is(forBuyer.status, 303);
+  t.is(forTravel.status, 303);
+  t.not(forTravel.location, forBuyer.location);
+  const agentOf = async (location: string | undefined, key: string) =>
+    (await app.request(`/v1/purchase-requests/${location!.split('/').pop()}`, { key })).body.purchase?.agent.id;
+  t.is(await agentOf(forBuyer.location, acme.keys['buyer-key']), acme.agents.buyer.id);
+  t.is(await agentOf(forTravel.location, acme.keys['travel-key']), acme.agents.travel.id);
+
+  const changed = await client.post('/dashboard/purchases', { ...fields, amount: '99.00' });
+  t.is(changed.status, 409);
+  t.regex(changed.text, /already sent with other details/);
+  t.not(field(changed.text, 'token'), fields.token);
+  t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: acme.organizationId }), 2);
+});
