@@ -16,6 +16,7 @@ import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
 import { iso } from '../timestamps.ts';
 import { runCommand } from '../commands/run-command.ts';
+import { dashboardCollections } from '../dashboard/documents.ts';
 import { connectionsCollection, presentConnection, type ConnectionDoc } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './password.ts';
@@ -51,7 +52,12 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
       throw invalidRequest([{ path: 'password', code: 'TOO_SHORT', message: `The password needs at least ${MIN_PASSWORD_LENGTH} characters that are not spaces.` }]);
     }
     const passwordHash = await hashPassword(password);
-    const person = await c.people.findOneAndUpdate({ _id: id }, { $set: { passwordHash, updatedAt: deps.now() } }, { returnDocument: 'after' });
+    // A new password is how an operator locks out whoever learnt the old one: their dashboard sessions end with it.
+    const person = await runCommand(deps.store, async (session) => {
+      const updated = await c.people.findOneAndUpdate({ _id: id }, { $set: { passwordHash, updatedAt: deps.now() } }, { returnDocument: 'after', session });
+      if (updated) await dashboardCollections(deps.store.db).sessions.deleteMany({ personId: id }, { session });
+      return updated;
+    });
     if (!person) throw notFound('person');
     ctx.body = { person: { id: person._id, organizationId: person.organizationId, name: person.name, email: person.email, passwordSet: true } };
   });

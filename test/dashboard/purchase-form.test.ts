@@ -19,7 +19,7 @@ test('one form token sent for two agents records a purchase for each; sent again
   t.is(forBuyer.status, 303);
   t.is(forTravel.status, 303);
   t.not(forTravel.location, forBuyer.location);
-  const agentOf = async (location: string | undefined, key: string) =>
+  const agentOf = async (location: string | null | undefined, key: string) =>
     (await app.request(`/v1/purchase-requests/${location!.split('/').pop()}`, { key })).body.purchase?.agent.id;
   t.is(await agentOf(forBuyer.location, acme.keys['buyer-key']), acme.agents.buyer.id);
   t.is(await agentOf(forTravel.location, acme.keys['travel-key']), acme.agents.travel.id);
@@ -29,4 +29,18 @@ test('one form token sent for two agents records a purchase for each; sent again
   t.regex(changed.text, /already sent with other details/);
   t.not(field(changed.text, 'token'), fields.token);
   t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: acme.organizationId }), 2);
+});
+
+test('an operator setting a new password ends the person\'s dashboard sessions', async (t) => {
+  const app = await startDashboardApp();
+  t.teardown(() => app.close());
+  const acme = await setUpDashboardOrg(app, 'acme', [ANA]);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.ana.email);
+  t.is((await client.get('/dashboard/purchases')).status, 200);
+  const reset = await app.admin(`/admin/people/${acme.people.ana.id}/password`, { method: 'PUT', body: { password: 'a brand new passphrase' } });
+  t.is(reset.status, 200);
+  const after = await client.get('/dashboard/purchases');
+  t.not(after.status, 200);
+  t.regex(after.location ?? '', /sign-in/);
 });
