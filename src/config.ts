@@ -6,6 +6,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface Config {
   port: number;
+  /** TRUST_PROXY: the caller's address is the last X-Forwarded-For entry (one proxy in front appends it). */
+  trustProxy: boolean;
   /** WEB_CONCURRENCY: how many web processes `npm start` runs (node:cluster). */
   webConcurrency: number;
   baseUrl: string;
@@ -151,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port,
     webConcurrency: integer(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    trustProxy: flag(env, 'TRUST_PROXY', true),
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),
     mongodbUri,

@@ -44,8 +44,9 @@ const under = (prefix: string, mw: (ctx: Context, next: Next) => unknown) => (ct
 
 export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   // One proxy hop (the platform router) appends the caller's address to X-Forwarded-For: trust only that
-  // rightmost entry, so a caller cannot choose its own address (the registration rate limit keys on it).
-  const app = new Koa({ proxy: true, maxIpsCount: 1 });
+  // rightmost entry, so a caller cannot choose its own address (the sign-in and registration limits key
+  // on it). Without a proxy in front (TRUST_PROXY=0) the caller would write that entry itself.
+  const app = new Koa({ proxy: deps.config.trustProxy, maxIpsCount: 1 });
   app.use(requestContext(deps));
   app.use(httpMetrics);
   app.use(closeWhenStopping(deps));
