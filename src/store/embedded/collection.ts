@@ -411,7 +411,11 @@ export class EmbeddedCollection {
     });
   }
 
-  /** Stores doc, with a generated ObjectId when it has no _id (put first, as MongoDB does). */
+  /**
+   * Stores an upsert's new document, with a generated ObjectId when it has no _id (put first, as MongoDB
+   * does). Not incoming(): that is the driver's rule for inserts, which replaces a null _id, while the
+   * server keeps the null an upsert's filter gave ({_id: null}).
+   */
   #insert(doc: Doc): Doc {
     const stored = Object.hasOwn(doc, '_id') ? { _id: doc._id, ...doc } : { _id: newObjectId(), ...doc };
     this.#data.insert(stored);
