@@ -497,6 +497,17 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.is(await c.countDocuments({ _id: null }), 0);
     t.deepEqual((await c.find({}).sort({ n: 1 }).toArray()).map((d) => String(d._id)), docs.map((d) => String(d._id)));
   });
+  test(title('an upsert whose filter is {_id: null} inserts a document whose _id is null (the driver\'s rule for inserts is not the server\'s)'), async (t) => {
+    const store = await open(t);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- _id deliberately null
+    const c = store.db.collection<any>('null_upserts');
+    const result = await c.updateOne({ _id: null }, { $set: { n: 1 } }, { upsert: true });
+    t.is(result.upsertedCount, 1);
+    t.is(result.upsertedId, null);
+    t.deepEqual(await c.find({}).toArray(), [{ _id: null, n: 1 }]);
+    t.is((await c.updateOne({ _id: null }, { $inc: { n: 1 } }, { upsert: true })).matchedCount, 1);
+    t.deepEqual(await c.findOne({ _id: null }), { _id: null, n: 2 });
+  });
   test(title('upsert inserts from the filter and $setOnInsert, then matches'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('counters');

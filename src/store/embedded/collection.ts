@@ -426,10 +426,10 @@ export class EmbeddedCollection {
     const data = this.#data;
     const found = many ? this.#match(filter) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
     if (found.length === 0) {
-      if (!options.upsert) return updateResult(0, 0, null);
+      if (!options.upsert) return updateResult(0, 0);
       const { next } = applyUpdate(upsertBase(filter), update, filter, true, options);
       const stored = this.#insert(next);
-      return updateResult(0, 0, stored._id);
+      return updateResult(0, 0, { _id: stored._id });
     }
     let modified = 0;
     const touched = touchedRoots(update);
@@ -439,7 +439,7 @@ export class EmbeddedCollection {
       data.replace(id, next, touched);
       modified++;
     }
-    return updateResult(found.length, modified, null);
+    return updateResult(found.length, modified);
   }
 
   async updateOne(filter: Doc, update: unknown, options: Options = {}): Promise<UpdateResult> {
@@ -464,18 +464,18 @@ export class EmbeddedCollection {
       const data = this.#data;
       const [hit] = this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
       if (!hit) {
-        if (!options.upsert) return updateResult(0, 0, null);
+        if (!options.upsert) return updateResult(0, 0);
         const doc = cloneDocIn(replacement);
         const base = upsertBase(filter);
         if (!Object.hasOwn(doc, '_id') && Object.hasOwn(base, '_id')) doc._id = base._id;
         const stored = this.#insert(doc);
-        return updateResult(0, 0, stored._id);
+        return updateResult(0, 0, { _id: stored._id });
       }
       const [id, prev] = hit;
       const next = replacementFor(prev, replacement);
       const changed = canonicalKey(next) !== canonicalKey(prev);
       if (changed) data.replace(id, next);
-      return updateResult(1, changed ? 1 : 0, null);
+      return updateResult(1, changed ? 1 : 0);
     }
   }
 
@@ -584,7 +584,7 @@ export class EmbeddedCollection {
           totals.matchedCount += outcome.matchedCount;
           totals.modifiedCount += outcome.modifiedCount;
           totals.upsertedCount += outcome.upsertedCount;
-          if (outcome.upsertedId !== null) upsertedIds[i] = outcome.upsertedId;
+          if (outcome.upsertedCount > 0) upsertedIds[i] = outcome.upsertedId;
         }
       }
       return undefined;
@@ -777,13 +777,14 @@ export interface UpdateResult {
   upsertedId: unknown;
 }
 
-function updateResult(matchedCount: number, modifiedCount: number, upsertedId: unknown): UpdateResult {
+/** The driver's UpdateResult, with the document upserted if any (its _id may be null: an upsert's filter can say so). */
+function updateResult(matchedCount: number, modifiedCount: number, upserted?: { _id: unknown }): UpdateResult {
   return {
     acknowledged: true,
     matchedCount,
     modifiedCount,
-    upsertedCount: upsertedId === null ? 0 : 1,
-    upsertedId,
+    upsertedCount: upserted ? 1 : 0,
+    upsertedId: upserted ? upserted._id : null,
   };
 }
 

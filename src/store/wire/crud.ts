@@ -129,7 +129,7 @@ export async function update(call: Call): Promise<Document> {
     }
     n += result.matchedCount + result.upsertedCount;
     nModified += result.modifiedCount;
-    if (result.upsertedId !== null && result.upsertedId !== undefined) upserted.push({ index, _id: result.upsertedId });
+    if (result.upsertedCount > 0) upserted.push({ index, _id: result.upsertedId });
   });
   return writeReply(upserted.length ? { n, nModified, upserted } : { n, nModified }, errors);
 }
