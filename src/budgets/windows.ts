@@ -23,6 +23,8 @@ export interface BudgetWindowDoc {
   committedMinor: number;
   heldMinor: number;
   openingBalanceMinor: number;
+  /** The version in force when the window was last written (absent on windows written before it was kept). */
+  policyVersionId?: string;
   /** `EXHAUSTED:${policyRuleId}` of the limits already reported exhausted in this window. */
   notified: string[];
   version: number;
@@ -39,6 +41,10 @@ export interface LoadedWindows {
   docs: Map<string, BudgetWindowDoc>;
   /** Windows that do not exist yet, with the opening balance they would start from. */
   missing: Map<string, { key: WindowKey; openingBalanceMinor: bigint }>;
+  /** The version in force that read each window of `keys`. */
+  versions: Map<string, string>;
+  /** Existing windows read under another version than the one that last wrote them, reconciled (loadWindows). */
+  reconciled: Set<string>;
 }
 
 export const stateOf = (doc: BudgetWindowDoc): WindowState => ({
@@ -49,23 +55,21 @@ export const stateOf = (doc: BudgetWindowDoc): WindowState => ({
 });
 
 /**
- * Spend already approved under a policy in a period that no window accounted for: a SPEND_LIMIT that
- * appears mid-period (a new version) starts from it (DESIGN.md 4 item 6), read from the analysts'
- * purchases read model.
+ * Spend approved under a policy in a window's period (DESIGN.md 4 item 6), read from the analysts'
+ * purchases read model: by the time of each request within the period's bounds, not by the day and
+ * month labels stored with it (those are of the zone the organisation had then: after a change of
+ * zone they name other hours).
  */
 export async function attributableSpend(
   db: StoreDb,
-  key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>,
+  key: { policyId: string; currency: string; periodStart: string | Date; periodEnd: string | Date },
   session?: StoreSession,
 ): Promise<bigint> {
-  // A day's query fixes its month too, so that both are prefixes of one index (src/store/indexes.ts). Both keys
-  // are the organisation's zone's (periodFor): a day 'yyyy-MM-dd' lies in the month 'yyyy-MM'.
-  const period = key.periodKind === 'DAY' ? { monthKey: key.periodKey.slice(0, 7), dayKey: key.periodKey } : { monthKey: key.periodKey };
   const rows = await db
     .collection('analytics_purchases')
     .aggregate(
       [
-        { $match: { policyIds: key.policyId, currency: key.currency, status: 'APPROVED', ...period } },
+        { $match: { policyIds: key.policyId, currency: key.currency, status: 'APPROVED', requestedAt: { $gte: new Date(key.periodStart), $lt: new Date(key.periodEnd) } } },
         { $group: { _id: null, total: { $sum: '$amountMinor' } } },
       ],
       session ? { session } : {},
@@ -74,9 +78,21 @@ export async function attributableSpend(
   return BigInt(rows[0]?.total ?? 0);
 }
 
-/** Loads the windows of `keys`, plus windows known only by id (those a pending purchase holds). */
+/** A window cannot count more than MAX_WINDOW_MINOR (what storage holds exactly); past every limit either way. */
+const capped = (amount: bigint): bigint => (amount > MAX_WINDOW_MINOR ? MAX_WINDOW_MINOR : amount);
+
+/**
+ * Loads the windows of `keys`, plus windows known only by id (those a pending purchase holds).
+ *
+ * A window counts the spend its policy governs only while a version whose limits read it is in force:
+ * approvals under a version without such a limit do not write it. So a window first read under another
+ * version than the one that last wrote it (`policyVersionId`) is reconciled: its opening balance grows
+ * to the period's approved spend that its own commits do not account for, and the decision's batch
+ * writes it (`reconciled`). Approvals that wrote none of a policy's windows write its policy document
+ * (fencePoliciesOutsideWindows), so one racing the activation conflicts with this read.
+ */
 export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: StoreSession, heldIds: string[] = []): Promise<LoadedWindows> {
-  const loaded: LoadedWindows = { states: new Map(), docs: new Map(), missing: new Map() };
+  const loaded: LoadedWindows = { states: new Map(), docs: new Map(), missing: new Map(), versions: new Map(), reconciled: new Set() };
   const ids = [...new Set([...keys.map(windowId), ...heldIds])];
   if (ids.length === 0) return loaded;
   const docs = await windowsCollection(db).find({ _id: { $in: ids } }, session ? { session } : {}).toArray();
@@ -86,11 +102,20 @@ export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: Stor
   }
   for (const key of keys) {
     const id = windowId(key);
-    if (loaded.docs.has(id) || loaded.missing.has(id)) continue;
-    // A window cannot count more than MAX_WINDOW_MINOR (what storage holds exactly): one that would open
-    // past it opens at it, which is past every limit either way (limits are at most that much).
-    const attributable = await attributableSpend(db, key, session);
-    const openingBalanceMinor = attributable > MAX_WINDOW_MINOR ? MAX_WINDOW_MINOR : attributable;
+    loaded.versions.set(id, key.policyVersionId);
+    const doc = loaded.docs.get(id);
+    if (doc !== undefined) {
+      if (doc.policyVersionId === key.policyVersionId || loaded.reconciled.has(id)) continue;
+      const unaccounted = capped((await attributableSpend(db, key, session)) - fromStored(doc.committedMinor));
+      if (unaccounted > fromStored(doc.openingBalanceMinor)) {
+        const state = { ...stateOf(doc), openingBalanceMinor: unaccounted };
+        loaded.states.set(id, state);
+      }
+      loaded.reconciled.add(id);
+      continue;
+    }
+    if (loaded.missing.has(id)) continue;
+    const openingBalanceMinor = capped(await attributableSpend(db, key, session));
     loaded.missing.set(id, { key, openingBalanceMinor });
     loaded.states.set(id, { budgetCounterId: null, committedMinor: 0n, heldMinor: 0n, openingBalanceMinor });
   }
@@ -159,9 +184,11 @@ export async function applyBudgetEffects(
       },
     });
   }
-  // A window whose only change is a new tag (a refusal moves no amounts) is written too, version-checked.
-  const tagOnly = [...newlyNotified.keys()].filter((id) => !byWindow.has(id));
-  for (const id of tagOnly) byWindow.set(id, { held: 0n, committed: 0n, key: crossings.find((c) => c.windowId === id)!.window });
+  // A window whose only change is a new tag (a refusal moves no amounts), or a reconciled opening balance
+  // (loadWindows), is written too, version-checked.
+  const moved = [...byWindow.keys()];
+  for (const id of newlyNotified.keys()) if (!byWindow.has(id)) byWindow.set(id, { held: 0n, committed: 0n, key: crossings.find((c) => c.windowId === id)!.window });
+  for (const id of loaded.reconciled) if (!byWindow.has(id)) byWindow.set(id, { held: 0n, committed: 0n, key: null });
 
   // Each write version-checked: an existing window is updated only at the version read; a new one is
   // created by an upsert that matches only a document without a version, so a window created
@@ -173,7 +200,17 @@ export async function applyBudgetEffects(
     if (doc) {
       const held = fromStored(doc.heldMinor) + delta.held;
       const committed = fromStored(doc.committedMinor) + delta.committed;
-      const $set = { heldMinor: toStored(held < 0n ? 0n : held), committedMinor: toStored(committed), notified: [...doc.notified, ...notified], version: doc.version + 1, updatedAt: now };
+      const opening = loaded.states.get(id)?.openingBalanceMinor ?? fromStored(doc.openingBalanceMinor);
+      const policyVersionId = loaded.versions.get(id) ?? doc.policyVersionId;
+      const $set = {
+        heldMinor: toStored(held < 0n ? 0n : held),
+        committedMinor: toStored(committed),
+        openingBalanceMinor: toStored(opening),
+        ...(policyVersionId === undefined ? {} : { policyVersionId }),
+        notified: [...doc.notified, ...notified],
+        version: doc.version + 1,
+        updatedAt: now,
+      };
       batch.updateOne<BudgetWindowDoc>(WINDOWS, { _id: id, version: doc.version }, { $set }, { unlessMatched: conflict(id) });
       continue;
     }
@@ -191,6 +228,7 @@ export async function applyBudgetEffects(
       committedMinor: toStored(delta.committed),
       heldMinor: toStored(delta.held < 0n ? 0n : delta.held),
       openingBalanceMinor: toStored(missing?.openingBalanceMinor ?? 0n),
+      policyVersionId: key.policyVersionId,
       notified,
       version: 1,
       createdAt: now,
@@ -198,7 +236,7 @@ export async function applyBudgetEffects(
     };
     batch.updateOne<BudgetWindowDoc>(WINDOWS, { _id: id, version: { $exists: false } }, { $setOnInsert: created }, { upsert: true, onDuplicate: conflict(id) });
   }
-  return [...byWindow.keys()].filter((id) => !tagOnly.includes(id));
+  return moved;
 }
 
 /**

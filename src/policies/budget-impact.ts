@@ -21,8 +21,8 @@ export async function budgetImpact(deps: AppDeps, org: OrganizationDoc, version:
   }
   const impact = [];
   for (const { currency, periodKind, rules } of groups.values()) {
-    const { periodKey } = periodFor(periodKind, now, org.timezone);
-    const key = { policyId: version.policyId, currency, periodKind, periodKey };
+    const { periodKey, periodStart, periodEnd } = periodFor(periodKind, now, org.timezone);
+    const key = { policyId: version.policyId, currency, periodKind, periodKey, periodStart, periodEnd };
     if (await windowsCollection(deps.store.db).findOne({ _id: windowId(key) })) continue; // already reserved against
     const attributable = await attributableSpend(deps.store.db, key);
     if (attributable === 0n) continue;

@@ -32,9 +32,9 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'events', keys: { dispatchedAt: 1, _id: 1 } },
   { collection: 'purchase_views', keys: { submitterId: 1, requestedAt: -1, _id: -1 } },
   { collection: 'analytics_purchases', keys: { organizationId: 1, monthKey: 1, agentId: 1 } },
-  // A policy's approved spend in a month, or in a day of it (src/budgets/windows.ts attributableSpend). Multikey on
-  // policyIds: one key per policy of every purchase, so one index for both periods rather than one each.
-  { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, monthKey: 1, dayKey: 1 } },
+  // A policy's approved spend in a period, by the time of each request (src/budgets/windows.ts attributableSpend).
+  // Multikey on policyIds: one key per policy of every purchase.
+  { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, requestedAt: 1 } },
   { collection: 'analytics_daily_spend', keys: { organizationId: 1, dayKey: 1 } },
   // Connections (OAuth 2.0 and MCP)
   { collection: 'connections', keys: { organizationId: 1, createdAt: -1 } },
@@ -73,6 +73,9 @@ export const RETIRED_INDEXES: Array<{ collection: string; name: string }> = [
   // Replaced by { policyIds, currency, status, monthKey, dayKey }: a day's query fixes its month too.
   { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_dayKey_1' },
   { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_monthKey_1' },
+  // Replaced by { policyIds, currency, status, requestedAt }: a window's spend is counted by the time of each
+  // request within the period's bounds, not by labels of the zone the organisation had then.
+  { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_monthKey_1_dayKey_1' },
 ];
 
 /**

@@ -45,42 +45,41 @@ test('every collection named in src/ is created at start', async (t) => {
   }
 });
 
-test('start-up replaces the two analytics indexes of earlier versions by the merged one, also when two start-ups run at once', async (t) => {
+test('start-up replaces the analytics indexes of earlier versions by the one on request times, also when two start-ups run at once', async (t) => {
   const store = await testStore();
   try {
     const purchases = store.db.collection('analytics_purchases');
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, dayKey: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1 });
+    await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1, dayKey: 1 });
     t.deepEqual((await purchases.indexes()).map((i) => i.name), ['_id_', ...RETIRED_INDEXES.map((r) => r.name)], 'the names MongoDB gives those keys');
-    const row = { policyIds: ['p1', 'p2'], currency: 'EUR', status: 'APPROVED', amountMinor: 700, monthKey: '2026-11', dayKey: '2026-11-18' };
-    await purchases.insertMany([{ _id: 'a', ...row }, { _id: 'b', ...row, dayKey: '2026-11-17', amountMinor: 50 }] as never);
+    const row = { policyIds: ['p1', 'p2'], currency: 'EUR', status: 'APPROVED', amountMinor: 700, requestedAt: new Date('2026-11-18T10:00:00.000Z') };
+    await purchases.insertMany([{ _id: 'a', ...row }, { _id: 'b', ...row, requestedAt: new Date('2026-11-17T23:30:00.000Z'), amountMinor: 50 }] as never);
     await Promise.all([createIndexes(store.db), createIndexes(store.db)]);
-    const expected = ['_id_', 'organizationId_1_monthKey_1_agentId_1', 'policyIds_1_currency_1_status_1_monthKey_1_dayKey_1'];
+    const expected = ['_id_', 'organizationId_1_monthKey_1_agentId_1', 'policyIds_1_currency_1_status_1_requestedAt_1'];
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);
     await createIndexes(store.db); // and again: nothing left to drop
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);
-    // The queries answer through the merged index.
-    const spend = (periodKind: 'DAY' | 'MONTH', periodKey: string) => attributableSpend(store.db, { policyId: 'p2', currency: 'EUR', periodKind, periodKey });
-    t.is(await spend('DAY', '2026-11-18'), 700n);
-    t.is(await spend('DAY', '2026-11-17'), 50n);
-    t.is(await spend('MONTH', '2026-11'), 750n);
-    t.is(await spend('MONTH', '2026-10'), 0n);
+    // A period is its bounds: 23:30 UTC on the 17th is the 18th in Berlin.
+    const spend = (periodStart: string, periodEnd: string) => attributableSpend(store.db, { policyId: 'p2', currency: 'EUR', periodStart, periodEnd });
+    t.is(await spend('2026-11-17T23:00:00.000Z', '2026-11-18T23:00:00.000Z'), 750n);
+    t.is(await spend('2026-11-18T00:00:00.000Z', '2026-11-19T00:00:00.000Z'), 700n);
+    t.is(await spend('2026-10-31T23:00:00.000Z', '2026-11-17T23:00:00.000Z'), 0n);
   } finally {
     await store.close();
   }
 });
 
-test('the day and month queries of attributable spend fix, by equality, a prefix of an index', async (t) => {
+test('the query of attributable spend fixes, by equality, a prefix of an index and ranges over the next field', async (t) => {
   const matches: Array<Record<string, unknown>> = [];
   const db = { collection: () => ({ aggregate: (pipeline: Array<{ $match?: Record<string, unknown> }>) => (matches.push(pipeline[0].$match!), { toArray: async () => [] }) }) } as unknown as StoreDb;
-  await attributableSpend(db, { policyId: 'p', currency: 'EUR', periodKind: 'DAY', periodKey: '2026-11-18' });
-  await attributableSpend(db, { policyId: 'p', currency: 'EUR', periodKind: 'MONTH', periodKey: '2026-11' });
-  t.like(matches[0], { monthKey: '2026-11', dayKey: '2026-11-18' });
+  await attributableSpend(db, { policyId: 'p', currency: 'EUR', periodStart: '2026-11-17T23:00:00.000Z', periodEnd: '2026-11-18T23:00:00.000Z' });
   const indexed = INDEXES.filter((i) => i.collection === 'analytics_purchases').map((i) => Object.keys(i.keys));
   for (const match of matches) {
-    t.true(Object.values(match).every((v) => typeof v === 'string'), 'equalities only');
-    const fields = Object.keys(match).sort();
-    t.true(indexed.some((keys) => keys.slice(0, fields.length).sort().join() === fields.join()), fields.join());
+    const equalities = Object.keys(match).filter((k) => typeof match[k] === 'string');
+    const ranged = Object.keys(match).filter((k) => typeof match[k] !== 'string');
+    t.deepEqual(ranged, ['requestedAt']);
+    t.true(indexed.some((keys) => keys.slice(0, equalities.length).sort().join() === [...equalities].sort().join() && keys[equalities.length] === 'requestedAt'), equalities.join());
   }
 });
 

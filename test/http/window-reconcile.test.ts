@@ -1,0 +1,73 @@
+// A budget window counts what its policy approves only while a version whose limits read it is in force,
+// and a period is the organisation's zone's. Two ways its spend could go uncounted: the limit is dropped
+// and given back (approvals in between wrote no window), or the organisation moves to another zone
+// (the day's window of the new zone covers hours the old one's labels do not).
+import test from 'ava';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { applyManifest } from '../helpers/fixtures.ts';
+
+// 21:03 UTC: the 26th in Berlin, the 27th on Kiritimati (UTC+14, whose 27th began at 10:00 UTC on the 26th).
+const NOW = new Date('2026-11-26T21:03:00.000Z');
+
+function manifest(handle: string, options: { dailyLimit: boolean; timezone?: string }) {
+  return {
+    organization: { handle, name: handle, currency: 'EUR', timezone: options.timezone ?? 'Europe/Berlin', approvalTtl: 'PT24H', status: 'ACTIVE' },
+    people: [],
+    agents: [{ handle: 'buyer', name: 'Buyer', description: null, status: 'ENABLED' }],
+    policies: [
+      {
+        handle: 'budget',
+        name: 'Budget',
+        description: null,
+        status: 'ACTIVE',
+        scope: 'ORGANIZATION',
+        currencies: ['EUR'],
+        activate: true,
+        rules: [
+          { ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '90000' },
+          ...(options.dailyLimit ? [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '100000' }] : []),
+        ],
+        merchants: [],
+      },
+    ],
+    apiKeys: [{ handle: 'buyer-key', agent: 'buyer' }],
+  };
+}
+
+let app: TestApp;
+test.before(async () => {
+  app = await startApp({ now: () => NOW });
+});
+test.after.always(() => app?.close());
+
+async function buy(key: string, amountMinor: string) {
+  const res = await app.request('/v1/purchase-requests', { key, body: { merchant: 'Desks Ltd', amountMinor, reason: 'desk' } });
+  if (res.status !== 201) throw new Error(res.text);
+  return res.body.decision as { outcome: string; reasonCodes: string[] };
+}
+
+test('a daily limit dropped and given back counts what was approved while it was gone', async (t) => {
+  const org = await applyManifest(app, manifest('gap', { dailyLimit: true }));
+  const key = org.keys['buyer-key'];
+  t.is((await buy(key, '60000')).outcome, 'APPROVED');
+  await applyManifest(app, manifest('gap', { dailyLimit: false }));
+  t.is((await buy(key, '60000')).outcome, 'APPROVED', 'no daily limit in force');
+  await applyManifest(app, manifest('gap', { dailyLimit: true }));
+  // 120,000 already approved today against a limit of 100,000.
+  const decision = await buy(key, '1000');
+  t.is(decision.outcome, 'REJECTED');
+  t.deepEqual(decision.reasonCodes, ['DAILY_LIMIT_EXCEEDED']);
+  const simulated = await app.request('/v1/simulations/current-policies', { key, body: { merchant: 'Desks Ltd', amountMinor: '1000', reason: 'desk' } });
+  t.like(simulated.body.budgets[0].current, { committedMinor: '60000', openingBalanceMinor: '60000' });
+});
+
+test('after a change of zone, the new zone\'s day counts what was approved in its hours', async (t) => {
+  const org = await applyManifest(app, manifest('zone', { dailyLimit: true }));
+  const key = org.keys['buyer-key'];
+  t.is((await buy(key, '80000')).outcome, 'APPROVED');
+  t.is((await buy(key, '30000')).outcome, 'REJECTED');
+  await applyManifest(app, manifest('zone', { dailyLimit: true, timezone: 'Pacific/Kiritimati' }));
+  const decision = await buy(key, '80000');
+  t.is(decision.outcome, 'REJECTED', 'the 80,000 approved at 21:03 UTC lies in Kiritimati\'s 27th too');
+  t.deepEqual(decision.reasonCodes, ['DAILY_LIMIT_EXCEEDED']);
+});
