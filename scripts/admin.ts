@@ -36,14 +36,25 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
 }
 
+/** parseArgs, with an unknown or malformed option as a usage mistake. */
+function parse<T extends Parameters<typeof parseArgs>[0]>(config: T) {
+  try {
+    return parseArgs(config);
+  } catch {
+    throw new UsageError();
+  }
+}
+
 export async function buildCall(argv: string[]): Promise<Call> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { person: { type: 'string' }, comment: { type: 'string' } } });
+  const { values, positionals } = parse({ args: argv, allowPositionals: true, options: { person: { type: 'string' }, comment: { type: 'string' } } });
   const [command, a, b] = positionals;
   const json = (body: unknown) => JSON.stringify(body);
   switch (command) {
     case 'apply': {
       if (!a) break;
-      const text = await readFile(a, 'utf8');
+      const text = await readFile(a, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        throw new UsageError(`cannot read ${a}: ${err.code ?? err.message}`);
+      });
       return { method: 'POST', path: '/admin/manifests', body: text, contentType: /\.json$/i.test(a) ? 'application/json' : 'application/yaml' };
     }
     case 'answer': {
@@ -82,6 +93,11 @@ export async function buildCall(argv: string[]): Promise<Call> {
 
 class UsageError extends Error {}
 
+function usageMistake(err: unknown): never {
+  process.stderr.write((err instanceof Error && err.message ? err.message + '\n\n' : '') + USAGE + '\n');
+  process.exit(2);
+}
+
 function backup(file: string | undefined): never {
   if (!file || process.argv.length > 4) {
     process.stderr.write(USAGE + '\n');
@@ -100,8 +116,17 @@ function backup(file: string | undefined): never {
 async function main() {
   if (process.argv[2] === 'backup') backup(process.argv[3]);
   const [command, ...rest] = process.argv.slice(2);
+  if (command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
   if (command === 'mongo-url') {
-    const { values } = parseArgs({ args: rest, options: { analyst: { type: 'boolean' } } });
+    let values: { analyst?: boolean };
+    try {
+      ({ values } = parse({ args: rest, options: { analyst: { type: 'boolean' } } }));
+    } catch (err) {
+      usageMistake(err);
+    }
     try {
       process.stdout.write(rotateMongoUrl(loadConfig(), values.analyst === true) + '\n');
       process.exit(0);
@@ -116,10 +141,7 @@ async function main() {
   try {
     call = await buildCall(process.argv.slice(2));
   } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(USAGE + '\n');
-      process.exit(2);
-    }
+    if (err instanceof UsageError) usageMistake(err);
     throw err;
   }
   if (!token) {
@@ -128,7 +150,10 @@ async function main() {
   }
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (call.body !== undefined) headers['content-type'] = call.contentType ?? 'application/json';
-  const res = await fetch(base + call.path, { method: call.method, headers, body: call.body });
+  const res = await fetch(base + call.path, { method: call.method, headers, body: call.body }).catch((err: Error & { cause?: { code?: string; message?: string } }) => {
+    process.stderr.write(`cannot reach the service at ${base} (${err.cause?.code ?? err.cause?.message ?? err.message}): set SERVICE_URL to its address (with PORT=N, http://localhost:N)\n`);
+    process.exit(1);
+  });
   const text = await res.text();
   let out = text;
   try {

@@ -1,6 +1,8 @@
 // The operator CLI (scripts/admin.ts) against a running service, as a person would use it.
 import test from 'ava';
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
 
@@ -53,4 +55,31 @@ test('usage errors and a missing token exit with status 2 and say why', async (t
   const wrongToken = await cli(['revoke-key', '0190aaaa-0000-7000-8000-000000000000'], { ADMIN_TOKEN: 'x'.repeat(30) });
   t.is(wrongToken.code, 1);
   t.regex(wrongToken.stderr, /unauthorized/);
+  // A mistyped option, or one a command does not take, is a usage mistake too: no stack trace.
+  for (const args of [['answer', 'x', 'approve', '--persn', 'ana'], ['mongo-url', '--analist'], ['apply', 'no-such-manifest.yaml']]) {
+    const mistake = await cli(args);
+    t.is(mistake.code, 2, args.join(' '));
+    t.regex(mistake.stderr, /Usage: npm run admin/);
+    t.notRegex(mistake.stderr, /\n\s+at /, 'no stack trace');
+  }
+});
+
+test('help is asked for with help, --help or -h: the usage on standard output, status 0', async (t) => {
+  for (const arg of ['help', '--help', '-h']) {
+    const help = await cli([arg]);
+    t.is(help.code, 0, arg);
+    t.regex(help.stdout, /Usage: npm run admin/);
+  }
+});
+
+test('a service that cannot be reached is one line naming SERVICE_URL, status 1', async (t) => {
+  // A port nothing listens on: one just freed.
+  const probe = createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  const unreachable = await cli(['oauth-clients'], { SERVICE_URL: `http://127.0.0.1:${port}` });
+  t.is(unreachable.code, 1);
+  t.regex(unreachable.stderr, new RegExp(`^cannot reach the service at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\): set SERVICE_URL`));
+  t.is(unreachable.stderr.trim().split('\n').length, 1);
 });
