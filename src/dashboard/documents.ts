@@ -20,6 +20,7 @@ export interface DashboardSessionDoc {
 export interface SignInThrottleDoc {
   /** `account:<email>` or `address:<ip>`. */
   _id: string;
+  /** Failed attempts in the window, plus those being checked right now (src/people/sign-in.ts). */
   failures: number;
   firstAt: Date;
   expiresAt: Date;

@@ -22,11 +22,11 @@ import { revokeConnectionIn } from '../connections/revoke.ts';
 import { revokeApiKey } from '../credentials/revoke.ts';
 import { simulateVersion } from '../simulations/simulate.ts';
 import { hasRole } from '../people/roles.ts';
+import { signIn } from '../people/sign-in.ts';
 import type { PersonRole } from '../store/collections.ts';
 import { ASSETS } from './assets.ts';
 import { parseMajor } from './html.ts';
 import { currentSession, endSession, equalTokens, sameOrigin, signInToken, signInTokenMatches, startSession, type SignedIn } from './session.ts';
-import { signIn } from './sign-in.ts';
 import { currentWindows, listPurchases, pendingApprovals, purchaseDetail, type PurchaseFilters } from './queries.ts';
 import * as views from './views.ts';
 

@@ -19,12 +19,12 @@ import { oauthCollections, type AuthorizationRequestDoc } from './documents.ts';
 import { queryParams, readForm } from './form.ts';
 import { authorizationEndpointOf, issuerOf, mcpResourceOf, registrationEndpointOf, revocationEndpointOf, tokenEndpointOf } from './issuer.ts';
 import { consentPage, errorPage, sendPage, signInPage } from './pages.ts';
-import { burnPasswordCheck, verifyPassword } from './password.ts';
 import { SCOPES } from './scopes.ts';
 import { revocationRequest, tokenRequest } from './token.ts';
 import { corsPreflight, openCors } from './cors.ts';
 import { clientResolver } from './registration.ts';
 import { runCommand } from '../commands/run-command.ts';
+import { signIn } from '../people/sign-in.ts';
 
 const MAX_FAILED_SIGN_INS = 5;
 
@@ -117,26 +117,25 @@ export function oauthRoutes(deps: AppDeps): Router {
     if (!request) return expired(ctx);
     const email = (form.get('email') ?? '').trim();
     const password = form.get('password') ?? '';
-    const again = (message: string) =>
-      page(ctx, 401, signInPage({ requestId: request._id, csrf: request.csrfToken, clientName: request.clientName, clientHost: request.clientHost, registered: request.registeredClientId !== null, email, error: message }));
+    const again = (status: number, message: string) =>
+      page(ctx, status, signInPage({ requestId: request._id, csrf: request.csrfToken, clientName: request.clientName, clientHost: request.clientHost, registered: request.registeredClientId !== null, email, error: message }));
 
-    const candidates = email === '' ? [] : await deps.collections.people.find({ email: { $in: [...new Set([email, email.toLowerCase()])] } }).toArray();
-    let person = null;
-    for (const p of candidates) {
-      if (p.passwordHash !== null && (await verifyPassword(password, p.passwordHash))) {
-        person = p;
-        break;
-      }
+    // The dashboard's throttle (per email and per address) applies here too: one count for both pages.
+    const result = await signIn(deps, email, password, ctx.ip);
+    if (!result.ok && result.reason === 'throttled') {
+      const minutes = Math.max(1, Math.ceil((result.until.getTime() - deps.now().getTime()) / 60000));
+      return again(429, `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`);
     }
-    if (!candidates.some((p) => p.passwordHash !== null)) await burnPasswordCheck(password);
-    if (!person) {
+    if (!result.ok) {
+      // And this request's own limit: its fifth wrong password ends it.
       const counted = await o.requests.findOneAndUpdate({ _id: request._id }, { $inc: { failedSignIns: 1 } }, { returnDocument: 'after' });
       if (!counted || counted.failedSignIns >= MAX_FAILED_SIGN_INS) {
         await o.requests.deleteOne({ _id: request._id });
         return page(ctx, 401, errorPage('Too many attempts', 'Sign-in failed too many times. Return to the application and start connecting again.'));
       }
-      return again('That email and password do not match. Check them and try again.');
+      return again(401, 'That email and password do not match. Check them and try again.');
     }
+    const person = result.person;
     const org = await deps.collections.organizations.findOne({ _id: person.organizationId });
     if (!org || org.status !== 'ACTIVE') return page(ctx, 403, errorPage('Your organisation is suspended', 'No application can be connected while your organisation is suspended.'));
     await o.requests.updateOne({ _id: request._id }, { $set: { personId: person._id } });

@@ -4,7 +4,7 @@
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
 import { Client, PASSWORD, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
-import { clock, connect, startMetadataServer, type Clock } from '../oauth/helpers.ts';
+import { clock, connect, oauthSignIn, openDashboardSignIn, startMetadataServer, tally, type Clock } from '../oauth/helpers.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
 
 const ANA = { handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] };
@@ -130,6 +130,22 @@ test('failed sign-ins are throttled per account and per address, for 15 minutes'
 
   c.advance(15 * 60 * 1000 + 1000);
   t.is((await from('203.0.113.7').signIn(acme.people.vic.email)).status, 303, 'the windows end');
+});
+
+test('wrong passwords sent all at once are checked at most 5 times; then the right one is refused here and on the OAuth sign-in page', async (t) => {
+  const { app, acme } = await setUp(t, { env: { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' } });
+  const metadata = await startMetadataServer();
+  t.teardown(() => metadata.close());
+  const vic = acme.people.vic.email;
+  // Fifteen forms, each in its own browser, posted together from fifteen addresses.
+  const forms = await Promise.all(Array.from({ length: 15 }, () => openDashboardSignIn(app)));
+  const answers = await Promise.all(forms.map((form, i) => form.submit(vic, `wrong password ${i}`, `198.51.100.${i}`)));
+  t.deepEqual(tally(answers), { 401: 5, 429: 10 });
+  // The account is locked, even for its password, on both sign-in pages.
+  t.is((await (await openDashboardSignIn(app)).submit(vic, PASSWORD, '198.51.100.99')).status, 429);
+  const oauth = await oauthSignIn(app, metadata.clientId, vic, PASSWORD, '198.51.100.99');
+  t.is(oauth.status, 429);
+  t.regex(oauth.text, /Too many failed sign-ins\. Try again in 15 minutes\./);
 });
 
 test('every change needs the session\'s CSRF token and a same-origin request', async (t) => {

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, acmeManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { Client, field } from '../helpers/dashboard.ts';
 
 /** fetch whose json() is `any`, for tests that read protocol bodies. */
 export type JsonResponse = Omit<Response, 'json'> & { json(): Promise<any> };
@@ -151,8 +152,34 @@ export function authorizeUrl(app: TestApp, clientId: string, p: Pkce, extra: Rec
   return url.href;
 }
 
+/**
+ * Runs fn when fewer than `size` others are running. The service counts a sign-in against its email's
+ * limit while the password is being checked (src/people/sign-in.ts), so more than five sign-ins of one
+ * person at once are refused like a sixth guess; tests running side by side take turns instead, as
+ * people do.
+ */
+function turns(size: number) {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async <T>(fn: () => Promise<T>): Promise<T> => {
+    while (running >= size) await new Promise<void>((resolve) => waiting.push(resolve));
+    running++;
+    try {
+      return await fn();
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+const signingIn = turns(2);
+
 /** Signs in and reaches the consent page; returns the page and the browser. */
 export async function signInToConsent(app: TestApp, org: Org, url: string, browser = new Browser()) {
+  return signingIn(() => signInToConsentNow(app, org, url, browser));
+}
+
+async function signInToConsentNow(app: TestApp, org: Org, url: string, browser: Browser) {
   const start = await browser.fetch(url);
   if (start.status !== 200) throw new Error(`authorize answered ${start.status}: ${(await start.text()).slice(0, 500)}`);
   const signIn = await start.text();
@@ -166,6 +193,51 @@ export async function signInToConsent(app: TestApp, org: Org, url: string, brows
   const consent = await browser.fetch(new URL(signedIn.headers.get('location')!, app.url).href);
   return { browser, consentResponse: consent, consentHtml: await consent.text() };
 }
+
+/**
+ * A new authorization request's sign-in form, opened in a new browser; `submit` answers it (from
+ * `address`, as the proxy's X-Forwarded-For, when given). Opening and submitting are apart so that a
+ * test can open many forms and then submit them all at once.
+ */
+export async function openSignIn(app: TestApp, clientId: string) {
+  const browser = new Browser();
+  const start = await browser.fetch(authorizeUrl(app, clientId, pkce()));
+  if (start.status !== 200) throw new Error(`authorize answered ${start.status}: ${(await start.text()).slice(0, 500)}`);
+  const html = await start.text();
+  const form = { request: hiddenField(html, 'request'), csrf: hiddenField(html, 'csrf') };
+  return {
+    browser,
+    async submit(email: string, password: string, address?: string) {
+      const res = await browser.fetch(`${app.url}/oauth/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(address ? { 'x-forwarded-for': address } : {}) },
+        body: new URLSearchParams({ ...form, email, password }).toString(),
+      });
+      return { status: res.status, location: res.headers.get('location'), text: await res.text() };
+    },
+  };
+}
+
+/** Signs in on a fresh authorization request's form: 303 to consent when the password is right. */
+export const oauthSignIn = async (app: TestApp, clientId: string, email: string, password: string, address?: string) =>
+  (await openSignIn(app, clientId)).submit(email, password, address);
+
+/** The dashboard's sign-in form in a new browser, for tests of the throttle both sign-in pages share. */
+export async function openDashboardSignIn(app: TestApp) {
+  const client = new Client(app.url);
+  const token = field((await client.get('/dashboard/sign-in')).text, 'token');
+  return {
+    submit: (email: string, password: string, address: string) =>
+      client.post('/dashboard/sign-in', { token, email, password }, { origin: app.url, 'x-forwarded-for': address }),
+  };
+}
+
+/** How many answers had each status, e.g. `{ 401: 5, 429: 10 }`. */
+export const tally = (answers: { status: number }[]): Record<number, number> => {
+  const out: Record<number, number> = {};
+  for (const a of answers) out[a.status] = (out[a.status] ?? 0) + 1;
+  return out;
+};
 
 /** The whole flow by plain HTTP: returns the tokens of a new connection to `agentId`. */
 export async function connect(app: TestApp, org: Org, clientId: string, options: { scope?: string; agentId?: string } = {}) {
