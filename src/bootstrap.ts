@@ -68,7 +68,7 @@ export async function bootstrap(initial: Config): Promise<{ deps: AppDeps; agend
   const config = await withGeneratedSecrets(initial, store);
   await createIndexes(store.db);
   log.info('store ready', store instanceof EmbeddedStore ? { engine: store.engine, file: store.location, synchronous: config.sqliteSynchronous } : { engine: store.engine });
-  const agenda = await createAgenda(store, { processEvery: process.env.JOBS_PROCESS_EVERY || '5 seconds' });
+  const agenda = await createAgenda(store, { processEvery: config.jobsProcessEveryMs });
   const deps: AppDeps = {
     config,
     store,

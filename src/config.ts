@@ -6,6 +6,8 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface Config {
   port: number;
+  /** JOBS_PROCESS_EVERY: how often the worker polls Agenda for due jobs, in milliseconds. */
+  jobsProcessEveryMs: number;
   /** TRUST_PROXY: the caller's address is the last X-Forwarded-For entry (one proxy in front appends it). */
   trustProxy: boolean;
   /** WEB_CONCURRENCY: how many web processes `npm start` runs (node:cluster). */
@@ -54,6 +56,20 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, millisecond: 1, second: 1000, minute: 60_000, hour: 3_600_000 };
+
+/** A duration such as `5 seconds`, `500 ms` or `1 minute` (a bare number is milliseconds), in milliseconds. */
+function duration(env: NodeJS.ProcessEnv, name: string, fallback: number, minMs: number, maxMs: number): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  const m = /^(\d+)\s*(ms|milliseconds?|seconds?|minutes?|hours?)?$/i.exec(raw);
+  if (!m) throw new ConfigError(name, `must be a duration such as "5 seconds", "500 ms" or "1 minute", got ${JSON.stringify(raw)}`);
+  const unit = (m[2] ?? 'ms').toLowerCase().replace(/s$/, '');
+  const ms = Number(m[1]) * UNIT_MS[unit === 'm' ? 'ms' : unit];
+  if (ms < minMs || ms > maxMs) throw new ConfigError(name, `must be between ${minMs} ms and ${maxMs / 60_000} minutes, got ${ms} ms`);
+  return ms;
 }
 
 function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
@@ -154,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     webConcurrency: integer(env, 'WEB_CONCURRENCY', 1, 1, 64),
     trustProxy: flag(env, 'TRUST_PROXY', true),
+    jobsProcessEveryMs: duration(env, 'JOBS_PROCESS_EVERY', 5_000, 100, 3_600_000),
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),
     mongodbUri,
