@@ -102,3 +102,24 @@ test('the fast update path agrees with mingo wherever it answers', (t) => {
   );
   t.true(answered > 300, `the fast path answered ${answered} of 1000`);
 });
+
+test('made-up collection names: a namespace past 255 bytes is refused, and thousands of names asked for leave the real ones as they were', async (t) => {
+  const store = await openEmbeddedStore({ dataDir: ':memory:' });
+  try {
+    const db = store.db;
+    await db.collection('kept').insertOne({ _id: 'k', n: 1 });
+    await db.collection('kept').createIndex({ n: 1 });
+    // A reader asking for a 4 MB name is refused before anything is remembered for it.
+    await t.throwsAsync(db.collection('x'.repeat(4 * 1024 * 1024)).find({}).toArray(), { message: /longer than 255 bytes/ });
+    await t.throwsAsync(db.collection('y'.repeat(256)).findOne({}), { message: /longer than 255 bytes/ });
+    // Past the bound on remembered names, those with no table are forgotten; the real one keeps its rows and index.
+    for (let i = 0; i < 3000; i++) t.is(await db.collection(`made-up-${i}`).findOne({}), null);
+    t.deepEqual(await db.collection('kept').findOne({ n: 1 }), { _id: 'k', n: 1 });
+    t.deepEqual((await db.collection('kept').indexes()).map((i) => i.name), ['_id_', 'n_1']);
+    t.deepEqual(await db.listCollectionNames(), ['kept']);
+    await db.collection('made-up-7').insertOne({ _id: 1 });
+    t.deepEqual(await db.listCollectionNames(), ['kept', 'made-up-7']);
+  } finally {
+    await store.close();
+  }
+});

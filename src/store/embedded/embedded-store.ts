@@ -35,7 +35,12 @@ export class EmbeddedDb {
 
   collection(name: string): EmbeddedCollection {
     let c = this.#collections.get(name);
-    if (!c) this.#collections.set(name, (c = new EmbeddedCollection(this.#engine, name)));
+    if (!c) {
+      // A handle is only a name: past a bound all are forgotten (a reader asking for made-up names
+      // would otherwise grow this for ever), and the service's few are made again.
+      if (this.#collections.size >= 1024) this.#collections.clear();
+      this.#collections.set(name, (c = new EmbeddedCollection(this.#engine, name)));
+    }
     return c;
   }
 

@@ -212,7 +212,12 @@ export class Engine {
   data(name: string): CollectionData {
     let data = this.#collections.get(name);
     if (!data) {
-      checkCollectionName(name);
+      checkCollectionName(this.dbName, name);
+      // Every name asked for is remembered, even one with no table (a find on it): past a bound, those
+      // that hold nothing are forgotten, or a reader asking for made-up names would grow this for ever.
+      if (this.#collections.size >= KNOWN_COLLECTIONS) {
+        for (const [known, each] of this.#collections) if (!each.exists && each.indexes.size === 0) this.#collections.delete(known);
+      }
       data = new CollectionData(this, name);
       this.#collections.set(name, data);
     }
@@ -653,8 +658,13 @@ function transactionAborted(cause: unknown): MongoServerError {
   });
 }
 
-function checkCollectionName(name: string): void {
+/** Collections (with a table or not) an engine remembers before it forgets those without one. */
+const KNOWN_COLLECTIONS = 1024;
+
+function checkCollectionName(dbName: string, name: string): void {
   if (typeof name !== 'string' || name === '' || name.includes('\0') || name.includes('$') || name.startsWith(INTERNAL_PREFIX) || name.startsWith('sqlite_')) {
-    throw new Error(`invalid collection name ${JSON.stringify(name)}`);
+    throw new Error(`invalid collection name ${JSON.stringify(name.slice(0, 300))}`);
   }
+  // MongoDB's limit on a namespace (database.collection), in bytes.
+  if (Buffer.byteLength(`${dbName}.${name}`) > 255) throw new Error(`invalid collection name: the namespace is longer than 255 bytes`);
 }
