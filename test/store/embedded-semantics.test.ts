@@ -107,7 +107,8 @@ test('made-up collection names: a namespace past 255 bytes is refused, and thous
   const store = await openEmbeddedStore({ dataDir: ':memory:' });
   try {
     const db = store.db;
-    await db.collection('kept').insertOne({ _id: 'k', n: 1 });
+    type Row = { _id: string | number; n?: number };
+    await db.collection<Row>('kept').insertOne({ _id: 'k', n: 1 });
     await db.collection('kept').createIndex({ n: 1 });
     // A reader asking for a 4 MB name is refused before anything is remembered for it.
     await t.throwsAsync(db.collection('x'.repeat(4 * 1024 * 1024)).find({}).toArray(), { message: /longer than 255 bytes/ });
@@ -117,7 +118,7 @@ test('made-up collection names: a namespace past 255 bytes is refused, and thous
     t.deepEqual(await db.collection('kept').findOne({ n: 1 }), { _id: 'k', n: 1 });
     t.deepEqual((await db.collection('kept').indexes()).map((i) => i.name), ['_id_', 'n_1']);
     t.deepEqual(await db.listCollectionNames(), ['kept']);
-    await db.collection('made-up-7').insertOne({ _id: 1 });
+    await db.collection<Row>('made-up-7').insertOne({ _id: 1 });
     t.deepEqual(await db.listCollectionNames(), ['kept', 'made-up-7']);
   } finally {
     await store.close();
