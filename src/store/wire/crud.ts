@@ -1,8 +1,9 @@
 // The data commands, each a translation to the store contract (src/store/store.ts): find,
 // getMore, killCursors, insert, update, delete, findAndModify, aggregate, count, distinct.
-import type { Document } from 'bson';
+import { Long, type Document } from 'bson';
 import type { StoreCollection, StoreSession } from '../store.ts';
 import type { Call } from './call.ts';
+import { cursorId } from './cursors.ts';
 import { CommandError, writeError } from './errors.ts';
 
 function collectionName(call: Call): string {
@@ -44,31 +45,39 @@ export async function find(call: Call): Promise<Document> {
   const ns = `${call.db}.${collectionName(call)}`;
   const coll = await collection(call, false);
   const limit = count(command.limit, 'limit');
+  // One past the cap is enough to refuse the result, without projecting the rest of it.
+  const most = Math.min(limit === undefined || limit === 0 ? Infinity : Math.abs(limit), call.server.cursors.limits.resultDocuments + 1);
   const docs = coll
     ? await coll
         .find(doc(command.filter, 'filter'), {
           sort: command.sort,
           projection: command.projection,
           skip: count(command.skip, 'skip'),
-          limit: limit === undefined ? undefined : Math.abs(limit),
+          limit: most,
           ...sessionOption(call.session),
         })
         .toArray()
     : [];
   const single = command.singleBatch === true || (limit !== undefined && limit < 0);
-  return call.server.cursors.open(ns, call.owner, docs, count(command.batchSize, 'batchSize'), single);
+  return call.server.cursors.open(ns, call.owner, docs, count(command.batchSize, 'batchSize'), single, call.conn.id);
 }
 
 export async function getMore(call: Call): Promise<Document> {
-  const id = Number(call.command.getMore);
+  const id = cursorId(call.command.getMore);
+  if (id === undefined) throw new CommandError('TypeMismatch', 'getMore needs a cursor id, a whole number');
   const ns = `${call.db}.${String(call.command.collection)}`;
-  return call.server.cursors.more(id, ns, call.owner, count(call.command.batchSize, 'batchSize'));
+  return call.server.cursors.more(id, ns, call.owner, count(call.command.batchSize, 'batchSize'), call.conn.id);
 }
 
 export async function killCursors(call: Call): Promise<Document> {
-  const ids = Array.isArray(call.command.cursors) ? call.command.cursors.map(Number) : [];
-  const { killed, notFound } = call.server.cursors.kill(ids);
-  return { cursorsKilled: killed, cursorsNotFound: notFound, cursorsAlive: [], cursorsUnknown: [], ok: 1 };
+  const ids = (Array.isArray(call.command.cursors) ? call.command.cursors : []).map((value) => {
+    const id = cursorId(value);
+    if (id === undefined) throw new CommandError('TypeMismatch', 'killCursors needs cursors, an array of cursor ids');
+    return id;
+  });
+  const { killed, notFound } = call.server.cursors.kill(ids, `${call.db}.${collectionName(call)}`, call.owner);
+  const longs = (list: bigint[]) => list.map((id) => Long.fromBigInt(id));
+  return { cursorsKilled: longs(killed), cursorsNotFound: longs(notFound), cursorsAlive: [], cursorsUnknown: [], ok: 1 };
 }
 
 function list(value: unknown, what: string): Document[] {
@@ -204,7 +213,7 @@ export async function aggregate(call: Call): Promise<Document> {
   const cursor = doc(command.cursor, 'cursor');
   const coll = await collection(call, writesOutside(pipeline));
   const docs = coll ? await coll.aggregate(pipeline, sessionOption(call.session)).toArray() : [];
-  return call.server.cursors.open(`${call.db}.${command.aggregate}`, call.owner, docs, count(cursor.batchSize, 'cursor.batchSize'));
+  return call.server.cursors.open(`${call.db}.${command.aggregate}`, call.owner, docs, count(cursor.batchSize, 'cursor.batchSize'), false, call.conn.id);
 }
 
 export async function countCommand(call: Call): Promise<Document> {

@@ -16,6 +16,7 @@ export const CODES = {
   CommandNotFound: 59,
   InvalidOptions: 72,
   WriteConflict: 112,
+  ExceededMemoryLimit: 146,
   NoSuchTransaction: 251,
   TransactionTooOld: 225,
   OperationNotSupportedInTransaction: 263,
