@@ -29,21 +29,41 @@ export type Request =
 // stored documents then compare the way the embedded engine expects.
 const DESERIALIZE: BSON.DeserializeOptions = { promoteLongs: true, promoteValues: true, promoteBuffers: false };
 
+/** Before a connection has authenticated: a handshake or SCRAM message is a few hundred bytes. */
+export const MAX_UNAUTHENTICATED_MESSAGE_BYTES = 64 * 1024;
+
 /**
- * Cuts complete messages off the front of a stream of bytes. Returns the messages and what is
- * left over; throws ProtocolError on a length no client would send.
+ * Collects a stream of bytes and cuts complete messages off its front. Chunks are kept as they
+ * arrive and joined once per message, so a large message sent in small writes costs linear time.
  */
-export function splitFrames(buffer: Buffer): { frames: Buffer[]; rest: Buffer } {
-  const frames: Buffer[] = [];
-  let offset = 0;
-  while (buffer.length - offset >= 4) {
-    const length = buffer.readInt32LE(offset);
-    if (length < HEADER_BYTES || length > MAX_MESSAGE_BYTES) throw new ProtocolError(`invalid message length ${length}`);
-    if (buffer.length - offset < length) break;
-    frames.push(buffer.subarray(offset, offset + length));
-    offset += length;
+export class FrameReader {
+  #chunks: Buffer[] = [];
+  #buffered = 0;
+
+  push(chunk: Buffer): void {
+    this.#chunks.push(chunk);
+    this.#buffered += chunk.length;
   }
-  return { frames, rest: buffer.subarray(offset) };
+
+  /** The next message's declared length once its first 4 bytes are in; throws on a length no client would send. */
+  nextLength(): number | undefined {
+    if (this.#buffered < 4) return undefined;
+    if (this.#chunks[0].length < 4) this.#chunks = [Buffer.concat(this.#chunks, this.#buffered)];
+    const length = this.#chunks[0].readInt32LE(0);
+    if (length < HEADER_BYTES || length > MAX_MESSAGE_BYTES) throw new ProtocolError(`invalid message length ${length}`);
+    return length;
+  }
+
+  /** The next complete message, or undefined while part of it is still to come. */
+  next(): Buffer | undefined {
+    const length = this.nextLength();
+    if (length === undefined || this.#buffered < length) return undefined;
+    const joined = this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#buffered);
+    const rest = joined.subarray(length);
+    this.#chunks = rest.length ? [rest] : [];
+    this.#buffered = rest.length;
+    return joined.subarray(0, length);
+  }
 }
 
 function readCString(frame: Buffer, offset: number): { value: string; end: number } {

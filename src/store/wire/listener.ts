@@ -7,7 +7,15 @@ import { runCommand } from './commands.ts';
 import { Cursors } from './cursors.ts';
 import type { Databases } from './databases.ts';
 import { FailPoints } from './fail-points.ts';
-import { decodeRequest, encodeMsgReply, encodeQueryReply, splitFrames, ProtocolError } from './frames.ts';
+import {
+  decodeRequest,
+  encodeMsgReply,
+  encodeQueryReply,
+  FrameReader,
+  MAX_MESSAGE_BYTES,
+  MAX_UNAUTHENTICATED_MESSAGE_BYTES,
+  ProtocolError,
+} from './frames.ts';
 import { Sessions } from './sessions.ts';
 import type { Users } from './users.ts';
 import { listening } from '../../listening.ts';
@@ -24,6 +32,21 @@ export interface ListenerOptions {
   transactionLifetimeMs?: number;
   /** Allows configureFailPoint (fault injection for tests). */
   testCommands?: boolean;
+  /** Open connections beyond this are closed at once (default 200). */
+  maxConnections?: number;
+  /** An unauthenticated connection with no traffic and no command running is closed after this long (default 30 s). */
+  handshakeTimeoutMs?: number;
+  /** The same for an authenticated connection (default 10 minutes). */
+  idleTimeoutMs?: number;
+}
+
+/** Past this many received messages (or bytes of them) waiting for their turn, the connection stops reading. */
+const MAX_QUEUED_MESSAGES = 16;
+const MAX_QUEUED_BYTES = 1024 * 1024;
+
+interface Limits {
+  handshakeTimeoutMs: number;
+  idleTimeoutMs: number;
 }
 
 export class WireListener {
@@ -31,17 +54,20 @@ export class WireListener {
   readonly #server: NetServer;
   readonly #context: Server;
   readonly #sockets = new Set<Socket>();
+  readonly #limits: Limits;
   #replies = 0;
 
-  private constructor(server: NetServer, context: Server) {
+  private constructor(server: NetServer, context: Server, limits: Limits) {
     this.#server = server;
     this.#context = context;
+    this.#limits = limits;
     this.failPoints = context.failPoints;
   }
 
   static async start(options: ListenerOptions): Promise<WireListener> {
     const host = options.host ?? '127.0.0.1';
     const server = createServer();
+    server.maxConnections = options.maxConnections ?? 200;
     await listening(server, { port: options.port, host });
     const port = (server.address() as AddressInfo).port;
     const context: Server = {
@@ -55,7 +81,10 @@ export class WireListener {
       testCommands: options.testCommands ?? false,
       startedAt: new Date(),
     };
-    const listener = new WireListener(server, context);
+    const listener = new WireListener(server, context, {
+      handshakeTimeoutMs: options.handshakeTimeoutMs ?? 30_000,
+      idleTimeoutMs: options.idleTimeoutMs ?? 10 * 60_000,
+    });
     let connections = 0;
     server.on('connection', (socket) => listener.#serve(socket, ++connections));
     return listener;
@@ -73,25 +102,98 @@ export class WireListener {
     this.#sockets.add(socket);
     socket.setNoDelay(true);
     const conn: Connection = { id, remote: `${socket.remoteAddress}:${socket.remotePort}` };
-    let pending: Buffer = Buffer.alloc(0);
-    let queue = Promise.resolve();
-    socket.on('data', (chunk) => {
-      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-      let frames: Buffer[];
+    const reader = new FrameReader();
+    const queue: Buffer[] = [];
+    let queuedBytes = 0;
+    let running = false;
+    // A command is running or its reply is being sent.
+    let busy = false;
+    let executing = false;
+    let writing = false;
+    // The next message is too large for an unauthenticated connection, but a command in the queue may authenticate it.
+    let deferred = false;
+    let idle: NodeJS.Timeout | undefined;
+
+    // Closes a connection that neither sends nor reads for a while; never while a command runs
+    // (it may be waiting for a transaction that holds the store). Before authentication the wait is
+    // short, but it restarts on traffic: drivers' monitoring connections never authenticate, they
+    // send hello every 10 s.
+    const armIdle = () => {
+      clearTimeout(idle);
+      if (!executing) idle = setTimeout(() => socket.destroy(), conn.user ? this.#limits.idleTimeoutMs : this.#limits.handshakeTimeoutMs).unref();
+    };
+
+    // Cuts what has arrived into messages, then reads on only while there is room for more:
+    // a client that sends without reading its replies is held back by TCP, not by our memory.
+    const admit = (): void => {
+      deferred = false;
+      while (queue.length < MAX_QUEUED_MESSAGES && queuedBytes < MAX_QUEUED_BYTES) {
+        const length = reader.nextLength();
+        if (length === undefined) break;
+        if (length > (conn.user ? MAX_MESSAGE_BYTES : MAX_UNAUTHENTICATED_MESSAGE_BYTES)) {
+          if (!busy && queue.length === 0) throw new ProtocolError(`message of ${length} bytes before authentication`);
+          deferred = true;
+          break;
+        }
+        const frame = reader.next();
+        if (!frame) break;
+        queue.push(frame);
+        queuedBytes += frame.length;
+      }
+      if (writing || deferred || queue.length >= MAX_QUEUED_MESSAGES || queuedBytes >= MAX_QUEUED_BYTES) socket.pause();
+      else socket.resume();
+    };
+
+    const take = (): void => {
       try {
-        ({ frames, rest: pending } = splitFrames(pending));
+        admit();
       } catch {
         socket.destroy();
-        return;
       }
-      for (const frame of frames) queue = queue.then(() => this.#handle(socket, conn, frame));
+    };
+
+    const run = async (): Promise<void> => {
+      running = true;
+      while (queue.length > 0 && !socket.destroyed) {
+        const frame = queue.shift()!;
+        queuedBytes -= frame.length;
+        busy = executing = true;
+        armIdle();
+        const reply = await this.#handle(socket, conn, frame);
+        executing = false;
+        armIdle();
+        if (reply && !socket.destroyed && !socket.write(reply)) {
+          writing = true;
+          socket.pause();
+          await drained(socket);
+          writing = false;
+          armIdle();
+        }
+        busy = false;
+        take();
+      }
+      running = false;
+    };
+
+    socket.on('data', (chunk: Buffer) => {
+      reader.push(chunk);
+      armIdle();
+      take();
+      if (!running && queue.length > 0) void run();
     });
     socket.on('error', () => socket.destroy());
-    socket.on('close', () => this.#sockets.delete(socket));
+    socket.on('close', () => {
+      clearTimeout(idle);
+      this.#sockets.delete(socket);
+      // A cursor's whole result is held in memory: it goes with the connection that last used it.
+      this.#context.cursors.closeConnection(id);
+    });
+    armIdle();
   }
 
-  async #handle(socket: Socket, conn: Connection, frame: Buffer): Promise<void> {
-    if (socket.destroyed) return;
+  /** The encoded reply, or undefined when there is none (moreToCome) or the connection was closed. */
+  async #handle(socket: Socket, conn: Connection, frame: Buffer): Promise<Buffer | undefined> {
+    if (socket.destroyed) return undefined;
     try {
       const request = decodeRequest(frame);
       const db =
@@ -103,14 +205,15 @@ export class WireListener {
       const outcome = await runCommand(this.#context, conn, db, request.command);
       if (outcome.close) {
         socket.destroy();
-        return;
+        return undefined;
       }
-      if (request.kind === 'msg' && request.moreToCome) return;
+      if (request.kind === 'msg' && request.moreToCome) return undefined;
       const encode = request.kind === 'msg' ? encodeMsgReply : encodeQueryReply;
-      socket.write(encode(++this.#replies, request.header.requestId, outcome.reply));
+      return encode(++this.#replies, request.header.requestId, outcome.reply);
     } catch {
       // A malformed message, or a reply that cannot be encoded: this connection is done.
       socket.destroy();
+      return undefined;
     }
   }
 
@@ -121,4 +224,17 @@ export class WireListener {
     this.#context.cursors.closeAll();
     await closed;
   }
+}
+
+/** Resolves once the socket has sent what it holds, or has closed. */
+function drained(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
 }

@@ -1,0 +1,188 @@
+// The wire-protocol listener's defences (it runs inside the web process, so exhausting it takes
+// HTTP down too): backpressure on a client that sends without reading, the small message limit
+// before authentication, the connection cap and the idle timeouts. Real sockets, real listener.
+import test from 'ava';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BSON, MongoClient, type Document } from 'mongodb';
+import { MAX_UNAUTHENTICATED_MESSAGE_BYTES } from '../../src/store/wire/frames.ts';
+import { startListener, type TestListener } from '../helpers/wire.ts';
+
+const MB = 1024 * 1024;
+
+function opMsg(command: Document, requestId = 1): Buffer {
+  const body = BSON.serialize(command);
+  const header = Buffer.alloc(21); // header, flags 0, section kind 0
+  header.writeInt32LE(21 + body.length, 0);
+  header.writeInt32LE(requestId, 4);
+  header.writeInt32LE(2013, 12);
+  return Buffer.concat([header, body]);
+}
+
+const hello = (requestId = 1) => opMsg({ hello: 1, $db: 'admin' }, requestId);
+
+async function open(wire: TestListener): Promise<Socket> {
+  const socket = connect(wire.listener.port, '127.0.0.1');
+  socket.on('error', () => {});
+  await once(socket, 'connect');
+  return socket;
+}
+
+/** Whether the server closes the socket within ms. */
+async function closedWithin(socket: Socket, ms: number): Promise<boolean> {
+  if (socket.destroyed) return true;
+  const closed = once(socket, 'close').then(() => true);
+  return Promise.race([closed, sleep(ms).then(() => false)]);
+}
+
+/** Reads replies until count of them have arrived; returns their responseTo fields. */
+async function replies(socket: Socket, count: number, ms = 10_000): Promise<number[]> {
+  const seen: number[] = [];
+  let pending = Buffer.alloc(0);
+  const done = new Promise<number[]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${seen.length} of ${count} replies`)), ms);
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 16 && pending.length >= pending.readInt32LE(0)) {
+        seen.push(pending.readInt32LE(8));
+        pending = pending.subarray(pending.readInt32LE(0));
+      }
+      if (seen.length >= count) {
+        clearTimeout(timer);
+        resolve(seen);
+      }
+    });
+    socket.on('close', () => reject(new Error(`closed after ${seen.length} of ${count} replies`)));
+  });
+  return done;
+}
+
+test.serial('a client that pipelines hellos and never reads its replies is held back by TCP, not buffered by the server', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const socket = await open(wire);
+  t.teardown(() => socket.destroy());
+  // Written 64 KiB at a time, each after the last was taken by the kernel: what was taken is what
+  // the server read plus what the loopback buffers hold. Stop once all of it is taken, or nothing
+  // more has been for 3 s (the server stopped reading). Serial, so that no other test holds the
+  // event loop that long.
+  const one = hello();
+  const chunk = Buffer.concat(Array.from({ length: Math.floor((64 * 1024) / one.length) }, () => one));
+  const total = 64 * MB;
+  let accepted = 0;
+  let stalled = false;
+  while (accepted < total && !stalled) {
+    const written = new Promise<void>((resolve) => socket.write(chunk, () => resolve()));
+    stalled = !(await Promise.race([written.then(() => true), sleep(3000).then(() => false)]));
+    if (!stalled) accepted += chunk.length;
+  }
+  // Loopback socket buffers hold a few MB at most (36 MB with this machine's autotuning ceilings).
+  t.true(accepted < 48 * MB, `the server took ${(accepted / MB).toFixed(1)} MB of hellos whose replies nobody read`);
+  t.log(`taken before the server stopped reading: ${(accepted / MB).toFixed(1)} MB`);
+  // The listener still serves everyone else.
+  const other = await open(wire);
+  t.teardown(() => other.destroy());
+  other.write(hello(7));
+  t.deepEqual(await replies(other, 1), [7]);
+});
+
+test('pipelined messages past the queue limit are all answered, in order, once the client reads', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const socket = await open(wire);
+  t.teardown(() => socket.destroy());
+  const ids = Array.from({ length: 2000 }, (_, i) => i + 1);
+  socket.write(Buffer.concat(ids.map((id) => hello(id))));
+  await sleep(200);
+  t.deepEqual(await replies(socket, ids.length), ids);
+});
+
+test('before authentication a message above the small limit closes the connection; a hello that fits is answered', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const fits = await open(wire);
+  t.teardown(() => fits.destroy());
+  const padded = opMsg({ hello: 1, $db: 'admin', client: { padding: 'x'.repeat(MAX_UNAUTHENTICATED_MESSAGE_BYTES - 200) } }, 3);
+  t.true(padded.length <= MAX_UNAUTHENTICATED_MESSAGE_BYTES);
+  fits.write(padded);
+  t.deepEqual(await replies(fits, 1), [3]);
+
+  const big = await open(wire);
+  t.teardown(() => big.destroy());
+  const frame = opMsg({ insert: 'c', $db: 'd', documents: [{ x: 'x'.repeat(MAX_UNAUTHENTICATED_MESSAGE_BYTES) }] });
+  big.write(frame.subarray(0, 1024)); // the header declares the length; the rest never needs to arrive
+  t.true(await closedWithin(big, 3000), 'an unauthenticated 64 KiB+ message was accepted');
+});
+
+test('after authentication messages up to the 48 MB limit still go through the driver', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const name = `l_${randomBytes(5).toString('hex')}`;
+  const c = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000 });
+  t.teardown(() => c.close());
+  const docs = Array.from({ length: 3 }, (_, i) => ({ _id: i, blob: 'y'.repeat(4 * MB) }));
+  await c.db().collection<{ _id: number; blob: string }>('big').insertMany(docs);
+  t.is((await c.db().collection<{ _id: number; blob: string }>('big').findOne({ _id: 2 }))?.blob.length, 4 * MB);
+});
+
+test('connections beyond the cap are closed at once; a freed slot is usable again', async (t) => {
+  const wire = await startListener({ maxConnections: 2 });
+  t.teardown(() => wire.close());
+  const first = await open(wire);
+  const second = await open(wire);
+  t.teardown(() => first.destroy());
+  t.teardown(() => second.destroy());
+  second.write(hello(2));
+  t.deepEqual(await replies(second, 1), [2]);
+  const third = await open(wire);
+  t.teardown(() => third.destroy());
+  t.true(await closedWithin(third, 3000), 'a third connection was kept past maxConnections: 2');
+  first.destroy();
+  await sleep(100);
+  const fourth = await open(wire);
+  t.teardown(() => fourth.destroy());
+  fourth.write(hello(4));
+  t.deepEqual(await replies(fourth, 1), [4]);
+});
+
+// Serial: these depend on timers firing on time.
+test.serial('an unauthenticated connection that sends nothing is closed after the handshake timeout', async (t) => {
+  const wire = await startListener({ handshakeTimeoutMs: 300 });
+  t.teardown(() => wire.close());
+  const socket = await open(wire);
+  t.teardown(() => socket.destroy());
+  t.true(await closedWithin(socket, 3000), 'an idle unauthenticated connection stayed open');
+});
+
+test.serial('an authenticated idle connection is closed after the idle timeout; the driver reconnects and carries on', async (t) => {
+  const wire = await startListener({ idleTimeoutMs: 300 });
+  t.teardown(() => wire.close());
+  const name = `l_${randomBytes(5).toString('hex')}`;
+  const c = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000, heartbeatFrequencyMS: 60_000 });
+  t.teardown(() => c.close());
+  const created: number[] = [];
+  c.on('connectionCreated', (event) => created.push(event.connectionId as number));
+  await c.db().collection('idle').insertOne({ _id: 1 } as Document);
+  const before = created.length;
+  await sleep(800);
+  t.is(await c.db().collection('idle').countDocuments(), 1);
+  t.true(created.length > before, 'the pooled connection outlived the idle timeout');
+});
+
+test.serial('drivers keep working with short timeouts: monitoring connections (never authenticated) stay up on their heartbeats', async (t) => {
+  const wire = await startListener({ handshakeTimeoutMs: 1000 });
+  t.teardown(() => wire.close());
+  const name = `l_${randomBytes(5).toString('hex')}`;
+  const c = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000, heartbeatFrequencyMS: 500 });
+  t.teardown(() => c.close());
+  let failures = 0;
+  c.on('serverHeartbeatFailed', () => failures++);
+  for (let i = 0; i < 6; i++) {
+    await c.db().collection('beat').insertOne({ i });
+    await sleep(400);
+  }
+  t.is(await c.db().collection('beat').countDocuments(), 6);
+  t.is(failures, 0);
+});
