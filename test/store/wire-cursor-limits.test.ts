@@ -6,6 +6,7 @@ import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { Long, MongoClient, type Document, type MongoServerError } from 'mongodb';
 import { Cursors, cursorLimits } from '../../src/store/wire/cursors.ts';
+import { EmbeddedCollection } from '../../src/store/embedded/collection.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
 
 Object.assign(cursorLimits, { perUser: 3, total: 5, resultDocuments: 50 });
@@ -101,6 +102,17 @@ test.serial('a result past the document cap is refused with ExceededMemoryLimit'
   const unwound = (n: number) => [{ $limit: 1 }, { $project: { x: { $range: [0, n] } } }, { $unwind: '$x' }];
   t.like(await failure(analyst.collection<{ _id: number }>('c').aggregate(unwound(51), { batchSize: 1 }).toArray()), refused);
   t.is((await analyst.collection<{ _id: number }>('c').aggregate(unwound(50), { batchSize: 1 }).toArray()).length, 50);
+  // The pipeline stops one document past the cap, instead of building them all only to refuse them.
+  const seen: Document[][] = [];
+  const aggregate = EmbeddedCollection.prototype.aggregate;
+  t.teardown(() => void (EmbeddedCollection.prototype.aggregate = aggregate));
+  EmbeddedCollection.prototype.aggregate = function (this: EmbeddedCollection, pipeline: Document[], ...rest: unknown[]) {
+    seen.push(pipeline);
+    return (aggregate as (...args: unknown[]) => ReturnType<typeof aggregate>).call(this, pipeline, ...rest);
+  } as typeof aggregate;
+  t.like(await failure(analyst.collection<{ _id: number }>('c').aggregate(unwound(500_000), { batchSize: 1 }).toArray()), refused);
+  EmbeddedCollection.prototype.aggregate = aggregate;
+  t.deepEqual(seen.at(-1)?.at(-1), { $limit: 51 });
   t.is((await analyst.collection<{ _id: number }>('c').find({}, { limit: 50, batchSize: 7 }).toArray()).length, 50);
   t.is((await analyst.collection<{ _id: number }>('c').find({ _id: { $gte: 10 } }).toArray()).length, 50);
 });

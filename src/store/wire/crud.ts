@@ -211,8 +211,12 @@ export async function aggregate(call: Call): Promise<Document> {
   if (command.explain === true) throw new CommandError('CommandNotFound', 'explain is not supported by this listener');
   const pipeline = list(command.pipeline, 'pipeline');
   const cursor = doc(command.cursor, 'cursor');
-  const coll = await collection(call, writesOutside(pipeline));
-  const docs = coll ? await coll.aggregate(pipeline, sessionOption(call.session)).toArray() : [];
+  const writes = writesOutside(pipeline);
+  const coll = await collection(call, writes);
+  // Stops a streaming pipeline one document past the cap ($unwind of a huge $range, say) before it is all
+  // built in memory only to be refused; a $out or $merge stage must stay last.
+  const bounded = writes ? pipeline : [...pipeline, { $limit: call.server.cursors.limits.resultDocuments + 1 }];
+  const docs = coll ? await coll.aggregate(bounded, sessionOption(call.session)).toArray() : [];
   return call.server.cursors.open(`${call.db}.${command.aggregate}`, call.owner, docs, count(cursor.batchSize, 'cursor.batchSize'), false, call.conn.id);
 }
 
