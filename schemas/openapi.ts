@@ -30,10 +30,11 @@ import {
   PolicyVersion,
   PolicyVersionDetail,
   PolicyVersionSummary,
+  ValidateBody,
   ValidationResult,
 } from './policies.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody, VersionSimulationBody } from './purchases.ts';
-import { CreateWebhookBody, RotateSecretBody, UpdateWebhookBody, WEBHOOK_API_VERSION } from './webhooks.ts';
+import { CreateWebhookBody, RotateSecretBody, TestWebhookBody, UpdateWebhookBody, WEBHOOK_API_VERSION } from './webhooks.ts';
 import {
   DELIVERABLE_EVENT_TYPES,
   DeliveriesQuery,
@@ -235,10 +236,11 @@ const OPERATIONS: Operation[] = [
     path: '/v1/policies/{policyId}/versions/{versionId}/validate',
     id: 'validatePolicyVersion',
     summary: 'Dry run of activation\'s own check; no body; writes nothing',
-    description: 'Always 200 when the question can be answered, `valid: false` included. Every other write under /v1/policies is 403 api_key_not_permitted.',
+    description: 'Always 200 when the question can be answered, `valid: false` included. No body (an empty JSON object is tolerated). Every other write under /v1/policies is 403 api_key_not_permitted.',
     access: 'organization',
+    body: { schema: ValidateBody, required: false, limit: standard },
     ok: [{ status: 200, description: 'The verdict.', schema: ValidationResult }],
-    errors: orgRead,
+    errors: { 400: ['invalid_request', 'malformed_json'], ...orgRead, 413: ['payload_too_large'], 415: ['unsupported_media_type'] },
   },
   {
     method: 'get',
@@ -343,6 +345,7 @@ const OPERATIONS: Operation[] = [
     summary: 'Queue a real, signed webhook.test event to this endpoint',
     description: 'No body (an empty JSON object is tolerated). Delivered whatever the subscriptions, recorded and retried like any delivery.',
     access: 'organization',
+    body: { schema: TestWebhookBody, required: false, limit: webhooks },
     ok: [{ status: 202, description: 'Queued.', schema: TestEventQueued }],
     errors: {
       400: ['invalid_request', 'malformed_json'],
@@ -397,7 +400,13 @@ function errorResponseBody(status: number, codes: readonly string[]): Json {
   (error.properties as JsonObject).code = { type: 'string', enum: [...codes] };
   return {
     description: `${ERROR_DESCRIPTIONS[status]} Codes: ${codes.join(', ')}.`,
-    headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },
+    headers: {
+      'X-Request-Id': { $ref: '#/components/headers/RequestId' },
+      // A command that could not commit in time (README: Decisions where the contract is silent).
+      ...(status === 503 && codes.includes('internal_error')
+        ? { 'Retry-After': { description: 'Seconds to wait before retrying, with internal_error (1).', schema: { type: 'integer', minimum: 0 } } }
+        : {}),
+    },
     content: { 'application/json': { schema: refer(body) } },
   };
 }

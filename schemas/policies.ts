@@ -57,6 +57,9 @@ export const PolicyVersionDetail = Type.Object({ version: PolicyVersion });
 
 export const PolicyIssue = Type.Object({ code: Type.String(), message: Type.String(), path: Type.Optional(Type.String()) });
 
+/** validate takes no body; an empty JSON object is tolerated, any field is unknown. */
+export const ValidateBody = Type.Object({}, { additionalProperties: false });
+
 export const ValidationResult = Type.Object({
   valid: Type.Boolean(),
   issues: Type.Array(PolicyIssue),

@@ -46,7 +46,8 @@ export const UpdateWebhookBody = Type.Object(
     status: Type.Optional(Type.Enum(['ACTIVE', 'DISABLED'])),
     apiVersion: Type.Optional(Type.Literal(WEBHOOK_API_VERSION)),
   },
-  { additionalProperties: false },
+  // SPEC.md 4.14: at least one field (the service answers {} with NO_FIELDS).
+  { additionalProperties: false, minProperties: 1 },
 );
 
 export const RotateSecretBody = Type.Object({ retireImmediately: Type.Optional(Type.Boolean()) }, { additionalProperties: false });

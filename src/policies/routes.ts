@@ -12,6 +12,11 @@ import { getPolicy, getPolicyVersion, getPolicyVersionDoc } from './read.ts';
 import { checkVersion } from './check-version.ts';
 import { versionFull } from './present.ts';
 import { budgetImpact } from './budget-impact.ts';
+import { LIMITS, jsonBody } from '../http/body.ts';
+import { compile } from '../http/validate.ts';
+import { ValidateBody } from '../../schemas/policies.ts';
+
+const validateBody = compile(ValidateBody);
 
 const STATUSES: PolicyStatus[] = ['ACTIVE', 'DISABLED', 'ARCHIVED'];
 const LIST_PARAMS = ['status', 'search', 'page', 'pageSize'];
@@ -68,7 +73,9 @@ export function policyRoutes(deps: AppDeps): Router {
   router.get('/v1/policies/:policyId/versions/:versionId', requireOrganizationKey, queryParams(), async (ctx) => {
     ctx.body = await getPolicyVersion(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
   });
-  router.post('/v1/policies/:policyId/versions/:versionId/validate', requireOrganizationKey, queryParams(), async (ctx) => {
+  router.post('/v1/policies/:policyId/versions/:versionId/validate', requireOrganizationKey, jsonBody(LIMITS.standard, { optional: true }), queryParams(), async (ctx) => {
+    // No body; an empty JSON object is tolerated, a field is unknown (SPEC.md 1 rule 6: refused, not ignored).
+    if (ctx.state.body !== undefined) validateBody.parse(ctx.state.body);
     const version = await getPolicyVersionDoc(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
     const { issues, warnings } = checkVersion(version);
     ctx.body = {

@@ -74,10 +74,12 @@ export function webhookRoutes(deps: AppDeps): Router {
 
   router.patch('/v1/webhooks/:webhookId', requireOrganizationKey, body, queryParams(), async (ctx) => {
     const id = webhookId(ctx);
-    const parsed = parseBody(updateBody, ctx.state.body);
-    if (Object.keys(parsed).length === 0) {
+    // Before the schema's own minProperties, so that an empty body says what to send.
+    const given = ctx.state.body as unknown;
+    if (given !== null && typeof given === 'object' && !Array.isArray(given) && Object.keys(given).length === 0) {
       throw invalidRequest([{ path: '', code: 'NO_FIELDS', message: 'Send at least one of url, description, subscribedTypes, status, apiVersion.' }]);
     }
+    const parsed = parseBody(updateBody, given);
     ctx.body = await updateEndpoint(deps, orgOf(ctx), id, parsed);
   });
 

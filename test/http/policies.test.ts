@@ -186,6 +186,16 @@ test('validate reports the problems of a version and writes nothing', async (t) 
   t.deepEqual(good.body.issues, []);
 });
 
+test('validate takes no body: an empty object is tolerated, a field is refused, not ignored', async (t) => {
+  const path = `/v1/policies/${acme.policies.office.id}/versions/${acme.policies.office.activeVersionId}/validate`;
+  t.is((await app.request(path, { method: 'POST', key, body: {} })).status, 200);
+  const field = await app.request(path, { method: 'POST', key, body: { dryRun: true } });
+  t.is(field.status, 400);
+  t.deepEqual(field.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['dryRun', 'UNKNOWN_FIELD']]);
+  t.is((await app.request(path, { method: 'POST', key, raw: '{', headers: { 'content-type': 'application/json' } })).body.error.code, 'malformed_json');
+  t.is((await app.request(path, { method: 'POST', key, raw: 'x', headers: { 'content-type': 'text/plain' } })).status, 415);
+});
+
 test('malformed and unknown ids are the same 404', async (t) => {
   for (const path of ['/v1/policies/not-a-uuid', '/v1/policies/0190aaaa-0000-7000-8000-000000000000', `/v1/policies/${acme.policies.office.id}/versions/nope`]) {
     const res = await app.request(path, { key });
