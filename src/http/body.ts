@@ -17,6 +17,8 @@ export const LIMITS = {
 /** Objects and arrays nest at most this deep in any JSON body (the body itself is level 1). */
 export const MAX_JSON_DEPTH = 32;
 
+const tooDeep = () => invalidRequest([{ path: 'body', code: 'TOO_DEEP', message: `JSON objects and arrays nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
+
 /**
  * Refuses a parsed value nested deeper than MAX_JSON_DEPTH, walking it without recursion, before
  * anything recursive (validation, canonical JSON, storage) sees it.
@@ -26,9 +28,7 @@ export function checkDepth(value: unknown): void {
   while (stack.length > 0) {
     const [current, depth] = stack.pop()!;
     if (current === null || typeof current !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) {
-      throw invalidRequest([{ path: 'body', code: 'TOO_DEEP', message: `JSON objects and arrays nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
-    }
+    if (depth > MAX_JSON_DEPTH) throw tooDeep();
     for (const child of Object.values(current)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
   }
 }
@@ -63,6 +63,9 @@ export function parseBodyJson(text: string): unknown {
     if (error instanceof DuplicateKeyError) {
       throw invalidRequest([{ path: error.path, code: 'DUPLICATE_KEY', message: `"${error.path}" is given twice; give each field once.` }]);
     }
+    // The reviver (a number written with a fraction) walks the value recursively: thousands of levels
+    // overflow the stack before checkDepth could say it is too deep.
+    if (error instanceof RangeError) throw tooDeep();
     throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
   }
 }
@@ -101,6 +104,9 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
     }
     const declared = Number(ctx.get('content-length') || '0');
     if (declared > limit) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
+    // Content codings are case-insensitive (RFC 9110 8.4.1); the decompressing reader compares them as written.
+    const encoding = ctx.get('content-encoding');
+    if (encoding !== '') ctx.req.headers['content-encoding'] = encoding.trim().toLowerCase();
     try {
       await parse(ctx, async () => {});
     } catch (err) {

@@ -85,8 +85,19 @@ test.serial('an unknown Content-Encoding is 415 unsupported_media_type; gzip is 
   const res = await submitRaw(body, { 'content-type': 'application/json', 'content-encoding': 'xyz' });
   t.is(res.status, 415);
   t.is(res.body.error.code, 'unsupported_media_type');
-  const gzipped = await submitRaw(gzipSync(body), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-  t.is(gzipped.status, 201, gzipped.text);
+  for (const encoding of ['gzip', 'GZIP', ' Gzip ']) {
+    const gzipped = await submitRaw(gzipSync(body), { 'content-type': 'application/json', 'content-encoding': encoding });
+    t.is(gzipped.status, 201, `${encoding}: ${gzipped.text}`);
+  }
+});
+
+test.serial('a body nested thousands deep is TOO_DEEP, with or without a number written as a fraction', async (t) => {
+  for (const leaf of ['1', '1.5']) {
+    const metadata = '{"a":'.repeat(5000) + leaf + '}'.repeat(5000);
+    const res = await submitRaw(`{"merchant":"Paper Co","amountMinor":"100","reason":"r","metadata":${metadata}}`);
+    t.is(res.status, 400, leaf);
+    t.deepEqual(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['body', 'TOO_DEEP']], leaf);
+  }
 });
 
 test.serial('parseJson reads every JSON value as JSON.parse does, and finds a repeated name wherever it is', (t) => {
