@@ -45,6 +45,8 @@ export interface LoadedWindows {
   versions: Map<string, string>;
   /** Existing windows read under another version than the one that last wrote them, reconciled (loadWindows). */
   reconciled: Set<string>;
+  /** Of those, windows whose period now has other bounds (a change of zone), with the key of the new ones. */
+  rebased: Map<string, WindowKey>;
 }
 
 export const stateOf = (doc: BudgetWindowDoc): WindowState => ({
@@ -92,7 +94,7 @@ const capped = (amount: bigint): bigint => (amount > MAX_WINDOW_MINOR ? MAX_WIND
  * (fencePoliciesOutsideWindows), so one racing the activation conflicts with this read.
  */
 export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: StoreSession, heldIds: string[] = []): Promise<LoadedWindows> {
-  const loaded: LoadedWindows = { states: new Map(), docs: new Map(), missing: new Map(), versions: new Map(), reconciled: new Set() };
+  const loaded: LoadedWindows = { states: new Map(), docs: new Map(), missing: new Map(), versions: new Map(), reconciled: new Set(), rebased: new Map() };
   const ids = [...new Set([...keys.map(windowId), ...heldIds])];
   if (ids.length === 0) return loaded;
   const docs = await windowsCollection(db).find({ _id: { $in: ids } }, session ? { session } : {}).toArray();
@@ -105,7 +107,17 @@ export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: Stor
     loaded.versions.set(id, key.policyVersionId);
     const doc = loaded.docs.get(id);
     if (doc !== undefined) {
-      if (doc.policyVersionId === key.policyVersionId || loaded.reconciled.has(id)) continue;
+      if (loaded.reconciled.has(id)) continue;
+      if (doc.periodStart.toISOString() !== key.periodStart || doc.periodEnd.toISOString() !== key.periodEnd) {
+        // The organisation changed zone, and this period's name (a date) now covers other hours: the
+        // window starts again over them from what was approved in them, keeping what it holds (the
+        // pending purchases it holds are released or converted here).
+        loaded.states.set(id, { ...stateOf(doc), committedMinor: 0n, openingBalanceMinor: capped(await attributableSpend(db, key, session)) });
+        loaded.reconciled.add(id);
+        loaded.rebased.set(id, key);
+        continue;
+      }
+      if (doc.policyVersionId === key.policyVersionId) continue;
       const unaccounted = capped((await attributableSpend(db, key, session)) - fromStored(doc.committedMinor));
       if (unaccounted > fromStored(doc.openingBalanceMinor)) {
         const state = { ...stateOf(doc), openingBalanceMinor: unaccounted };
@@ -198,15 +210,18 @@ export async function applyBudgetEffects(
     const doc = loaded.docs.get(id);
     const notified = newlyNotified.get(id) ?? [];
     if (doc) {
-      const held = fromStored(doc.heldMinor) + delta.held;
-      const committed = fromStored(doc.committedMinor) + delta.committed;
-      const opening = loaded.states.get(id)?.openingBalanceMinor ?? fromStored(doc.openingBalanceMinor);
+      // From the state the decision read: a reconciled or rebased window's amounts, not the stored ones.
+      const state = loaded.states.get(id) ?? stateOf(doc);
+      const held = state.heldMinor + delta.held;
+      const committed = state.committedMinor + delta.committed;
       const policyVersionId = loaded.versions.get(id) ?? doc.policyVersionId;
+      const rebased = loaded.rebased.get(id);
       const $set = {
         heldMinor: toStored(held < 0n ? 0n : held),
         committedMinor: toStored(committed),
-        openingBalanceMinor: toStored(opening),
+        openingBalanceMinor: toStored(state.openingBalanceMinor),
         ...(policyVersionId === undefined ? {} : { policyVersionId }),
+        ...(rebased === undefined ? {} : { periodStart: new Date(rebased.periodStart), periodEnd: new Date(rebased.periodEnd) }),
         notified: [...doc.notified, ...notified],
         version: doc.version + 1,
         updatedAt: now,

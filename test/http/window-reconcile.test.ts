@@ -71,3 +71,23 @@ test('after a change of zone, the new zone\'s day counts what was approved in it
   t.is(decision.outcome, 'REJECTED', 'the 80,000 approved at 21:03 UTC lies in Kiritimati\'s 27th too');
   t.deepEqual(decision.reasonCodes, ['DAILY_LIMIT_EXCEEDED']);
 });
+
+test('after a change of zone, a day whose window exists already is counted over the new zone\'s hours', async (t) => {
+  let now = new Date('2026-11-25T20:00:00.000Z');
+  const zoned = await startApp({ now: () => now });
+  t.teardown(() => zoned.close());
+  const org = await applyManifest(zoned, manifest('zone-existing', { dailyLimit: true }));
+  const buyOn = async (at: string, amountMinor: string) => {
+    now = new Date(at);
+    const res = await zoned.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Desks Ltd', amountMinor, reason: 'desk' } });
+    return res.body.decision.outcome as string;
+  };
+  t.is(await buyOn('2026-11-25T20:00:00.000Z', '80000'), 'APPROVED'); // Berlin's 25th
+  t.is(await buyOn('2026-11-26T04:00:00.000Z', '10000'), 'APPROVED'); // Berlin's 26th: its window opens
+  await applyManifest(zoned, manifest('zone-existing', { dailyLimit: true, timezone: 'Pacific/Kiritimati' }));
+  // Kiritimati's 26th runs from 10:00 UTC on the 25th to 10:00 UTC on the 26th: 90,000 approved in it.
+  t.is(await buyOn('2026-11-26T05:00:00.000Z', '80000'), 'REJECTED');
+  t.is(await buyOn('2026-11-26T05:00:00.000Z', '10000'), 'APPROVED');
+  const window = await zoned.store.db.collection('budget_windows').findOne({ organizationId: org.organizationId, periodKind: 'DAY', periodKey: '2026-11-26' });
+  t.like(window, { periodStart: new Date('2026-11-25T10:00:00.000Z'), periodEnd: new Date('2026-11-26T10:00:00.000Z'), openingBalanceMinor: 90000, committedMinor: 10000 });
+});
