@@ -117,13 +117,13 @@ export async function attemptDelivery(deps: AppDeps, deliveryId: string): Promis
   }
 
   // Step 5.
-  const next = result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
-  const status = statusFor(result, next);
+  let next = result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
   const finishedAt = deps.now();
-  const recorded = await runCommand(deps.store, (session) =>
-    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, attempt, startedAt, finishedAt, result, status, next }),
+  const status = await runCommand(deps.store, (session) =>
+    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, eventType: claimed.eventType, claimedAt, attempt, startedAt, finishedAt, result, status: statusFor(result, next), next }),
   );
-  if (!recorded) {
+  if (status !== 'PENDING') next = null;
+  if (status === null) {
     deps.log.warn('webhook attempt finished after its lease was taken over; result not recorded', { deliveryId, attempt });
     return { kind: 'LOST_LEASE' };
   }
@@ -138,6 +138,9 @@ export async function attemptDelivery(deps: AppDeps, deliveryId: string): Promis
 interface AttemptRecord {
   held: { _id: string; leaseToken: string; status: 'PENDING' };
   endpointId: string;
+  eventType: WebhookDeliveryDoc['eventType'];
+  /** When this attempt took the delivery: an endpoint disabled since then cancels its retry. */
+  claimedAt: Date;
   attempt: number;
   startedAt: Date;
   finishedAt: Date;
@@ -146,7 +149,8 @@ interface AttemptRecord {
   next: Date | null;
 }
 
-async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptRecord): Promise<boolean> {
+/** Records the attempt; the delivery's status as recorded, or null when the lease was lost meanwhile. */
+async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptRecord): Promise<DeliveryStatus | null> {
   const { deliveries, endpoints } = webhookCollections(deps.store.db);
   const last = {
     lastStatusCode: r.result.statusCode,
@@ -154,15 +158,24 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
     lastErrorClass: r.result.errorClass,
     lastResponseSnippet: r.result.responseSnippet,
   };
+  // Disabling cancels the endpoint's pending deliveries but leaves one with an attempt in flight to that
+  // attempt: a retry it would schedule is cancelled here if the endpoint was disabled since (re-enabled
+  // or not) or revoked, so that re-enabling does not replay old traffic.
+  let status = r.status;
+  if (status === 'PENDING') {
+    const endpoint = await endpoints.findOne({ _id: r.endpointId }, { session });
+    const disabledSince = r.eventType !== 'webhook.test' && endpoint?.disabledAt != null && endpoint.disabledAt.getTime() >= r.claimedAt.getTime();
+    if (!endpoint || !mayReceive(endpoint, { eventType: r.eventType }) || disabledSince) status = 'CANCELLED';
+  }
   const updated = await deliveries.updateOne(
     r.held,
     {
       $set: {
-        status: r.status,
+        status,
         attemptCount: r.attempt,
         lastAttemptAt: r.startedAt,
-        nextAttemptAt: r.status === 'PENDING' ? r.next : null,
-        deliveredAt: r.status === 'DELIVERED' ? r.finishedAt : null,
+        nextAttemptAt: status === 'PENDING' ? r.next : null,
+        deliveredAt: status === 'DELIVERED' ? r.finishedAt : null,
         ...last,
         leaseUntil: NO_LEASE,
         leaseToken: null,
@@ -170,15 +183,15 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
     },
     { session },
   );
-  if (updated.matchedCount === 0) return false;
+  if (updated.matchedCount === 0) return null;
   // Our own inability to sign says nothing about the receiver: the endpoint's counters stay.
-  if (r.result.errorClass === SIGNING_UNAVAILABLE) return true;
+  if (r.result.errorClass === SIGNING_UNAVAILABLE) return status;
   if (r.result.verdict === 'SUCCESS') {
     await endpoints.updateOne({ _id: r.endpointId }, { $set: { consecutiveFailures: 0, lastSuccessAt: r.finishedAt, ...last } }, { session });
   } else {
     await endpoints.updateOne({ _id: r.endpointId }, { $inc: { consecutiveFailures: 1 }, $set: { lastFailureAt: r.finishedAt, ...last } }, { session });
   }
-  return true;
+  return status;
 }
 
 /**

@@ -351,6 +351,30 @@ test.serial('a crash loses nothing: a lost schedule and an expired lease are pic
   await agenda.cancel({ name: DISPATCH_EVENTS });
 });
 
+test.serial('an endpoint disabled and re-enabled during an attempt does not get that delivery again', async (t) => {
+  const o = await setup(['/flapping']);
+  scripts.set('/flapping', [{ verdict: 'RETRY', statusCode: null, errorClass: 'TIMEOUT' }, { verdict: 'SUCCESS', statusCode: 200 }]);
+  const id = o.endpoints[0].id;
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(id);
+  let open!: () => void;
+  sendGate = new Promise<void>((resolve) => (open = resolve));
+  const attempt = attemptDelivery(app.deps, d0._id);
+  while (sentTo('/flapping').length === 0) await new Promise((r) => setImmediate(r));
+  // While the attempt is in flight (its lease held, so the disable's cancel passes it by).
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } })).status, 200);
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } })).status, 200);
+  open();
+  sendGate = null;
+  const outcome = await attempt;
+  t.like(outcome, { kind: 'ATTEMPTED', status: 'CANCELLED', nextAttemptAt: null });
+  t.like(await delivery(d0._id), { status: 'CANCELLED', nextAttemptAt: null, attemptCount: 1 });
+  offset += 3600_000;
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/flapping').length, 1, 'not replayed after re-enabling');
+});
+
 test.serial('disabling cancels pending deliveries (tests excepted); revoking cancels everything; neither counts as a failure', async (t) => {
   const o = await setup(['/paused']);
   scripts.set('/paused', [{ verdict: 'RETRY', statusCode: 500, errorClass: 'HTTP_STATUS' }, { verdict: 'SUCCESS', statusCode: 200 }]);
