@@ -33,7 +33,9 @@ export function defineWebhookJobs(agenda: Agenda, deps: AppDeps): void {
       }
       await attemptDelivery(deps, job.attrs.data.deliveryId);
     },
-    { concurrency: 10 },
+    // lockLimit: a worker locks no more attempts than it runs, so a second worker shares the work
+    // (Agenda's default locks every due job in one worker).
+    { concurrency: 10, lockLimit: 10 },
   );
   agenda.define(DISPATCH_EVENTS, async () => {
     const count = await dispatchEvents(deps);
