@@ -53,9 +53,7 @@ export async function listen(server: Server, port: number, host?: string): Promi
   if (port !== 0) {
     more.push(await portLock(host, port));
     try {
-      const probe = createServer();
-      await listening(probe, { port, host });
-      await new Promise((resolve) => probe.close(resolve));
+      await bindAndRelease(port, host);
       await listening(server, { port, host, reusePort: true });
     } catch (error) {
       more[0].close();
@@ -90,14 +88,17 @@ export async function listen(server: Server, port: number, host?: string): Promi
   return bound.port;
 }
 
-/** A port free now, as the system picks one for port 0. */
-export async function freePort(host?: string): Promise<number> {
+/** Binds host:port without SO_REUSEPORT (EADDRINUSE when anything holds it), then lets it go; the port bound. */
+async function bindAndRelease(port: number, host?: string): Promise<number> {
   const probe = createServer();
-  await listening(probe, { port: 0, host });
-  const { port } = probe.address() as AddressInfo;
+  await listening(probe, { port, host });
+  const bound = (probe.address() as AddressInfo).port;
   await new Promise((resolve) => probe.close(resolve));
-  return port;
+  return bound;
 }
+
+/** A port free now, as the system picks one for port 0. */
+export const freePort = (host?: string): Promise<number> => bindAndRelease(0, host);
 
 /**
  * Stops accepting on every socket but `server`'s own (which server.close() stops), and resolves once
