@@ -663,7 +663,7 @@ const KNOWN_COLLECTIONS = 1024;
 
 function checkCollectionName(dbName: string, name: string): void {
   if (typeof name !== 'string' || name === '' || name.includes('\0') || name.includes('$') || name.startsWith(INTERNAL_PREFIX) || name.startsWith('sqlite_')) {
-    throw new Error(`invalid collection name ${JSON.stringify(name.slice(0, 300))}`);
+    throw new Error(`invalid collection name ${JSON.stringify(String(name).slice(0, 300))}`);
   }
   // MongoDB's limit on a namespace (database.collection), in bytes.
   if (Buffer.byteLength(`${dbName}.${name}`) > 255) throw new Error(`invalid collection name: the namespace is longer than 255 bytes`);
