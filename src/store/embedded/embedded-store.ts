@@ -6,6 +6,7 @@ import { clientBulkWrite } from './client-bulk-write.ts';
 import { EmbeddedCollection } from './collection.ts';
 import { openDatabase, type Synchronous } from './database-file.ts';
 import { Engine, GROUP_MAX_MS } from './engine.ts';
+import { memo } from './values.ts';
 
 export interface EmbeddedStoreOptions {
   dbName?: string;
@@ -22,11 +23,16 @@ export interface EmbeddedStoreOptions {
 /** The embedded Db: what the project and Agenda's MongoBackend call on a driver Db. */
 export class EmbeddedDb {
   readonly #engine: Engine;
-  readonly #collections = new Map<string, EmbeddedCollection>();
+  /**
+   * A handle is only a name: past a bound all are forgotten (a reader asking for made-up names would
+   * otherwise grow this for ever), and the service's few are made again.
+   */
+  readonly #handles: (name: string) => EmbeddedCollection;
   readonly options = {};
 
   constructor(engine: Engine) {
     this.#engine = engine;
+    this.#handles = memo(1024, (name: string) => new EmbeddedCollection(engine, name));
   }
 
   get databaseName(): string {
@@ -34,14 +40,7 @@ export class EmbeddedDb {
   }
 
   collection(name: string): EmbeddedCollection {
-    let c = this.#collections.get(name);
-    if (!c) {
-      // A handle is only a name: past a bound all are forgotten (a reader asking for made-up names
-      // would otherwise grow this for ever), and the service's few are made again.
-      if (this.#collections.size >= 1024) this.#collections.clear();
-      this.#collections.set(name, (c = new EmbeddedCollection(this.#engine, name)));
-    }
-    return c;
+    return this.#handles(name);
   }
 
   async listCollectionNames(): Promise<string[]> {
