@@ -58,16 +58,18 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   return value;
 }
 
-const UNIT_MS: Record<string, number> = { ms: 1, millisecond: 1, second: 1000, minute: 60_000, hour: 3_600_000 };
+const UNIT_MS = new Map(
+  Object.entries({ ms: 1, millisecond: 1, milliseconds: 1, second: 1000, seconds: 1000, minute: 60_000, minutes: 60_000, hour: 3_600_000, hours: 3_600_000 }),
+);
 
 /** A duration such as `5 seconds`, `500 ms` or `1 minute` (a bare number is milliseconds), in milliseconds. */
 function duration(env: NodeJS.ProcessEnv, name: string, fallback: number, minMs: number, maxMs: number): number {
   const raw = env[name]?.trim();
   if (raw === undefined || raw === '') return fallback;
-  const m = /^(\d+)\s*(ms|milliseconds?|seconds?|minutes?|hours?)?$/i.exec(raw);
-  if (!m) throw new ConfigError(name, `must be a duration such as "5 seconds", "500 ms" or "1 minute", got ${JSON.stringify(raw)}`);
-  const unit = (m[2] ?? 'ms').toLowerCase().replace(/s$/, '');
-  const ms = Number(m[1]) * UNIT_MS[unit === 'm' ? 'ms' : unit];
+  const m = /^(\d+)\s*([a-z]*)$/i.exec(raw);
+  const unitMs = m ? UNIT_MS.get(m[2].toLowerCase() || 'ms') : undefined;
+  if (!m || unitMs === undefined) throw new ConfigError(name, `must be a duration such as "5 seconds", "500 ms" or "1 minute", got ${JSON.stringify(raw)}`);
+  const ms = Number(m[1]) * unitMs;
   if (ms < minMs || ms > maxMs) throw new ConfigError(name, `must be between ${minMs} ms and ${maxMs / 60_000} minutes, got ${ms} ms`);
   return ms;
 }
