@@ -106,8 +106,7 @@ export class WireListener {
     const queue: Buffer[] = [];
     let queuedBytes = 0;
     let running = false;
-    // A command is running or its reply is being sent.
-    let busy = false;
+    // A command is running; its reply is waiting for the socket to drain.
     let executing = false;
     let writing = false;
     // The next message is too large for an unauthenticated connection, but a command in the queue may authenticate it.
@@ -131,7 +130,7 @@ export class WireListener {
         const length = reader.nextLength();
         if (length === undefined) break;
         if (length > (conn.user ? MAX_MESSAGE_BYTES : MAX_UNAUTHENTICATED_MESSAGE_BYTES)) {
-          if (!busy && queue.length === 0) throw new ProtocolError(`message of ${length} bytes before authentication`);
+          if (!executing && !writing && queue.length === 0) throw new ProtocolError(`message of ${length} bytes before authentication`);
           deferred = true;
           break;
         }
@@ -157,7 +156,7 @@ export class WireListener {
       while (queue.length > 0 && !socket.destroyed) {
         const frame = queue.shift()!;
         queuedBytes -= frame.length;
-        busy = executing = true;
+        executing = true;
         armIdle();
         const reply = await this.#handle(socket, conn, frame);
         executing = false;
@@ -169,7 +168,6 @@ export class WireListener {
           writing = false;
           armIdle();
         }
-        busy = false;
         take();
       }
       running = false;
