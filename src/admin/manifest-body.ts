@@ -1,11 +1,10 @@
 // Manifests arrive as JSON or YAML (Content-Type application/yaml, text/yaml or application/x-yaml).
 import type { Context, Next } from 'koa';
 import { parse as parseYaml } from 'yaml';
-import { checkDepth, mediaType, parseBodyJson } from '../http/body.ts';
+import { checkDepth, mediaType, parseBodyJson, utf8Text } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
 
 export const MANIFEST_LIMIT = 1024 * 1024;
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
 
 async function readText(ctx: Context, limit: number): Promise<string> {
@@ -18,11 +17,7 @@ async function readText(ctx: Context, limit: number): Promise<string> {
     if (size > limit) throw new ApiError(413, 'payload_too_large', `A manifest is at most ${limit} bytes.`);
     chunks.push(chunk as Buffer);
   }
-  try {
-    return strictUtf8.decode(Buffer.concat(chunks));
-  } catch {
-    throw new ApiError(400, 'malformed_json', 'The manifest is not valid UTF-8.');
-  }
+  return utf8Text(Buffer.concat(chunks), 'The manifest');
 }
 
 export async function manifestBody(ctx: Context, next: Next) {

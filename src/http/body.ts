@@ -43,15 +43,12 @@ const isJson = (ctx: Context) => {
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
-/**
- * Text from bytes that koa-body read as latin1 (one character per byte, so nothing is lost), decoded
- * as UTF-8 strictly.
- */
-export function utf8Text(bytesAsLatin1: string): string {
+/** Bytes decoded as UTF-8 strictly; `what` names them in the malformed_json refusal. */
+export function utf8Text(bytes: Uint8Array, what = 'The request body'): string {
   try {
-    return strictUtf8.decode(Buffer.from(bytesAsLatin1, 'latin1'));
+    return strictUtf8.decode(bytes);
   } catch {
-    throw new ApiError(400, 'malformed_json', 'The request body is not valid UTF-8.');
+    throw new ApiError(400, 'malformed_json', `${what} is not valid UTF-8.`);
   }
 }
 
@@ -116,7 +113,8 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       if (status === 415) throw new ApiError(415, 'unsupported_media_type', 'Send the body without Content-Encoding, or with gzip, deflate or br.');
       throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
     }
-    const raw = utf8Text(typeof ctx.request.body === 'string' ? ctx.request.body : '');
+    // koa-body read the bytes as latin1: one character per byte, so nothing is lost on the way back.
+    const raw = utf8Text(Buffer.from(typeof ctx.request.body === 'string' ? ctx.request.body : '', 'latin1'));
     if (raw.trim() === '') {
       if (optional) {
         ctx.state.body = undefined;
