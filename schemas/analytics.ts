@@ -22,6 +22,7 @@ export const AnalyticsPurchase = Type.Object(
     decisionKind: Type.String({ description: 'INITIAL, APPROVAL_REEVALUATION, APPROVAL_EXPIRED or APPROVAL_CANCELLED' }),
     policyIds: Type.Array(Id, { description: 'policies that governed and covered the purchase' }),
     policyVersionIds: Type.Array(Id),
+    committedWindowIds: Type.Optional(Type.Array(Type.String(), { description: 'ids of the budget windows the amount of an approved purchase committed into; [] otherwise' })),
     origin: Type.Union(['DASHBOARD', 'API', 'MCP'].map((s) => Type.Literal(s))),
     requestedAt: DateTime,
     resolvedAt: Type.Union([DateTime, Type.Null()]),

@@ -1,12 +1,13 @@
 // Agenda jobs of the approval lifecycle. `approvals.expire` is scheduled for each pending approval at
 // its expiresAt; `approvals.expire-due` sweeps for overdue ones, so a crash between a commit and the
 // scheduling loses no expiry, and finishes archives whose approval cancellations were interrupted.
-// Both are idempotent (closeApprovalIn ignores anything not PENDING).
+// Both are idempotent (closeApproval ignores anything not PENDING).
 import type { Agenda } from 'agenda';
 import type { AppDeps } from '../app-deps.ts';
+import { EXPIRE_APPROVAL } from '../purchases/handler.ts';
 import { expireApproval, expireDueApprovals, finishInterruptedArchives } from './close.ts';
 
-export const EXPIRE_APPROVAL = 'approvals.expire';
+export { EXPIRE_APPROVAL };
 export const EXPIRE_DUE_APPROVALS = 'approvals.expire-due';
 
 export function defineApprovalJobs(agenda: Agenda, deps: AppDeps): void {

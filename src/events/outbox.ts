@@ -32,7 +32,7 @@ export interface EventDoc {
 
 export const eventsCollection = (db: StoreDb) => db.collection<EventDoc>('events');
 
-type NewEvent = { type: EventType; organizationId: string; createdAt: Date; data: Record<string, unknown> };
+export type NewEvent = { type: EventType; organizationId: string; createdAt: Date; data: Record<string, unknown> };
 
 async function eventDocument(db: StoreDb, session: StoreSession, event: NewEvent): Promise<EventDoc> {
   // An event no endpoint subscribes to is dispatched (to nobody) as it is recorded.

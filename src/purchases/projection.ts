@@ -34,6 +34,8 @@ export interface AnalyticsPurchaseDoc {
   decisionKind: string;
   policyIds: string[];
   policyVersionIds: string[];
+  /** The budget windows the purchase's amount committed into (an approved purchase; absent on rows written before). */
+  committedWindowIds?: string[];
   origin: string;
   requestedAt: Date;
   resolvedAt: Date | null;
@@ -91,6 +93,8 @@ export function projectPurchase(
     approval: ApprovalDoc | null;
     agent: { id: string; name: string; status: AgentStatus };
     policyIds: string[];
+    /** The windows this change committed the purchase's amount into; [] when it committed none. */
+    committedWindowIds: string[];
     timeZone: string;
     previousStatus: PurchaseStatus | null;
   },
@@ -116,6 +120,7 @@ export function projectPurchase(
     decisionKind: d.kind,
     policyIds: args.policyIds,
     policyVersionIds: p.policyVersionIds,
+    committedWindowIds: p.status === 'APPROVED' ? args.committedWindowIds : [],
     origin: p.origin,
     requestedAt: p.requestedAt,
     resolvedAt: p.resolvedAt,

@@ -91,3 +91,61 @@ test('after a change of zone, a day whose window exists already is counted over 
   const window = await zoned.store.db.collection('budget_windows').findOne({ organizationId: org.organizationId, periodKind: 'DAY', periodKey: '2026-11-26' });
   t.like(window, { periodStart: new Date('2026-11-25T10:00:00.000Z'), periodEnd: new Date('2026-11-26T10:00:00.000Z'), openingBalanceMinor: 90000, committedMinor: 10000 });
 });
+
+test('a purchase held under a policy, approved after the policy stopped covering its agent, is counted once when the limit comes back', async (t) => {
+  // P covers the buyer with an approval threshold and a daily limit; Q governs every agent with nothing to say.
+  const covering = (version: 'held' | 'no-limit' | 'dropped' | 'back') => ({
+    organization: { handle: 'drift', name: 'drift', currency: 'EUR', timezone: 'Europe/Berlin', approvalTtl: 'PT24H', status: 'ACTIVE' },
+    people: [{ handle: 'ana', name: 'Ana', email: 'ana@drift.example' }],
+    agents: [
+      { handle: 'buyer', name: 'Buyer', description: null, status: 'ENABLED' },
+      { handle: 'other', name: 'Other', description: null, status: 'ENABLED' },
+    ],
+    policies: [
+      {
+        handle: 'p',
+        name: 'P',
+        description: null,
+        status: 'ACTIVE',
+        scope: 'AGENT',
+        agents: [version === 'dropped' ? 'other' : 'buyer'],
+        currencies: ['EUR'],
+        activate: true,
+        rules: [
+          ...(version === 'held' ? [{ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '20000' }] : []),
+          ...(version === 'held' || version === 'back' ? [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '100000' }] : []),
+        ],
+        merchants: [],
+      },
+      {
+        handle: 'q',
+        name: 'Q',
+        description: null,
+        status: 'ACTIVE',
+        scope: 'ORGANIZATION',
+        currencies: ['EUR'],
+        activate: true,
+        rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '90000' }],
+        merchants: [],
+      },
+    ],
+    apiKeys: [{ handle: 'buyer-key', agent: 'buyer' }],
+  });
+  const org = await applyManifest(app, covering('held'));
+  const key = org.keys['buyer-key'];
+  const held = await app.request('/v1/purchase-requests', { key, body: { merchant: 'Desks Ltd', amountMinor: '30000', reason: 'desk' } });
+  t.is(held.body.decision.outcome, 'REQUIRES_APPROVAL', 'held in P\'s daily window');
+  await applyManifest(app, covering('no-limit'));
+  t.is((await buy(key, '50000')).outcome, 'APPROVED', 'P\'s spend while it has no daily limit: no window counts it');
+  await applyManifest(app, covering('dropped'));
+  const answered = await app.admin(`/admin/purchase-requests/${held.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
+  t.is(answered.status, 200, answered.text);
+  t.is(answered.body.purchase.status, 'APPROVED', 'the hold commits into P\'s window, though P no longer covers the buyer');
+  await applyManifest(app, covering('back'));
+  // P's window counts the 30,000 committed into it and the 50,000 approved under P while it had no
+  // limit: 80,000. Another 30,000 would take the day to 110,000.
+  const decision = await buy(key, '30000');
+  t.is(decision.outcome, 'REJECTED');
+  t.deepEqual(decision.reasonCodes, ['DAILY_LIMIT_EXCEEDED']);
+  t.is((await buy(key, '20000')).outcome, 'APPROVED', 'up to the limit exactly');
+});

@@ -1,0 +1,49 @@
+// A budget window's stored document and the state a command reads from it (docs/reference/contract.md §2.6).
+// No I/O here: loading is src/budgets/windows.ts, writing src/budgets/window-writes.ts.
+import type { WindowKey, WindowState } from '../engine/types.ts';
+export const WINDOWS = 'budget_windows';
+import { fromStored } from '../money.ts';
+
+export interface BudgetWindowDoc {
+  _id: string;
+  organizationId: string;
+  policyId: string;
+  currency: string;
+  periodKind: 'DAY' | 'MONTH';
+  periodKey: string;
+  periodStart: Date;
+  periodEnd: Date;
+  committedMinor: number;
+  heldMinor: number;
+  openingBalanceMinor: number;
+  /** The version in force when the window was last written (absent on windows written before it was kept). */
+  policyVersionId?: string;
+  /** `EXHAUSTED:${policyRuleId}` of the limits already reported exhausted in this window. */
+  notified: string[];
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+
+/** What was read, so that the write can check nobody changed it meanwhile. */
+export interface LoadedWindows {
+  states: Map<string, WindowState>;
+  docs: Map<string, BudgetWindowDoc>;
+  /** Windows that do not exist yet, with the opening balance they would start from. */
+  missing: Map<string, { key: WindowKey; openingBalanceMinor: bigint }>;
+  /** The version in force that read each window of `keys`. */
+  versions: Map<string, string>;
+  /** Existing windows read under another version than the one that last wrote them, reconciled (loadWindows). */
+  reconciled: Set<string>;
+  /** Of those, windows whose period now has other bounds (a change of zone), with the key of the new ones. */
+  rebased: Map<string, WindowKey>;
+}
+
+export const stateOf = (doc: BudgetWindowDoc): WindowState => ({
+  budgetCounterId: doc._id,
+  committedMinor: fromStored(doc.committedMinor),
+  heldMinor: fromStored(doc.heldMinor),
+  openingBalanceMinor: fromStored(doc.openingBalanceMinor),
+});
+

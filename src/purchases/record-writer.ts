@@ -1,0 +1,65 @@
+// The storage port of the purchase commands (docs/internals/design.md §1): one command's record,
+// written as one unit inside the command's transaction. This implementation serves both stores
+// through the MongoDB-shaped API: every write goes into one client bulk write (one round trip on
+// MongoDB), budget windows and the purchase and approval at the version the command read (a matched
+// count of 0 is a VersionConflict, and the handler retries the whole command), the idempotency key
+// first, so that a request that raced this one to the key stops the batch there.
+import type { BudgetWindowDoc } from '../budgets/window-state.ts';
+import { WINDOWS } from '../budgets/window-state.ts';
+import { fenceAgentIn } from '../agents/fence.ts';
+import { queueEvent } from '../events/outbox.ts';
+import { VersionConflict } from '../http/errors.ts';
+import type { StoreDb, StoreSession } from '../store/store.ts';
+import { WriteBatch } from '../store/write-batch.ts';
+import { PURCHASE_COLLECTIONS, type ApprovalDoc, type PurchaseDoc } from './documents.ts';
+import type { PurchaseRecord } from './lifecycle.ts';
+import { projectPurchase } from './projection.ts';
+
+export interface PurchaseRecordPort {
+  /** Writes the record inside `session`'s transaction; throws VersionConflict when something it read changed. */
+  write(record: PurchaseRecord, session: StoreSession): Promise<void>;
+}
+
+/** The Idempotency-Key was recorded by a request that committed first. */
+export class IdempotencyKeyTaken extends Error {}
+
+export function transactionalRecords(db: StoreDb): PurchaseRecordPort {
+  return { write: (record, session) => writeRecord(db, record, session) };
+}
+
+async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSession): Promise<void> {
+  const batch = new WriteBatch(db);
+  const conflict = (what: string) => () => new VersionConflict(what);
+  const { purchase, approval } = record;
+  if (record.idempotency) {
+    batch.insertOne(PURCHASE_COLLECTIONS.idempotency, record.idempotency, { onDuplicate: () => new IdempotencyKeyTaken(`idempotency key ${record.idempotency!._id}`) });
+  }
+  if (record.fenceAgent) fenceAgentIn(batch, purchase.agentId);
+  for (const w of record.windows) {
+    if (w.expectedVersion === null) {
+      // Created by an upsert that matches only a document without a version: one created meanwhile is a duplicate key.
+      batch.updateOne<BudgetWindowDoc>(WINDOWS, { _id: w.id, version: { $exists: false } }, { $setOnInsert: w.created }, { upsert: true, onDuplicate: conflict(`budget window ${w.id}`) });
+    } else {
+      batch.updateOne<BudgetWindowDoc>(WINDOWS, { _id: w.id, version: w.expectedVersion }, { $set: w.set }, { unlessMatched: conflict(`budget window ${w.id}`) });
+    }
+  }
+  for (const policyId of record.fencedPolicyIds) batch.updateOne<{ _id: string; fence?: number }>('policies', { _id: policyId }, { $inc: { fence: 1 } });
+  if (record.purchaseVersionRead === null) {
+    batch.insertOne(PURCHASE_COLLECTIONS.purchases, purchase);
+  } else {
+    const { _id, ...fields } = purchase;
+    batch.updateOne<PurchaseDoc>(PURCHASE_COLLECTIONS.purchases, { _id, version: record.purchaseVersionRead }, { $set: fields }, { unlessMatched: conflict(`purchase ${_id}`) });
+  }
+  batch.insertOne(PURCHASE_COLLECTIONS.decisions, record.decision);
+  if (approval) {
+    if (record.approvalVersionRead === null) {
+      batch.insertOne(PURCHASE_COLLECTIONS.approvals, approval);
+    } else {
+      const { _id, ...fields } = approval;
+      batch.updateOne<ApprovalDoc>(PURCHASE_COLLECTIONS.approvals, { _id, version: record.approvalVersionRead, state: 'PENDING' }, { $set: fields }, { unlessMatched: conflict(`approval ${_id}`) });
+    }
+  }
+  for (const event of record.events) await queueEvent(db, session, batch, event);
+  projectPurchase(batch, { purchase, decision: record.decision, approval, committedWindowIds: record.committedWindowIds, ...record.projection });
+  await batch.write(session);
+}
