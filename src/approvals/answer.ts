@@ -1,4 +1,4 @@
-// answerApproval: a person answers a pending purchase (DESIGN.md 4 item 7, SPEC.md 3.1). The answer
+// answerApproval: a person answers a pending purchase (docs/internals/design.md §4 item 7, docs/reference/contract.md §3.1). The answer
 // re-evaluates against the policies in force now; the hold becomes spend or is released; the approval,
 // the purchase, a decision of kind APPROVAL_REEVALUATION, the event and the read models are written in
 // one transaction. The approval's version filter makes an answer racing the expiry lose cleanly.

@@ -1,4 +1,4 @@
-// Budget window documents (SPEC.md 2.6, DESIGN.md 1): one per (policy, currency, DAY|MONTH period).
+// Budget window documents (docs/reference/contract.md §2.6, docs/internals/design.md §1): one per (policy, currency, DAY|MONTH period).
 // Every write checks the document's `version`; a matched count of 0, or a lost race to create it,
 // is a VersionConflict and the whole command is retried. Amounts are stored as integers. The writes
 // join the command's WriteBatch: every window a decision touches goes in the same one command.
@@ -57,7 +57,7 @@ export const stateOf = (doc: BudgetWindowDoc): WindowState => ({
 });
 
 /**
- * Spend approved under a policy in a window's period (DESIGN.md 4 item 6), read from the analysts'
+ * Spend approved under a policy in a window's period (docs/internals/design.md §4 item 6), read from the analysts'
  * purchases read model: by the time of each request within the period's bounds, not by the day and
  * month labels stored with it (those are of the zone the organisation had then: after a change of
  * zone they name other hours).
@@ -255,7 +255,7 @@ export async function applyBudgetEffects(
 }
 
 /**
- * The fence that keeps opening balances exact (DESIGN.md 2). A window that opens mid-period (a new
+ * The fence that keeps opening balances exact (docs/internals/design.md §2). A window that opens mid-period (a new
  * version adds a SPEND_LIMIT) starts from the spend approved under its policy that no window counted
  * (attributableSpend). An approval that wrote none of that policy's windows for the period is invisible
  * to a concurrent transaction opening one, and they write no document in common: both would commit, and

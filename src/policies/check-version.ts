@@ -1,4 +1,4 @@
-// Activation's own check of a policy version (SPEC.md 4.9), pure: issues make a version unacceptable,
+// Activation's own check of a policy version (docs/reference/contract.md §4.9), pure: issues make a version unacceptable,
 // warnings do not. The issue codes are listed in README.md ("Policy validation").
 import type { PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 

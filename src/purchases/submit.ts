@@ -1,4 +1,4 @@
-// submitPurchase: the command behind POST /v1/purchase-requests (SPEC.md 4.1, DESIGN.md 1).
+// submitPurchase: the command behind POST /v1/purchase-requests (docs/reference/contract.md §4.1, docs/internals/design.md §1).
 // Runs in the agent's mailbox, as one transaction: read the configuration stamp and the budget
 // windows (the agent and the policies in force come from the cache at that stamp); decide (pure);
 // write the purchase, its decision, approval, budget windows, the agent's fence, idempotency record,
@@ -65,7 +65,7 @@ export interface SubmitResult {
   expiresAt?: Date | null;
 }
 
-/** JSON with object keys sorted, so key order makes no difference (DESIGN.md 3). */
+/** JSON with object keys sorted, so key order makes no difference (docs/reference/decisions.md). */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
@@ -79,7 +79,7 @@ export function canonicalJson(value: unknown): string {
 
 const submitterOf = (p: SubmitCommand['principal']) => (p.kind === 'API_KEY' ? p.apiKeyId : p.kind === 'CONNECTION' ? p.connectionId : p.personId);
 
-/** A dashboard purchase came through no credential: submittedVia null, initiatedBy the person (SPEC.md 2.5). */
+/** A dashboard purchase came through no credential: submittedVia null, initiatedBy the person (docs/reference/contract.md §2.5). */
 function submittedVia(p: SubmitCommand['principal']): SubmittedVia | null {
   if (p.kind === 'PERSON') return null;
   return p.kind === 'API_KEY'
@@ -254,7 +254,7 @@ function approvalDocument(decision: Decision, purchaseId: string, org: Organizat
   };
 }
 
-/** Every purchase event carries what is needed to order by (purchaseRequestId, createdAt) (SPEC.md 6.2). */
+/** Every purchase event carries what is needed to order by (purchaseRequestId, createdAt) (docs/reference/contract.md §6.2). */
 export function purchaseEvent(p: PurchaseDoc, d: DecisionDoc, approval: ApprovalDoc | null) {
   const common = {
     purchaseRequestId: p._id,

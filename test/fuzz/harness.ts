@@ -10,7 +10,7 @@ import { ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 import { connect, setUpOrg, startConnectionsApp, startMetadataServer } from '../oauth/helpers.ts';
 import { INDEXES } from '../../src/store/indexes.ts';
 
-/** SPEC.md section 7, plus the additions README lists ("Additions to the contract"). */
+/** docs/reference/contract.md §7, plus the additions README lists ("Additions to the contract"). */
 export const KNOWN_CODES = new Set([
   'invalid_request', 'malformed_json', 'webhook_url_not_permitted', 'unauthorized', 'invalid_api_key', 'api_key_revoked',
   'api_key_expired', 'wrong_environment', 'invalid_token', 'connection_unauthorized', 'organization_suspended',
@@ -396,7 +396,7 @@ export function judge(r: FuzzRequest, res: FuzzResponse): string | null {
   return e.code;
 }
 
-/** MCP tool failures are results with isError whose text is SPEC.md 7's error body (README). */
+/** MCP tool failures are results with isError whose text is docs/reference/contract.md §7's error body (README). */
 function judgeToolErrors(text: string, where: string): string | null {
   let body: any;
   try {

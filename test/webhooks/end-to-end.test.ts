@@ -1,7 +1,7 @@
 // End to end against real local HTTPS receivers with their own certificate authority (issue 5,
 // "What must be true"). The service (API + Agenda worker) runs in ONE child process started with
 // NODE_EXTRA_CA_CERTS, Node's standard mechanism for trusting an extra CA; this process plays the
-// receivers and an independent verifier written from SPEC.md 6.4 alone (not signing.ts).
+// receivers and an independent verifier written from docs/reference/contract.md §6.4 alone (not signing.ts).
 import test from 'ava';
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
