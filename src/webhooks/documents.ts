@@ -44,7 +44,7 @@ export interface WebhookEndpointDoc {
 }
 
 /**
- * Delivery status values (docs/reference/contract.md §2.8 leaves them open; documented in README):
+ * Delivery status values (docs/reference/contract.md §2.8 leaves them open; documented in docs/reference/decisions.md):
  *   PENDING    waiting for its next attempt at nextAttemptAt (an attempt may be in flight)
  *   DELIVERED  a 2xx answer was received (deliveredAt set)
  *   FAILED     a permanent failure: a 3xx, a 4xx other than 408/429, or a URL that breaks docs/reference/contract.md §6.6
