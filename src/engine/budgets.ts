@@ -79,7 +79,7 @@ const crossing = (w: LimitedWindow, limit: BudgetLimit, before: bigint, after: b
 });
 
 /**
- * Limits that spending crosses when it goes from `before` to `after` (README "Budget events"):
+ * Limits that spending crosses when it goes from `before` to `after` (docs/approve/approvals.md):
  * THRESHOLD_REACHED when it passes 80% (before <= 80% < after), EXHAUSTED when it reaches the limit
  * (before < limit <= after). Judged against each limit in force, on every change, so every real
  * crossing is reported, and a hold (not spending) never is. Appended to `crossings`, which is returned.

@@ -1,7 +1,7 @@
 // GET /v1/purchase-requests/{id} (docs/reference/contract.md §4.2): reads the purchase_views read model. Only the
 // credential that submitted a purchase may read it; everything else is the same 404. Writes nothing.
 // A DASHBOARD purchase was submitted by no credential: a person made it on behalf of an agent, so
-// every credential acting as that agent may read it (README, decisions where the contract is silent).
+// every credential acting as that agent may read it (docs/reference/decisions.md).
 import type { StoreDb } from '../store/store.ts';
 import type { Principal } from '../http/auth.ts';
 import { notFound } from '../http/errors.ts';

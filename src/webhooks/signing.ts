@@ -8,7 +8,7 @@
 //   4. A receiver rejects a timestamp more than 300 s from its clock (docs/reference/contract.md §8) and accepts if any
 //      entry matches, comparing in constant time with lengths compared first.
 //
-// `verifySignature` is the reference receiver code shown in the README.
+// `verifySignature` is the reference receiver code shown in docs/integrate/webhooks.md.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const WEBHOOK_ID_HEADER = 'Service-Webhook-Id';

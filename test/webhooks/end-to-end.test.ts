@@ -12,7 +12,7 @@ import type { ApiResponse, RequestOptions, TestApp } from '../helpers/app.ts';
 
 const SERVICE = fileURLToPath(new URL('./fixtures/service.ts', import.meta.url));
 
-// ---- The independent verifier: the receiver code README.md shows. ----
+// ---- The independent verifier: the receiver code docs/integrate/webhooks.md shows. ----
 function verify(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, secret: string, nowMs: number): boolean {
   const timestamp = String(headers['service-webhook-timestamp'] ?? '');
   const signatures = String(headers['service-webhook-signature'] ?? '');
