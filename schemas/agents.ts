@@ -1,4 +1,4 @@
-// Agent (SPEC.md 2.2) and GET /v1/agents (4.10).
+// Agent (docs/reference/contract.md §2.2) and GET /v1/agents (4.10).
 import Type from 'typebox';
 import { AgentStatus, Nullable, Timestamp, Uuid } from './common.ts';
 

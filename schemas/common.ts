@@ -1,4 +1,4 @@
-// Building blocks of the wire contract (SPEC.md 2.1).
+// Building blocks of the wire contract (docs/reference/contract.md §2.1).
 import Type from 'typebox';
 
 export const Uuid = Type.String({ format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });

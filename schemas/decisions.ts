@@ -1,4 +1,4 @@
-// Decisions and purchase read-backs on the wire (SPEC.md 2.3-2.5, 2.7, 4.1, 4.2).
+// Decisions and purchase read-backs on the wire (docs/reference/contract.md §2.3-2.5, §2.7, §4.1, §4.2).
 import Type from 'typebox';
 import { AgentStatus, Currency, MinorAmount, Nullable, Timestamp, Uuid } from './common.ts';
 import { REASON_CODES } from '../src/engine/types.ts';

@@ -1,4 +1,4 @@
-// The error body of SPEC.md section 7, and which codes each HTTP status carries. The OpenAPI
+// The error body of docs/reference/contract.md §7, and which codes each HTTP status carries. The OpenAPI
 // document narrows `code` per operation and status from these lists.
 import Type from 'typebox';
 
@@ -12,9 +12,9 @@ export const ErrorBody = Type.Object({
   }),
 });
 
-/** SPEC.md 4 "A401": every way a credential can be unusable. */
+/** docs/reference/contract.md §4 "A401": every way a credential can be unusable. */
 export const A401 = ['unauthorized', 'invalid_api_key', 'api_key_revoked', 'api_key_expired', 'wrong_environment', 'invalid_token'] as const;
-/** SPEC.md 4 "A403-org": operations only an organization-scoped API key may call. */
+/** docs/reference/contract.md §4 "A403-org": operations only an organization-scoped API key may call. */
 export const A403_ORG = ['connection_unauthorized', 'organization_suspended', 'api_key_not_organization_scoped', 'oauth_not_permitted'] as const;
 /** 403s of the operations an agent identity (agent-bound key or connection) calls. */
 export const A403_AGENT = ['connection_unauthorized', 'organization_suspended', 'api_key_not_bound_to_agent', 'insufficient_scope'] as const;

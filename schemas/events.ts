@@ -1,4 +1,4 @@
-// The `data` of every event type (SPEC.md 6.2). Receivers must ignore fields they do not know.
+// The `data` of every event type (docs/reference/contract.md §6.2). Receivers must ignore fields they do not know.
 import Type from 'typebox';
 
 const Id = Type.String({ format: 'uuid' });

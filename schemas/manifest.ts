@@ -1,4 +1,4 @@
-// The organisation manifest (DESIGN.md section 5; README "Manifests"). Handles are the manifest's
+// The organisation manifest (docs/internals/design.md §5; README "Manifests"). Handles are the manifest's
 // stable names: applying the same file twice changes nothing.
 import Type from 'typebox';
 import { AgentStatus, Currency, ListType, MinorAmountInput, PeriodKind, PolicyStatus, RuleEffect, RuleType, ScopeType } from './common.ts';

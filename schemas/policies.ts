@@ -1,4 +1,4 @@
-// Policies and versions on the wire (SPEC.md 2.6, 4.6-4.9).
+// Policies and versions on the wire (docs/reference/contract.md §2.6, §4.6-4.9).
 import Type from 'typebox';
 import { Currency, ListType, MinorAmount, Nullable, PeriodKind, PolicyStatus, RuleEffect, RuleType, ScopeType, Timestamp, Uuid, VersionStatus } from './common.ts';
 
@@ -78,7 +78,7 @@ export const ValidationResult = Type.Object({
   version: PolicyVersion,
 });
 
-/** GET /v1/policies query parameters (SPEC.md 4.6). */
+/** GET /v1/policies query parameters (docs/reference/contract.md §4.6). */
 export const PolicyListQuery = {
   status: PolicyStatus,
   search: Type.String({ description: 'Matches the name case-insensitively as plain text; trimmed; longer values are capped at 200 characters.' }),

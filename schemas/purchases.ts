@@ -1,4 +1,4 @@
-// Request bodies of SPEC.md 4.1 and 4.3-4.5. Unknown fields are refused (SPEC.md 1 rule 6).
+// Request bodies of docs/reference/contract.md §4.1 and §4.3-4.5. Unknown fields are refused (docs/reference/contract.md §1 rule 6).
 import Type from 'typebox';
 import { Currency, MinorAmountInput, Uuid } from './common.ts';
 
@@ -31,5 +31,5 @@ export type PurchaseRequestBody = Type.Static<typeof PurchaseRequestBody>;
 export type CurrentPoliciesSimulationBody = Type.Static<typeof CurrentPoliciesSimulationBody>;
 export type VersionSimulationBody = Type.Static<typeof VersionSimulationBody>;
 
-/** Idempotency-Key: 1..255 printable ASCII (DESIGN.md section 3). */
+/** Idempotency-Key: 1..255 printable ASCII (docs/reference/decisions.md). */
 export const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;

@@ -1,4 +1,4 @@
-// SimulationResponse (SPEC.md 2.7, 4.3-4.5): every key present; none of a real decision's ids.
+// SimulationResponse (docs/reference/contract.md §2.7, §4.3-4.5): every key present; none of a real decision's ids.
 import Type from 'typebox';
 import { AgentStatus, Currency, MinorAmount, Nullable, PolicyStatus, ScopeType, Timestamp, Uuid, VersionStatus } from './common.ts';
 import { ApplicabilityReason, Outcome, ReasonCode, RuleEvaluation } from './decisions.ts';

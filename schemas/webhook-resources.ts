@@ -1,4 +1,4 @@
-// Webhook resources and the delivered envelope (SPEC.md 2.8, 4.11-4.18, 6.1). No read carries a
+// Webhook resources and the delivered envelope (docs/reference/contract.md §2.8, §4.11-4.18, §6.1). No read carries a
 // secret: only creation and rotation return IssuedWebhookEndpoint.
 import Type from 'typebox';
 import { Nullable, Timestamp, Uuid } from './common.ts';
@@ -54,11 +54,11 @@ export const WebhookDeliveryList = Type.Object({ items: Type.Array(WebhookDelive
 
 export const TestEventQueued = Type.Object({ deliveryId: Uuid, eventId: Uuid, status: Type.Literal('queued') });
 
-/** GET /v1/webhooks/{id}/deliveries `limit` (DESIGN.md 3); out of range is invalid_request. */
+/** GET /v1/webhooks/{id}/deliveries `limit` (docs/reference/decisions.md); out of range is invalid_request. */
 export const DELIVERIES_LIMIT = { default: 20, min: 1, max: 100 } as const;
 export const DeliveriesQuery = { limit: Type.Integer({ minimum: DELIVERIES_LIMIT.min, maximum: DELIVERIES_LIMIT.max, default: DELIVERIES_LIMIT.default }) };
 
-/** The delivered body (SPEC.md 6.1); `data` depends on `type` (schemas/events.ts). */
+/** The delivered body (docs/reference/contract.md §6.1); `data` depends on `type` (schemas/events.ts). */
 export const eventEnvelope = <T extends Parameters<typeof Type.Object>[0][string]>(type: string, data: T) =>
   Type.Object({
     id: Type.String({ format: 'uuid', description: 'The logical event; equals Service-Webhook-Id; deduplicate on it.' }),

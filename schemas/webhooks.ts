@@ -1,12 +1,12 @@
-// Webhook management bodies (SPEC.md 4.12, 4.14, 4.17), the event types of SPEC.md 6.2 and the
-// payload of the delivery-attempt job. Unknown fields are refused (SPEC.md 1 rule 6).
+// Webhook management bodies (docs/reference/contract.md §4.12, §4.14, §4.17), the event types of docs/reference/contract.md §6.2 and the
+// payload of the delivery-attempt job. Unknown fields are refused (docs/reference/contract.md §1 rule 6).
 import Type from 'typebox';
 import { Uuid } from './common.ts';
 
-/** The current webhook contract version (SPEC.md 6.1); the only one PATCH accepts (DESIGN.md 3). */
+/** The current webhook contract version (docs/reference/contract.md §6.1); the only one PATCH accepts (docs/reference/decisions.md). */
 export const WEBHOOK_API_VERSION = '2026-09-01';
 
-/** The eleven subscribable event types (SPEC.md 6.2, `WebhookEventType`). */
+/** The eleven subscribable event types (docs/reference/contract.md §6.2, `WebhookEventType`). */
 export const SUBSCRIBABLE_EVENT_TYPES = [
   'purchase.approval_required',
   'purchase.approved',
@@ -46,7 +46,7 @@ export const UpdateWebhookBody = Type.Object(
     status: Type.Optional(Type.Enum(['ACTIVE', 'DISABLED'])),
     apiVersion: Type.Optional(Type.Literal(WEBHOOK_API_VERSION)),
   },
-  // SPEC.md 4.14: at least one field (the service answers {} with NO_FIELDS).
+  // docs/reference/contract.md §4.14: at least one field (the service answers {} with NO_FIELDS).
   { additionalProperties: false, minProperties: 1 },
 );
 

@@ -1,5 +1,5 @@
 // Procfile `release` step: create every index (idempotent) before new code serves traffic, and say
-// which endpoints the platform should probe on the web processes (README "Probes").
+// which endpoints the platform should probe on the web processes (docs/operate/observability.md).
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
 import { createIndexes } from '../src/store/indexes.ts';

@@ -6,6 +6,7 @@ import { AnalyticsDailySpend, AnalyticsPurchase } from '../schemas/analytics.ts'
 import { EventData } from '../schemas/events.ts';
 import { CreateWebhookBody, RotateSecretBody, UpdateWebhookBody } from '../schemas/webhooks.ts';
 import { openApiDocument } from '../schemas/openapi.ts';
+import { apiReference } from './api-reference.ts';
 
 const DIALECT = 'https://json-schema.org/draft/2020-12/schema';
 
@@ -29,4 +30,9 @@ export function schemaFiles(): Record<string, string> {
   const files: Record<string, string> = { 'openapi.json': text(openApiDocument()) };
   for (const [name, schema] of Object.entries(jsonSchemas)) files[`json/${name}`] = text({ $schema: DIALECT, ...(schema as object) });
   return files;
+}
+
+/** Generated pages of the documentation, paths relative to the repository: the API reference. */
+export function docFiles(): Record<string, string> {
+  return { 'docs/reference/api.md': apiReference(openApiDocument() as Record<string, any>) };
 }

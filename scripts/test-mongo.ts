@@ -1,5 +1,5 @@
 // `npm run test:mongo`: runs the store conformance suite and the whole normal test suite through
-// the official driver (src/store/mongo.ts) and Agenda's Mongo backend (DESIGN.md section 2):
+// the official driver (src/store/mongo.ts) and Agenda's Mongo backend (docs/internals/design.md §2):
 // against MONGODB_URI when set, otherwise against this project's MongoDB wire-protocol listener
 // (src/store/wire/) over a fresh store per database, started here in this process.
 import { spawn } from 'node:child_process';

@@ -13,7 +13,7 @@ export interface AppDeps {
   collections: Collections;
   log: Logger;
   now: () => Date;
-  /** One mailbox per agent in this process (DESIGN.md 1). */
+  /** One mailbox per agent in this process (docs/internals/design.md §1). */
   mailboxes: AgentMailboxes;
   /** Puts one-off jobs on the schedule (approval expiry, webhook attempts). */
   scheduler: Scheduler;

@@ -1,5 +1,5 @@
 // Shared by the web and worker entry points: configuration checked, store connected and indexed,
-// Agenda ready on the same connection, dependencies built once (DESIGN.md 6a).
+// Agenda ready on the same connection, dependencies built once (docs/internals/design.md §6a).
 import { randomBytes } from 'node:crypto';
 import type { Agenda } from 'agenda';
 import { ConfigError, loadConfig, type Config } from './config.ts';

@@ -1,4 +1,4 @@
-// Configuration comes from the environment only, checked once at start (DESIGN.md 6a: composition root).
+// Configuration comes from the environment only, checked once at start (docs/internals/design.md §6a: composition root).
 // A bad value stops the process with a message naming the variable.
 import { parseEncryptionKey } from './webhooks/secrets.ts';
 

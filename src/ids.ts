@@ -1,4 +1,4 @@
-// UUIDv7 for things that sort by creation time (purchases, decisions, events: SPEC.md 2.1),
+// UUIDv7 for things that sort by creation time (purchases, decisions, events: docs/reference/contract.md §2.1),
 // UUIDv4 elsewhere, UUIDv5 for a thing known by a name. All are bare UUIDs with no prefix.
 import { randomFillSync, randomUUID } from 'node:crypto';
 import { v5, validate } from 'uuid';

@@ -1,5 +1,5 @@
 // Money is exact: integers of minor units. BigInt in arithmetic, decimal strings on the wire,
-// plain integers (at most 2^53-1) in storage so analysts can $sum them (DESIGN.md section 2).
+// plain integers (at most 2^53-1) in storage so analysts can $sum them (docs/internals/design.md §2).
 
 export const MAX_STORED_MINOR = BigInt(Number.MAX_SAFE_INTEGER);
 const MINOR_PATTERN = /^-?\d+$/;

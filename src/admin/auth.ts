@@ -1,4 +1,4 @@
-// The operator API is authenticated by ADMIN_TOKEN and nothing else (DESIGN.md section 5):
+// The operator API is authenticated by ADMIN_TOKEN and nothing else (docs/internals/design.md §5):
 // no /v1 credential reaches it. Compared in constant time over digests of equal length.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';

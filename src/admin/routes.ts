@@ -1,4 +1,4 @@
-// The operator API under /admin (DESIGN.md section 5): outside the /v1 contract, for the people who
+// The operator API under /admin (docs/internals/design.md §5): outside the /v1 contract, for the people who
 // run the service. Thin handlers over commands.
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';

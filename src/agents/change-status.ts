@@ -1,6 +1,6 @@
 // Changing an agent's status (operator API, manifests), in the caller's transaction: emits
-// agent.disabled / agent.archived (SPEC.md 3.3, 6.2). The transaction writes one agent document, however
-// busy the agent (DESIGN.md 2, bounded work per transaction): purchase readbacks read the agent's status
+// agent.disabled / agent.archived (docs/reference/contract.md §3.3, §6.2). The transaction writes one agent document, however
+// busy the agent (docs/internals/design.md §2, bounded work per transaction): purchase readbacks read the agent's status
 // when they are read (src/purchases/read.ts), and an archived agent's pending approvals are cancelled
 // after the commit, one transaction each (finishAgentArchive).
 import type { UpdateFilter } from 'mongodb';

@@ -1,4 +1,4 @@
-// The agent's fence (DESIGN.md 2). Under snapshot isolation two transactions conflict only when they
+// The agent's fence (docs/internals/design.md §2). Under snapshot isolation two transactions conflict only when they
 // write a document in common. A submission or an answer only *read* the agent, and an archive only
 // writes documents that already exist, so both could commit: an archived agent with a new pending
 // approval nobody cancels (its hold kept until expiry) and a purchase view saying ENABLED. Writing the

@@ -1,4 +1,4 @@
-// GET /v1/agents (SPEC.md 4.10): read-only, organization-scoped keys, unpaginated.
+// GET /v1/agents (docs/reference/contract.md §4.10): read-only, organization-scoped keys, unpaginated.
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { AppDeps } from '../app-deps.ts';

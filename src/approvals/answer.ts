@@ -1,4 +1,4 @@
-// answerApproval: a person answers a pending purchase (DESIGN.md 4 item 7, SPEC.md 3.1), from the
+// answerApproval: a person answers a pending purchase (docs/internals/design.md §4 item 7, docs/reference/contract.md §3.1), from the
 // dashboard, the operator API or the CLI. The answer is an ANSWER command of the purchase lifecycle
 // (src/purchases/lifecycle.ts): it re-evaluates against the policies in force now; the hold becomes
 // spend or is released. The approval's version makes an answer racing the expiry lose cleanly.

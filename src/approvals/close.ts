@@ -2,7 +2,7 @@
 // was cancelled (its agent was archived). Each is an EXPIRE or CANCEL command of the purchase lifecycle
 // (src/purchases/lifecycle.ts): the hold is released, the purchase is refused, and a decision records
 // why (kinds APPROVAL_EXPIRED / APPROVAL_CANCELLED, outcome REJECTED), so that a client polling the
-// readback finds the answer in decision.outcome (SPEC.md 3.1). Idempotent: an approval that is no
+// readback finds the answer in decision.outcome (docs/reference/contract.md §3.1). Idempotent: an approval that is no
 // longer PENDING is left alone, so a job that runs twice changes nothing twice.
 import type { AppDeps } from '../app-deps.ts';
 import { newId } from '../ids.ts';
@@ -41,7 +41,7 @@ export async function expireDueApprovals(deps: AppDeps, batch = 100): Promise<nu
 
 /**
  * An archived agent's pending approvals are cancelled after the archive commits, one transaction each,
- * a batch at a time (DESIGN.md 2: bounded work per transaction; a busy agent can always be archived).
+ * a batch at a time (docs/internals/design.md §2: bounded work per transaction; a busy agent can always be archived).
  * Idempotent and resumable: closeApproval leaves anything no longer PENDING alone, the agent's
  * `cancelApprovals` mark is cleared only when none is left, and the approval sweep resumes any agent
  * still marked (a process that stopped half-way). An agent enabled again meanwhile is left as it is.

@@ -152,7 +152,7 @@ export function applyWindowWrites(loaded: LoadedWindows, writes: readonly Window
 }
 
 /**
- * The fence that keeps opening balances exact (DESIGN.md 2). A window that opens mid-period (a new
+ * The fence that keeps opening balances exact (docs/internals/design.md §2). A window that opens mid-period (a new
  * version adds a SPEND_LIMIT) starts from the spend approved under its policy that no window counted
  * (attributableSpend). An approval that wrote none of that policy's windows for the period is invisible
  * to a concurrent transaction opening one, and they write no document in common: both would commit, and

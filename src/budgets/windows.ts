@@ -1,4 +1,4 @@
-// Loading budget windows (SPEC.md 2.6, DESIGN.md 1): one per (policy, currency, DAY|MONTH period).
+// Loading budget windows (docs/reference/contract.md §2.6, docs/internals/design.md §1): one per (policy, currency, DAY|MONTH period).
 // A command reads the windows it needs here, reconciled with the spend they do not count; its decision
 // says how they change (window-writes.ts) and the storage port writes them, each at the version read.
 import type { WindowKey } from '../engine/types.ts';
@@ -13,7 +13,7 @@ export { stateOf, type BudgetWindowDoc, type LoadedWindows } from './window-stat
 export const windowsCollection = (db: StoreDb) => db.collection<BudgetWindowDoc>(WINDOWS);
 
 /**
- * Spend approved under a policy in a window's period (DESIGN.md 4 item 6), read from the analysts'
+ * Spend approved under a policy in a window's period (docs/internals/design.md §4 item 6), read from the analysts'
  * purchases read model: by the time of each request within the period's bounds, not by the day and
  * month labels stored with it (those are of the zone the organisation had then: after a change of
  * zone they name other hours). With `outside`, only the spend that did not commit into that window.

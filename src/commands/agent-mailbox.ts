@@ -1,4 +1,4 @@
-// One in-process mailbox per agent (DESIGN.md 1): an agent's commands run one after another inside
+// One in-process mailbox per agent (docs/internals/design.md §1): an agent's commands run one after another inside
 // a process, so its own purchases never race each other here. Across processes the versioned budget
 // windows keep the same guarantee.
 export class AgentMailboxes {

@@ -1,4 +1,4 @@
-// One shape for every command handler (DESIGN.md 6a): a transaction, retried as a whole with a
+// One shape for every command handler (docs/internals/design.md §6a): a transaction, retried as a whole with a
 // bounded, jittered p-retry when it lost a race: one of our versioned documents changed underneath it
 // (VersionConflict), or MongoDB reported a write conflict (code 112, label TransientTransactionError).
 // This is the only retry loop around a transaction (MongoStore.withTransaction makes one attempt), and

@@ -1,4 +1,4 @@
-// A connection (SPEC.md 5.2): one person's grant letting one application act as one existing agent
+// A connection (docs/reference/contract.md §5.2): one person's grant letting one application act as one existing agent
 // with some scopes. Tokens belong to a connection; revoking it ends every token at the next call.
 import type { Scope } from '../http/auth.ts';
 import { iso } from '../timestamps.ts';
@@ -10,10 +10,10 @@ export interface ConnectionDoc {
   _id: string;
   organizationId: string;
   personId: string;
-  /** The person's name when they approved: shown as `submittedVia.grantedBy` (SPEC.md 2.5). */
+  /** The person's name when they approved: shown as `submittedVia.grantedBy` (docs/reference/contract.md §2.5). */
   grantedBy: { name: string };
   agentId: string;
-  /** The client ID metadata document URL (SPEC.md 5.2). */
+  /** The client ID metadata document URL (docs/reference/contract.md §5.2). */
   clientId: string;
   /** `client_name` from the document (or its host): `submittedVia.application`. */
   applicationName: string;

@@ -1,4 +1,4 @@
-// The TokenResolver of src/http/auth.ts for `cmp_oat_` access tokens (SPEC.md 5.2, 5.3):
+// The TokenResolver of src/http/auth.ts for `cmp_oat_` access tokens (docs/reference/contract.md §5.2, §5.3):
 //   unknown, malformed or expired token            -> 401 invalid_token
 //   revoked connection, agent not ENABLED (or gone) -> 403 connection_unauthorized (on /v1; /mcp
 //                                                     answers 401 invalid_token, mcp/routes.ts)

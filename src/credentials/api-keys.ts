@@ -1,4 +1,4 @@
-// API keys (SPEC.md 5.1): `cmp_live_<publicId>_<secret>`. The public half (`cmp_live_<publicId>`) is the
+// API keys (docs/reference/contract.md §5.1): `cmp_live_<publicId>_<secret>`. The public half (`cmp_live_<publicId>`) is the
 // display prefix and the lookup key; only a SHA-256 digest of the whole key is stored, and it is
 // compared in constant time. Keys carry 256 bits of entropy, so a fast hash is the right tool here
 // (a slow password hash would only add latency to every request).

@@ -1,4 +1,4 @@
-// The people's dashboard under /dashboard (DESIGN.md 5): server-rendered pages over the same commands
+// The people's dashboard under /dashboard (docs/internals/design.md §5): server-rendered pages over the same commands
 // and queries as the API. Thin handlers: check the session, the role and the form, then call the
 // command (answerApproval, submitPurchase, revokeConnectionIn, revokeApiKey) or a query.
 import type Router from '@koa/router';

@@ -1,4 +1,4 @@
-// Which candidate policies govern the purchase (DESIGN.md 4 items 1-3).
+// Which candidate policies govern the purchase (docs/internals/design.md §4 items 1-3).
 import type { ApplicabilityReason, EngineInput, PolicyCandidate, ReasonCode } from './types.ts';
 
 export interface ApplicablePolicy {

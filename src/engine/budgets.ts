@@ -59,7 +59,7 @@ export function toSimulatedBudget(touch: WindowTouch, amount: bigint): Simulated
   };
 }
 
-/** Spending under a limit (SPEC.md 6.2): reconciled spend and approved purchases; holds are not spending. */
+/** Spending under a limit (docs/reference/contract.md §6.2): reconciled spend and approved purchases; holds are not spending. */
 export const spentMinor = (state: WindowState): bigint => state.openingBalanceMinor + state.committedMinor;
 
 /** A window with the limit rules that read it: all budget events need. */
@@ -79,7 +79,7 @@ const crossing = (w: LimitedWindow, limit: BudgetLimit, before: bigint, after: b
 });
 
 /**
- * Limits that spending crosses when it goes from `before` to `after` (README "Budget events"):
+ * Limits that spending crosses when it goes from `before` to `after` (docs/approve/approvals.md):
  * THRESHOLD_REACHED when it passes 80% (before <= 80% < after), EXHAUSTED when it reaches the limit
  * (before < limit <= after). Judged against each limit in force, on every change, so every real
  * crossing is reported, and a hold (not spending) never is. Appended to `crossings`, which is returned.
@@ -98,7 +98,7 @@ export function crossingsFor(w: LimitedWindow, before: bigint, after: bigint, cr
 
 /**
  * A BLOCK limit refusing a purchase once spending under it has passed 80%: the limit is used up and
- * purchases under it are being refused (SPEC.md 6.2 budget.exhausted). The command reports it once
+ * purchases under it are being refused (docs/reference/contract.md §6.2 budget.exhausted). The command reports it once
  * per window and limit rule. A purchase refused only for being large, in a window still below 80%,
  * reports nothing. Appended to `crossings`, which is returned.
  */

@@ -1,5 +1,5 @@
-// The decision engine: a pure decider (DESIGN.md 1 and 6a). No I/O, no clock, no randomness:
-// the same input always gives the same decision. Semantics: DESIGN.md section 4.
+// The decision engine: a pure decider (docs/internals/design.md §1 and §6a). No I/O, no clock, no randomness:
+// the same input always gives the same decision. Semantics: docs/internals/design.md §4.
 import { selectPolicies, type ApplicablePolicy } from './applicability.ts';
 import { crossingsFor, MAX_WINDOW_MINOR, refusalExhaustion, spentMinor, toSimulatedBudget, ZERO_WINDOW, type WindowTouch } from './budgets.ts';
 import { currencyExponent, formatMajor } from './currency.ts';
@@ -29,7 +29,7 @@ import { ENGINE_VERSION } from './version.ts';
 
 const RANK = new Map<ReasonCode, number>(REASON_CODES.map((code, index) => [code, index]));
 
-/** Deduplicated, in SPEC.md 2.1 order. */
+/** Deduplicated, in docs/reference/contract.md §2.1 order. */
 export function orderReasons(codes: Iterable<ReasonCode>): ReasonCode[] {
   const present = new Array<boolean>(REASON_CODES.length).fill(false);
   for (const code of codes) present[RANK.get(code)!] = true;
@@ -318,7 +318,7 @@ function excludedByCurrency({ candidate }: ApplicablePolicy, requestCurrency: st
   };
 }
 
-/** Evaluates a purchase against the policies (DESIGN.md section 4). Never reads a clock. */
+/** Evaluates a purchase against the policies (docs/internals/design.md §4). Never reads a clock. */
 export function decide(input: EngineInput): Decision {
   return evaluate(input).decision;
 }

@@ -1,5 +1,5 @@
 // Human sentences: per-rule messages and the one-sentence explanation of a decision.
-// Not a stable contract (SPEC.md 2.3): wording may change; clients branch on codes.
+// Not a stable contract (docs/reference/contract.md §2.3): wording may change; clients branch on codes.
 import type { EvaluationRole, Outcome, ReasonCode, RuleEvaluation, WindowPeriodKind } from './types.ts';
 
 const ROLE_NOUN: Record<EvaluationRole, string> = {

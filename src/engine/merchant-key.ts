@@ -1,4 +1,4 @@
-// The normalised merchant name the engine matches merchant lists on (SPEC.md 2.6: "case differences
+// The normalised merchant name the engine matches merchant lists on (docs/reference/contract.md §2.6: "case differences
 // match"; domains are never matched). Both the list entries and the purchase go through this function.
 
 const INVISIBLE = /\p{Cf}/gu; // zero-width spaces and joiners, soft hyphens, bidi marks

@@ -1,5 +1,5 @@
 // DAY and MONTH budget windows, resolved in the organisation's time zone with Luxon
-// (SPEC.md 2.6: "windows resolved in the organisation's timezone"). A DST day lasts 23 or 25 hours;
+// (docs/reference/contract.md §2.6: "windows resolved in the organisation's timezone"). A DST day lasts 23 or 25 hours;
 // a day whose midnight falls in a DST gap starts at the first instant that exists.
 import { DateTime } from 'luxon';
 import { selectPolicies, type SelectionInput } from './applicability.ts';
@@ -122,11 +122,11 @@ export function windowIn(period: PeriodWindows, kind: WindowPeriodKind, policyId
 // every window of every decision) get the id without building it again.
 const resolvedIds = new WeakMap<object, string>();
 
-/** Stable identity of a budget window: the policy's, not the version's (DESIGN.md 4 item 6). */
+/** Stable identity of a budget window: the policy's, not the version's (docs/internals/design.md §4 item 6). */
 export const windowId = (key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>): string =>
   resolvedIds.get(key) ?? `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
 
-/** A rule with a currency applies only to purchases in that currency (DESIGN.md 4 item 4). */
+/** A rule with a currency applies only to purchases in that currency (docs/internals/design.md §4 item 4). */
 export const ruleAppliesTo = (rule: Rule, currency: string): boolean => rule.currency === null || rule.currency === currency;
 
 /** SPEND_LIMIT over a DAY or MONTH: the rules that read and write budget windows. */

@@ -1,5 +1,5 @@
 // A person's answer to a pending purchase re-evaluates it against the policies then in force
-// (DESIGN.md 4 item 7; decision kind APPROVAL_REEVALUATION, SPEC.md 2.5).
+// (docs/internals/design.md §4 item 7; decision kind APPROVAL_REEVALUATION, docs/reference/contract.md §2.5).
 //
 // What "the versions in force changed so that the purchase would no longer be approved" means here:
 // the person's approval covers the escalations of the versions that were in force at escalation

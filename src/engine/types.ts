@@ -1,10 +1,10 @@
-// The decision engine's own input and output types (DESIGN.md section 4).
+// The decision engine's own input and output types (docs/internals/design.md §4).
 // They are structural: the storage layer maps its documents into them. Every amount is a bigint
 // of minor units, in the input and in the output alike; the API layer writes them as strings.
 
 export type Outcome = 'APPROVED' | 'REJECTED' | 'REQUIRES_APPROVAL';
 
-// SPEC.md 2.1, in the order SPEC.md lists them; reasonCodes are always reported in this order.
+// docs/reference/contract.md §2.1, in the order docs/reference/contract.md lists them; reasonCodes are always reported in this order.
 export const REASON_CODES = [
   'WITHIN_POLICY',
   'MERCHANT_BLOCKED',
@@ -75,7 +75,7 @@ export interface Period {
   periodEnd: string;
 }
 
-/** A budget window belongs to the policy, not the version (DESIGN.md 4 item 6). */
+/** A budget window belongs to the policy, not the version (docs/internals/design.md §4 item 6). */
 export interface WindowKey extends Period {
   policyId: string;
   /** The version whose rules define the limits now; not part of the window's identity. */
@@ -163,7 +163,7 @@ export type EvaluationRole =
   | 'MERCHANT_BLOCK_LIST'
   | 'MERCHANT_ALLOW_LIST';
 
-/** SPEC.md 2.7 RuleEvaluation plus policyId and policyName; amounts are bigint. */
+/** docs/reference/contract.md §2.7 RuleEvaluation plus policyId and policyName; amounts are bigint. */
 export interface RuleEvaluation {
   /** The rule type ('AMOUNT_LIMIT', 'SPEND_LIMIT'), or 'MERCHANT_LIST' for a merchant-list check. */
   rule: string;
@@ -194,12 +194,12 @@ export interface BudgetLimit {
   wouldExceed: boolean;
 }
 
-/** SPEC.md 2.7 SimulatedBudget.limits[]: also what was left before this purchase. */
+/** docs/reference/contract.md §2.7 SimulatedBudget.limits[]: also what was left before this purchase. */
 export interface SimulatedLimit extends BudgetLimit {
   remainingBeforeMinor: bigint;
 }
 
-/** SPEC.md 2.7 SimulatedBudget, amounts as bigint. */
+/** docs/reference/contract.md §2.7 SimulatedBudget, amounts as bigint. */
 export interface SimulatedBudget {
   windowId: string;
   budgetCounterId: string | null;

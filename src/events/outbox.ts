@@ -1,5 +1,5 @@
 // Domain events go into the `events` outbox in the same transaction as the change they report
-// (SPEC.md 6.1-6.2). The webhook dispatcher fans them out to endpoints later; nothing here does I/O
+// (docs/reference/contract.md §6.1-6.2). The webhook dispatcher fans them out to endpoints later; nothing here does I/O
 // beyond the store.
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { newId } from '../ids.ts';

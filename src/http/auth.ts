@@ -1,4 +1,4 @@
-// Authentication and the credential matrix of SPEC.md 5.3. `authenticate` turns the bearer credential
+// Authentication and the credential matrix of docs/reference/contract.md §5.3. `authenticate` turns the bearer credential
 // into a Principal (or a 401/403); the guards below say which principals an operation accepts.
 import type { Context, Next } from 'koa';
 import { ApiError, forbidden, unauthorized } from './errors.ts';
@@ -94,7 +94,7 @@ export function principalOf(ctx: Context): Principal {
   return principal;
 }
 
-/** Policies, versions, agents, webhooks, draft and version simulations (SPEC.md 5.3 row 3). */
+/** Policies, versions, agents, webhooks, draft and version simulations (docs/reference/contract.md §5.3 row 3). */
 export function requireOrganizationKey(ctx: Context, next: Next) {
   const p = principalOf(ctx);
   if (p.kind === 'CONNECTION') throw forbidden('oauth_not_permitted', 'Connections cannot call this operation.');
@@ -129,7 +129,7 @@ export const insufficientScope = (scope: Scope) =>
     'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
   });
 
-/** SPEC.md 1 rule 2: no credential of any kind may author policy through /v1. */
+/** docs/reference/contract.md §1 rule 2: no credential of any kind may author policy through /v1. */
 export function refusePolicyAuthoring(_ctx: Context, _next: Next): never {
   throw forbidden('api_key_not_permitted', 'Policies are authored outside the API; no credential may change them here.');
 }

@@ -1,4 +1,4 @@
-// Request bodies: JSON only for writes (415 otherwise), size limits of SPEC.md section 8 (413),
+// Request bodies: JSON only for writes (415 otherwise), size limits of docs/reference/contract.md §8 (413),
 // malformed JSON is 400 `malformed_json`. The raw text is kept because purchases store it verbatim.
 // koa-body reads the bytes; they are decoded as UTF-8 strictly (RFC 8259 8.1: a body that is not
 // UTF-8 is malformed, and would not be stored verbatim were its bad bytes replaced). parseJson (not

@@ -1,4 +1,4 @@
-// Mounted first (DESIGN.md 6a): renders SPEC.md section 7's error body for expected errors,
+// Mounted first (docs/internals/design.md §6a): renders docs/reference/contract.md §7's error body for expected errors,
 // and logs anything else once as a 500 `internal_error` without exposing its message.
 import type { Context, Next } from 'koa';
 import { ApiError, storeUnavailable } from './errors.ts';

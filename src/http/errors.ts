@@ -1,5 +1,5 @@
-// One error hierarchy (DESIGN.md 6a): every expected failure carries its HTTP status and the
-// stable code of SPEC.md section 7. The error middleware renders them; anything else is a 500.
+// One error hierarchy (docs/internals/design.md §6a): every expected failure carries its HTTP status and the
+// stable code of docs/reference/contract.md §7. The error middleware renders them; anything else is a 500.
 
 export interface ErrorIssue {
   path: string;
@@ -54,8 +54,8 @@ export class VersionConflict extends Error {
 
 /**
  * A command that could not commit within its retry budget, or a store that did not answer within its
- * deadline: 503 with SPEC.md's `internal_error` code (its condition: a server failure, safe to retry a
- * submission with the same Idempotency-Key; SPEC.md has no 503 code for this) and Retry-After.
+ * deadline: 503 with docs/reference/contract.md's `internal_error` code (its condition: a server failure, safe to retry a
+ * submission with the same Idempotency-Key; docs/reference/contract.md has no 503 code for this) and Retry-After.
  */
 export class StoreUnavailable extends ApiError {
   constructor(cause: unknown) {

@@ -1,4 +1,4 @@
-// Probes (README "Probes"). /health/live: the process answers. /health/ready: the store answers a
+// Probes (docs/operate/observability.md). /health/live: the process answers. /health/ready: the store answers a
 // round trip within READY_DEADLINE_MS, the jobs run if this process runs them, and the process is
 // not shutting down; a platform routes traffic only to ready processes. /health stays as it was.
 import type Router from '@koa/router';

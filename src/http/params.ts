@@ -1,4 +1,4 @@
-// Path and query parameter helpers. A malformed id is the same 404 as an unknown one (SPEC.md 7).
+// Path and query parameter helpers. A malformed id is the same 404 as an unknown one (docs/reference/contract.md §7).
 import type { Context } from 'koa';
 import { isUuid } from '../ids.ts';
 import type { Next } from 'koa';
@@ -17,7 +17,7 @@ export function queryValue(ctx: Context, name: string): string | undefined {
 }
 
 /**
- * The query's problems for an operation that defines `allowed`: a parameter it does not define (SPEC.md 1
+ * The query's problems for an operation that defines `allowed`: a parameter it does not define (docs/reference/contract.md §1
  * rule 6), UNKNOWN_FIELD, and one given twice (`?limit=1&limit=abc`: which one was meant?), DUPLICATE_KEY,
  * as a JSON body refuses a name given twice.
  */

@@ -1,6 +1,6 @@
-// The HTTP server around the Koa app, with deliberate timeouts (README "Timeouts"), so a client that
+// The HTTP server around the Koa app, with deliberate timeouts (docs/operate/deployment.md), so a client that
 // stalls cannot hold a connection for Node's default 300 s. A request whose headers or body do not
-// arrive in time is answered 408 with SPEC.md 7's error body (`request_timeout`, an addition), and
+// arrive in time is answered 408 with docs/reference/contract.md §7's error body (`request_timeout`, an addition), and
 // unparseable HTTP with 400 `invalid_request`, instead of Node's bare plain-text answers.
 import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';

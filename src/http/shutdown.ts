@@ -1,4 +1,4 @@
-// Graceful shutdown (README "Shutdown"). On SIGTERM: readiness turns 503, the server stops
+// Graceful shutdown (docs/operate/deployment.md). On SIGTERM: readiness turns 503, the server stops
 // accepting connections, requests in flight finish (each answer closes its connection), the jobs
 // in hand finish or are released, then the store closes. Everything is bounded so the process
 // exits inside the 30 s a platform allows between SIGTERM and SIGKILL.

@@ -1,5 +1,5 @@
 // TypeBox validators compiled once at module level; failures become `invalid_request` with one
-// ErrorIssue per problem (SPEC.md section 7). Unknown fields: issue code UNKNOWN_FIELD (DESIGN.md 3).
+// ErrorIssue per problem (docs/reference/contract.md §7). Unknown fields: issue code UNKNOWN_FIELD (docs/reference/decisions.md).
 import type { TSchema, Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Settings } from 'typebox/system';

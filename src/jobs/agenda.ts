@@ -1,4 +1,4 @@
-// Agenda 6 on our own store connection (DESIGN.md 8): connect the store first, then create Agenda
+// Agenda 6 on our own store connection (docs/internals/design.md §8): connect the store first, then create Agenda
 // and await `ready`. MongoBackend reuses the connection and leaves it open on stop. On the embedded
 // engine `store.db.raw` offers the same Db surface, so the same code runs on both.
 import { Agenda } from 'agenda';

@@ -1,4 +1,4 @@
-// Applies an organisation manifest (DESIGN.md section 5) in one transaction: create or update by
+// Applies an organisation manifest (docs/internals/design.md §5) in one transaction: create or update by
 // handle, never duplicate. A changed policy gets a new version (numbered here), activated only when
 // asked; keys are issued once and their secret appears only in this call's result.
 import { createHash } from 'node:crypto';
@@ -198,7 +198,7 @@ async function applyPolicy(
   } else if (draft && draft.contentHash === hash) {
     target = draft;
   } else if (draft) {
-    // Drafts are editable (SPEC.md 3.2): the manifest rewrites the policy's one draft in place.
+    // Drafts are editable (docs/reference/contract.md §3.2): the manifest rewrites the policy's one draft in place.
     await c.policyVersions.updateOne({ _id: draft._id }, { $set: withIds }, { session });
     target = { ...draft, ...withIds };
     touched = true;
@@ -223,7 +223,7 @@ async function applyPolicy(
   return { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId };
 }
 
-/** ACTIVE is immutable and unique per policy (SPEC.md 3.2): the previous active version is archived. */
+/** ACTIVE is immutable and unique per policy (docs/reference/contract.md §3.2): the previous active version is archived. */
 export async function activateVersion(
   c: Collections,
   session: StoreSession,

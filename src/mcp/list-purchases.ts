@@ -1,4 +1,4 @@
-// list_purchases (SPEC.md 4.19): the purchases this connection submitted, newest first, from the
+// list_purchases (docs/reference/contract.md §4.19): the purchases this connection submitted, newest first, from the
 // purchase_views read model, paged by an opaque cursor (the position of the last purchase returned).
 import type { StoreDb } from '../store/store.ts';
 import { invalidRequest } from '../http/errors.ts';
@@ -8,7 +8,7 @@ import { currentReadbacks } from '../purchases/read.ts';
 import type { ConnectionPrincipal } from '../connections/resolve-token.ts';
 
 export const LIST_LIMIT_MIN = 1;
-export const LIST_LIMIT_MAX = 50; // SPEC.md 8
+export const LIST_LIMIT_MAX = 50; // docs/reference/contract.md §8
 export const LIST_LIMIT_DEFAULT = 20;
 
 interface Position {

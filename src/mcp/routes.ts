@@ -1,11 +1,11 @@
-// The MCP endpoint at {base_url}/mcp (SPEC.md 1, 4.19): Streamable HTTP with the official SDK in
+// The MCP endpoint at {base_url}/mcp (docs/reference/contract.md §1, §4.19): Streamable HTTP with the official SDK in
 // stateless mode, one McpServer per request, bridged into Koa; and its OAuth protected resource
 // metadata (RFC 9728). Per request:
 //   1. Origin, when sent, must be this service's own origin (MCP transport security; DNS rebinding).
 //   2. Bearer access token (RFC 6750) resolved like on /v1; 401 carries
 //      `WWW-Authenticate: Bearer resource_metadata=..., scope=...` so a client can discover the
 //      authorization server (RFC 9728 5.1) and the scopes to ask for (MCP 2025-11-25). The token's
-//      audience must be exactly {base_url}/mcp (RFC 8707). Unlike /v1 (SPEC.md 5.3: 403
+//      audience must be exactly {base_url}/mcp (RFC 8707). Unlike /v1 (docs/reference/contract.md §5.3: 403
 //      connection_unauthorized), every token that no longer works here, revoked connection and
 //      disabled agent included, is 401 invalid_token: the MCP authorization specification and
 //      RFC 6750 3.1 say so, and it is what makes a client sign in again by itself.
@@ -135,7 +135,7 @@ export function mcpRoutes(deps: AppDeps): Router {
     ctx.body = protectedResourceMetadata(deps);
   });
   // The root document describes the resource {base_url} itself (RFC 9728 3.3), not /mcp. Tokens are
-  // issued only for {base_url}/mcp (SPEC.md 5.2), and MCP clients read the path-suffixed document.
+  // issued only for {base_url}/mcp (docs/reference/contract.md §5.2), and MCP clients read the path-suffixed document.
   router.get('/.well-known/oauth-protected-resource', (ctx) => {
     openCors(ctx);
     ctx.body = protectedResourceMetadata(deps, deps.config.baseUrl);

@@ -1,7 +1,7 @@
-// The MCP tools (SPEC.md 4.19), registered on a fresh McpServer for each HTTP request, for one
+// The MCP tools (docs/reference/contract.md §4.19), registered on a fresh McpServer for each HTTP request, for one
 // connection. Only the tools its scopes allow are registered, so only those are listed. Each tool
 // has an input and an output schema; every failure is an MCP tool error (`isError: true`) whose
-// text is SPEC.md 7's error body, so an assistant (or its developer) can branch on `error.code`.
+// text is docs/reference/contract.md §7's error body, so an assistant (or its developer) can branch on `error.code`.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
@@ -96,7 +96,7 @@ export function toolError(error: ApiError): CallToolResult {
 
 /**
  * The SDK reports schema failures as one message, a line per problem ("... at amountMinor",
- * 'Unrecognized key: "x"'); turn each line into an ErrorIssue (SPEC.md 7; DESIGN.md 3's UNKNOWN_FIELD).
+ * 'Unrecognized key: "x"'); turn each line into an ErrorIssue (docs/reference/contract.md §7; docs/reference/decisions.md's UNKNOWN_FIELD).
  */
 export function sdkIssues(message: string): ErrorIssue[] {
   const detail = message.replace(/^.*?Invalid arguments for tool \S+: /s, '');
@@ -150,7 +150,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     },
   );
 
-  // Everything a tool does goes through here: SPEC.md errors become tool errors, anything else is
+  // Everything a tool does goes through here: docs/reference/contract.md errors become tool errors, anything else is
   // logged and reported as internal_error.
   const run = async (work: () => Promise<unknown>): Promise<CallToolResult> => {
     try {
@@ -161,7 +161,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       return toolError(new ApiError(500, 'internal_error', 'Something went wrong on our side. It is safe to retry request_purchase with the same idempotencyKey.'));
     }
   };
-  // Input the SDK itself refuses (types, unknown fields) is reported in SPEC.md's shape as well.
+  // Input the SDK itself refuses (types, unknown fields) is reported in docs/reference/contract.md's shape as well.
   (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message: string) =>
     /Input validation error/.test(message)
       ? toolError(new ApiError(400, 'invalid_request', 'The tool arguments are not valid.', sdkIssues(message)))
@@ -199,7 +199,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       },
       (args) =>
         run(async () => {
-          // A malformed id is the same 404 as an unknown one (SPEC.md 7).
+          // A malformed id is the same 404 as an unknown one (docs/reference/contract.md §7).
           if (!isUuid(args.purchaseRequestId)) throw new ApiError(404, 'not_found', 'No such purchase request.');
           return getPurchase(deps.store.db, principal, args.purchaseRequestId.toLowerCase());
         }),

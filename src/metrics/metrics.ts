@@ -1,4 +1,4 @@
-// The service's Prometheus metrics (README "Metrics"). Other modules report through the small
+// The service's Prometheus metrics (docs/operate/observability.md). Other modules report through the small
 // functions below and never touch prom-client; /metrics renders the registry (http.ts).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 

@@ -1,4 +1,4 @@
-// Server-Timing for decision responses (README "Metrics"): `engine` is the pure evaluation,
+// Server-Timing for decision responses (docs/operate/observability.md): `engine` is the pure evaluation,
 // `store` the rest of the command or query around it (reads, the transaction, retries), `total`
 // the whole request. Measurements attach to the request through AsyncLocalStorage.
 import { AsyncLocalStorage } from 'node:async_hooks';

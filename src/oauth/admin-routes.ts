@@ -1,4 +1,4 @@
-// Operator API for connections (DESIGN.md 5), mounted beside src/admin/routes.ts:
+// Operator API for connections (docs/internals/design.md §5), mounted beside src/admin/routes.ts:
 //   PUT    /admin/people/{personId}/password   body {password}: sets a person's sign-in password
 //   GET    /admin/connections?organizationId=  lists an organisation's connections, newest first
 //   DELETE /admin/connections/{connectionId}   revokes one (connection.revoked), idempotent

@@ -1,4 +1,4 @@
-// The authorization endpoint's request checks (RFC 6749 4.1.1, RFC 7636, RFC 8707, SPEC.md 5.2) and
+// The authorization endpoint's request checks (RFC 6749 4.1.1, RFC 7636, RFC 8707, docs/reference/contract.md §5.2) and
 // the command that turns a person's approval into a connection and a code.
 //
 // Order matters (RFC 6749 4.1.2.1): until client_id and redirect_uri are known to belong together,
@@ -59,13 +59,13 @@ export async function checkAuthorizationRequest(
   // 3. Authorization code only.
   const responseType = params.get('response_type');
   if (responseType !== 'code') return fail('unsupported_response_type', 'only response_type=code is supported');
-  // 4. PKCE, S256 only (SPEC.md 5.2; RFC 7636 4.3).
+  // 4. PKCE, S256 only (docs/reference/contract.md §5.2; RFC 7636 4.3).
   const method = params.get('code_challenge_method');
   const challenge = params.get('code_challenge');
   if (!challenge) return fail('invalid_request', 'code_challenge is required (PKCE)');
   if (method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
   if (!CODE_CHALLENGE.test(challenge)) return fail('invalid_request', 'code_challenge must be the base64url SHA-256 of the verifier (43 characters)');
-  // 5. The resource must be exactly the MCP endpoint (RFC 8707 2; SPEC.md 5.2).
+  // 5. The resource must be exactly the MCP endpoint (RFC 8707 2; docs/reference/contract.md §5.2).
   const resource = params.get('resource');
   if (resource !== expectedResource) return fail('invalid_target', `resource must be ${expectedResource}`);
   // 6. Scopes: unknown ones refuse the request; none asked means those the client declares, or all.

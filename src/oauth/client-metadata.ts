@@ -1,6 +1,6 @@
 // Client ID metadata documents (draft-ietf-oauth-client-id-metadata-document): the `client_id` is
 // an https URL, and the JSON document served there describes the client (name, redirect URIs).
-// The server fetches it with the webhook destination rules of SPEC.md 6.6, because the URL is
+// The server fetches it with the webhook destination rules of docs/reference/contract.md §6.6, because the URL is
 // chosen by whoever starts an authorization request (an SSRF vector otherwise):
 //
 //   1. The URL passes checkWebhookUrl (https, port 443, a public hostname, no userinfo, no IP
@@ -10,7 +10,7 @@
 //      webhooks/send.ts), follows no redirect, and is bounded by a timeout and a size cap.
 //   4. The document must name the same client_id, and its redirect_uris bind the flow.
 //
-// With the development switch WEBHOOK_UNSAFE_ALLOW_LOCAL=1 (DESIGN.md 3), loopback hosts are
+// With the development switch WEBHOOK_UNSAFE_ALLOW_LOCAL=1 (docs/reference/decisions.md), loopback hosts are
 // allowed on any port, and also over plain http (http://localhost:PORT/...), so that a local MCP
 // client or a test can serve its document without a certificate. Never in production (config.ts).
 import type { LookupFunction } from 'node:net';

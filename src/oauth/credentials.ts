@@ -1,4 +1,4 @@
-// OAuth credentials (SPEC.md 2.1, 5.2): a permanent namespace prefix, then 32 random bytes in
+// OAuth credentials (docs/reference/contract.md §2.1, §5.2): a permanent namespace prefix, then 32 random bytes in
 // base64url. Only the SHA-256 digest is stored and looked up, so a leaked database reveals no
 // usable token.
 import { createHash, randomBytes } from 'node:crypto';
@@ -9,7 +9,7 @@ export const CODE_PREFIX = 'cmp_oac_';
 
 export type CredentialPrefix = typeof ACCESS_TOKEN_PREFIX | typeof REFRESH_TOKEN_PREFIX | typeof CODE_PREFIX;
 
-/** SPEC.md 5.2 and 8. */
+/** docs/reference/contract.md §5.2 and §8. */
 export const ACCESS_TOKEN_TTL_MS = 60 * 60 * 1000;
 export const REFRESH_TOKEN_TTL_MS = 90 * 24 * 60 * 60 * 1000;
 /** RFC 6749 4.1.2 recommends at most 10 minutes; a redirect and one token request need seconds. */

@@ -64,7 +64,7 @@ export interface RefreshTokenDoc {
   resource: string;
   createdAt: Date;
   expiresAt: Date;
-  /** Set when rotated; presenting it again is reuse (SPEC.md 5.2). */
+  /** Set when rotated; presenting it again is reuse (docs/reference/contract.md §5.2). */
   consumedAt: Date | null;
 }
 

@@ -1,7 +1,7 @@
-// The identifiers of SPEC.md 5.2, read from configuration at request time.
+// The identifiers of docs/reference/contract.md §5.2, read from configuration at request time.
 import type { Config } from '../config.ts';
 
-/** RFC 9207 / RFC 8414 issuer: `{base_url}` (SPEC.md 5.2: the `iss` of every authorization response). */
+/** RFC 9207 / RFC 8414 issuer: `{base_url}` (docs/reference/contract.md §5.2: the `iss` of every authorization response). */
 export const issuerOf = (config: Config) => config.baseUrl;
 
 /** The only resource (RFC 8707) tokens are issued for, and the MCP endpoint's audience. */

@@ -1,6 +1,6 @@
 // Dynamic Client Registration (RFC 7591), beside client ID metadata documents.
 //
-// SPEC.md 5.2 wants every client_id to be a URL shaped like a client metadata document address, so a
+// docs/reference/contract.md §5.2 wants every client_id to be a URL shaped like a client metadata document address, so a
 // registration issues `{auth_url}/oauth/clients/{uuid}` and serves the registered metadata there as a
 // client ID metadata document: after registration the flow is the same one path. The authorization
 // endpoint resolves these ids from the store (resolveClient) instead of fetching its own URL.

@@ -1,4 +1,4 @@
-// The authorization server's HTTP surface (SPEC.md 5.2):
+// The authorization server's HTTP surface (docs/reference/contract.md §5.2):
 //   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata
 //   GET  /oauth/authorize                           checks the request, shows the sign-in page
 //   POST /oauth/sign-in                             email + password of a person from a manifest
@@ -7,7 +7,7 @@
 //   POST /oauth/token                               authorization_code and refresh_token grants
 //   POST /oauth/revoke                              RFC 7009
 // (POST /oauth/register and the registered clients' documents: registration-routes.ts.)
-// Protocol errors use RFC 6749's bodies, not SPEC.md 7's (SPEC.md 5.2: 'not shown').
+// Protocol errors use RFC 6749's bodies, not docs/reference/contract.md §7's (docs/reference/contract.md §5.2: 'not shown').
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';

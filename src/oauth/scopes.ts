@@ -1,4 +1,4 @@
-// The three scopes of SPEC.md 5.2, with the plain words the consent page shows for each.
+// The three scopes of docs/reference/contract.md §5.2, with the plain words the consent page shows for each.
 import type { Scope } from '../http/auth.ts';
 
 export const SCOPES: readonly Scope[] = ['purchase:check', 'purchase:read', 'purchase:request'];

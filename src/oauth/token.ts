@@ -1,10 +1,10 @@
-// The token endpoint (RFC 6749 3.2, 4.1.3, 6; RFC 7636 4.6; RFC 8707 2.2; SPEC.md 5.2) and token
+// The token endpoint (RFC 6749 3.2, 4.1.3, 6; RFC 7636 4.6; RFC 8707 2.2; docs/reference/contract.md §5.2) and token
 // revocation (RFC 7009). Public clients only (token_endpoint_auth_method "none"): the client proves
 // itself with the PKCE verifier, and refresh tokens are bound to the client_id they were issued to.
 //
 // Refresh tokens rotate on every use. A rotated (consumed) refresh token presented again means two
 // parties hold it; the whole connection is revoked and `security.connection_token_reuse_detected`
-// is recorded (SPEC.md 5.2; RFC 9700 4.14.2). A reused authorization code is treated the same way
+// is recorded (docs/reference/contract.md §5.2; RFC 9700 4.14.2). A reused authorization code is treated the same way
 // (RFC 6749 4.1.2: the server SHOULD revoke what was issued from it).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
@@ -127,7 +127,7 @@ async function exchangeCode(deps: AppDeps, form: Form, clientId: string): Promis
   if (!code) return failure('invalid_request', 'code is required');
   if (!redirectUri) return failure('invalid_request', 'redirect_uri is required');
   if (!verifier) return failure('invalid_request', 'code_verifier is required (PKCE)');
-  // RFC 8707 2.2 and SPEC.md 5.2: the resource must be named again, and be the MCP endpoint.
+  // RFC 8707 2.2 and docs/reference/contract.md §5.2: the resource must be named again, and be the MCP endpoint.
   if (resource !== mcpResourceOf(deps.config)) return failure('invalid_target', `resource must be ${mcpResourceOf(deps.config)}`);
   if (!hasShape(code, CODE_PREFIX)) return invalidGrant('the authorization code is not valid');
   const digest = credentialDigest(code);
@@ -177,7 +177,7 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
     if (!found) return invalidGrant('the refresh token is not valid');
     if (!issuedTo(deps, found.clientId, clientId)) return invalidGrant('the refresh token was issued to another client');
     if (found.consumedAt !== null) {
-      // Reuse: revoke the whole connection (SPEC.md 5.2), committed with this transaction.
+      // Reuse: revoke the whole connection (docs/reference/contract.md §5.2), committed with this transaction.
       await revokeConnectionIn(deps.store.db, session, found.connectionId, 'TOKEN_REUSE', now, { credential: 'REFRESH_TOKEN' });
       return invalidGrant('the refresh token was already used; the connection has been revoked');
     }

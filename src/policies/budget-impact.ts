@@ -1,7 +1,7 @@
-// validate's budgetImpact (SPEC.md 4.9): for each DAY/MONTH spend limit of the version, in each
+// validate's budgetImpact (docs/reference/contract.md §4.9): for each DAY/MONTH spend limit of the version, in each
 // currency it applies to, is there spending in the current period that no budget window reserved
 // against? That happens when a policy gains a spend limit mid-period: the window that activation
-// would start must open with that spending as its opening balance (DESIGN.md 4 item 6). Read-only.
+// would start must open with that spending as its opening balance (docs/internals/design.md §4 item 6). Read-only.
 import type { AppDeps } from '../app-deps.ts';
 import { periodFor, windowId } from '../engine/periods.ts';
 import { attributableSpend, windowsCollection } from '../budgets/windows.ts';

@@ -1,5 +1,5 @@
 // The policies the engine reads for an agent, mapped from stored documents into engine candidates.
-// ACTIVE versions are immutable (SPEC.md 3.2), so their mapped form is cached by id.
+// ACTIVE versions are immutable (docs/reference/contract.md §3.2), so their mapped form is cached by id.
 import type { PolicyCandidate, PolicyVersionInput } from '../engine/types.ts';
 import type { Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';

@@ -1,4 +1,4 @@
-// GET /v1/policies (SPEC.md 4.6): reads the policy_views read model.
+// GET /v1/policies (docs/reference/contract.md §4.6): reads the policy_views read model.
 import type { Collections, PolicyStatus } from '../store/collections.ts';
 
 export interface ListPoliciesQuery {
@@ -17,7 +17,7 @@ export async function listPolicies(c: Collections, q: ListPoliciesQuery) {
   if (q.search) filter.nameLower = { $regex: escapeRegex(q.search.toLowerCase()) };
   const total = await c.policyViews.countDocuments(filter);
   const totalPages = Math.max(1, Math.ceil(total / q.pageSize));
-  // A page past the end is empty (SPEC.md 4.6), however far past: no skip beyond the data.
+  // A page past the end is empty (docs/reference/contract.md §4.6), however far past: no skip beyond the data.
   const rows = q.page > totalPages ? [] : await c.policyViews
     .find(filter)
     .sort({ createdAt: -1, _id: -1 })

@@ -1,4 +1,4 @@
-// Wire shapes of policies and versions (SPEC.md 2.6), built from stored documents.
+// Wire shapes of policies and versions (docs/reference/contract.md §2.6), built from stored documents.
 import type { PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import { iso } from '../timestamps.ts';
 import type { Static } from 'typebox';

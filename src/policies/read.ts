@@ -1,4 +1,4 @@
-// GET /v1/policies/{id} and GET /v1/policies/{id}/versions/{versionId} (SPEC.md 4.7, 4.8).
+// GET /v1/policies/{id} and GET /v1/policies/{id}/versions/{versionId} (docs/reference/contract.md §4.7, §4.8).
 // Another organisation's policy is indistinguishable from one that does not exist.
 import type { Collections } from '../store/collections.ts';
 import { notFound } from '../http/errors.ts';

@@ -1,4 +1,4 @@
-// Read-only policy endpoints (SPEC.md 4.6-4.9) and the refusal of policy authoring (SPEC.md 1 rule 2).
+// Read-only policy endpoints (docs/reference/contract.md §4.6-4.9) and the refusal of policy authoring (docs/reference/contract.md §1 rule 2).
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
@@ -23,7 +23,7 @@ const LIST_PARAMS = ['status', 'search', 'page', 'pageSize'];
 const SEARCH_MAX = 200;
 
 /**
- * A whole number of at least 1, with any number of digits (SPEC.md 4.6: a page past the end is
+ * A whole number of at least 1, with any number of digits (docs/reference/contract.md §4.6: a page past the end is
  * empty, a pageSize above 100 is clamped); values beyond 2^53-1 are clamped to it.
  */
 function positiveInt(value: string | undefined, name: string, fallback: number, issues: ErrorIssue[]): number {
@@ -74,7 +74,7 @@ export function policyRoutes(deps: AppDeps): Router {
     ctx.body = await getPolicyVersion(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
   });
   router.post('/v1/policies/:policyId/versions/:versionId/validate', requireOrganizationKey, jsonBody(LIMITS.standard, { optional: true }), queryParams(), async (ctx) => {
-    // No body; an empty JSON object is tolerated, a field is unknown (SPEC.md 1 rule 6: refused, not ignored).
+    // No body; an empty JSON object is tolerated, a field is unknown (docs/reference/contract.md §1 rule 6: refused, not ignored).
     if (ctx.state.body !== undefined) validateBody.parse(ctx.state.body);
     const version = await getPolicyVersionDoc(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
     const { issues, warnings } = checkVersion(version);

@@ -16,7 +16,7 @@ export interface PurchaseDoc {
   _id: string;
   organizationId: string;
   agentId: string;
-  /** The credential that submitted it: the only one that may read it back (SPEC.md 4.2). */
+  /** The credential that submitted it: the only one that may read it back (docs/reference/contract.md §4.2). */
   submitterId: string;
   submittedVia: SubmittedVia | null;
   origin: Origin;
@@ -30,7 +30,7 @@ export interface PurchaseDoc {
   amountMinor: number;
   currency: string;
   metadata: Record<string, unknown> | null;
-  /** The request body exactly as received (SPEC.md 8: stored verbatim as evidence). */
+  /** The request body exactly as received (docs/reference/contract.md §8: stored verbatim as evidence). */
   requestBody: string;
   status: PurchaseStatus;
   requestedAt: Date;
@@ -88,7 +88,7 @@ export interface IdempotencyDoc {
   /** The same as an object, in records written before responseJson. */
   response?: Record<string, unknown>;
   createdAt: Date;
-  /** TTL index: kept at least 24 hours (DESIGN.md section 3). */
+  /** TTL index: kept at least 24 hours (docs/reference/decisions.md). */
   expiresAt: Date;
 }
 

@@ -91,7 +91,7 @@ export function reservedKeys(value: unknown, path: string): ErrorIssue[] {
 }
 
 /**
- * What "the same body" means for Idempotency-Key (SPEC.md 2.1, 4.1): the parsed, normalised request,
+ * What "the same body" means for Idempotency-Key (docs/reference/contract.md §2.1, §4.1): the parsed, normalised request,
  * so "1999" and 1999 are one MinorAmount, null and absent are one, and key order or white space
  * (canonicalised by the caller) make no difference.
  */

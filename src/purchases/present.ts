@@ -1,4 +1,4 @@
-// Wire shapes of SPEC.md 2.3-2.5 and 4.1, built from engine results and stored documents.
+// Wire shapes of docs/reference/contract.md §2.3-2.5 and §4.1, built from engine results and stored documents.
 import type { AgentStatus, Decision, RuleEvaluation } from '../engine/types.ts';
 import type { ApprovalDoc, DecisionDoc, PurchaseDoc } from './documents.ts';
 import { iso } from '../timestamps.ts';
@@ -7,7 +7,7 @@ import type { Approval, Decision as DecisionWire, PurchaseDecisionResponse, Purc
 
 const str = (v: bigint | null | undefined) => (v === null || v === undefined ? null : v.toString());
 
-/** RuleEvaluation with MinorAmount strings (SPEC.md 2.7). */
+/** RuleEvaluation with MinorAmount strings (docs/reference/contract.md §2.7). */
 export function ruleEvaluationWire(e: RuleEvaluation): Static<typeof RuleEvaluationWire> {
   return {
     rule: e.rule as Static<typeof RuleEvaluationWire>['rule'], // the engine's rule types, or MERCHANT_LIST
@@ -63,7 +63,7 @@ export function approvalWire(a: ApprovalDoc | null): Static<typeof Approval> | n
   };
 }
 
-/** PurchaseReadback (SPEC.md 2.5), as stored in the purchase_views read model. */
+/** PurchaseReadback (docs/reference/contract.md §2.5), as stored in the purchase_views read model. */
 export function readback(p: PurchaseDoc, agent: { id: string; name: string; status: AgentStatus }, d: DecisionDoc, a: ApprovalDoc | null): Static<typeof PurchaseReadback> {
   return {
     id: p._id,

@@ -1,5 +1,5 @@
 // Read models of purchases, written in the same transaction as the purchase:
-// - purchase_views: the readback of SPEC.md 2.5, keyed by purchase id, with who may read it;
+// - purchase_views: the readback of docs/reference/contract.md §2.5, keyed by purchase id, with who may read it;
 // - analytics_purchases: one flat row per purchase for analysts (schemas/analytics.ts);
 // - analytics_daily_spend: totals per organisation, agent, currency and day.
 import type { StoreDb } from '../store/store.ts';

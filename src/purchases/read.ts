@@ -1,7 +1,7 @@
-// GET /v1/purchase-requests/{id} (SPEC.md 4.2): reads the purchase_views read model. Only the
+// GET /v1/purchase-requests/{id} (docs/reference/contract.md §4.2): reads the purchase_views read model. Only the
 // credential that submitted a purchase may read it; everything else is the same 404. Writes nothing.
 // A DASHBOARD purchase was submitted by no credential: a person made it on behalf of an agent, so
-// every credential acting as that agent may read it (README, decisions where the contract is silent).
+// every credential acting as that agent may read it (docs/reference/decisions.md).
 import type { StoreDb } from '../store/store.ts';
 import type { Principal } from '../http/auth.ts';
 import { notFound } from '../http/errors.ts';
@@ -11,7 +11,7 @@ import { views, type PurchaseViewDoc } from './projection.ts';
 /**
  * The readbacks of views, with the agent's status as it is now: a view keeps the status it was written
  * with, because archiving a busy agent must not rewrite all of its purchases in one transaction
- * (DESIGN.md 2). Views of one credential belong to one agent, so this is one read.
+ * (docs/internals/design.md §2). Views of one credential belong to one agent, so this is one read.
  */
 export async function currentReadbacks(db: StoreDb, rows: PurchaseViewDoc[]): Promise<Array<PurchaseViewDoc['readback']>> {
   const ids = [...new Set(rows.map((r) => r.agentId))];

@@ -1,4 +1,4 @@
-// POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (SPEC.md 4.1, 4.2). Thin: parse,
+// POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (docs/reference/contract.md §4.1, §4.2). Thin: parse,
 // check the credential, hand over to the command or the query.
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';

@@ -1,4 +1,4 @@
-// submitPurchase: the command behind POST /v1/purchase-requests (SPEC.md 4.1, DESIGN.md 1), for every
+// submitPurchase: the command behind POST /v1/purchase-requests (docs/reference/contract.md §4.1, docs/internals/design.md §1), for every
 // surface (REST, MCP, the dashboard). A key already recorded replays its decision; otherwise the
 // submission is a SUBMIT command of the purchase lifecycle (lifecycle.ts), run by the one handler:
 // load the configuration stamp and the budget windows (the agent and the policies in force come from
@@ -52,7 +52,7 @@ export interface SubmitResult {
   json?: string;
 }
 
-/** JSON with object keys sorted, so key order makes no difference (DESIGN.md 3). */
+/** JSON with object keys sorted, so key order makes no difference (docs/reference/decisions.md). */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
@@ -66,7 +66,7 @@ export function canonicalJson(value: unknown): string {
 
 const submitterOf = (p: SubmitCommand['principal']) => (p.kind === 'API_KEY' ? p.apiKeyId : p.kind === 'CONNECTION' ? p.connectionId : p.personId);
 
-/** A dashboard purchase came through no credential: submittedVia null, initiatedBy the person (SPEC.md 2.5). */
+/** A dashboard purchase came through no credential: submittedVia null, initiatedBy the person (docs/reference/contract.md §2.5). */
 function submittedVia(p: SubmitCommand['principal']): SubmittedVia | null {
   if (p.kind === 'PERSON') return null;
   return p.kind === 'API_KEY'

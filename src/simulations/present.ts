@@ -1,4 +1,4 @@
-// SimulationResponse (SPEC.md 2.7): every key present, amounts as MinorAmount strings, and none of a
+// SimulationResponse (docs/reference/contract.md §2.7): every key present, amounts as MinorAmount strings, and none of a
 // real decision's identifying fields.
 import type { SimulatedBudget, SimulatedDecision } from '../engine/types.ts';
 import { currencyExponent } from '../engine/currency.ts';

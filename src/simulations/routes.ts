@@ -1,4 +1,4 @@
-// POST /v1/simulations/current-policies, /draft-policy, /policy-version (SPEC.md 4.3-4.5).
+// POST /v1/simulations/current-policies, /draft-policy, /policy-version (docs/reference/contract.md §4.3-4.5).
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { AppDeps } from '../app-deps.ts';
@@ -21,7 +21,7 @@ export function simulationRoutes(deps: AppDeps): Router {
   router.post('/current-policies', requireSimulationAccess, jsonBody(LIMITS.standard), queryParams(), serverTiming, async (ctx) => {
     const principal = principalOf(ctx);
     const org = ctx.state.organization;
-    // The agentId rule of SPEC.md 4.3 (issue codes: DESIGN.md section 3), listed with every other problem.
+    // The agentId rule of docs/reference/contract.md §4.3 (issue codes: docs/reference/decisions.md), listed with every other problem.
     const agentRule = (body: Record<string, unknown>): ErrorIssue[] => {
       const given = body.agentId !== undefined && body.agentId !== null;
       if (principal.agentId === null && !given) return [{ path: 'agentId', code: 'AGENT_ID_REQUIRED', message: 'An organization-scoped key names the agent to simulate as.' }];

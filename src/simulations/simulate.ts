@@ -1,4 +1,4 @@
-// The three simulations (SPEC.md 4.3-4.5): the same pure evaluation as a submission, against the
+// The three simulations (docs/reference/contract.md §4.3-4.5): the same pure evaluation as a submission, against the
 // policies in force or one version, with the budget windows as they stand. Nothing is written.
 import type { AppDeps } from '../app-deps.ts';
 import { notFound, invalidRequest } from '../http/errors.ts';

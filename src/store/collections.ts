@@ -46,7 +46,7 @@ export interface AgentDoc {
   updatedAt: Date;
   /**
    * Written (incremented) by every transaction that must not interleave with a change of the agent's
-   * status: submissions, answers, archive/activate (DESIGN.md 2). Never read.
+   * status: submissions, answers, archive/activate (docs/internals/design.md §2). Never read.
    */
   fence?: number;
   /** Set while an archive's follow-up (cancelling pending approvals) is unfinished. */

@@ -1,4 +1,4 @@
-// Indexes, created idempotently at start and by the Procfile's release step (DESIGN.md section 2).
+// Indexes, created idempotently at start and by the Procfile's release step (docs/internals/design.md §2).
 import type { StoreDb } from './store.ts';
 
 interface IndexSpec {

@@ -1,4 +1,4 @@
-// The Store on the official MongoDB driver (DESIGN.md sections 2 and 8).
+// The Store on the official MongoDB driver (docs/internals/design.md §2 and §8).
 import { MongoClient, type ClientSession, type Db, type Document, type MongoClientOptions, type TransactionOptions } from 'mongodb';
 import { hasErrorLabel, type Store, type StoreCollection, type StoreDb, type StoreTransactionOptions } from './store.ts';
 

@@ -1,4 +1,4 @@
-// Chooses the storage engine (DESIGN.md section 2): MongoDB when a URI is configured, the
+// Chooses the storage engine (docs/internals/design.md §2): MongoDB when a URI is configured, the
 // embedded engine otherwise. Nothing connects until this is called.
 import { openEmbeddedStore } from './embedded/embedded-store.ts';
 import { openMongoStore } from './mongo.ts';

@@ -1,4 +1,4 @@
-// The storage contract every part of the service codes against (DESIGN.md section 2).
+// The storage contract every part of the service codes against (docs/internals/design.md §2).
 // Both engines satisfy it: the official driver's Db/ClientSession, and the embedded engine.
 // Types are Picks of the driver's own so that the compiler notices drift between the two.
 import type { ClientBulkWriteModel, ClientBulkWriteOptions, ClientBulkWriteResult, ClientSession, Collection, Db, Document } from 'mongodb';

@@ -1,9 +1,9 @@
-// One delivery attempt (SPEC.md 6.3-6.6), in five steps. HTTP happens outside any transaction.
+// One delivery attempt (docs/reference/contract.md §6.3-6.6), in five steps. HTTP happens outside any transaction.
 //
 //   1. Claim: one findOneAndUpdate takes a PENDING, due delivery whose lease is free and gives it a
 //      lease token, so two workers (or a per-attempt job racing the sweep) never send the same
 //      attempt at once. A worker that dies mid-attempt loses its lease after LEASE_MS and the sweep
-//      makes the attempt again (at least once, SPEC.md 6.3 rule 1).
+//      makes the attempt again (at least once, docs/reference/contract.md §6.3 rule 1).
 //   2. Re-read the endpoint: revoked, or disabled (except for `webhook.test`), means the delivery
 //      is CANCELLED and nothing is sent (README: a re-enabled endpoint gets no old deliveries).
 //   3. Decrypt the signing secrets: current, plus previous while its 24-hour overlap lasts.
@@ -196,7 +196,7 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
 
 /**
  * Closes the pending deliveries of an endpoint that was just disabled (test deliveries excepted, see
- * mayReceive) or revoked. Runs after that change committed, a bounded batch per write (DESIGN.md 2: an
+ * mayReceive) or revoked. Runs after that change committed, a bounded batch per write (docs/internals/design.md §2: an
  * endpoint with a long backlog can always be disabled). Idempotent; and if it stops half-way, each
  * delivery left is cancelled by its own attempt, which re-reads the endpoint (step 2). One with an
  * attempt in flight is left to that attempt.

@@ -1,4 +1,4 @@
-// Webhook destination rules (SPEC.md 6.6): HTTPS only, port 443 only, a hostname (IP literals
+// Webhook destination rules (docs/reference/contract.md §6.6): HTTPS only, port 443 only, a hostname (IP literals
 // refused), no userinfo, and every resolved address publicly routable, checked at creation and
 // again before every delivery (send.ts connects to exactly the addresses checked here).
 //
@@ -8,7 +8,7 @@
 //                        `0x7f.1`, `127.1`, `%31%32%37.0.0.1`, full-width digits... to dotted IPv4.
 //   resolveDestination   DNS (A and AAAA) and address classification with ipaddr.js.
 //
-// `allowLocal` is the WEBHOOK_UNSAFE_ALLOW_LOCAL=1 development switch (DESIGN.md 3): it permits
+// `allowLocal` is the WEBHOOK_UNSAFE_ALLOW_LOCAL=1 development switch (docs/reference/decisions.md): it permits
 // loopback addresses (and the `localhost` names that lead to them) on any port, still over HTTPS,
 // and nothing else that is not public.
 import { isIP } from 'node:net';
@@ -119,7 +119,7 @@ function rawProblem(raw: string, allowLocal: boolean): string | null {
 }
 
 /**
- * Syntax-level check of a webhook URL (SPEC.md 6.6). No I/O. On success the parsed URL is
+ * Syntax-level check of a webhook URL (docs/reference/contract.md §6.6). No I/O. On success the parsed URL is
  * returned; use it (not the input string) from then on.
  */
 export function checkWebhookUrl(raw: string, opts: DestinationOptions): UrlCheck {
@@ -203,7 +203,7 @@ const defaultLookup: LookupFn = (hostname, options) => dnsLookup(hostname, optio
 
 /**
  * Resolves A and AAAA for `hostname` (as found in `URL.hostname`) and accepts only if EVERY
- * address is publicly routable (SPEC.md 6.6 "resolution"). The returned addresses are the only
+ * address is publicly routable (docs/reference/contract.md §6.6 "resolution"). The returned addresses are the only
  * ones a delivery may connect to.
  */
 export async function resolveDestination(
@@ -239,7 +239,7 @@ export async function resolveDestination(
 }
 
 /**
- * Both checks in one, for creating or changing an endpoint (SPEC.md 4.12, 4.14): a failure of
+ * Both checks in one, for creating or changing an endpoint (docs/reference/contract.md §4.12, §4.14): a failure of
  * either is 400 `webhook_url_not_permitted`. `kind` says whether the name failed to resolve.
  */
 export async function checkWebhookDestination(

@@ -1,4 +1,4 @@
-// Fan-out of the outbox (SPEC.md 6.2, 6.3): each undispatched event, oldest first, becomes one
+// Fan-out of the outbox (docs/reference/contract.md §6.2, §6.3): each undispatched event, oldest first, becomes one
 // delivery per ACTIVE endpoint of its organisation subscribed to its type, and the event is marked
 // dispatched, all in one transaction. Running twice creates nothing twice: an event already
 // dispatched is skipped inside the transaction, and (eventId, endpointId) is unique.
@@ -12,7 +12,7 @@ import { NO_LEASE, webhookCollections, type WebhookDeliveryDoc, type WebhookEndp
 import { scheduleAttempts } from './queue.ts';
 
 /**
- * The envelope of SPEC.md 6.1, serialised once: these exact bytes are signed and sent on every
+ * The envelope of docs/reference/contract.md §6.1, serialised once: these exact bytes are signed and sent on every
  * attempt (6.3 rule 3). `apiVersion` is the endpoint's, `accountId` the organisation.
  */
 export function envelopeBody(event: Pick<EventDoc, '_id' | 'type' | 'createdAt' | 'organizationId' | 'data'>, apiVersion: string): string {
@@ -26,7 +26,7 @@ export function envelopeBody(event: Pick<EventDoc, '_id' | 'type' | 'createdAt' 
   });
 }
 
-/** A delivery whose first attempt is due at `now` (offset 0 of SPEC.md 6.5). */
+/** A delivery whose first attempt is due at `now` (offset 0 of docs/reference/contract.md §6.5). */
 export function newDelivery(event: EventDoc, endpoint: WebhookEndpointDoc, now: Date): WebhookDeliveryDoc {
   return {
     _id: newId(),

@@ -1,5 +1,5 @@
 // Write-side documents of the webhook capability: endpoints (with their encrypted signing secrets)
-// and deliveries (one per endpoint and event, SPEC.md 2.8). The outbox events they come from live
+// and deliveries (one per endpoint and event, docs/reference/contract.md §2.8). The outbox events they come from live
 // in src/events/outbox.ts.
 import type { StoreDb } from '../store/store.ts';
 import type { EventType } from '../events/outbox.ts';
@@ -8,8 +8,8 @@ export type EndpointStatus = 'ACTIVE' | 'DISABLED' | 'REVOKED';
 
 /**
  * Signing secrets, each an AES-256-GCM blob of secrets.ts bound to the endpoint id. `previous`
- * keeps signing beside `current` until `previousExpiresAt` (SPEC.md 4.17). Removed entirely on
- * revocation (SPEC.md 3.4).
+ * keeps signing beside `current` until `previousExpiresAt` (docs/reference/contract.md §4.17). Removed entirely on
+ * revocation (docs/reference/contract.md §3.4).
  */
 export interface EndpointSecrets {
   current: string;
@@ -44,11 +44,11 @@ export interface WebhookEndpointDoc {
 }
 
 /**
- * Delivery status values (SPEC.md 2.8 leaves them open; documented in README):
+ * Delivery status values (docs/reference/contract.md §2.8 leaves them open; documented in docs/reference/decisions.md):
  *   PENDING    waiting for its next attempt at nextAttemptAt (an attempt may be in flight)
  *   DELIVERED  a 2xx answer was received (deliveredAt set)
- *   FAILED     a permanent failure: a 3xx, a 4xx other than 408/429, or a URL that breaks SPEC.md 6.6
- *   EXHAUSTED  seven attempts without success (SPEC.md 6.5)
+ *   FAILED     a permanent failure: a 3xx, a 4xx other than 408/429, or a URL that breaks docs/reference/contract.md §6.6
+ *   EXHAUSTED  seven attempts without success (docs/reference/contract.md §6.5)
  *   CANCELLED  the endpoint was disabled or revoked before the delivery succeeded; no more attempts
  */
 export type DeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED' | 'EXHAUSTED' | 'CANCELLED';

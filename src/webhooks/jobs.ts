@@ -1,4 +1,4 @@
-// Agenda jobs of the delivery pipeline (DESIGN.md 1, 8). Every one is idempotent: a job that runs
+// Agenda jobs of the delivery pipeline (docs/internals/design.md §1, §8). Every one is idempotent: a job that runs
 // twice, or races another worker, changes nothing twice.
 //   webhooks.dispatch     recurring: fans undispatched outbox events out into deliveries
 //   webhooks.attempt      one per attempt, scheduled at the delivery's nextAttemptAt
@@ -47,7 +47,7 @@ export function defineWebhookJobs(agenda: Agenda, deps: AppDeps): void {
   });
 }
 
-/** Declares the recurring jobs (from the worker only, DESIGN.md 8). */
+/** Declares the recurring jobs (from the worker only, docs/internals/design.md §8). */
 export async function scheduleRecurringWebhookJobs(
   agenda: Agenda,
   every: { dispatch?: string | number; sweep?: string | number } = {},

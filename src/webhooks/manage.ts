@@ -1,4 +1,4 @@
-// Endpoint management (SPEC.md 3.4, 4.11-4.18): commands, each one transaction, and the queries
+// Endpoint management (docs/reference/contract.md §3.4, §4.11-4.18): commands, each one transaction, and the queries
 // behind the reads. Every lookup is scoped to the caller's organisation: another organisation's
 // endpoint is the same 404 as an unknown one.
 import type { AppDeps } from '../app-deps.ts';
@@ -20,14 +20,14 @@ import { scheduleAttempts } from './queue.ts';
 import { destinationOptions, requireEncryptionKey } from './runtime.ts';
 import { encryptSecret, generateWebhookSecret } from './secrets.ts';
 
-/** SPEC.md 8 / 4.17: the old secret keeps signing this long after a rotation. */
+/** docs/reference/contract.md §8 / §4.17: the old secret keeps signing this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
 export { DELIVERIES_LIMIT };
 
 const revoked = () => conflict('webhook_endpoint_revoked', 'This webhook endpoint is revoked; revocation is terminal.');
 
-/** SPEC.md 6.6 at creation and on PATCH: syntax, then every resolved address. */
+/** docs/reference/contract.md §6.6 at creation and on PATCH: syntax, then every resolved address. */
 async function permittedUrl(deps: AppDeps, raw: string): Promise<string> {
   const checked = await checkWebhookDestination(raw, destinationOptions(deps));
   if (!checked.ok) throw new ApiError(400, 'webhook_url_not_permitted', `The webhook URL is not permitted: ${checked.reason}.`);
@@ -118,7 +118,7 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
     if (body.apiVersion !== undefined) set.apiVersion = body.apiVersion;
     if (body.status !== undefined && body.status !== endpoint.status) {
       set.status = body.status;
-      // SPEC.md 3.4 sets disabledAt on ACTIVE -> DISABLED and nothing on re-enabling: it keeps saying
+      // docs/reference/contract.md §3.4 sets disabledAt on ACTIVE -> DISABLED and nothing on re-enabling: it keeps saying
       // when the endpoint was last disabled. Pending deliveries are cancelled after the commit (bounded batches).
       if (body.status === 'DISABLED') set.disabledAt = now;
     }
@@ -129,7 +129,7 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
   return presentEndpoint(doc);
 }
 
-/** DELETE (SPEC.md 3.4, 4.15): terminal; secrets destroyed; record and history kept. */
+/** DELETE (docs/reference/contract.md §3.4, §4.15): terminal; secrets destroyed; record and history kept. */
 export async function revokeEndpoint(deps: AppDeps, organizationId: string, id: string) {
   const doc = await runCommand(deps.store, async (session) => {
     const endpoint = await loadIn(deps, session, organizationId, id);
@@ -146,7 +146,7 @@ export async function revokeEndpoint(deps: AppDeps, organizationId: string, id: 
 }
 
 /**
- * SPEC.md 4.17: a new current secret; the old current one keeps signing for 24 hours beside it
+ * docs/reference/contract.md §4.17: a new current secret; the old current one keeps signing for 24 hours beside it
  * unless `retireImmediately`. A secret older than that (from an earlier rotation) is dropped.
  */
 export async function rotateSecret(deps: AppDeps, organizationId: string, id: string, retireImmediately: boolean) {
@@ -170,7 +170,7 @@ export async function rotateSecret(deps: AppDeps, organizationId: string, id: st
 }
 
 /**
- * SPEC.md 4.18: a real `webhook.test` event, recorded in the outbox already dispatched (it goes to
+ * docs/reference/contract.md §4.18: a real `webhook.test` event, recorded in the outbox already dispatched (it goes to
  * this endpoint only, whatever its subscriptions), and its delivery, in one transaction; the first
  * attempt is then scheduled like any other.
  */
@@ -202,7 +202,7 @@ export async function queueTestEvent(deps: AppDeps, organizationId: string, id: 
   return { deliveryId: delivery._id, eventId: delivery.eventId, status: 'queued' as const };
 }
 
-/** SPEC.md 4.16: newest first, `limit` of them, and whether there are more. */
+/** docs/reference/contract.md §4.16: newest first, `limit` of them, and whether there are more. */
 export async function listDeliveries(deps: AppDeps, organizationId: string, id: string, limit: number) {
   const endpoint = await loadIn(deps, undefined, organizationId, id);
   const rows: WebhookDeliveryDoc[] = await webhookCollections(deps.store.db)

@@ -1,4 +1,4 @@
-// Wire shapes of SPEC.md 2.8. No read ever carries a secret: only creation and rotation add one.
+// Wire shapes of docs/reference/contract.md §2.8. No read ever carries a secret: only creation and rotation add one.
 import type { WebhookDeliveryDoc, WebhookEndpointDoc } from './documents.ts';
 
 import { iso } from '../timestamps.ts';
@@ -21,7 +21,7 @@ export function presentEndpoint(e: WebhookEndpointDoc): Static<typeof WebhookEnd
     revokedAt: iso(e.revokedAt),
     lastFailureAt: iso(e.lastFailureAt),
     lastSuccessAt: iso(e.lastSuccessAt),
-    // The latest attempt's outcome at this endpoint (additions to SPEC.md 2.8; clients ignore
+    // The latest attempt's outcome at this endpoint (additions to docs/reference/contract.md §2.8; clients ignore
     // unknown fields, rule 7).
     lastStatusCode: e.lastStatusCode ?? null,
     lastDurationMs: e.lastDurationMs ?? null,

@@ -1,6 +1,6 @@
-// /v1/webhooks (SPEC.md 4.11-4.18): organization-scoped keys only (5.3). Thin: parse and check,
-// then hand over to manage.ts. Bodies are JSON up to 16 KB (SPEC.md 8); validation issues about
-// the whole body use the empty path (SPEC.md 7, "webhooks use an empty string").
+// /v1/webhooks (docs/reference/contract.md §4.11-4.18): organization-scoped keys only (5.3). Thin: parse and check,
+// then hand over to manage.ts. Bodies are JSON up to 16 KB (docs/reference/contract.md §8); validation issues about
+// the whole body use the empty path (docs/reference/contract.md §7, "webhooks use an empty string").
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';

@@ -13,7 +13,7 @@ export interface WebhookRuntime {
   send: typeof sendWebhook;
   /** Jitter source for the retry schedule, Math.random's contract. */
   random: () => number;
-  /** Per-attempt request timeout (DESIGN.md 3: 10 s). */
+  /** Per-attempt request timeout (docs/reference/decisions.md: 10 s). */
   timeoutMs: number;
 }
 
@@ -53,7 +53,7 @@ export function encryptionKeyOrNull(deps: AppDeps): Buffer | null {
   return parsedKeys.get(raw) ?? null;
 }
 
-/** SPEC.md 4.12, 4.17, 4.18: without a key no secret can be stored or used. */
+/** docs/reference/contract.md §4.12, §4.17, §4.18: without a key no secret can be stored or used. */
 export function requireEncryptionKey(deps: AppDeps): Buffer {
   const key = encryptionKeyOrNull(deps);
   if (key === null) {
@@ -64,7 +64,7 @@ export function requireEncryptionKey(deps: AppDeps): Buffer {
 
 const warned = new WeakSet<AppDeps>();
 
-/** DESIGN.md 3: the development switch is loud. */
+/** docs/reference/decisions.md: the development switch is loud. */
 export function warnIfUnsafe(deps: AppDeps): void {
   if (!deps.config.webhookUnsafeAllowLocal || warned.has(deps)) return;
   warned.add(deps);

@@ -1,4 +1,4 @@
-// Retry schedule, SPEC.md 6.5: "Seven attempts over about 24 hours at offsets 0, +1 minute,
+// Retry schedule, docs/reference/contract.md §6.5: "Seven attempts over about 24 hours at offsets 0, +1 minute,
 // +5 minutes, +25 minutes, +2 hours, +6 hours, +15 hours, each jittered by about plus or minus 20%."
 //
 // The offsets are read as gaps between consecutive attempts: summed they span 23 h 31 min, which

@@ -1,4 +1,4 @@
-// Webhook signing secrets (SPEC.md 2.8) and their encryption at rest (DESIGN.md 3: AES-256-GCM
+// Webhook signing secrets (docs/reference/contract.md §2.8) and their encryption at rest (docs/reference/decisions.md: AES-256-GCM
 // with a key from WEBHOOK_ENCRYPTION_KEY).
 //
 // Blob format: `v1.<iv>.<ciphertext>.<tag>`, each part base64url; iv is 12 random bytes (NIST SP

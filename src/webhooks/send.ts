@@ -1,5 +1,5 @@
 // One webhook delivery attempt: check the destination, POST the signed body, classify the answer
-// (SPEC.md 6.5, 6.6).
+// (docs/reference/contract.md §6.5, §6.6).
 //
 //   1. Re-check the URL syntax (defence in depth; the endpoint was checked when stored).
 //   2. Resolve the host and check EVERY address (destination.ts) immediately before connecting.
@@ -31,7 +31,7 @@ export interface AttemptResult {
   errorClass: string | null;
   /** Up to 512 bytes (UTF-8) of the receiver's own non-2xx response body; null for 2xx. */
   responseSnippet: string | null;
-  /** For operators' logs: what went wrong, in words. Not part of SPEC.md's delivery record. */
+  /** For operators' logs: what went wrong, in words. Not part of docs/reference/contract.md's delivery record. */
   errorDetail: string | null;
 }
 
@@ -45,14 +45,14 @@ export const ERROR_CLASSES = {
   TLS: 'TLS',
   CONNECTION: 'CONNECTION',
   NETWORK: 'NETWORK',
-  /** The URL itself breaks SPEC.md 6.6 (cannot change by waiting): permanent. */
+  /** The URL itself breaks docs/reference/contract.md §6.6 (cannot change by waiting): permanent. */
   URL_NOT_PERMITTED: 'URL_NOT_PERMITTED',
   /** The name now resolves to an address that is not publicly routable: retried, see below. */
   DESTINATION_NOT_PERMITTED: 'DESTINATION_NOT_PERMITTED',
 } as const;
 
-export const DEFAULT_TIMEOUT_MS = 10_000; // DESIGN.md 3: delivery request timeout
-export const SNIPPET_MAX_BYTES = 512; // SPEC.md 8
+export const DEFAULT_TIMEOUT_MS = 10_000; // docs/reference/decisions.md: delivery request timeout
+export const SNIPPET_MAX_BYTES = 512; // docs/reference/contract.md §8
 // Enough raw bytes to fill the snippet even when the cut lands inside a multi-byte character.
 const READ_LIMIT_BYTES = SNIPPET_MAX_BYTES + 4;
 
@@ -65,7 +65,7 @@ export interface SendInput {
   lookup?: LookupFn;
 }
 
-/** The verdict for an HTTP status, SPEC.md 6.5. */
+/** The verdict for an HTTP status, docs/reference/contract.md §6.5. */
 export function verdictForStatus(status: number): Verdict {
   if (status >= 200 && status <= 299) return 'SUCCESS';
   if (status >= 300 && status <= 399) return 'PERMANENT';
@@ -160,7 +160,7 @@ async function readBounded(body: AsyncIterable<Buffer | Uint8Array>, limit: numb
 }
 
 /**
- * Makes one delivery attempt and returns its verdict (SPEC.md 6.5). Never throws for anything the
+ * Makes one delivery attempt and returns its verdict (docs/reference/contract.md §6.5). Never throws for anything the
  * network or the receiver does.
  */
 export async function sendWebhook(input: SendInput): Promise<AttemptResult> {
@@ -214,7 +214,7 @@ export async function sendWebhook(input: SendInput): Promise<AttemptResult> {
     clearTimeout(timer);
     // A name that now resolves to a forbidden address is RETRY, not PERMANENT: nothing was sent,
     // so retrying costs one DNS query per attempt and leaks nothing, while DNS answers do change
-    // (a migration, split-horizon slip, or a briefly wrong record) and SPEC.md 6.5 treats DNS
+    // (a migration, split-horizon slip, or a briefly wrong record) and docs/reference/contract.md §6.5 treats DNS
     // trouble as retryable. A hostile endpoint gains nothing from the retries; its failures show
     // in lastErrorClass and consecutiveFailures.
     if (resolved.kind === 'DNS') return result('RETRY', { errorClass: ERROR_CLASSES.DNS, errorDetail: resolved.reason });

@@ -1,14 +1,14 @@
-// Webhook signatures, SPEC.md 6.4, with the header names and key of DESIGN.md 3.
+// Webhook signatures, docs/reference/contract.md §6.4, with the header names and key of docs/reference/decisions.md.
 //
 //   1. Signed input = "v1:" + timestamp (Unix seconds, decimal) + ":" + the exact raw body bytes.
 //   2. Signature = base64url(HMAC-SHA256(key = UTF-8 bytes of the whole secret string, prefix
 //      `cmp_whs_` included; message = signed input)).
 //   3. The signature header holds one or more `v1=<signature>` entries joined by `,`: two during
-//      the 24 hours after a rotation (SPEC.md 4.17).
-//   4. A receiver rejects a timestamp more than 300 s from its clock (SPEC.md 8) and accepts if any
+//      the 24 hours after a rotation (docs/reference/contract.md §4.17).
+//   4. A receiver rejects a timestamp more than 300 s from its clock (docs/reference/contract.md §8) and accepts if any
 //      entry matches, comparing in constant time with lengths compared first.
 //
-// `verifySignature` is the reference receiver code shown in the README.
+// `verifySignature` is the reference receiver code shown in docs/integrate/webhooks.md.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const WEBHOOK_ID_HEADER = 'Service-Webhook-Id';
@@ -51,7 +51,7 @@ export interface DeliveryHeaderInput {
   body: Uint8Array;
 }
 
-/** Every header of one delivery attempt (DESIGN.md 3). Custom headers are unsupported (SPEC.md 6.6). */
+/** Every header of one delivery attempt (docs/reference/decisions.md). Custom headers are unsupported (docs/reference/contract.md §6.6). */
 export function deliveryHeaders({ eventId, timestamp, attempt, secrets, body }: DeliveryHeaderInput): Record<string, string> {
   if (!Number.isSafeInteger(attempt) || attempt < 1) throw new RangeError('attempt is 1-based');
   return {

@@ -2,7 +2,7 @@
 // type. Asked when the event is recorded, from the per-process configuration cache, so an
 // organisation without endpoints costs the dispatcher nothing: its events are recorded as already
 // dispatched (to nobody) and never enter the outbox queue. An endpoint receives the events recorded
-// after it was created or subscribed (SPEC.md 6.2: gaps in what an endpoint sees are normal).
+// after it was created or subscribed (docs/reference/contract.md §6.2: gaps in what an endpoint sees are normal).
 import { viewIn } from '../cache/config-cache.ts';
 import type { EventType } from '../events/outbox.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';

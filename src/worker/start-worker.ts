@@ -1,4 +1,4 @@
-// startWorker(deps): defines every job, declares the recurring ones (from the worker only, DESIGN.md 8)
+// startWorker(deps): defines every job, declares the recurring ones (from the worker only, docs/internals/design.md §8)
 // and starts processing. Returns a stop function that finishes or releases the jobs in hand.
 import type { Agenda } from 'agenda';
 import type { AppDeps } from '../app-deps.ts';

@@ -1,4 +1,4 @@
-// Budget events are judged on spending under a policy (SPEC.md 6.2, 8; README "Budget events"):
+// Budget events are judged on spending under a policy (docs/reference/contract.md §6.2, §8; docs/approve/approvals.md):
 // holds waiting for a person never count, every real crossing is reported, and budget.exhausted is
 // reported when the limit starts refusing purchases.
 import test from 'ava';

@@ -1,4 +1,4 @@
-// The pending-approval lifecycle (SPEC.md 3.1, DESIGN.md 4 item 7) through real HTTP and real Agenda
+// The pending-approval lifecycle (docs/reference/contract.md §3.1, docs/internals/design.md §4 item 7) through real HTTP and real Agenda
 // jobs: approve, reject, expire, answer after expiry, answer racing expiry, cancel on archive.
 import test from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,4 +1,4 @@
-// Retries with a deadline (DESIGN.md 2). A command that lost a race is retried as a whole: our own
+// Retries with a deadline (docs/internals/design.md §2). A command that lost a race is retried as a whole: our own
 // VersionConflict, and MongoDB's WriteConflict (code 112, labelled TransientTransactionError). The embedded
 // engine never raises the latter, so a Store double raises it, shaped as the driver does, on chosen
 // operations. The retries have a budget of attempts and of time; past it the answer is a clear 503.

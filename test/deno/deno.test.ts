@@ -1,4 +1,4 @@
-// The same source runs under Deno (DESIGN.md 7): boot the service with the `deno` npm package's
+// The same source runs under Deno (docs/internals/design.md §7): boot the service with the `deno` npm package's
 // binary on the embedded engine with a file-backed DATA_DIR, apply a manifest, list agents and get a
 // real purchase decision.
 import test from 'ava';

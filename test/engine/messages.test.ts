@@ -1,4 +1,4 @@
-// The exact wording of each rule evaluation's message (not a contract, SPEC.md 2.3, but the engine
+// The exact wording of each rule evaluation's message (not a contract, docs/reference/contract.md §2.3, but the engine
 // assembles it from cached parts, so the sentences are pinned here).
 import test from 'ava';
 import { decide } from '../../src/engine/decide.ts';

@@ -1,4 +1,4 @@
-// Property tests of decide() and reevaluate() against a naive reference reading of DESIGN.md section 4.
+// Property tests of decide() and reevaluate() against a naive reference reading of docs/internals/design.md §4.
 import test from 'ava';
 import { ISO_4217_MINOR_UNITS } from '../../src/engine/iso-4217.ts';
 import fc from 'fast-check';
@@ -113,7 +113,7 @@ const inputArb = fc
     };
   });
 
-/** The reference: DESIGN.md section 4 read as plainly as possible. */
+/** The reference: docs/internals/design.md §4 read as plainly as possible. */
 function reference(input: EngineInput): { outcome: Decision['outcome']; reasons: ReasonCode[]; blockLimitsOk: (extra: bigint) => boolean } {
   const ordered = (codes: Set<ReasonCode>) => REASON_CODES.filter((code) => codes.has(code));
   const refuse = (code: ReasonCode) => ({ outcome: 'REJECTED' as const, reasons: [code], blockLimitsOk: () => true });
@@ -161,7 +161,7 @@ function reference(input: EngineInput): { outcome: Decision['outcome']; reasons:
 
 const RUNS = { numRuns: 600 };
 
-test('property: decide agrees with the reference reading of DESIGN.md 4', (t) => {
+test('property: decide agrees with the reference reading of docs/internals/design.md §4', (t) => {
   fc.assert(
     fc.property(inputArb, (input) => {
       const decision = decide(input);

@@ -1,4 +1,4 @@
-// DESIGN.md 1 and 6: the engine is a pure function. It imports nothing that does I/O and reads no clock.
+// docs/internals/design.md §1 and §6: the engine is a pure function. It imports nothing that does I/O and reads no clock.
 import test from 'ava';
 import { readdirSync, readFileSync } from 'node:fs';
 

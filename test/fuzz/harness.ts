@@ -1,4 +1,4 @@
-// HTTP fuzzing of every route (README "Fuzzing"): fast-check generates hostile requests (random
+// HTTP fuzzing of every route (docs/internals/testing.md): fast-check generates hostile requests (random
 // JSON shapes, deep nesting, huge and negative numbers, unicode edge cases, wrong types, duplicate
 // keys, wrong and missing headers, random methods, paths and query strings) and sends them over
 // node:http to the real app on a port. Each answer is checked: never a 5xx; every error carries the
@@ -10,7 +10,7 @@ import { ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 import { connect, setUpOrg, startConnectionsApp, startMetadataServer } from '../oauth/helpers.ts';
 import { INDEXES } from '../../src/store/indexes.ts';
 
-/** SPEC.md section 7, plus the additions README lists ("Additions to the contract"). */
+/** docs/reference/contract.md §7, plus the additions docs/integrate/rest-api.md lists. */
 export const KNOWN_CODES = new Set([
   'invalid_request', 'malformed_json', 'webhook_url_not_permitted', 'unauthorized', 'invalid_api_key', 'api_key_revoked',
   'api_key_expired', 'wrong_environment', 'invalid_token', 'connection_unauthorized', 'organization_suspended',
@@ -348,7 +348,7 @@ export async function storeDigest(target: FuzzTarget, ttlCutoff: Date): Promise<
     const ttl = TTL_FIELDS.get(name);
     const docs = (await db.collection(name).find({}).sort({ _id: 1 }).toArray())
       .filter((d) => !(ttl && d[ttl] instanceof Date && d[ttl] <= ttlCutoff))
-      // Authentication records a credential's last use (at most once a minute; README decisions table),
+      // Authentication records a credential's last use (at most once a minute; docs/reference/decisions.md),
       // whatever the request then does: bookkeeping, not a write of the refused request.
       .map(({ lastUsedAt: _lastUse, ...rest }) => rest);
     hash.update(`${name}:${JSON.stringify(docs)}\n`);
@@ -396,7 +396,7 @@ export function judge(r: FuzzRequest, res: FuzzResponse): string | null {
   return e.code;
 }
 
-/** MCP tool failures are results with isError whose text is SPEC.md 7's error body (README). */
+/** MCP tool failures are results with isError whose text is docs/reference/contract.md §7's error body (README). */
 function judgeToolErrors(text: string, where: string): string | null {
   let body: any;
   try {

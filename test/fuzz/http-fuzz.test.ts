@@ -1,4 +1,4 @@
-// A bounded run of the HTTP fuzzer in `npm test` (README "Fuzzing"); `npm run fuzz` runs it long.
+// A bounded run of the HTTP fuzzer in `npm test` (docs/internals/testing.md); `npm run fuzz` runs it long.
 import test from 'ava';
 import fc from 'fast-check';
 import { check, requestArb, restore, startFuzzTarget, type FuzzTarget } from './harness.ts';

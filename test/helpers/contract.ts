@@ -11,7 +11,7 @@ type Json = any;
 export const openApi: Json = JSON.parse(readFileSync(new URL('../../schemas/openapi.json', import.meta.url), 'utf8'));
 
 /**
- * Responses may gain fields (SPEC.md 1 rule 7), so the document leaves objects open; the test
+ * Responses may gain fields (docs/reference/contract.md §1 rule 7), so the document leaves objects open; the test
  * closes them, so that a field the service sends but the document does not describe is caught.
  */
 function closeObjects(value: Json): Json {

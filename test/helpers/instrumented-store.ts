@@ -1,4 +1,4 @@
-// A Store wrapped for tests of the production path's concurrency rules (DESIGN.md 2):
+// A Store wrapped for tests of the production path's concurrency rules (docs/internals/design.md §2):
 // - it records what every transaction wrote (documents counted, and the ids of documents addressed by
 //   _id), so a test can prove that a transaction's work is bounded, and that two operations which must
 //   not interleave write a document in common (under MongoDB's snapshot isolation, two concurrent

@@ -1,4 +1,4 @@
-// An organisation shaped to reach every reason code (SPEC.md 2.1) through real HTTP.
+// An organisation shaped to reach every reason code (docs/reference/contract.md §2.1) through real HTTP.
 export function shopManifest(handle = 'shop') {
   return {
     organization: { handle, name: 'Shop', currency: 'EUR', timezone: 'Europe/Berlin', approvalTtl: 'PT1H' },

@@ -1,4 +1,4 @@
-// validate's budgetImpact and the opening balance of a spend limit that appears mid-period (SPEC.md 4.9).
+// validate's budgetImpact and the opening balance of a spend limit that appears mid-period (docs/reference/contract.md §4.9).
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';

@@ -1,4 +1,4 @@
-// Concurrency is proven, not hoped (DESIGN.md 1): many simultaneous submissions at one budget through
+// Concurrency is proven, not hoped (docs/internals/design.md §1): many simultaneous submissions at one budget through
 // two app instances sharing one store never overspend it; one idempotency key yields one decision.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';

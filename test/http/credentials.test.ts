@@ -1,4 +1,4 @@
-// The credential matrix of SPEC.md 5.1/5.3 and the 401/403 codes of section 7, through real HTTP.
+// The credential matrix of docs/reference/contract.md §5.1/§5.3 and the 401/403 codes of section 7, through real HTTP.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';

@@ -1,4 +1,4 @@
-// 500 internal_error (SPEC.md 7): a server failure renders the error body, says it is safe to retry,
+// 500 internal_error (docs/reference/contract.md §7): a server failure renders the error body, says it is safe to retry,
 // and does not leak the cause.
 import test from 'ava';
 import { startApp } from '../helpers/app.ts';

@@ -1,4 +1,4 @@
-// Organisation manifests and the operator API (DESIGN.md section 5) through real HTTP.
+// Organisation manifests and the operator API (docs/internals/design.md §5) through real HTTP.
 import test from 'ava';
 import { stringify } from 'yaml';
 import { startApp, type TestApp } from '../helpers/app.ts';

@@ -1,4 +1,4 @@
-// GET /v1/agents, /v1/policies..., validate (SPEC.md 4.6-4.10) through real HTTP.
+// GET /v1/agents, /v1/policies..., validate (docs/reference/contract.md §4.6-4.10) through real HTTP.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
@@ -125,7 +125,7 @@ test('status filter and case-insensitive plain-text search', async (t) => {
   t.is(long.status, 200);
 });
 
-test('a policy summary has every field of SPEC.md 2.6', async (t) => {
+test('a policy summary has every field of docs/reference/contract.md §2.6', async (t) => {
   const res = await app.request(`/v1/policies/${acme.policies.office.id}`, { key });
   t.is(res.status, 200);
   const p = res.body.policy;

@@ -1,4 +1,4 @@
-// POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (SPEC.md 4.1, 4.2) through real HTTP.
+// POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (docs/reference/contract.md §4.1, §4.2) through real HTTP.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, acmeManifest, type AppliedOrg } from '../helpers/fixtures.ts';

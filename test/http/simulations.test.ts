@@ -1,4 +1,4 @@
-// The three simulations (SPEC.md 2.7, 4.3-4.5): the full SimulationResponse, the agentId rule,
+// The three simulations (docs/reference/contract.md §2.7, §4.3-4.5): the full SimulationResponse, the agentId rule,
 // and nothing written anywhere.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -63,7 +63,7 @@ test('current-policies as an agent key: the full response, and nothing written',
   t.like(budget.limits[0], { effect: 'BLOCK', limitMinor: '100000', remainingBeforeMinor: '81000', remainingAfterMinor: '51000', wouldExceed: false });
   t.is(budget.periodStart, '2026-11-17T23:00:00.000Z');
   t.is(budget.periodEnd, '2026-11-18T23:00:00.000Z');
-  // SPEC.md 2.7: the window's counter is a UUID, the same on every read of it.
+  // docs/reference/contract.md §2.7: the window's counter is a UUID, the same on every read of it.
   t.regex(budget.budgetCounterId, /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   const again = await simulate('current-policies', shop.keys['a-key'], purchase(100, 'Paper Co'));
   t.is(again.body.budgets[0].budgetCounterId, budget.budgetCounterId);

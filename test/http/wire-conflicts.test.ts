@@ -54,7 +54,7 @@ async function purchasesUnderFaults(t: import('ava').ExecutionContext, handle: s
   await admin.command({ configureFailPoint: 'failCommand', ...failPoint });
   // Each idempotency key is sent twice at once: 200 concurrent requests, 100 purchases.
   const amounts = Array.from({ length: KEYS }, (_, i) => 1000 + ((i * 7919) % 9000));
-  // A client does what SPEC.md 7 says: a 503 internal_error (the retry budget ran out, e.g. a commit whose
+  // A client does what docs/reference/contract.md §7 says: a 503 internal_error (the retry budget ran out, e.g. a commit whose
   // outcome stayed unknown) is retried with the same Idempotency-Key, which must never decide twice.
   let retried503 = 0;
   const submit = async (k: number) => {

@@ -1,5 +1,5 @@
 // The MCP endpoint with the SDK's own Client and Streamable HTTP transport: tools listed by scope,
-// each tool's results and errors (MCP tool errors carrying SPEC.md codes), list_purchases paging,
+// each tool's results and errors (MCP tool errors carrying docs/reference/contract.md codes), list_purchases paging,
 // and the HTTP-level protections (401 challenge, audience, Origin, insufficient_scope challenge).
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -105,7 +105,7 @@ test('request_purchase honours idempotencyKey: same details replay, different de
   await c.close();
 });
 
-test('tool errors carry SPEC.md codes', async (t) => {
+test('tool errors carry docs/reference/contract.md codes', async (t) => {
   const c = await client(full.access_token);
   const blocked = (await c.callTool({ name: 'check_purchase', arguments: { merchant: 'Shady Goods Ltd', amountMinor: '100', reason: 'Cheap' } })).structuredContent as any;
   t.is(blocked.simulatedDecision.outcome, 'REJECTED', 'a refusal is an answer, not an error');

@@ -1,4 +1,4 @@
-// The authorization and token endpoints' refusals (SPEC.md 5.2; RFC 6749, 7636, 8707, 9207, 7009),
+// The authorization and token endpoints' refusals (docs/reference/contract.md §5.2; RFC 6749, 7636, 8707, 9207, 7009),
 // the sign-in and consent pages' protections, and the operator API for passwords and connections.
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';

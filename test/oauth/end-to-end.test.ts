@@ -170,7 +170,7 @@ test('discovery, PKCE, sign-in, consent, iss, code exchange, MCP tools, refresh,
   t.is(reuseEvents.length, 1);
   t.is(reuseEvents[0].data.connectionId, created[0].data.connectionId);
   // Revocation takes effect on the next call, even with the newest tokens: on /mcp a 401
-  // invalid_token challenge (MCP authorization, RFC 6750), on /v1 SPEC.md 5.3's 403.
+  // invalid_token challenge (MCP authorization, RFC 6750), on /v1 docs/reference/contract.md §5.3's 403.
   const revokedMcp = await fetchJson(resource, {
     method: 'POST',
     headers: { authorization: `Bearer ${refreshed.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },

@@ -159,7 +159,7 @@ test('authorization responses always carry iss, keep the redirect URI\'s own que
   t.is(escapeHtml(`<script>"'&`), '&lt;script&gt;&quot;&#39;&amp;');
 });
 
-test('SDK schema failures become SPEC.md issues', (t) => {
+test('SDK schema failures become docs/reference/contract.md issues', (t) => {
   const issues = sdkIssues('MCP error -32602: Input validation error: Invalid arguments for tool check_purchase: Invalid string at amountMinor\nUnrecognized keys: "a", "b"');
   t.deepEqual(issues.map((i) => [i.path, i.code]), [['amountMinor', 'INVALID_ARGUMENT'], ['a', 'UNKNOWN_FIELD'], ['b', 'UNKNOWN_FIELD']]);
 });

@@ -1,4 +1,4 @@
-// Connection tokens on /v1 (SPEC.md 5.3): what each scope reaches, oauth_not_permitted elsewhere,
+// Connection tokens on /v1 (docs/reference/contract.md §5.3): what each scope reaches, oauth_not_permitted elsewhere,
 // connection_unauthorized for a revoked connection or a disabled agent, invalid_token for bad or
 // expired tokens, and purchases readable only by the credential that submitted them.
 import test from 'ava';

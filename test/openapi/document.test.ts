@@ -1,9 +1,10 @@
 // schemas/openapi.json is current (regenerating it from the TypeBox schemas gives the committed
-// bytes, as do the JSON Schema files beside it) and is a valid OpenAPI 3.1 document.
+// bytes, as do the JSON Schema files beside it and the API reference docs/reference/api.md) and is a
+// valid OpenAPI 3.1 document.
 import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { schemaFiles } from '../../scripts/schema-files.ts';
+import { docFiles, schemaFiles } from '../../scripts/schema-files.ts';
 import { openApi } from '../helpers/contract.ts';
 
 const root = new URL('../../schemas/', import.meta.url);
@@ -12,6 +13,13 @@ test('the committed schema files are what npm run schemas generates now', async 
   for (const [name, text] of Object.entries(schemaFiles())) {
     const committed = await readFile(new URL(name, root), 'utf8').catch(() => '(missing)');
     t.true(committed === text, `schemas/${name} is stale: run npm run schemas and commit the result`);
+  }
+});
+
+test('the committed API reference (docs/reference/api.md) is what npm run schemas generates now', async (t) => {
+  for (const [path, text] of Object.entries(docFiles())) {
+    const committed = await readFile(new URL(`../../${path}`, import.meta.url), 'utf8').catch(() => '(missing)');
+    t.true(committed === text, `${path} is stale: run npm run schemas and commit the result`);
   }
 });
 

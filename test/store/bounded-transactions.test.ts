@@ -1,4 +1,4 @@
-// Bounded work per transaction (DESIGN.md 2). On MongoDB a transaction has a 60 s lifetime and a cache
+// Bounded work per transaction (docs/internals/design.md §2). On MongoDB a transaction has a 60 s lifetime and a cache
 // limit; one that rewrites all of a busy agent's purchases, or all of an endpoint's backlog, fails, is
 // retried, fails again: that agent could never be archived. Each transaction here is counted by a Store
 // wrapper, through the real HTTP surface, with a backlog far past any batch size.

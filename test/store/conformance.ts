@@ -1,4 +1,4 @@
-// The store conformance suite (DESIGN.md sections 2 and 6a): one set of tests that every
+// The store conformance suite (docs/internals/design.md §2 and §6a): one set of tests that every
 // storage engine must pass. Each test opens its own store on a fresh database.
 import test from 'ava';
 import type { ExecutionContext } from 'ava';

@@ -1,4 +1,4 @@
-// Fences against write skew (DESIGN.md 2). MongoDB runs transactions under snapshot isolation: two
+// Fences against write skew (docs/internals/design.md §2). MongoDB runs transactions under snapshot isolation: two
 // concurrent transactions conflict (one gets WriteConflict and is retried) exactly when they write a
 // document in common; what one only reads, the other may change, and both commit. The embedded engine
 // runs one transaction at a time, so the race cannot be staged here; what makes it impossible on

@@ -1,4 +1,4 @@
-// What is created at start (DESIGN.md 2): every collection the service writes (implicit creation inside
+// What is created at start (docs/internals/design.md §2): every collection the service writes (implicit creation inside
 // a transaction fails on sharded clusters), every index, and the unique index that keeps Agenda's
 // recurring jobs single when two workers start together. And the test teardown a `readWrite` user may run.
 import test from 'ava';

@@ -1,4 +1,4 @@
-// MongoDB configuration (DESIGN.md 2): the database is named by MONGODB_DB or the URI's path, never the
+// MongoDB configuration (docs/internals/design.md §2): the database is named by MONGODB_DB or the URI's path, never the
 // driver's silent `test` default, and every command has a deadline (MONGODB_TIMEOUT_MS).
 import test from 'ava';
 import { ConfigError, databaseInUri, loadConfig } from '../../src/config.ts';

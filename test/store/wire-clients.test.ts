@@ -28,9 +28,9 @@ let listener: WireListener;
 let analystUrl: string;
 let organizationId: string;
 
-/** README's analysts' examples: the js blocks of its "Analysts' read models" section, dated for today. */
+/** The analysts' examples: the js blocks of the "Analysts' read models" section of docs/operate/wire-protocol.md, dated for today. */
 function readmeExamples(): string[] {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../../docs/operate/wire-protocol.md', import.meta.url), 'utf8');
   const section = readme.slice(readme.indexOf("## Analysts' read models"));
   const end = section.indexOf('\n## ', 4);
   const blocks = [...section.slice(0, end).matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1].trim());

@@ -14,7 +14,7 @@ const local = { allowLocal: true };
 const answer = (...addresses: string[]): LookupFn => async () =>
   addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 
-// URLs refused by the syntax check alone (SPEC.md 6.6), whatever DNS would say.
+// URLs refused by the syntax check alone (docs/reference/contract.md §6.6), whatever DNS would say.
 const hostileUrls: Array<[string, string]> = [
   ['http://hooks.example.com/', 'http scheme'],
   ['ftp://hooks.example.com/', 'other scheme'],

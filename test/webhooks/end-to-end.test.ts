@@ -1,7 +1,7 @@
 // End to end against real local HTTPS receivers with their own certificate authority (issue 5,
 // "What must be true"). The service (API + Agenda worker) runs in ONE child process started with
 // NODE_EXTRA_CA_CERTS, Node's standard mechanism for trusting an extra CA; this process plays the
-// receivers and an independent verifier written from SPEC.md 6.4 alone (not signing.ts).
+// receivers and an independent verifier written from docs/reference/contract.md §6.4 alone (not signing.ts).
 import test from 'ava';
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -12,7 +12,7 @@ import type { ApiResponse, RequestOptions, TestApp } from '../helpers/app.ts';
 
 const SERVICE = fileURLToPath(new URL('./fixtures/service.ts', import.meta.url));
 
-// ---- The independent verifier: the receiver code README.md shows. ----
+// ---- The independent verifier: the receiver code docs/integrate/webhooks.md shows. ----
 function verify(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, secret: string, nowMs: number): boolean {
   const timestamp = String(headers['service-webhook-timestamp'] ?? '');
   const signatures = String(headers['service-webhook-signature'] ?? '');

@@ -1,4 +1,4 @@
-// Endpoint management through real HTTP (SPEC.md 4.11-4.18): every operation, every error code
+// Endpoint management through real HTTP (docs/reference/contract.md §4.11-4.18): every operation, every error code
 // of those sections, secrets at rest, and the destination rules (6.6) at creation and on PATCH.
 // DNS is replaced by an injected lookup (configureWebhooks), so public names resolve offline.
 import test from 'ava';
@@ -261,7 +261,7 @@ test('PATCH changes url, description (null clears), subscribedTypes, status and 
   t.truthy(disabled.body.disabledAt);
   const enabled = await app.request(`/v1/webhooks/${created.id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } });
   t.is(enabled.body.status, 'ACTIVE');
-  t.is(enabled.body.disabledAt, disabled.body.disabledAt, 're-enabling keeps when it was last disabled (SPEC.md 3.4)');
+  t.is(enabled.body.disabledAt, disabled.body.disabledAt, 're-enabling keeps when it was last disabled (docs/reference/contract.md §3.4)');
   t.is((await app.request(`/v1/webhooks/${created.id}`, { key: o.admin })).body.disabledAt, disabled.body.disabledAt);
 
   const after = await webhookCollections(app.store.db).endpoints.findOne({ _id: created.id });
@@ -403,7 +403,7 @@ test('deliveries: newest first, limit (default 20, 1..100) and hasMore; bad limi
   }
 });
 
-// ---- Destination rules through the API (SPEC.md 6.6): syntax and resolved addresses. ----
+// ---- Destination rules through the API (docs/reference/contract.md §6.6): syntax and resolved addresses. ----
 
 const hostileUrls = [
   'http://a.hooks-test.com/',

@@ -1,4 +1,4 @@
-// The delivery pipeline on real Agenda jobs with a controllable clock (SPEC.md 6.3-6.5): outbox
+// The delivery pipeline on real Agenda jobs with a controllable clock (docs/reference/contract.md §6.3-6.5): outbox
 // fan-out, the seven-attempt jittered schedule, verdicts, counters, leases, the sweep that makes
 // a crash lose nothing, and what disable/revoke do. The HTTP sender is replaced by a recording
 // fake here (the real one, against a real HTTPS receiver, is in end-to-end.test.ts), except for the

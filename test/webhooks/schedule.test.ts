@@ -6,10 +6,10 @@ const MIN = 60_000;
 const HOUR = 60 * MIN;
 const T0 = new Date('2026-09-01T00:00:00.000Z');
 
-// SPEC.md 6.5: +1 min, +5 min, +25 min, +2 h, +6 h, +15 h between attempts 1..7.
+// docs/reference/contract.md §6.5: +1 min, +5 min, +25 min, +2 h, +6 h, +15 h between attempts 1..7.
 const NOMINAL = [1 * MIN, 5 * MIN, 25 * MIN, 2 * HOUR, 6 * HOUR, 15 * HOUR];
 
-test('seven attempts; nominal gaps as in SPEC.md 6.5', (t) => {
+test('seven attempts; nominal gaps as in docs/reference/contract.md §6.5', (t) => {
   t.is(MAX_ATTEMPTS, 7);
   t.deepEqual([...RETRY_DELAYS_MS], NOMINAL);
 });

@@ -12,7 +12,7 @@ import {
 
 const KEY = Buffer.from('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f', 'hex');
 
-test('generated secrets match the SPEC.md 2.8 pattern and differ', (t) => {
+test('generated secrets match the docs/reference/contract.md §2.8 pattern and differ', (t) => {
   const seen = new Set<string>();
   for (let i = 0; i < 200; i++) {
     const s = generateWebhookSecret();

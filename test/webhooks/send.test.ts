@@ -256,7 +256,7 @@ test('connection refused: RETRY CONNECTION', async (t) => {
   t.like(result, { verdict: 'RETRY', statusCode: null, errorClass: 'CONNECTION' });
 });
 
-test('a URL breaking SPEC.md 6.6 is PERMANENT without any lookup', async (t) => {
+test('a URL breaking docs/reference/contract.md §6.6 is PERMANENT without any lookup', async (t) => {
   let looked = false;
   const result = await sendWebhook({
     url: new URL('http://hooks.example.com/in'),
@@ -272,7 +272,7 @@ test('a URL breaking SPEC.md 6.6 is PERMANENT without any lookup', async (t) => 
   t.false(looked);
 });
 
-test('verdictForStatus follows SPEC.md 6.5', (t) => {
+test('verdictForStatus follows docs/reference/contract.md §6.5', (t) => {
   const table: Array<[number, Verdict]> = [
     [200, 'SUCCESS'], [201, 'SUCCESS'], [204, 'SUCCESS'], [299, 'SUCCESS'],
     [300, 'PERMANENT'], [301, 'PERMANENT'], [302, 'PERMANENT'], [307, 'PERMANENT'], [308, 'PERMANENT'],

@@ -19,7 +19,7 @@ const NOW = new Date(TIMESTAMP * 1000);
 // Non-ASCII and a byte sequence a JSON re-serialisation would change (spacing, key order, escapes).
 const BODY = Buffer.from('{"id":"0190a0b0-0000-7000-8000-000000000001", "type":"webhook.test","data":{"note":"d\u00e9j\u00e0 \\u00e9"}}', 'utf8');
 
-// Independent computation of SPEC.md 6.4: HMAC-SHA256 keyed with the UTF-8 bytes of the whole
+// Independent computation of docs/reference/contract.md §6.4: HMAC-SHA256 keyed with the UTF-8 bytes of the whole
 // secret, over `v1:` + timestamp + `:` + raw body, base64url.
 const reference = (secret: string, ts: number, body: Buffer): string =>
   createHmac('sha256', secret).update(Buffer.concat([Buffer.from(`v1:${ts}:`), body])).digest('base64url');

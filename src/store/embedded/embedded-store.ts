@@ -1,4 +1,4 @@
-// The embedded engine behind the Store contract (DESIGN.md section 2): MongoDB's API over a
+// The embedded engine behind the Store contract (docs/internals/design.md §2): MongoDB's API over a
 // durable SQLite database in DATA_DIR, so that `npm start` needs no server and keeps its data.
 import type { ClientSession, Db, Document } from 'mongodb';
 import type { Store, StoreCollection, StoreDb, StoreTransactionOptions } from '../store.ts';

@@ -1,4 +1,4 @@
-// A MongoDB wire-protocol listener over the store (README: "Connecting analysts' tools"). It
+// A MongoDB wire-protocol listener over the store (docs/operate/wire-protocol.md). It
 // presents itself as the primary of a one-member replica set, so drivers allow transactions.
 // A malformed message closes its connection; nothing a client sends can stop the process.
 import { createServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
