@@ -5,6 +5,7 @@
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, VersionConflict, invalidRequest, notFound } from '../http/errors.ts';
 import { reevaluate } from '../engine/reevaluate.ts';
+import { merchantKey } from '../engine/merchant-key.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import { engineBase } from '../purchases/input.ts';
 import { candidatesFor } from '../policies/candidates.ts';
@@ -59,7 +60,8 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       const candidates = await candidatesFor(deps.collections, org._id, agent._id, session);
       const base = engineBase({
         mode: 'CURRENT_POLICIES',
-        purchase: { ...purchase, amountMinor: fromStored(purchase.amountMinor) },
+        // The key is derived again: one stored before the key last changed would miss today's lists.
+        purchase: { ...purchase, merchantKey: merchantKey(purchase.merchant), amountMinor: fromStored(purchase.amountMinor) },
         agent,
         policies: candidates,
         now,
