@@ -1,22 +1,23 @@
-// The normalised merchant name the engine matches merchant lists on (docs/reference/contract.md §2.6: "case differences
-// match"; domains are never matched). Both the list entries and the purchase go through this function.
+// The normalised merchant name the engine matches merchant lists on (docs/reference/contract.md §2.6:
+// "case differences match"; domains are never matched). Both the list entries and the purchase go
+// through this function, so a blocked name written with look-alike letters or invisible characters
+// still meets its list entry (issue #29).
+import { CONFUSABLE_PROTOTYPES } from './confusables.ts';
+import { foldForSkeleton } from './merchant-fold.ts';
 
-const INVISIBLE = /\p{Cf}/gu; // zero-width spaces and joiners, soft hyphens, bidi marks
 const SEPARATORS = /[\p{P}\p{Z}\p{Cc}\s]+/gu; // punctuation, spaces, line breaks, control characters
 
 /**
- * NFKC, then case folding (lower-upper-lower approximates Unicode full case folding: 'ẞ' and 'ß' -> 'ss',
- * 'σ' and 'ς' alike), NFKC again, invisible format characters removed, runs of punctuation and
- * whitespace collapsed to one space, trimmed. 'ACME  Corp.' and 'acme-corp' both become 'acme corp'.
+ * A case-insensitive UTS #39 confusable skeleton, with punctuation and spacing collapsed:
+ * 1. NFKC, case folding (lower-upper-lower approximates full case folding: 'ẞ' and 'ß' -> 'ss', 'σ' and
+ *    'ς' alike), NFKC again, default-ignorable and format characters removed (merchant-fold.ts);
+ * 2. the skeleton: NFD, each code point mapped to its confusables prototype (confusables.ts: Cyrillic
+ *    'ѕ', Greek 'ο', '0' -> 's', 'o', 'o'; 'm' -> 'rn'; 'I', 'i', '1' -> 'l'), normalised again;
+ * 3. runs of punctuation and whitespace collapsed to one space, trimmed, NFC.
+ * The key is for comparing, not for reading: 'ACME  Corp.' and 'acme-corp' both become 'acrne corp'.
  */
 export function merchantKey(label: string): string {
-  return label
-    .normalize('NFKC')
-    .toLowerCase()
-    .toUpperCase()
-    .toLowerCase()
-    .normalize('NFKC')
-    .replace(INVISIBLE, '')
-    .replace(SEPARATORS, ' ')
-    .trim();
+  let skeleton = '';
+  for (const c of foldForSkeleton(label)) skeleton += CONFUSABLE_PROTOTYPES.get(c) ?? c;
+  return skeleton.replace(SEPARATORS, ' ').trim().normalize('NFC');
 }

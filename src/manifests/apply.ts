@@ -55,6 +55,20 @@ function contentHash(c: VersionContent): string {
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex');
 }
 
+/**
+ * The digest of a stored version as merchantKey reads its labels today. The contentHash stored with a
+ * version holds the keys of when it was written, so after the key changed (confusable skeletons, issue
+ * #29) an unchanged manifest would no longer match it and every policy with a merchant list would get a
+ * spurious new version; the stored content is hashed again instead.
+ */
+function storedContentHash(v: PolicyVersionDoc): string {
+  return contentHash({
+    currencies: v.currencies,
+    rules: v.rules.map(({ id: _id, ...r }) => r),
+    merchants: v.merchants.map((m) => ({ listType: m.listType, merchantKey: merchantKey(m.label), label: m.label })),
+  });
+}
+
 export async function applyManifest(deps: AppDeps, input: unknown): Promise<ApplyResult> {
   const c = deps.collections;
   const handle = (input as Manifest)?.organization?.handle;
@@ -193,9 +207,9 @@ async function applyPolicy(
   };
 
   let target: PolicyVersionDoc | null = null; // the version to activate, if asked
-  if (active && active.contentHash === hash) {
+  if (active && storedContentHash(active) === hash) {
     target = null;
-  } else if (draft && draft.contentHash === hash) {
+  } else if (draft && storedContentHash(draft) === hash) {
     target = draft;
   } else if (draft) {
     // Drafts are editable (docs/reference/contract.md §3.2): the manifest rewrites the policy's one draft in place.

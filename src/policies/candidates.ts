@@ -1,11 +1,24 @@
 // The policies the engine reads for an agent, mapped from stored documents into engine candidates.
 // ACTIVE versions are immutable (docs/reference/contract.md §3.2), so their mapped form is cached by id.
-import type { PolicyCandidate, PolicyVersionInput } from '../engine/types.ts';
+import type { MerchantEntry, PolicyCandidate, PolicyVersionInput } from '../engine/types.ts';
+import { merchantKey } from '../engine/merchant-key.ts';
 import type { Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 
 const activeCache = new Map<string, PolicyVersionInput>();
 const CACHE_LIMIT = 5000;
+
+/**
+ * A stored entry with its key derived again from its label. The key stored with an entry is the one
+ * merchantKey gave when the version was written; the function has changed since (confusable skeletons,
+ * issue #29) and may again, and ACTIVE versions are immutable, so everything that matches or shows a key
+ * derives it from the label at read time instead of trusting the stored one (the engine's versions are
+ * cached, so this runs once per version, not per purchase).
+ */
+export function withCurrentKey<T extends MerchantEntry | PolicyVersionDoc['merchants'][number]>(m: T): T {
+  const key = merchantKey(m.label);
+  return key === m.merchantKey ? m : { ...m, merchantKey: key };
+}
 
 export function toEngineVersion(v: PolicyVersionDoc): PolicyVersionInput {
   return {
@@ -15,7 +28,7 @@ export function toEngineVersion(v: PolicyVersionDoc): PolicyVersionInput {
     currencies: v.currencies,
     currencyScope: v.currencyScope,
     rules: v.rules.map((r) => ({ ...r, amountMinor: BigInt(r.amountMinor) })),
-    merchants: v.merchants,
+    merchants: v.merchants.map(withCurrentKey),
   };
 }
 

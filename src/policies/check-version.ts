@@ -1,6 +1,7 @@
 // Activation's own check of a policy version (docs/reference/contract.md §4.9), pure: issues make a version unacceptable,
 // warnings do not. The issue codes are listed in docs/integrate/rest-api.md.
 import type { PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
+import { withCurrentKey } from './candidates.ts';
 
 export interface PolicyIssue {
   code: string;
@@ -31,8 +32,9 @@ export function checkVersion(v: PolicyVersionDoc): { issues: PolicyIssue[]; warn
     }
   }
 
-  const allowed = v.merchants.filter((m) => m.listType === 'ALLOW');
-  const blocked = new Set(v.merchants.filter((m) => m.listType === 'BLOCK').map((m) => m.merchantKey));
+  const merchants = v.merchants.map(withCurrentKey);
+  const allowed = merchants.filter((m) => m.listType === 'ALLOW');
+  const blocked = new Set(merchants.filter((m) => m.listType === 'BLOCK').map((m) => m.merchantKey));
   if (allowed.length > 0 && allowed.every((m) => blocked.has(m.merchantKey))) {
     issues.push({ code: 'RULES_NEVER_APPROVE', path: 'merchants', message: 'Every allow-listed merchant is also blocked, so no purchase could ever be approved.' });
   }

@@ -1,6 +1,7 @@
 // Wire shapes of policies and versions (docs/reference/contract.md §2.6), built from stored documents.
 import type { PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import { iso } from '../timestamps.ts';
+import { withCurrentKey } from './candidates.ts';
 import type { Static } from 'typebox';
 import type { PolicySummary, PolicyVersion, PolicyVersionSummary } from '../../schemas/policies.ts';
 
@@ -32,7 +33,7 @@ export function versionFull(v: PolicyVersionDoc): Static<typeof PolicyVersion> {
       amountMinor: String(r.amountMinor),
       currency: r.currency,
     })),
-    merchants: v.merchants.map((m) => ({ id: m.id, listType: m.listType, merchantKey: m.merchantKey, label: m.label })),
+    merchants: v.merchants.map(withCurrentKey).map((m) => ({ id: m.id, listType: m.listType, merchantKey: m.merchantKey, label: m.label })),
   };
 }
 

@@ -12,6 +12,7 @@
 import { Duration } from 'luxon';
 import { ApiError, invalidRequest } from '../http/errors.ts';
 import { decide } from '../engine/decide.ts';
+import { merchantKey } from '../engine/merchant-key.ts';
 import { reevaluate } from '../engine/reevaluate.ts';
 import { ENGINE_VERSION } from '../engine/version.ts';
 import type { BudgetEffect, Decision, PolicyCandidate } from '../engine/types.ts';
@@ -211,7 +212,8 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
 
   const base = engineBase({
     mode: 'CURRENT_POLICIES',
-    purchase: { ...purchase, amountMinor: fromStored(purchase.amountMinor) },
+    // The key is derived again: one stored before the key last changed would miss today's lists.
+    purchase: { ...purchase, merchantKey: merchantKey(purchase.merchant), amountMinor: fromStored(purchase.amountMinor) },
     agent,
     policies: [...candidates],
     now,

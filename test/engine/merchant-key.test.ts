@@ -1,22 +1,37 @@
 import test from 'ava';
 import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
 import { merchantKey } from '../../src/engine/merchant-key.ts';
 
 const cases: Array<[string, string]> = [
-  ['Acme Supplies', 'acme supplies'],
-  ['  ACME   Supplies  ', 'acme supplies'],
-  ['Acme-Supplies, Ltd.', 'acme supplies ltd'],
-  ['O\'Reilly Media', 'o reilly media'],
+  // Keys are confusable skeletons (UTS #39): for comparing, not for reading ('m' -> 'rn', 'i' -> 'l').
+  ['Paper Co', 'paper co'],
+  ['Acme Supplies', 'acrne supplles'],
+  ['  ACME   Supplies  ', 'acrne supplles'],
+  ['Acme-Supplies, Ltd.', 'acrne supplles ltd'],
+  ['O\'Reilly Media', 'o rellly rnedla'],
   ['Shady\tGoods\nLtd', 'shady goods ltd'],
-  ['ＡＣＭＥ　Ｓｕｐｐｌｉｅｓ', 'acme supplies'], // full-width letters and ideographic space (NFKC)
+  ['ＡＣＭＥ　Ｓｕｐｐｌｉｅｓ', 'acrne supplles'], // full-width letters and ideographic space (NFKC)
   ['Straße', 'strasse'],
   ['STRAẞE', 'strasse'],
-  ['ΟΔΟΣ', 'οδος'],
-  ['οδοσ', 'οδος'], // sigma and final sigma are the same letter
-  ['Ama\u200Bzon', 'amazon'], // zero-width space is invisible, not a separator
+  ['ΟΔΟΣ', merchantKey('οδοσ')], // sigma and final sigma are the same letter
+  ['Ama\u200Bzon', 'arnazon'], // zero-width space is invisible, not a separator
   ['Café', 'café'],
   ['Cafe\u0301', 'café'], // decomposed accent composes
   ['...', ''],
+  // Issue #29: invisible characters and look-alike letters.
+  ['Sha\u034Fdy Goods Ltd', 'shady goods ltd'], // combining grapheme joiner
+  ['Shady\uFE0F Goods Ltd', 'shady goods ltd'], // variation selector 16
+  ['Shady Goo\u3164ds Ltd', 'shady goods ltd'], // Hangul filler
+  ['Shady Goods L\u180Etd', 'shady goods ltd'], // Mongolian vowel separator
+  ['\u0405hady Goods Ltd', 'shady goods ltd'], // Cyrillic capital DZE
+  ['\u0455hady Goods Ltd', 'shady goods ltd'], // Cyrillic small dze
+  ['Shady G\u043E\u043Eds Ltd', 'shady goods ltd'], // Cyrillic o
+  ['Shady G\u03BF\u039Fds Ltd', 'shady goods ltd'], // Greek omicron, small and capital
+  ['\u{1D412}hady Goods Ltd', 'shady goods ltd'], // mathematical bold S
+  ['Shady G00ds Ltd', 'shady goods ltd'], // digit zero
+  ['Shady Goods Itd', 'shady goods ltd'], // capital I for small l
+  ['Shade Goods Ltd', 'shade goods ltd'], // a different name stays different
 ];
 
 for (const [label, key] of cases) {
@@ -41,5 +56,65 @@ test('property: case differences match', (t) => {
     fc.property(fc.string({ unit: 'grapheme-ascii', maxLength: 40 }), (label) => merchantKey(label.toUpperCase()) === merchantKey(label.toLowerCase())),
     { numRuns: 300 },
   );
+  t.pass();
+});
+
+test('the confusable characters of issue #29 are gone or mapped, and a different name stays different', (t) => {
+  const blocked = merchantKey('Shady Goods Ltd');
+  for (const disguise of ['Sha\u034Fdy', 'Sha\uFE0Fdy', 'Sha\u3164dy', 'Sha\u180Edy', '\u0405hady', 'Shad\u0443', '\u{1D412}hady']) {
+    t.is(merchantKey(`${disguise} Goods Ltd`), blocked, disguise);
+  }
+  t.not(merchantKey('Shade Goods Ltd'), blocked);
+});
+
+// Unicode's confusables.txt as the generator read it: source character -> prototype.
+const RAW = Object.entries(JSON.parse(readFileSync(new URL('../../node_modules/unhomoglyph/data.json', import.meta.url), 'utf8')) as Record<string, string>);
+const fold = (s: string) => s.toLowerCase().toUpperCase().toLowerCase();
+/**
+ * Sources the key can honour: those case folding leaves alone or that are ASCII. A capital of another
+ * script whose small letter looks different ('Κ' is 'K' but 'κ' is 'ĸ'; Cyrillic 'Н' is 'H' but 'н' is
+ * 'ʜ') folds away from its look-alike: a known gap of a case-insensitive key (src/engine/README.md).
+ * Letters and digits only: punctuation and spacing collapse to one space whatever they look like. And
+ * none that NFKC changes: NFKC comes first and decides those ('ſ' is 's' to it, 'f' to confusables.txt).
+ */
+const honoured = (source: string) => source.normalize('NFKC') === source && /^[\p{L}\p{N}]$/u.test(source) && (fold(source.normalize('NFKC')) === source.normalize('NFKC') || /^[\x00-\x7f]$/.test(source));
+/** Every source whose prototype is this one character, so a name's letter can be swapped for any of them. */
+const LOOKALIKES = new Map<string, string[]>();
+for (const [source, prototype] of RAW) if (/^[A-Za-z0-9]$/.test(prototype) && honoured(source)) LOOKALIKES.set(prototype, [...(LOOKALIKES.get(prototype) ?? []), source]);
+const IGNORABLES: string[] = [];
+for (let cp = 0; cp <= 0x10ffff; cp++) if (cp < 0xd800 || cp > 0xdfff) if (/\p{Default_Ignorable_Code_Point}/u.test(String.fromCodePoint(cp))) IGNORABLES.push(String.fromCodePoint(cp));
+
+test('the data: every default-ignorable code point and every confusables.txt line was read', (t) => {
+  t.true(IGNORABLES.length > 4000, `${IGNORABLES.length} default-ignorable code points`);
+  t.true(RAW.length > 6000, `${RAW.length} confusables`);
+  for (const c of ['\u034F', '\uFE0F', '\u3164', '\u180E']) t.true(IGNORABLES.includes(c), c);
+});
+
+test('property: a name with default-ignorables inserted and letters swapped for their confusables has the same key', (t) => {
+  const name = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 ]{0,24}$/);
+  const disguised = name.chain((plain) =>
+    fc
+      .tuple(
+        ...Array.from(plain, (c) =>
+          fc.tuple(
+            LOOKALIKES.has(c) ? fc.oneof(fc.constant(c), fc.constantFrom(...LOOKALIKES.get(c)!)) : fc.constant(c),
+            fc.oneof({ weight: 3, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom(...IGNORABLES) }),
+          ),
+        ),
+      )
+      .map((parts) => ({ plain, disguise: parts.map(([c, invisible]) => c + invisible).join('') })),
+  );
+  fc.assert(
+    fc.property(disguised, ({ plain, disguise }) => merchantKey(disguise) === merchantKey(plain)),
+    { numRuns: 2000 },
+  );
+  t.pass();
+});
+
+test('property: every character the confusables table maps looks up to the key of its prototype', (t) => {
+  for (const [source, prototype] of RAW) {
+    if (!honoured(source) || !/^[A-Za-z0-9]+$/.test(prototype)) continue;
+    if (merchantKey(`a${source}a`) !== merchantKey(`a${prototype}a`)) t.fail(`${source} U+${source.codePointAt(0)!.toString(16)} -> ${prototype}: ${merchantKey(`a${source}a`)} vs ${merchantKey(`a${prototype}a`)}`);
+  }
   t.pass();
 });

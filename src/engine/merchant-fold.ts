@@ -1,0 +1,19 @@
+// The first half of the merchant key (merchant-key.ts): everything before the confusable skeleton's
+// table lookup. Kept apart so scripts/generate-confusables.ts builds the table through the very same
+// steps the key takes at run time, and the table's prototypes are stable under them.
+
+/**
+ * Invisible code points: Default_Ignorable_Code_Point (zero-width spaces and joiners, variation
+ * selectors, the combining grapheme joiner, Hangul fillers, U+180E) plus every format character (\p{Cf}:
+ * soft hyphens, bidi marks, and the few Cf characters that are not default-ignorable, removed as before).
+ */
+export const IGNORABLE = /[\p{Default_Ignorable_Code_Point}\p{Cf}]/gu;
+
+/**
+ * NFKC ('𝐒' and 'Ｓ' -> 'S'); case folding (lower-upper-lower approximates Unicode full case folding:
+ * 'ẞ' and 'ß' -> 'ss', 'σ' and 'ς' alike); NFKC again; default-ignorable and format characters removed;
+ * NFD, the form the confusables table is keyed on (UTS #39 section 4, skeleton step 1).
+ */
+export function foldForSkeleton(label: string): string {
+  return label.normalize('NFKC').toLowerCase().toUpperCase().toLowerCase().normalize('NFKC').replace(IGNORABLE, '').normalize('NFD');
+}
