@@ -5,8 +5,8 @@ import type { AppDeps } from '../app-deps.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { isUuid } from '../ids.ts';
 import { periodFor, windowId } from '../engine/periods.ts';
-import { attributableSpend, windowsCollection, type BudgetWindowDoc } from '../budgets/windows.ts';
-import { fromStored } from '../money.ts';
+import { loadWindows, windowsCollection, type BudgetWindowDoc } from '../budgets/windows.ts';
+import { fromStored, toStored } from '../money.ts';
 import { isInForce } from '../policies/present.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
 import { views, type PurchaseViewDoc } from '../purchases/projection.ts';
@@ -106,22 +106,30 @@ export async function currentWindows(deps: AppDeps, org: OrganizationDoc, now: D
       }
     }
   }
-  const docs = new Map((await windowsCollection(deps.store.db).find({ _id: { $in: wanted.map((w) => windowId(w.key)) }, organizationId: org._id }).toArray()).map((d) => [d._id, d]));
+  // Read as a decision reads them (loadWindows): a window last written under another version, or
+  // before a change of zone, shows the reconciled amounts the next decision would count against.
+  const keys = wanted.map(({ active, key }) => ({ ...key, policyVersionId: active._id, periodStart: key.periodStart.toISOString(), periodEnd: key.periodEnd.toISOString() }));
+  const loaded = await loadWindows(deps.store.db, keys);
   const result: WindowView[] = [];
   for (const { policy, active, key } of wanted) {
     const id = windowId(key);
+    const state = loaded.states.get(id)!;
+    const stored = loaded.docs.get(id);
     // A window nobody has touched this period is not stored yet: it would open with the spend already attributable.
-    const doc: BudgetWindowDoc = docs.get(id) ?? {
+    const doc: BudgetWindowDoc = {
       _id: id,
       organizationId: org._id,
       ...key,
-      committedMinor: 0,
-      heldMinor: 0,
-      openingBalanceMinor: Number(await attributableSpend(deps.store.db, key)),
       notified: [],
       version: 0,
       createdAt: key.periodStart,
       updatedAt: key.periodStart,
+      ...stored,
+      periodStart: key.periodStart,
+      periodEnd: key.periodEnd,
+      committedMinor: toStored(state.committedMinor),
+      heldMinor: toStored(state.heldMinor),
+      openingBalanceMinor: toStored(state.openingBalanceMinor),
     };
     result.push(windowView(doc, policy, active));
   }

@@ -4,7 +4,7 @@
 // would start must open with that spending as its opening balance (docs/internals/design.md §4 item 6). Read-only.
 import type { AppDeps } from '../app-deps.ts';
 import { periodFor, windowId } from '../engine/periods.ts';
-import { attributableSpend, windowsCollection } from '../budgets/windows.ts';
+import { loadWindows } from '../budgets/windows.ts';
 import type { OrganizationDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 
 export async function budgetImpact(deps: AppDeps, org: OrganizationDoc, version: PolicyVersionDoc) {
@@ -19,21 +19,31 @@ export async function budgetImpact(deps: AppDeps, org: OrganizationDoc, version:
       groups.set(key, group);
     }
   }
+  // Read as the first decision under this version would read them (loadWindows): a window that does not
+  // exist yet opens with the spend already attributable; one last written under another version is
+  // reconciled with the policy's approved spend it does not count.
+  const wanted = [...groups.values()].map((group) => {
+    const { periodKey, periodStart, periodEnd } = periodFor(group.periodKind, now, org.timezone);
+    return { ...group, key: { policyId: version.policyId, policyVersionId: version._id, currency: group.currency, periodKind: group.periodKind, periodKey, periodStart, periodEnd } };
+  });
+  const loaded = await loadWindows(deps.store.db, wanted.map((w) => w.key));
   const impact = [];
-  for (const { currency, periodKind, rules } of groups.values()) {
-    const { periodKey, periodStart, periodEnd } = periodFor(periodKind, now, org.timezone);
-    const key = { policyId: version.policyId, currency, periodKind, periodKey, periodStart, periodEnd };
-    if (await windowsCollection(deps.store.db).findOne({ _id: windowId(key) })) continue; // already reserved against
-    const attributable = await attributableSpend(deps.store.db, key);
-    if (attributable === 0n) continue;
+  for (const { currency, periodKind, rules, key } of wanted) {
+    const id = windowId(key);
+    const state = loaded.states.get(id)!;
+    const stored = loaded.docs.get(id);
+    const newlyAttributed = state.openingBalanceMinor - (stored ? BigInt(stored.openingBalanceMinor) : 0n);
+    if (newlyAttributed <= 0n) continue; // nothing that its reservations do not already account for
+    const reserved = state.committedMinor + state.heldMinor;
+    const used = state.openingBalanceMinor + reserved;
     impact.push({
-      attributableMinor: attributable.toString(),
+      attributableMinor: (state.openingBalanceMinor + state.committedMinor).toString(),
       currency,
-      limits: rules.map((r) => ({ effect: r.effect, limitMinor: String(r.amountMinor), remainingMinor: (BigInt(r.amountMinor) - attributable).toString() })),
-      openingBalanceMinor: attributable.toString(),
-      periodKey,
+      limits: rules.map((r) => ({ effect: r.effect, limitMinor: String(r.amountMinor), remainingMinor: (BigInt(r.amountMinor) - used).toString() })),
+      openingBalanceMinor: state.openingBalanceMinor.toString(),
+      periodKey: key.periodKey,
       periodKind,
-      reservedMinor: '0',
+      reservedMinor: reserved.toString(),
     });
   }
   return impact;

@@ -5,6 +5,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
+import { currentWindows } from '../../src/dashboard/queries.ts';
 
 // 21:03 UTC: the 26th in Berlin, the 27th on Kiritimati (UTC+14, whose 27th began at 10:00 UTC on the 26th).
 const NOW = new Date('2026-11-26T21:03:00.000Z');
@@ -30,7 +31,7 @@ function manifest(handle: string, options: { dailyLimit: boolean; timezone?: str
         merchants: [],
       },
     ],
-    apiKeys: [{ handle: 'buyer-key', agent: 'buyer' }],
+    apiKeys: [{ handle: 'buyer-key', agent: 'buyer' }, { handle: 'org-key' }],
   };
 }
 
@@ -148,4 +149,36 @@ test('a purchase held under a policy, approved after the policy stopped covering
   t.is(decision.outcome, 'REJECTED');
   t.deepEqual(decision.reasonCodes, ['DAILY_LIMIT_EXCEEDED']);
   t.is((await buy(key, '20000')).outcome, 'APPROVED', 'up to the limit exactly');
+});
+
+test('validate and the dashboard show the reconciled window a decision would count against, not the stored one', async (t) => {
+  const org = await applyManifest(app, manifest('shown', { dailyLimit: true }));
+  const key = org.keys['buyer-key'];
+  t.is((await buy(key, '60000')).outcome, 'APPROVED');
+  await applyManifest(app, manifest('shown', { dailyLimit: false }));
+  t.is((await buy(key, '30000')).outcome, 'APPROVED', 'no daily limit in force: its window is not written');
+  // The limit comes back as a draft: the stored window says 0 opening + 60,000 committed; a decision
+  // under the draft would count the 30,000 approved meanwhile too.
+  const draft = { ...manifest('shown', { dailyLimit: true }) };
+  draft.policies = [{ ...draft.policies[0], activate: false }];
+  const drafted = await applyManifest(app, draft);
+  const policy = drafted.policies.budget;
+  const validated = await app.request(`/v1/policies/${policy.id}/versions/${policy.draftVersionId}/validate`, { method: 'POST', key: org.keys['org-key'] });
+  t.is(validated.status, 200, validated.text);
+  t.deepEqual(validated.body.budgetImpact, [
+    {
+      attributableMinor: '90000',
+      currency: 'EUR',
+      limits: [{ effect: 'BLOCK', limitMinor: '100000', remainingMinor: '10000' }],
+      openingBalanceMinor: '30000',
+      periodKey: '2026-11-26',
+      periodKind: 'DAY',
+      reservedMinor: '60000',
+    },
+  ]);
+  await applyManifest(app, manifest('shown', { dailyLimit: true }));
+  const organization = (await app.deps.collections.organizations.findOne({ _id: org.organizationId }))!;
+  const [window] = await currentWindows(app.deps, organization, NOW);
+  t.like(window, { committedMinor: 60000n, openingBalanceMinor: 30000n, heldMinor: 0n }, 'the budgets page counts what the next decision counts');
+  t.is((await buy(key, '10001')).outcome, 'REJECTED', 'and so does the decision');
 });
