@@ -8,7 +8,11 @@ export interface Config {
   port: number;
   /** JOBS_PROCESS_EVERY: how often the worker polls Agenda for due jobs, in milliseconds. */
   jobsProcessEveryMs: number;
-  /** TRUST_PROXY: the caller's address is the last X-Forwarded-For entry (one proxy in front appends it). */
+  /**
+   * TRUST_PROXY: the caller's address is the last X-Forwarded-For entry (one proxy in front appends it).
+   * Off unless asked for: without a proxy in front the client writes that entry itself and would pick
+   * the address the per-address limits count. The Procfile's `web` line turns it on.
+   */
   trustProxy: boolean;
   /** WEB_CONCURRENCY: how many web processes `npm start` runs (node:cluster). */
   webConcurrency: number;
@@ -171,7 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port,
     webConcurrency: integer(env, 'WEB_CONCURRENCY', 1, 1, 64),
-    trustProxy: flag(env, 'TRUST_PROXY', true),
+    trustProxy: flag(env, 'TRUST_PROXY', false),
     jobsProcessEveryMs: duration(env, 'JOBS_PROCESS_EVERY', 5_000, 100, 3_600_000),
     baseUrl,
     authUrl: url(env, 'AUTH_URL', baseUrl),

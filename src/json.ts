@@ -41,6 +41,25 @@ function remember(this: object, key: string, value: unknown, context?: { source?
 /** Whether holder[key] was written as an integer literal in the JSON parseJson read (true for anything not parsed by it). */
 export const writtenAsInteger = (holder: object, key: string): boolean => !(notWrittenAsInteger.get(holder)?.has(key) ?? false);
 
+/**
+ * Whether objects and arrays in `text` open more than `max` deep (the outermost is level 1), by one
+ * linear scan of the brackets outside strings that stops at the first one too deep. Run before
+ * parsing: JSON.parse and the scans here take seconds over a megabyte of '[', and the answer does not
+ * need them. Valid JSON or not: an unclosed '[' still counts.
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c /* \ */) i++;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
+  }
+  return false;
+}
+
 const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
 /** The path of the first name repeated in one object of `text`, which JSON.parse accepted; null when none is. */

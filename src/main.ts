@@ -5,13 +5,14 @@
 import cluster from 'node:cluster';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml } from 'yaml';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { storeIsPrivate } from './config.ts';
 import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
 import { freePort, listen } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
+import { parseManifest } from './manifests/parse.ts';
+import { ApiError } from './http/errors.ts';
 import { startWorker } from './worker/start-worker.ts';
 import { startJobsThread } from './worker/jobs-thread.ts';
 import { superviseWebProcesses } from './http/web-cluster.ts';
@@ -40,8 +41,17 @@ if (config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the opera
 
 if (values.manifest && first) {
   const text = await readFile(values.manifest, 'utf8');
-  const manifest = /\.json$/i.test(values.manifest) ? JSON.parse(text) : parseYaml(text);
-  const result = await applyManifest(deps, manifest);
+  let result;
+  try {
+    // Parsed as the operator API parses one (bounded depth, one YAML document, few aliases).
+    result = await applyManifest(deps, parseManifest(text, /\.json$/i.test(values.manifest) ? 'json' : 'yaml'));
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    const issues = (err.issues ?? []).map((i) => `\n  ${i.path}: ${i.code}: ${i.message}`).join('');
+    process.stderr.write(`Manifest ${values.manifest} refused (${err.code}): ${err.message}${issues}\n`);
+    await deps.store.close().catch(() => {});
+    process.exit(2);
+  }
   process.stdout.write(`Manifest ${values.manifest} applied (keys are shown only now):\n${JSON.stringify(result, null, 2)}\n`);
 }
 

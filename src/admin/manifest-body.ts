@@ -1,8 +1,8 @@
 // Manifests arrive as JSON or YAML (Content-Type application/yaml, text/yaml or application/x-yaml).
 import type { Context, Next } from 'koa';
-import { parse as parseYaml } from 'yaml';
-import { checkDepth, mediaType, parseBodyJson, utf8Text } from '../http/body.ts';
+import { mediaType, utf8Text } from '../http/body.ts';
 import { ApiError } from '../http/errors.ts';
+import { parseManifest } from '../manifests/parse.ts';
 
 export const MANIFEST_LIMIT = 1024 * 1024;
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
@@ -26,14 +26,7 @@ export async function manifestBody(ctx: Context, next: Next) {
   if (type !== 'application/json' && !isYaml) {
     throw new ApiError(415, 'unsupported_media_type', 'Send the manifest as application/json or application/yaml.');
   }
-  const text = await readText(ctx, MANIFEST_LIMIT);
-  if (isYaml) {
-    try {
-      ctx.state.body = parseYaml(text, { maxAliasCount: 50 });
-    } catch {
-      throw new ApiError(400, 'malformed_json', 'The manifest is not valid YAML.');
-    }
-  } else ctx.state.body = parseBodyJson(text);
-  checkDepth(ctx.state.body);
+  // Bounded as client input is, nesting included (src/manifests/parse.ts).
+  ctx.state.body = parseManifest(await readText(ctx, MANIFEST_LIMIT), isYaml ? 'yaml' : 'json');
   return next();
 }

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
 import { withRequestId } from '../log.ts';
 import { errorMiddleware } from './error-middleware.ts';
+import { markStorageFull } from '../store/storage-space.ts';
 import { authenticate } from './auth.ts';
 import { adminRoutes } from '../admin/routes.ts';
 import { agentRoutes } from '../agents/routes.ts';
@@ -50,7 +51,7 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   app.use(requestContext(deps));
   app.use(httpMetrics);
   app.use(closeWhenStopping(deps));
-  app.use(errorMiddleware(deps.log));
+  app.use(errorMiddleware(deps.log, () => markStorageFull(deps.store)));
   // Probes, metrics and the API reference answer without /v1 credentials.
   for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
   const admin = adminRoutes(deps);

@@ -6,7 +6,7 @@
 // `__proto__` is then an ordinary own key the validators judge; a name given twice is refused.
 import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
-import { DuplicateKeyError, parseJson } from '../json.ts';
+import { DuplicateKeyError, nestsDeeperThan, parseJson } from '../json.ts';
 import { ApiError, invalidRequest } from './errors.ts';
 
 export const LIMITS = {
@@ -17,18 +17,20 @@ export const LIMITS = {
 /** Objects and arrays nest at most this deep in any JSON body (the body itself is level 1). */
 export const MAX_JSON_DEPTH = 32;
 
-const tooDeep = () => invalidRequest([{ path: 'body', code: 'TOO_DEEP', message: `JSON objects and arrays nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
+/** `what` names the collections in the message: YAML manifests have mappings and sequences. */
+export const tooDeep = (what = 'JSON objects and arrays') =>
+  invalidRequest([{ path: 'body', code: 'TOO_DEEP', message: `${what} nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
 
 /**
  * Refuses a parsed value nested deeper than MAX_JSON_DEPTH, walking it without recursion, before
  * anything recursive (validation, canonical JSON, storage) sees it.
  */
-export function checkDepth(value: unknown): void {
+export function checkDepth(value: unknown, what?: string): void {
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
     const [current, depth] = stack.pop()!;
     if (current === null || typeof current !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) throw tooDeep();
+    if (depth > MAX_JSON_DEPTH) throw tooDeep(what);
     for (const child of Object.values(current)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
   }
 }
@@ -54,6 +56,9 @@ export function utf8Text(bytes: Uint8Array, what = 'The request body'): string {
 
 /** JSON text parsed as parseJson does, its errors as the API answers them. */
 export function parseBodyJson(text: string): unknown {
+  // Counted on the text first: a megabyte of '[' (a manifest may be one) would hold the event loop for
+  // seconds in the parse and the duplicate-name scan; the count answers in one pass.
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep();
   try {
     return parseJson(text);
   } catch (error) {

@@ -1,11 +1,12 @@
 // Mounted first (docs/internals/design.md §6a): renders docs/reference/contract.md §7's error body for expected errors,
 // and logs anything else once as a 500 `internal_error` without exposing its message.
 import type { Context, Next } from 'koa';
-import { ApiError, storeUnavailable } from './errors.ts';
-import { isStoreTimeout } from '../store/store.ts';
+import { ApiError, StorageFull, storeUnavailable } from './errors.ts';
+import { isStorageFull, isStoreTimeout } from '../store/store.ts';
 import type { Logger } from '../log.ts';
 
-export function errorMiddleware(log: Logger) {
+/** `onStorageFull`: told when a request's write failed for lack of space (readiness then fails). */
+export function errorMiddleware(log: Logger, onStorageFull: () => void = () => {}) {
   return async (ctx: Context, next: Next) => {
     try {
       await next();
@@ -15,7 +16,10 @@ export function errorMiddleware(log: Logger) {
       if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined) throw new ApiError(405, 'method_not_allowed', 'Method not allowed on this resource.');
     } catch (err) {
       const apiError = toApiError(err);
-      if (!apiError) {
+      if (apiError instanceof StorageFull) {
+        onStorageFull();
+        log.warn('storage full: a write found no space', { err: describe(err), method: ctx.method, path: ctx.path });
+      } else if (!apiError) {
         log.error('unhandled error', { err: describe(err), method: ctx.method, path: ctx.path });
       }
       const rendered = apiError ?? new ApiError(500, 'internal_error', 'Something went wrong on our side. It is safe to retry.');
@@ -30,6 +34,8 @@ export function errorMiddleware(log: Logger) {
 function toApiError(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
   if (isStoreTimeout(err)) return storeUnavailable(err);
+  // Before any other mapping: a store error for lack of space may also carry a status of its own.
+  if (isStorageFull(err)) return new StorageFull(err);
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean };
   const status = e?.status ?? e?.statusCode;
   if (status === 413 || e?.type === 'entity.too.large') {

@@ -72,3 +72,25 @@ export class StoreUnavailable extends ApiError {
 }
 
 export const storeUnavailable = (cause: unknown) => new StoreUnavailable(cause);
+
+/**
+ * A write that found no space (isStorageFull): 503 with the contract's `internal_error` (as
+ * StoreUnavailable; docs/reference/contract.md §7 has no code of its own for it) and a Retry-After
+ * longer than a busy store's, since space comes back when an operator frees it, not in a second. The
+ * write was not kept, so a retry with the same Idempotency-Key is decided afresh.
+ */
+export const STORAGE_FULL_RETRY_AFTER_S = 30;
+
+export class StorageFull extends ApiError {
+  constructor(cause: unknown) {
+    super(
+      503,
+      'internal_error',
+      'The service cannot store new data right now. Nothing of this request was kept; retry later. A purchase submission is safe to retry with the same Idempotency-Key.',
+      undefined,
+      { 'retry-after': String(STORAGE_FULL_RETRY_AFTER_S) },
+    );
+    this.name = 'StorageFull';
+    this.cause = cause;
+  }
+}

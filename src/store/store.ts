@@ -103,3 +103,25 @@ export function hasErrorLabel(error: unknown, label: string): boolean {
 /** The driver gave up waiting (a deadline of src/store/mongo.ts deadlineOptions): the store is unavailable now. */
 const TIMEOUT_ERRORS = new Set(['MongoOperationTimeoutError', 'MongoServerSelectionError', 'MongoNetworkTimeoutError', 'MongoWaitQueueTimeoutError']);
 export const isStoreTimeout = (error: unknown): boolean => error instanceof Error && (TIMEOUT_ERRORS.has(error.name) || (error.cause !== error && isStoreTimeout(error.cause)));
+
+/** SQLite's primary result code for a write that found no space (extended codes keep it in their low byte). */
+const SQLITE_FULL = 13;
+/** MongoDB's OutOfDiskSpace (WiredTiger could not write: ENOSPC). */
+const MONGODB_OUT_OF_DISK_SPACE = 14031;
+
+/**
+ * True when a write failed for lack of space: SQLite's SQLITE_FULL (node:sqlite's `errcode`), the
+ * file system's ENOSPC (or EDQUOT, a quota), MongoDB's OutOfDiskSpace. Looked for through `cause`
+ * and a bulk write's write errors, as the other predicates here do. Not a server failure but a
+ * condition an operator clears: answered 503 with Retry-After, and readiness fails until a write
+ * succeeds again (src/store/storage-space.ts).
+ */
+export function isStorageFull(error: unknown): boolean {
+  if (error === null || typeof error !== 'object') return false;
+  const e = error as { errcode?: unknown; code?: unknown; codeName?: unknown; cause?: unknown; writeErrors?: Array<{ code?: unknown }> | Map<number, { code?: unknown }> };
+  if (typeof e.errcode === 'number' && e.errcode % 256 === SQLITE_FULL) return true;
+  if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.code === MONGODB_OUT_OF_DISK_SPACE || e.codeName === 'OutOfDiskSpace') return true;
+  const writeErrors = e.writeErrors instanceof Map ? [...e.writeErrors.values()] : e.writeErrors;
+  if (Array.isArray(writeErrors) && writeErrors.some((w) => w.code === MONGODB_OUT_OF_DISK_SPACE)) return true;
+  return e.cause !== error && isStorageFull(e.cause);
+}

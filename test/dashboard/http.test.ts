@@ -12,7 +12,8 @@ const VIC = { handle: 'vic', name: 'Vic Viewer', email: 'vic@acme.example', role
 const PAM = { handle: 'pam', name: 'Pam Plain', email: 'pam@acme.example' }; // no roles: the default
 
 async function setUp(t: { teardown(fn: () => Promise<void>): void }, options: { clock?: Clock; env?: Record<string, string> } = {}) {
-  const app = await startDashboardApp({ now: options.clock?.now, env: options.env });
+  // TRUST_PROXY=1, as the Procfile sets it: the throttle tests play the proxy, sending from many addresses.
+  const app = await startDashboardApp({ now: options.clock?.now, env: { TRUST_PROXY: '1', ...options.env } });
   t.teardown(() => app.close());
   const acme = await setUpDashboardOrg(app, 'acme', [ANA, VIC, PAM]);
   return { app, acme };

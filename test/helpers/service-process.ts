@@ -33,9 +33,9 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Runs the service to completion (for start-up failures): exit code and output. */
-export function runService(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['src/main.ts'], { cwd: ROOT, env: { ...process.env, PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs the service to completion (for start-up failures): exit code and output. `args` follow `src/main.ts`. */
+export function runService(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

@@ -1,6 +1,11 @@
 // Organisation manifests and the operator API (docs/internals/design.md §5) through real HTTP.
 import test from 'ava';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { MANIFEST_LIMIT } from '../../src/admin/manifest-body.ts';
+import { runService } from '../helpers/service-process.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 
@@ -9,6 +14,13 @@ test.before(async () => {
   app = await startApp();
 });
 test.after.always(() => app?.close());
+
+/** `levels` objects and arrays nested in one another (the outermost is level 1). */
+const nested = (levels: number): unknown => {
+  let v: unknown = 'leaf';
+  for (let i = 0; i < levels; i++) v = i % 2 ? { k: v } : [v];
+  return v;
+};
 
 const counts = async () => {
   const out: Record<string, number> = {};
@@ -103,6 +115,48 @@ test('operator bodies: 415 for other media types, 400 malformed_json, 413 over t
   const huge = await app.admin('/admin/manifests', { raw: JSON.stringify({ pad: 'x'.repeat(1100 * 1024) }), headers: { 'content-type': 'application/json' } });
   t.is(huge.status, 413);
   t.is(huge.body.error.code, 'payload_too_large');
+});
+
+test('a manifest nested deeper than the body limit is refused in one clear 400, YAML or JSON, however deep', async (t) => {
+  // A megabyte of '[' (just under the manifest limit) held the event loop for about 26 s as YAML and
+  // 2 s as JSON. The answer is the refusal a too-deep client body gets, naming the manifest's syntax.
+  const brackets = '['.repeat(MANIFEST_LIMIT - 1);
+  const cases = [
+    { name: 'YAML, a megabyte of [', raw: brackets, type: 'application/yaml', says: /^YAML mappings and sequences nest at most 32 levels deep\.$/ },
+    { name: 'YAML, a megabyte of {', raw: '{'.repeat(MANIFEST_LIMIT - 1), type: 'application/yaml', says: /^YAML mappings/ },
+    { name: 'YAML, compact sequences (- - - …)', raw: '- '.repeat(MANIFEST_LIMIT / 2 - 2) + 'x\n', type: 'application/yaml', says: /^YAML mappings/ },
+    { name: 'YAML, 1,000 levels of indentation', raw: Array.from({ length: 1000 }, (_, i) => ' '.repeat(i) + 'k:').join('\n') + ' 1\n', type: 'application/yaml', says: /^YAML mappings/ },
+    { name: 'YAML, 33 levels (just over)', raw: stringify(nested(33)), type: 'application/yaml', says: /^YAML mappings/ },
+    { name: 'JSON, a megabyte of [', raw: brackets, type: 'application/json', says: /^JSON objects and arrays nest at most 32 levels deep\.$/ },
+    { name: 'JSON, 33 levels (just over)', raw: JSON.stringify(nested(33)), type: 'application/json', says: /^JSON objects/ },
+  ];
+  for (const c of cases) {
+    const started = performance.now();
+    const res = await app.admin('/admin/manifests', { raw: c.raw, headers: { 'content-type': c.type } });
+    t.log(`${c.name}: ${res.status} in ${Math.round(performance.now() - started)} ms`);
+    t.is(res.status, 400, c.name);
+    t.is(res.body.error.code, 'invalid_request', c.name);
+    t.is(res.body.error.issues.length, 1, c.name);
+    t.like(res.body.error.issues[0], { path: 'body', code: 'TOO_DEEP' }, c.name);
+    t.regex(res.body.error.issues[0].message, c.says, c.name);
+  }
+  // 32 levels are allowed through to the manifest's own checks (which then find no organisation).
+  for (const [raw, type] of [[stringify(nested(32)), 'application/yaml'], [JSON.stringify(nested(32)), 'application/json']]) {
+    const res = await app.admin('/admin/manifests', { raw, headers: { 'content-type': type } });
+    t.is(res.status, 400);
+    t.false(res.body.error.issues?.some((i: { code: string }) => i.code === 'TOO_DEEP'), res.text.slice(0, 300));
+  }
+});
+
+test('`npm start -- --manifest FILE` refuses a too-deep manifest with the same message, and does not start', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'spend-control-manifest-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'deep.yaml');
+  writeFileSync(file, '['.repeat(MANIFEST_LIMIT - 1));
+  const { code, stdout, stderr } = await runService({ DATA_DIR: ':memory:' }, ['--manifest', file]);
+  t.is(code, 2, stderr);
+  t.regex(stderr, /refused \(invalid_request\).*\n\s+body: TOO_DEEP: YAML mappings and sequences nest at most 32 levels deep\./);
+  t.notRegex(stdout, /listening/);
 });
 
 test('changing an agent’s status records agent.disabled and agent.archived events', async (t) => {

@@ -28,9 +28,12 @@ export function clock(): Clock {
 /**
  * The app on a port, with BASE_URL (and so the issuer and the MCP resource) equal to its real
  * address, and the development switch that lets a loopback client_id be fetched over http.
+ * `behindProxy` (default true) sets TRUST_PROXY=1, as the Procfile does, so that tests can play the
+ * proxy and send from many addresses with X-Forwarded-For; false leaves TRUST_PROXY at its default.
  */
-export async function startConnectionsApp(options: { now?: () => Date; jobs?: { sweepEvery?: string } } = {}): Promise<TestApp> {
-  const app = await startApp({ env: { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' }, now: options.now, jobs: options.jobs });
+export async function startConnectionsApp(options: { now?: () => Date; jobs?: { sweepEvery?: string }; behindProxy?: boolean } = {}): Promise<TestApp> {
+  const env: Record<string, string> = { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', ...(options.behindProxy === false ? {} : { TRUST_PROXY: '1' }) };
+  const app = await startApp({ env, now: options.now, jobs: options.jobs });
   // BASE_URL can only be known once the port is: the routes read the configuration per request.
   app.deps.config.baseUrl = app.url;
   app.deps.config.authUrl = app.url;

@@ -2,10 +2,11 @@
 // 15 minutes): guesses sent at once are checked no more than the limit allows, failures on either
 // page count on both, and a locked account or address is refused on both, even for the right password.
 import test from 'ava';
+import { MAX_FAILURES_PER_ADDRESS } from '../../src/people/sign-in.ts';
 import { PASSWORD, clock, oauthSignIn, openDashboardSignIn, openSignIn, setUpOrg, startConnectionsApp, startMetadataServer, tally, type Clock } from './helpers.ts';
 
-async function setUp(t: { teardown(fn: () => Promise<void>): void }, c?: Clock) {
-  const app = await startConnectionsApp({ now: c?.now });
+async function setUp(t: { teardown(fn: () => Promise<void>): void }, c?: Clock, behindProxy = true) {
+  const app = await startConnectionsApp({ now: c?.now, behindProxy });
   t.teardown(() => app.close());
   const meta = await startMetadataServer();
   t.teardown(() => meta.close());
@@ -69,4 +70,17 @@ test('failures from one address on either page count together, and block that ad
   t.is((await oauthSignIn(app, clientId, email, PASSWORD, '203.0.113.7')).status, 429);
   t.is((await (await openDashboardSignIn(app)).submit(email, PASSWORD, '203.0.113.7')).status, 429);
   t.is((await oauthSignIn(app, clientId, email, PASSWORD, '203.0.113.8')).status, 303, 'other addresses are not affected');
+});
+
+test('under the default configuration (as `npm start` runs) a spoofed X-Forwarded-For does not reset the per-address throttle', async (t) => {
+  // No TRUST_PROXY at all: the default must not let a client that reaches the service directly write
+  // the address the throttle counts, or each guess could claim a fresh one.
+  const { app, clientId, email } = await setUp(t, undefined, false);
+  t.false(app.deps.config.trustProxy);
+  for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++) {
+    const spoofed = `198.51.100.${i}`;
+    t.is((await oauthSignIn(app, clientId, `guess${i}@acme.example`, 'wrong password', spoofed)).status, 401);
+  }
+  t.is((await oauthSignIn(app, clientId, email, PASSWORD, '198.51.100.200')).status, 429, 'a new spoofed address is still the same caller');
+  t.is((await (await openDashboardSignIn(app)).submit(email, PASSWORD, '198.51.100.201')).status, 429, 'on the dashboard too');
 });

@@ -17,8 +17,9 @@ test('JOBS_PROCESS_EVERY is a duration: read in its units, refused when it is no
   }
 });
 
-test('TRUST_PROXY defaults to on and takes only 1/true or 0/false', (t) => {
-  t.true(config({}).trustProxy);
+test('TRUST_PROXY defaults to off (clients reach `npm start` directly) and takes only 1/true or 0/false', (t) => {
+  t.false(config({}).trustProxy);
+  t.true(config({ TRUST_PROXY: '1' }).trustProxy);
   t.false(config({ TRUST_PROXY: '0' }).trustProxy);
   t.throws(() => config({ TRUST_PROXY: 'yes' }), { instanceOf: ConfigError, message: /TRUST_PROXY/ });
 });

@@ -406,6 +406,11 @@ export class Engine {
     try {
       this.statement('COMMIT').run();
     } catch (error) {
+      // A full disk (SQLITE_FULL; the WAL grows at COMMIT) ends here: SQLite may have rolled the
+      // transaction back itself or left it open; #failGroup rolls back what is left and forgets the
+      // rows and catalog this process remembered, and every member (transactions, writes, reads that
+      // could have seen them) fails, none acknowledged. So memory never runs ahead of the file, and
+      // the next group starts from what is on disk once space returns.
       this.#group = group;
       this.#failGroup(error);
       return;

@@ -1,0 +1,61 @@
+// A manifest's text (the operator API's body, `npm start -- --manifest FILE`) to a value, bounded as
+// client input is: nesting deeper than MAX_JSON_DEPTH is refused (400 invalid_request, issue TOO_DEEP)
+// before anything recursive sees it, so a megabyte of '[' is refused in milliseconds rather than
+// holding the event loop for seconds (the `yaml` package took about 26 s on one, ending in a stack
+// overflow; JSON.parse with the duplicate-name scan about 2 s).
+//
+// JSON: the brackets are counted on the text first (nestsDeeperThan in src/json.ts), exactly.
+// YAML: the `yaml` package's own Lexer and Parser build the document's syntax tree iteratively (the
+// Parser keeps the nodes still open on an explicit stack); the Composer, which turns that tree into a
+// document, and toJS recurse. So this feeds the Parser one token at a time and refuses once its stack
+// of open nodes passes MAX_OPEN_YAML_NODES, then composes the same tokens: one parse, as yaml.parse
+// would do it, stopped early. That stack is not the value's depth exactly (it also holds the document
+// and a key being read: a 32-deep value holds 33 or 34), so its bound is twice the depth, and the
+// value is checked exactly afterwards (checkDepth), with the same refusal. Flow ('[', '{'), block
+// (indentation, '- ', '? ') and mixed nesting all push onto that stack; quoted scalars, block scalars
+// and comments do not, so brackets inside them are not counted.
+import { Composer, Lexer, Parser, type Document } from 'yaml';
+import { MAX_JSON_DEPTH, checkDepth, parseBodyJson, tooDeep } from '../http/body.ts';
+import { ApiError } from '../http/errors.ts';
+
+const MAX_OPEN_YAML_NODES = 2 * MAX_JSON_DEPTH + 2;
+const YAML_COLLECTIONS = 'YAML mappings and sequences';
+/** Aliases a manifest may use (a "billion laughs" document expands a few aliases into gigabytes). */
+const MAX_ALIAS_COUNT = 50;
+
+const notYaml = (why = '') => new ApiError(400, 'malformed_json', `The manifest is not valid YAML${why}.`);
+
+function* boundedSyntaxTree(text: string) {
+  const parser = new Parser();
+  for (const lexeme of new Lexer().lex(text)) {
+    yield* parser.next(lexeme);
+    if (parser.stack.length > MAX_OPEN_YAML_NODES) throw tooDeep(YAML_COLLECTIONS);
+  }
+  yield* parser.end();
+}
+
+export function parseYamlManifest(text: string): unknown {
+  let doc: Document.Parsed | null = null;
+  // forceDoc and the end offset as yaml.parse passes them: an empty text is one empty document.
+  for (const next of new Composer().compose(boundedSyntaxTree(text), true, text.length)) {
+    if (doc !== null) throw notYaml(': it holds more than one document');
+    doc = next;
+  }
+  if (doc === null || doc.errors.length > 0) throw notYaml();
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch {
+    throw notYaml(`: it uses more than ${MAX_ALIAS_COUNT} aliases`);
+  }
+  checkDepth(value, YAML_COLLECTIONS);
+  return value;
+}
+
+export function parseJsonManifest(text: string): unknown {
+  const value = parseBodyJson(text);
+  checkDepth(value);
+  return value;
+}
+
+export const parseManifest = (text: string, format: 'json' | 'yaml'): unknown => (format === 'yaml' ? parseYamlManifest(text) : parseJsonManifest(text));
