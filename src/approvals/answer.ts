@@ -14,7 +14,7 @@ import { queueEvent } from '../events/outbox.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { decisionRecorded } from '../metrics/metrics.ts';
 import { fromStored } from '../money.ts';
-import { PURCHASE_COLLECTIONS, purchaseCollections, type ApprovalDoc, type PurchaseDoc } from '../purchases/documents.ts';
+import { PURCHASE_COLLECTIONS, initiatorPersonId, purchaseCollections, type ApprovalDoc, type PurchaseDoc } from '../purchases/documents.ts';
 import { WriteBatch } from '../store/write-batch.ts';
 import { decisionDocument, purchaseEvent } from '../purchases/submit.ts';
 import { projectPurchase } from '../purchases/projection.ts';
@@ -36,6 +36,13 @@ export const notPending = (state: string) =>
 export const notAnApprover = (name: string) =>
   new ApiError(403, 'person_not_approver', `${name} does not have the approver role, so cannot answer approvals; nothing was changed.`);
 
+/**
+ * Four eyes: the person who made a purchase from the dashboard cannot also approve it; another approver
+ * must. Rejecting it stays open to them: withdrawing one's own purchase gives nobody anything.
+ */
+export const selfApproval = (name: string) =>
+  new ApiError(403, 'self_approval_forbidden', `${name} made this purchase, so cannot also approve it; another approver must. It is still waiting for an answer; nothing was changed.`);
+
 export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
   const pc = purchaseCollections(deps.store.db);
   const first = await pc.purchases.findOne({ _id: cmd.purchaseId, ...(cmd.organizationId ? { organizationId: cmd.organizationId } : {}) });
@@ -52,6 +59,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
       const person = await deps.collections.people.findOne({ organizationId: purchase.organizationId, handle: cmd.personHandle }, { session });
       if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
       if (!hasRole(person, 'approver')) throw notAnApprover(person.name);
+      if (cmd.answer === 'APPROVE' && initiatorPersonId(purchase) === person._id) throw selfApproval(person.name);
       const org = await deps.collections.organizations.findOne({ _id: purchase.organizationId }, { session });
       const agent = await fenceAgent(deps, session, { _id: purchase.agentId });
       if (!org || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);
