@@ -8,7 +8,7 @@ import { periodFor, windowId } from '../engine/periods.ts';
 import { loadWindows, windowsCollection, type BudgetWindowDoc } from '../budgets/windows.ts';
 import { fromStored, toStored } from '../money.ts';
 import { isInForce } from '../policies/present.ts';
-import { purchaseCollections, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
+import { initiatorPersonId, purchaseCollections, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
 import { views, type PurchaseViewDoc } from '../purchases/projection.ts';
 import { decodeCursor, encodeCursor } from '../mcp/list-purchases.ts';
 import type { OrganizationDoc, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
@@ -64,6 +64,8 @@ export interface InboxItem {
   purchase: Readback;
   approval: ApprovalDoc;
   windows: WindowView[];
+  /** The person who made it from the dashboard (they may reject it, not approve it), or null. */
+  initiatorPersonId: string | null;
 }
 
 /** Pending approvals that can still be answered, newest first, with the windows each one holds. */
@@ -75,6 +77,7 @@ export async function pendingApprovals(deps: AppDeps, organizationId: string, no
   const readbacks = new Map((await views(deps.store.db).purchaseViews.find({ _id: { $in: purchaseIds }, organizationId }).toArray()).map((v) => [v._id, v.readback]));
   const purchases = await pc.purchases.find({ _id: { $in: purchaseIds }, organizationId }).toArray();
   const heldBy = new Map(purchases.map((p) => [p._id, p.windowIds]));
+  const initiators = new Map(purchases.map((p) => [p._id, initiatorPersonId(p)]));
   const windowIds = [...new Set(purchases.flatMap((p) => p.windowIds))];
   const windowDocs = await windowsCollection(deps.store.db).find({ _id: { $in: windowIds }, organizationId }).toArray();
   const policies = await policiesWithActive(deps, organizationId, [...new Set(windowDocs.map((w) => w.policyId))]);
@@ -83,7 +86,7 @@ export async function pendingApprovals(deps: AppDeps, organizationId: string, no
     const purchase = readbacks.get(approval.purchaseId);
     if (!purchase) return [];
     const touched = (heldBy.get(approval.purchaseId) ?? []).map((id) => windows.get(id)).filter((w): w is WindowView => w !== undefined);
-    return [{ purchase, approval, windows: touched }];
+    return [{ purchase, approval, windows: touched, initiatorPersonId: initiators.get(approval.purchaseId) ?? null }];
   });
 }
 

@@ -178,10 +178,11 @@ export function dashboardRoutes(deps: AppDeps): Router {
       ctx.status = 303;
       ctx.redirect(`/dashboard?answered=${result.purchase.status}`);
     } catch (err) {
-      // A second answer, or one after expiry: the command's own refusal, on the inbox as it is now.
-      if (!(err instanceof ApiError) || err.status !== 409) throw err;
+      // A second answer, one after expiry, or an approval of one's own purchase: the command's own
+      // refusal, on the inbox as it is now.
+      if (!(err instanceof ApiError) || (err.status !== 409 && err.code !== 'self_approval_forbidden')) throw err;
       const now = deps.now();
-      send(ctx, 409, views.inboxPage(viewerOf(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message }));
+      send(ctx, err.status, views.inboxPage(viewerOf(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message, code: err.code }));
     }
   });
 

@@ -59,7 +59,9 @@ ${body}
 </html>`.text;
 }
 
-const alert = (message: string | undefined) => (message ? html`<div class="alert" role="alert">${message}</div>` : '');
+/** An error message; with the command's stable error code as data-code, for scripts and tests. */
+const alert = (message: string | undefined, code?: string) =>
+  message ? (code ? html`<div class="alert" role="alert" data-code="${code}">${message}</div>` : html`<div class="alert" role="alert">${message}</div>`) : '';
 const notice = (message: string | undefined) => (message ? html`<div class="notice" role="status">${message}</div>` : '');
 const badge = (value: string) => html`<span class="badge ${value}">${value.replace(/_/g, ' ').toLowerCase()}</span>`;
 
@@ -126,6 +128,7 @@ function inboxCard(item: InboxItem, viewer: Viewer, now: Date, canAnswer: boolea
   const zone = viewer.organization.timezone;
   const codes = [...new Set([...(p.decision?.reasonCodes ?? []), ...item.approval.escalationReasonCodes])];
   const id = `approval-${p.id}`;
+  const ownPurchase = item.initiatorPersonId === viewer.person._id;
   return html`<li class="card" data-id="${p.id}" aria-labelledby="${id}">
 <div class="row"><h2 id="${id}" class="amount">${money(p.amountMinor, p.currency)} at ${p.merchant}</h2><span>for agent <strong>${p.agent.name}</strong></span></div>
 <p><strong>Reason:</strong> ${p.reason}</p>
@@ -137,7 +140,7 @@ ${canAnswer
 ${csrfField(viewer.csrf)}
 <label for="comment-${p.id}">Comment (optional)</label>
 <textarea id="comment-${p.id}" name="comment" maxlength="2000"></textarea>
-<div class="actions"><button class="primary" type="submit" name="answer" value="APPROVE">Approve</button><button class="danger" type="submit" name="answer" value="REJECT">Reject</button></div>
+<div class="actions">${ownPurchase ? html`<span class="muted">You made this purchase, so another approver must approve it; you can reject it.</span>` : html`<button class="primary" type="submit" name="answer" value="APPROVE">Approve</button>`}<button class="danger" type="submit" name="answer" value="REJECT">Reject</button></div>
 </form>`
     : ''}
 </li>`;
@@ -147,11 +150,11 @@ export function inboxList(items: InboxItem[], viewer: Viewer, now: Date, canAnsw
   return html`<ol class="cards" id="inbox-list" data-live="/dashboard/inbox/live" data-every="3000">${items.map((i) => inboxCard(i, viewer, now, canAnswer))}</ol>`;
 }
 
-export function inboxPage(viewer: Viewer, items: InboxItem[], now: Date, canAnswer: boolean, messages: { notice?: string; error?: string } = {}) {
+export function inboxPage(viewer: Viewer, items: InboxItem[], now: Date, canAnswer: boolean, messages: { notice?: string; error?: string; code?: string } = {}) {
   return layout(
     'Approvals',
     html`<h1>Waiting for approval</h1>
-${alert(messages.error)}${notice(messages.notice)}
+${alert(messages.error, messages.code)}${notice(messages.notice)}
 ${canAnswer ? '' : html`<p class="muted">You can follow approvals here; people with the approver role answer them.</p>`}
 <p id="inbox-status" class="muted" aria-live="polite"></p>
 <p id="inbox-empty" class="muted"${items.length > 0 ? html` hidden` : ''}>Nothing is waiting for an answer.</p>

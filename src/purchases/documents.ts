@@ -20,7 +20,10 @@ export interface PurchaseDoc {
   submitterId: string;
   submittedVia: SubmittedVia | null;
   origin: Origin;
-  /** The person behind a DASHBOARD purchase; null for machine origins (absent on older documents). */
+  /**
+   * The person behind a DASHBOARD purchase; null for machine origins (absent on older documents). Their id
+   * is not kept here (this is the readback's shape): it is `submitterId`, see initiatorPersonId.
+   */
   initiatedBy?: { name: string } | null;
   merchant: string;
   merchantKey: string;
@@ -43,6 +46,13 @@ export interface PurchaseDoc {
   windowIds: string[];
   version: number;
 }
+
+/**
+ * The person who made a purchase from the dashboard, or null for a machine's purchase. A person submits
+ * under their own id (submit.ts), so every dashboard purchase already recorded carries it: no new field,
+ * and nothing added to the readback, whose `initiatedBy` is `{name}` only (contract.md §2.5).
+ */
+export const initiatorPersonId = (p: Pick<PurchaseDoc, 'initiatedBy' | 'submitterId'>): string | null => (p.initiatedBy ? p.submitterId : null);
 
 /** Stored in its wire shape: a decision's evidence is what was answered. */
 export type StoredRuleEvaluation = Static<typeof RuleEvaluation>;

@@ -22,7 +22,7 @@ import { hasRole } from '../people/roles.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { LoadedWindows } from '../budgets/window-state.ts';
 import { applyWindowWrites, policiesToFence, windowChanges, type WindowWrite } from '../budgets/window-writes.ts';
-import type { ApprovalDoc, DecisionDoc, IdempotencyDoc, Origin, PurchaseDoc, SubmittedVia } from './documents.ts';
+import { initiatorPersonId, type ApprovalDoc, type DecisionDoc, type IdempotencyDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
 import { engineBase, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, readback, ruleEvaluationWire, submissionResponse } from './present.ts';
 
@@ -106,6 +106,13 @@ export const notPending = (state: string) =>
 
 export const notAnApprover = (name: string) =>
   new ApiError(403, 'person_not_approver', `${name} does not have the approver role, so cannot answer approvals; nothing was changed.`);
+
+/**
+ * Four eyes: the person who made a purchase from the dashboard cannot also approve it; another approver
+ * must. Rejecting it stays open to them: withdrawing one's own purchase gives nobody anything.
+ */
+export const selfApproval = (name: string) =>
+  new ApiError(403, 'self_approval_forbidden', `${name} made this purchase, so cannot also approve it; another approver must. It is still waiting for an answer; nothing was changed.`);
 
 export function decidePurchase(state: PurchaseState, command: PurchaseCommand, now: Date): Decided {
   switch (command.kind) {
@@ -209,6 +216,7 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
   const person = state.person;
   if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
   if (!hasRole(person, 'approver')) throw notAnApprover(person.name);
+  if (cmd.answer === 'APPROVE' && initiatorPersonId(purchase) === person._id) throw selfApproval(person.name);
 
   const base = engineBase({
     mode: 'CURRENT_POLICIES',

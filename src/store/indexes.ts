@@ -59,7 +59,9 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'webhook_deliveries', keys: { eventId: 1, endpointId: 1 }, options: { unique: true } },
   { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },
   { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1 } },
-  { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1 } },
+  // An endpoint's pending deliveries (disable/revoke), and its due ones oldest first (resuming the
+  // deliveries deferred by its in-flight cap, src/webhooks/endpoint-slots.ts).
+  { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1, nextAttemptAt: 1 } },
   // Agenda's every() upserts {name, type: 'single'} with no unique index of its own: two workers starting
   // together could both insert, and the recurring job would run twice as often, for ever.
   { collection: AGENDA_JOBS, keys: { name: 1 }, options: { unique: true, partialFilterExpression: { type: 'single' }, name: 'single_job_name_unique' } },
@@ -76,6 +78,8 @@ export const RETIRED_INDEXES: Array<{ collection: string; name: string }> = [
   // Replaced by { policyIds, currency, status, requestedAt }: a window's spend is counted by the time of each
   // request within the period's bounds, not by labels of the zone the organisation had then.
   { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_monthKey_1_dayKey_1' },
+  // Replaced by { endpointId, status, nextAttemptAt }, of which it is a prefix.
+  { collection: 'webhook_deliveries', name: 'endpointId_1_status_1' },
 ];
 
 /**

@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
+import { Client, dashboardPurchase, setUpDashboardOrg } from '../helpers/dashboard.ts';
 
 const run = promisify(execFile);
 let app: TestApp;
@@ -43,6 +44,25 @@ test('apply prints the manifest result with the new keys, then an answer goes th
   const revoked = await cli(['revoke-key', result.apiKeys['buyer-key'].id]);
   t.is(revoked.code, 0);
   t.is((await app.request('/v1/purchase-requests', { key: buyerKey, body: { merchant: 'x', amountMinor: 1, reason: 'y' } })).body.error.code, 'api_key_revoked');
+});
+
+test('answer refuses to approve a purchase in the name of the person who made it on the dashboard; it stays pending', async (t) => {
+  // The dashboard's same-origin check compares with BASE_URL: this app's own address.
+  app.deps.config.baseUrl = app.url;
+  const org = await setUpDashboardOrg(app, 'selfie', [
+    { handle: 'ana', name: 'Ana Admin', email: 'ana@selfie.example', roles: ['approver'] },
+    { handle: 'bo', name: 'Bo Approver', email: 'bo@selfie.example', roles: ['approver'] },
+  ]);
+  const ana = new Client(app.url);
+  await ana.signIn(org.people.ana.email);
+  const id = await dashboardPurchase(ana, org.agents.buyer.id, { merchant: 'Standing Desks Ltd', amount: '300.00' });
+  const refused = await cli(['answer', id, 'approve', '--person', 'ana']);
+  t.is(refused.code, 1);
+  t.regex(refused.stderr, /self_approval_forbidden/);
+  t.is((await app.request(`/v1/purchase-requests/${id}`, { key: org.keys['buyer-key'] })).body.purchase.status, 'PENDING_APPROVAL');
+  const approved = await cli(['answer', id, 'approve', '--person', 'bo']);
+  t.is(approved.code, 0, approved.stderr);
+  t.is(JSON.parse(approved.stdout).purchase.status, 'APPROVED');
 });
 
 test('usage errors and a missing token exit with status 2 and say why', async (t) => {

@@ -3,7 +3,7 @@
 // isolation, the answer command's refusals, filters and keyset pages, admins' pages, policies.
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
-import { Client, PASSWORD, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
+import { Client, PASSWORD, dashboardPurchase, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
 import { clock, connect, oauthSignIn, openDashboardSignIn, startMetadataServer, tally, type Clock } from '../oauth/helpers.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
 
@@ -220,6 +220,43 @@ test('roles: viewers look, approvers answer and buy, admins see connections and 
   t.is((await pam.get('/dashboard/keys')).status, 403);
   t.is((await pam.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: await pam.csrf() })).status, 303);
   t.deepEqual((await state(app, acme, id)).approval.resolvedBy, { name: 'Pam Plain' });
+});
+
+test('four eyes: whoever made a purchase on the dashboard cannot approve it there or through the operator; another approver can, and they may reject their own', async (t) => {
+  const { app, acme } = await setUp(t);
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const own = await dashboardPurchase(ana, acme.agents.buyer.id, { merchant: 'Standing Desks Ltd', amount: '300.00' });
+  t.is((await state(app, acme, own)).status, 'PENDING_APPROVAL');
+  // The inbox does not offer what would be refused: no Approve on her own card, Reject still there.
+  const card = (await ana.get('/dashboard')).text.split(`data-id="${own}"`)[1].split('</form>')[0];
+  t.false(card.includes('value="APPROVE"'));
+  t.true(card.includes('value="REJECT"'));
+
+  const refused = await ana.post(`/dashboard/approvals/${own}/answer`, { answer: 'APPROVE', csrf: await ana.csrf() });
+  t.is(refused.status, 403);
+  t.true(refused.text.includes('data-code="self_approval_forbidden"'));
+  const operator = await app.admin(`/admin/purchase-requests/${own}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
+  t.is(operator.status, 403);
+  t.is(operator.body.error.code, 'self_approval_forbidden');
+  t.true(refused.text.includes(operator.body.error.message));
+  const after = await state(app, acme, own);
+  t.is(after.status, 'PENDING_APPROVAL');
+  t.true(after.approval.isPending);
+
+  const pam = new Client(app.url);
+  await pam.signIn(acme.people.pam.email);
+  t.true((await pam.get('/dashboard')).text.split(`data-id="${own}"`)[1].split('</form>')[0].includes('value="APPROVE"'));
+  t.is((await pam.post(`/dashboard/approvals/${own}/answer`, { answer: 'APPROVE', csrf: await pam.csrf() })).status, 303);
+  const approved = await state(app, acme, own);
+  t.is(approved.status, 'APPROVED');
+  t.deepEqual(approved.approval.resolvedBy, { name: 'Pam Plain' });
+
+  // Withdrawing one's own purchase is allowed.
+  const withdrawn = await dashboardPurchase(ana, acme.agents.buyer.id, { merchant: 'Standing Desks Ltd', amount: '310.00' });
+  t.is((await ana.post(`/dashboard/approvals/${withdrawn}/answer`, { answer: 'REJECT', comment: 'Changed my mind', csrf: await ana.csrf() })).status, 303);
+  t.deepEqual((await state(app, acme, withdrawn)).approval.resolvedBy, { name: 'Ana Admin' });
+  t.is((await state(app, acme, withdrawn)).status, 'REJECTED');
 });
 
 test('another organisation\'s purchases, keys and approvals are indistinguishable from ones that do not exist', async (t) => {

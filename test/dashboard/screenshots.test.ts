@@ -16,7 +16,10 @@ let acme: DashboardOrg;
 
 test.before(async () => {
   app = await startDashboardApp({ now: () => FROZEN });
-  acme = await setUpDashboardOrg(app, 'acme', [{ handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] }]);
+  acme = await setUpDashboardOrg(app, 'acme', [
+    { handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] },
+    { handle: 'bo', name: 'Bo Finance', email: 'bo@acme.example', roles: ['approver'] },
+  ]);
   await mkdir(DIR, { recursive: true });
 });
 
@@ -52,7 +55,8 @@ test.serial('screenshots of the inbox, a purchase and the budgets page', async (
       t.true(png.subarray(1, 4).toString() === 'PNG' && png.length > 10_000, `${name}.png was written`);
     };
 
-    // A dashboard purchase (no random key prefix on its page), answered through the operator API.
+    // A dashboard purchase (no random key prefix on its page), answered through the operator API by
+    // another approver: whoever made it may not approve it.
     await page.goto(`${app.url}/dashboard/purchases/new`);
     await page.getByLabel('Merchant').fill('Standing Desks Ltd');
     await page.getByLabel('Amount').fill('349.00');
@@ -60,7 +64,7 @@ test.serial('screenshots of the inbox, a purchase and the budgets page', async (
     await page.getByRole('button', { name: 'Request purchase' }).click();
     await page.waitForURL(/\/dashboard\/purchases\/[0-9a-f-]{36}$/);
     const approved = page.url().split('/').pop()!;
-    const answer = await app.admin(`/admin/purchase-requests/${approved}/answer`, { body: { answer: 'APPROVE', person: 'ana', comment: 'Budgeted in Q4' } });
+    const answer = await app.admin(`/admin/purchase-requests/${approved}/answer`, { body: { answer: 'APPROVE', person: 'bo', comment: 'Budgeted in Q4' } });
     t.is(answer.status, 200);
 
     await page.goto(`${app.url}/dashboard`);

@@ -98,3 +98,19 @@ export class Client {
     return field((await this.get('/dashboard')).text, 'csrf');
   }
 }
+
+/** A purchase made through the signed-in person's dashboard form (origin DASHBOARD); its id. */
+export async function dashboardPurchase(client: Client, agentId: string, details: { merchant: string; amount: string; currency?: string; reason?: string }) {
+  const form = await client.get('/dashboard/purchases/new');
+  const res = await client.post('/dashboard/purchases', {
+    csrf: field(form.text, 'csrf'),
+    token: field(form.text, 'token'),
+    agent: agentId,
+    merchant: details.merchant,
+    amount: details.amount,
+    currency: details.currency ?? 'EUR',
+    reason: details.reason ?? 'Bought from the dashboard',
+  });
+  if (res.status !== 303 || !res.location) throw new Error(`dashboard purchase refused: ${res.status} ${res.text.slice(0, 300)}`);
+  return res.location.split('/').pop()!;
+}

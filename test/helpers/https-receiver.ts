@@ -109,6 +109,10 @@ export interface Receiver {
   /** `https://localhost:<port>` */
   origin: string;
   requests: RecordedRequest[];
+  /** Requests received and not yet answered or closed (a hanging one stays until its connection closes). */
+  readonly inFlight: number;
+  /** The most requests that were ever in flight at once. */
+  readonly maxInFlight: number;
   close(): Promise<void>;
 }
 
@@ -119,7 +123,12 @@ export async function startReceiver(opts: {
 }): Promise<Receiver> {
   const requests: RecordedRequest[] = [];
   const queue = [...opts.responses];
+  let inFlight = 0;
+  let maxInFlight = 0;
   const server = createServer({ key: opts.key, cert: opts.cert }, (req: IncomingMessage, res: ServerResponse) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    res.once('close', () => inFlight--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -139,6 +148,12 @@ export async function startReceiver(opts: {
     port,
     origin: `https://localhost:${port}`,
     requests,
+    get inFlight() {
+      return inFlight;
+    },
+    get maxInFlight() {
+      return maxInFlight;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -45,6 +45,21 @@ test('every collection named in src/ is created at start', async (t) => {
   }
 });
 
+test('start-up replaces the index on an endpoint\'s deliveries by status with one that also orders them by due time', async (t) => {
+  const store = await testStore();
+  try {
+    const deliveries = store.db.collection('webhook_deliveries');
+    await deliveries.createIndex({ endpointId: 1, status: 1 });
+    t.true((await deliveries.indexes()).some((i) => i.name === 'endpointId_1_status_1'));
+    await createIndexes(store.db);
+    const names = (await deliveries.indexes()).map((i) => i.name);
+    t.false(names.includes('endpointId_1_status_1'));
+    t.true(names.includes('endpointId_1_status_1_nextAttemptAt_1'));
+  } finally {
+    await store.close();
+  }
+});
+
 test('start-up replaces the analytics indexes of earlier versions by the one on request times, also when two start-ups run at once', async (t) => {
   const store = await testStore();
   try {
@@ -52,7 +67,7 @@ test('start-up replaces the analytics indexes of earlier versions by the one on 
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, dayKey: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1, dayKey: 1 });
-    t.deepEqual((await purchases.indexes()).map((i) => i.name), ['_id_', ...RETIRED_INDEXES.map((r) => r.name)], 'the names MongoDB gives those keys');
+    t.deepEqual((await purchases.indexes()).map((i) => i.name), ['_id_', ...RETIRED_INDEXES.filter((r) => r.collection === 'analytics_purchases').map((r) => r.name)], 'the names MongoDB gives those keys');
     const row = { policyIds: ['p1', 'p2'], currency: 'EUR', status: 'APPROVED', amountMinor: 700, requestedAt: new Date('2026-11-18T10:00:00.000Z') };
     await purchases.insertMany([{ _id: 'a', ...row }, { _id: 'b', ...row, requestedAt: new Date('2026-11-17T23:30:00.000Z'), amountMinor: 50 }] as never);
     await Promise.all([createIndexes(store.db), createIndexes(store.db)]);

@@ -12,7 +12,8 @@ import { createAgenda } from '../../src/jobs/agenda.ts';
 import type { Scheduler } from '../../src/jobs/scheduler.ts';
 import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { defineWebhookJobs, scheduleRecurringWebhookJobs, ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS } from '../../src/webhooks/jobs.ts';
-import { attemptDelivery } from '../../src/webhooks/deliver.ts';
+import { attemptDelivery, attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
+import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/endpoint-slots.ts';
 import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
 import { webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
 import { eventsCollection, recordEvent } from '../../src/events/outbox.ts';
@@ -57,10 +58,13 @@ const sent: Sent[] = [];
 // Per URL path, the verdicts the fake receiver gives in turn (the last one repeats).
 const scripts = new Map<string, Array<Partial<AttemptResult> & { verdict: AttemptResult['verdict'] }>>();
 let sendGate: Promise<void> | null = null;
+// Per URL path, a receiver that does not answer until the promise settles.
+const hanging = new Map<string, Promise<void>>();
 
 async function fakeSend(input: SendInput): Promise<AttemptResult> {
   sent.push({ url: input.url.href, body: Buffer.from(input.body), headers: input.headers, at: now() });
   if (sendGate) await sendGate;
+  await hanging.get(input.url.pathname);
   const script = scripts.get(input.url.pathname) ?? [{ verdict: 'SUCCESS', statusCode: 200 }];
   const next = script.length > 1 ? script.shift()! : script[0];
   return { statusCode: null, durationMs: 12, errorClass: null, responseSnippet: null, errorDetail: null, ...next };
@@ -326,6 +330,37 @@ test.serial('two workers attempting the same delivery at once send it once (leas
   t.is(outcome.kind, 'ATTEMPTED');
   t.is(sentTo('/race').length, 1);
   t.like(await delivery(d0._id), { status: 'DELIVERED', attemptCount: 1 });
+});
+
+test.serial('an endpoint that does not answer holds at most its cap of attempts: the sweep delivers the others, and its own resume as attempts end', async (t) => {
+  const o = await setup(['/slow', '/fast']);
+  for (let i = 0; i < 6; i++) await purchase(o.buyer, String(1200 + i));
+  await runJob(DISPATCH_EVENTS);
+  const slow = o.endpoints[0].id;
+  let answer!: () => void;
+  hanging.set('/slow', new Promise<void>((resolve) => (answer = resolve)));
+  const scheduledBefore = scheduled.length;
+  // The sweep alone (no per-attempt job runs here): four attempts at a time.
+  const swept = attemptDueDeliveries(app.deps, { concurrency: 4 });
+  const deadline = Date.now() + 5000;
+  while (sentTo('/fast').length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  t.is(sentTo('/fast').length, 6, 'every delivery to the answering endpoint was made while the other hung');
+  t.is(sentTo('/slow').length, MAX_IN_FLIGHT_PER_ENDPOINT);
+  const waiting = (await deliveriesOf(slow)).filter((d) => d.attemptCount === 0 && d.leaseToken === null);
+  t.is(waiting.length, 6 - MAX_IN_FLIGHT_PER_ENDPOINT, 'the rest stay due, not claimed');
+  t.true(waiting.every((d) => d.status === 'PENDING' && d.nextAttemptAt!.getTime() <= now().getTime()));
+
+  answer();
+  hanging.delete('/slow');
+  await swept;
+  // Each attempt that ended put the endpoint's next due deliveries back on the schedule; run them as
+  // the worker would, until nothing more is scheduled.
+  for (let seen = scheduledBefore; seen < scheduled.length; seen++) {
+    const job = scheduled[seen];
+    if (job.name === ATTEMPT_DELIVERY) await runJob(ATTEMPT_DELIVERY, job.data);
+  }
+  t.deepEqual((await deliveriesOf(slow)).map((d) => d.status), Array(6).fill('DELIVERED'));
+  t.is(sentTo('/slow').length, 6);
 });
 
 test.serial('a crash loses nothing: a lost schedule and an expired lease are picked up by the recurring sweep', async (t) => {
