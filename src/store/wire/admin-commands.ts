@@ -3,6 +3,7 @@
 import { hostname, cpus, platform, release } from 'node:os';
 import { Binary, EJSON, ObjectId, type Document } from 'bson';
 import type { Call } from './call.ts';
+import { analystMayRead } from './analyst-access.ts';
 import { CommandError } from './errors.ts';
 import { MAX_MESSAGE_BYTES } from './frames.ts';
 import { MECHANISM, ScramConversation } from './scram.ts';
@@ -167,8 +168,9 @@ function nameFilter(filter: unknown): (name: string) => boolean {
 export async function listCollections(call: Call): Promise<Document> {
   const store = await call.store(false);
   const matches = nameFilter(call.command.filter);
-  const names = store ? (await store.db.listCollectionNames()).filter(matches) : [];
   const readOnly = call.conn.user?.role === 'read';
+  // The analyst is not told the other collections exist (mongod's authorizedCollections does the same).
+  const names = store ? (await store.db.listCollectionNames()).filter((name) => matches(name) && (!readOnly || analystMayRead(name))) : [];
   const docs = names.map((name) =>
     call.command.nameOnly === true
       ? { name, type: 'collection' }
@@ -267,7 +269,8 @@ export async function dropDatabase(call: Call): Promise<Document> {
 
 export async function dbStats(call: Call): Promise<Document> {
   const store = await call.store(false);
-  const names = store ? await store.db.listCollectionNames() : [];
+  const all = store ? await store.db.listCollectionNames() : [];
+  const names = call.conn.user?.role === 'read' ? all.filter(analystMayRead) : all;
   let objects = 0;
   for (const name of names) objects += await store!.db.collection(name).countDocuments({});
   return { db: call.db, collections: names.length, views: 0, objects, dataSize: 0, storageSize: 0, indexes: 0, indexSize: 0, ok: 1 };
