@@ -70,11 +70,13 @@ export function saslContinue(call: Call): Document {
   }
   call.conn.scram = undefined;
   const { payload, user } = scram.finish(bytes(call.command.payload));
+  call.server.connections.authenticate(call.conn, user.user);
   call.conn.user = user;
   return { conversationId: 1, done: true, payload: new Binary(payload), ok: 1 };
 }
 
 export function logout(call: Call): Document {
+  call.server.connections.logout(call.conn);
   call.conn.user = undefined;
   return { ok: 1 };
 }

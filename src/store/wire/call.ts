@@ -2,6 +2,7 @@
 // the command itself.
 import type { Document } from 'bson';
 import type { Store, StoreSession } from '../store.ts';
+import type { ConnectionLimits } from './connection-limits.ts';
 import type { Cursors } from './cursors.ts';
 import type { Databases } from './databases.ts';
 import type { FailPoints } from './fail-points.ts';
@@ -15,6 +16,8 @@ export interface Server {
   cursors: Cursors;
   sessions: Sessions;
   failPoints: FailPoints;
+  /** Unauthenticated connections apart, authenticated ones per user. */
+  connections: ConnectionLimits;
   /** host:port as clients reach it, reported as the replica set's only member. */
   me: string;
   setName: string;
