@@ -17,6 +17,7 @@ import {
   MAX_UNAUTHENTICATED_MESSAGE_BYTES,
   ProtocolError,
 } from './frames.ts';
+import { QueryThreads, type QueryThreadOptions } from './query-threads.ts';
 import { Sessions } from './sessions.ts';
 import type { Users } from './users.ts';
 import { listening } from '../../listening.ts';
@@ -45,8 +46,10 @@ export interface ListenerOptions {
    * nothing (default 10 s).
    */
   handshakeTimeoutMs?: number;
-  /** The same for an authenticated connection (default 10 minutes). */
+  /** An authenticated connection with no traffic and no command running is closed after this long (default 10 minutes). */
   idleTimeoutMs?: number;
+  /** The analyst's query threads: how many, their deadline and memory (query-threads.ts). */
+  queryThreads?: Partial<QueryThreadOptions>;
 }
 
 /** Past this many received messages (or bytes of them) waiting for their turn, the connection stops reading. */
@@ -85,6 +88,7 @@ export class WireListener {
       cursors: new Cursors(),
       sessions: new Sessions(options.transactionLifetimeMs ?? 60_000),
       failPoints: new FailPoints(),
+      queries: new QueryThreads(options.queryThreads),
       connections: new ConnectionLimits(options.maxUnauthenticated ?? 32, options.maxConnectionsPerUser ?? 100),
       me: `${host.includes(':') ? `[${host}]` : host}:${port}`,
       setName: options.setName ?? 'spend-control',
@@ -260,6 +264,7 @@ export class WireListener {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     for (const socket of this.#sockets) socket.destroy();
     await this.#context.sessions.close();
+    await this.#context.queries.close();
     this.#context.cursors.closeAll();
     await closed;
   }
