@@ -9,6 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MongoClient, type Db, type Document, type MongoServerError } from 'mongodb';
+import { Compile } from 'typebox/compile';
+import { AnalyticsDailySpend, AnalyticsPurchase, PolicyView, PurchaseView } from '../../schemas/analytics.ts';
 import { openEmbeddedStore, type EmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { COLLECTIONS } from '../../src/store/indexes.ts';
 import { ANALYST_COLLECTIONS } from '../../src/store/wire/analyst-access.ts';
@@ -101,10 +103,22 @@ test('the analyst lists only the read models; every document in them is free of 
   t.true(attempts.length >= 1, 'a failed sign-in is recorded');
   for (const a of attempts) secrets.push(String(a._id));
 
+  // Each read model is published with a JSON Schema (schemas/json/) that admits no other field.
+  const schemas: Record<string, ReturnType<typeof Compile>> = {
+    analytics_purchases: Compile(AnalyticsPurchase),
+    analytics_daily_spend: Compile(AnalyticsDailySpend),
+    purchase_views: Compile(PurchaseView),
+    policy_views: Compile(PolicyView),
+  };
+  t.deepEqual(Object.keys(schemas).sort(), listed, 'every collection the analyst sees has a schema');
   let scanned = 0;
   for (const name of listed) {
     const docs = await db().collection(name).find().toArray();
     scanned += docs.length;
+    for (const d of docs) {
+      const json = JSON.parse(JSON.stringify(d));
+      t.true(schemas[name].Check(json), `${name}: ${JSON.stringify([...schemas[name].Errors(json)].slice(0, 3))}`);
+    }
     t.deepEqual(credentialFields(docs), [], `${name} has no credential fields`);
     const text = JSON.stringify(docs);
     for (const secret of secrets) t.false(text.includes(secret), `${name} holds none of the credentials`);
