@@ -172,7 +172,8 @@ export async function listCollections(call: Call): Promise<Document> {
   const matches = nameFilter(call.command.filter);
   const readOnly = call.conn.user?.role === 'read';
   // The analyst is not told the other collections exist (mongod's authorizedCollections does the same).
-  const names = store ? (await store.db.listCollectionNames()).filter((name) => matches(name) && (!readOnly || analystMayRead(name))) : [];
+  // Allowed first: the filter's regular expression runs on this thread, so only on the read models' short names.
+  const names = store ? (await store.db.listCollectionNames()).filter((name) => (!readOnly || analystMayRead(name)) && matches(name)) : [];
   const docs = names.map((name) =>
     call.command.nameOnly === true
       ? { name, type: 'collection' }
