@@ -1,6 +1,8 @@
 // Read models for analysts (README "Analysts' read models"). Amounts are integers of minor units
 // (so $sum works); day and month keys are in the organisation's time zone.
 import Type from 'typebox';
+import { PurchaseReadback } from './decisions.ts';
+import { PolicySummary } from './policies.ts';
 
 const Id = Type.String({ format: 'uuid' });
 const DateTime = Type.Unsafe<Date>({ bsonType: 'date', type: 'string', format: 'date-time', description: 'BSON date' });
@@ -51,4 +53,29 @@ export const AnalyticsDailySpend = Type.Object(
     cancelledCount: Count,
   },
   { additionalProperties: false, title: 'analytics_daily_spend', description: 'Totals per organisation, agent, currency and day.' },
+);
+
+/** The rest of what the analyst may read (docs/operate/analysts.md): the read models the API answers from. */
+export const PurchaseView = Type.Object(
+  {
+    _id: Id,
+    organizationId: Id,
+    agentId: Id,
+    submitterId: Type.String({ description: 'the id of the API key or connection that submitted it, or of the person for a dashboard purchase; an id, never a credential' }),
+    requestedAt: DateTime,
+    readback: PurchaseReadback,
+  },
+  { additionalProperties: false, title: 'purchase_views', description: 'One document per purchase request: the readback of GET /v1/purchase-requests/{id} (docs/reference/contract.md §2.5).' },
+);
+
+export const PolicyView = Type.Object(
+  {
+    _id: Id,
+    organizationId: Id,
+    nameLower: Type.String({ description: "the policy's name in lower case, for searching" }),
+    status: Type.Union(['ACTIVE', 'DISABLED', 'ARCHIVED'].map((s) => Type.Literal(s))),
+    createdAt: DateTime,
+    summary: PolicySummary,
+  },
+  { additionalProperties: false, title: 'policy_views', description: 'One document per policy: the PolicySummary of GET /v1/policies (docs/reference/contract.md §2.6).' },
 );

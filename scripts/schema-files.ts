@@ -2,7 +2,7 @@
 // source: `npm run schemas` writes them, and a test checks the committed copies are current.
 import { Manifest } from '../schemas/manifest.ts';
 import { PurchaseRequestBody, CurrentPoliciesSimulationBody, VersionSimulationBody } from '../schemas/purchases.ts';
-import { AnalyticsDailySpend, AnalyticsPurchase } from '../schemas/analytics.ts';
+import { AnalyticsDailySpend, AnalyticsPurchase, PolicyView, PurchaseView } from '../schemas/analytics.ts';
 import { EventData } from '../schemas/events.ts';
 import { CreateWebhookBody, RotateSecretBody, UpdateWebhookBody } from '../schemas/webhooks.ts';
 import { openApiDocument } from '../schemas/openapi.ts';
@@ -20,6 +20,8 @@ const jsonSchemas: Record<string, unknown> = {
   'webhook-rotate-secret-body.json': RotateSecretBody,
   'analytics-purchase.json': AnalyticsPurchase,
   'analytics-daily-spend.json': AnalyticsDailySpend,
+  'purchase-view.json': PurchaseView,
+  'policy-view.json': PolicyView,
   'event-data.json': { title: 'Event data by type', type: 'object', properties: EventData },
 };
 

@@ -35,7 +35,8 @@ async function startServer(): Promise<Server> {
   const users = new MemoryUsers();
   const password = users.set(SERVICE_USER);
   const databases = storePerDatabase((dbName) => openStore({ dbName }));
-  const listener = await WireListener.start({ databases, users, port: 0, testCommands: true });
+  // The whole suite is one user's: no per-user cap below the listener's own.
+  const listener = await WireListener.start({ databases, users, port: 0, testCommands: true, maxConnectionsPerUser: 256 });
   const uri = mongoUrl(listener.host, listener.port, SERVICE_USER, password, '');
   return {
     uri,

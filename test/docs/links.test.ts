@@ -55,7 +55,6 @@ export function brokenLinks(file: string, text: string = readFileSync(file, 'utf
       continue;
     }
     if (!existsSync(resolved)) {
-      if (PENDING.has(relative(ROOT, resolved))) continue;
       problems.push(`${where}: ${target} does not exist`);
       continue;
     }
@@ -65,12 +64,6 @@ export function brokenLinks(file: string, text: string = readFileSync(file, 'utf
   }
   return problems;
 }
-
-/**
- * Pages other branches are writing, linked to before they land (docs/README.md maps them). A link to
- * one is accepted while the file is missing; once it exists it is checked like any other.
- */
-const PENDING = new Set(['docs/operate/analysts.md']);
 
 /** Source and documentation files whose citations are checked. */
 function citingFiles(): string[] {
@@ -103,7 +96,7 @@ export function brokenCitations(file: string, text: string = readFileSync(file, 
     const page = match[1];
     const path = join(ROOT, page);
     if (!existsSync(path)) {
-      if (!PENDING.has(page)) problems.push(`${where}: cites ${page}, which does not exist`);
+      problems.push(`${where}: cites ${page}, which does not exist`);
       continue;
     }
     const list = LIST.exec(text.slice(match.index + page.length));

@@ -9,6 +9,8 @@ import { Cursors, cursorLimits } from '../../src/store/wire/cursors.ts';
 import { EmbeddedCollection } from '../../src/store/embedded/collection.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
 
+const c = 'analytics_purchases';
+
 Object.assign(cursorLimits, { perUser: 3, total: 5, resultDocuments: 50 });
 
 let wire: TestListener;
@@ -35,11 +37,11 @@ async function failure(work: Promise<unknown>): Promise<{ code: unknown; codeNam
   throw new Error('expected the command to fail');
 }
 
-/** The service user's and the analyst's handles on a fresh database with n documents in c. */
+/** The service user's and the analyst's handles on a fresh database with n documents in c (a read model's name, so that the analyst may read it). */
 async function seeded(t: { teardown(fn: () => unknown): void }, n: number) {
   const name = dbName();
   const service = (await client(t, wire.serviceUrl(name))).db();
-  await service.collection<{ _id: number }>('c').insertMany(Array.from({ length: n }, (_, i) => ({ _id: i })));
+  await service.collection<{ _id: number }>(c).insertMany(Array.from({ length: n }, (_, i) => ({ _id: i })));
   const analyst = (await client(t, wire.analystUrl(name))).db();
   return { service, analyst };
 }
@@ -47,7 +49,7 @@ async function seeded(t: { teardown(fn: () => unknown): void }, n: number) {
 const asLong = (id: unknown) => Long.fromBigInt(BigInt(String(id)));
 
 async function openCursor(db: ReturnType<MongoClient['db']>): Promise<Long> {
-  const reply = await db.command({ find: 'c', batchSize: 1 });
+  const reply = await db.command({ find: c, batchSize: 1 });
   return asLong(reply.cursor.id);
 }
 
@@ -55,23 +57,23 @@ test.serial("the analyst cannot kill the service user's cursor, nor read it", as
   const { service, analyst } = await seeded(t, 10);
   const id = await openCursor(service);
   const guesses = [id, ...Array.from({ length: 50 }, (_, i) => Long.fromNumber(i + 1))];
-  const reply = await analyst.command({ killCursors: 'c', cursors: guesses });
+  const reply = await analyst.command({ killCursors: c, cursors: guesses });
   t.deepEqual(reply.cursorsKilled, []);
   t.is(reply.cursorsNotFound.length, guesses.length);
-  t.like(await failure(analyst.command({ getMore: id, collection: 'c', batchSize: 1 })), { code: 13, codeName: 'Unauthorized' });
+  t.like(await failure(analyst.command({ getMore: id, collection: c, batchSize: 1 })), { code: 13, codeName: 'Unauthorized' });
   // Its own cursor, named on another collection, is not killed either.
   t.deepEqual((await service.command({ killCursors: 'other', cursors: [id] })).cursorsKilled, []);
 
-  const more = await service.command({ getMore: id, collection: 'c', batchSize: 1 });
+  const more = await service.command({ getMore: id, collection: c, batchSize: 1 });
   t.deepEqual(more.cursor.nextBatch, [{ _id: 1 }]);
-  const killed = await service.command({ killCursors: 'c', cursors: [id] });
+  const killed = await service.command({ killCursors: c, cursors: [id] });
   t.deepEqual(killed.cursorsKilled.map(String), [id.toString()]);
 });
 
 test.serial('cursor ids are random positive 64-bit numbers, not a sequence', async (t) => {
   const { service } = await seeded(t, 10);
   const ids = [await openCursor(service), await openCursor(service), await openCursor(service)];
-  await service.command({ killCursors: 'c', cursors: ids });
+  await service.command({ killCursors: c, cursors: ids });
   t.true(ids.every((id) => id.greaterThan(Long.fromNumber(2 ** 32))), ids.join(', '));
   t.false(ids[1].subtract(ids[0]).equals(1) && ids[2].subtract(ids[1]).equals(1));
 });
@@ -79,29 +81,29 @@ test.serial('cursor ids are random positive 64-bit numbers, not a sequence', asy
 test.serial("past the per-user cap a new cursor is refused; the user's open cursors and other users are unaffected", async (t) => {
   const { service, analyst } = await seeded(t, 10);
   const ids = [await openCursor(service), await openCursor(service), await openCursor(service)];
-  t.like(await failure(service.command({ find: 'c', batchSize: 1 })), { code: 146, codeName: 'ExceededMemoryLimit' });
-  t.like(await failure(service.command({ aggregate: 'c', pipeline: [], cursor: { batchSize: 1 } })), { code: 146 });
+  t.like(await failure(service.command({ find: c, batchSize: 1 })), { code: 146, codeName: 'ExceededMemoryLimit' });
+  t.like(await failure(service.command({ aggregate: c, pipeline: [], cursor: { batchSize: 1 } })), { code: 146 });
   // A result that fits in its first batch needs no cursor.
-  t.is((await service.collection<{ _id: number }>('c').find().toArray()).length, 10);
+  t.is((await service.collection<{ _id: number }>(c).find().toArray()).length, 10);
   for (const [i, id] of ids.entries()) {
-    t.deepEqual((await service.command({ getMore: id, collection: 'c', batchSize: 1 })).cursor.nextBatch, [{ _id: 1 }], `cursor ${i}`);
+    t.deepEqual((await service.command({ getMore: id, collection: c, batchSize: 1 })).cursor.nextBatch, [{ _id: 1 }], `cursor ${i}`);
   }
   const theirs = await openCursor(analyst);
-  t.deepEqual((await analyst.command({ getMore: theirs, collection: 'c' })).cursor.nextBatch.length, 9);
+  t.deepEqual((await analyst.command({ getMore: theirs, collection: c })).cursor.nextBatch.length, 9);
   // Closing one makes room again.
-  await service.command({ killCursors: 'c', cursors: [ids[0]] });
+  await service.command({ killCursors: c, cursors: [ids[0]] });
   const again = await openCursor(service);
-  await service.command({ killCursors: 'c', cursors: [again, ids[1], ids[2]] });
+  await service.command({ killCursors: c, cursors: [again, ids[1], ids[2]] });
 });
 
 test.serial('a result past the document cap is refused with ExceededMemoryLimit', async (t) => {
   const { service, analyst } = await seeded(t, 60);
   const refused = { code: 146, codeName: 'ExceededMemoryLimit' };
-  t.like(await failure(service.collection<{ _id: number }>('c').find().toArray()), refused);
-  t.like(await failure(analyst.collection<{ _id: number }>('c').find({}, { batchSize: 1 }).toArray()), refused);
+  t.like(await failure(service.collection<{ _id: number }>(c).find().toArray()), refused);
+  t.like(await failure(analyst.collection<{ _id: number }>(c).find({}, { batchSize: 1 }).toArray()), refused);
   const unwound = (n: number) => [{ $limit: 1 }, { $project: { x: { $range: [0, n] } } }, { $unwind: '$x' }];
-  t.like(await failure(analyst.collection<{ _id: number }>('c').aggregate(unwound(51), { batchSize: 1 }).toArray()), refused);
-  t.is((await analyst.collection<{ _id: number }>('c').aggregate(unwound(50), { batchSize: 1 }).toArray()).length, 50);
+  t.like(await failure(analyst.collection<{ _id: number }>(c).aggregate(unwound(51), { batchSize: 1 }).toArray()), refused);
+  t.is((await analyst.collection<{ _id: number }>(c).aggregate(unwound(50), { batchSize: 1 }).toArray()).length, 50);
   // The pipeline stops one document past the cap, instead of building them all only to refuse them.
   const seen: Document[][] = [];
   const aggregate = EmbeddedCollection.prototype.aggregate;
@@ -110,11 +112,11 @@ test.serial('a result past the document cap is refused with ExceededMemoryLimit'
     seen.push(pipeline);
     return (aggregate as (...args: unknown[]) => ReturnType<typeof aggregate>).call(this, pipeline, ...rest);
   } as typeof aggregate;
-  t.like(await failure(analyst.collection<{ _id: number }>('c').aggregate(unwound(500_000), { batchSize: 1 }).toArray()), refused);
+  t.like(await failure(analyst.collection<{ _id: number }>(c).aggregate(unwound(500_000), { batchSize: 1 }).toArray()), refused);
   EmbeddedCollection.prototype.aggregate = aggregate;
   t.deepEqual(seen.at(-1)?.at(-1), { $limit: 51 });
-  t.is((await analyst.collection<{ _id: number }>('c').find({}, { limit: 50, batchSize: 7 }).toArray()).length, 50);
-  t.is((await analyst.collection<{ _id: number }>('c').find({ _id: { $gte: 10 } }).toArray()).length, 50);
+  t.is((await analyst.collection<{ _id: number }>(c).find({}, { limit: 50, batchSize: 7 }).toArray()).length, 50);
+  t.is((await analyst.collection<{ _id: number }>(c).find({ _id: { $gte: 10 } }).toArray()).length, 50);
 });
 
 test.serial("a connection's cursors close with it; a user's cursors may hold only so many bytes", (t) => {

@@ -186,3 +186,84 @@ test.serial('drivers keep working with short timeouts: monitoring connections (n
   t.is(await c.db().collection('beat').countDocuments(), 6);
   t.is(failures, 0);
 });
+
+// Unauthenticated connections are limited apart from authenticated ones, and the latter per user.
+
+test.serial('250 password-less connections sending hello every 3 s do not keep the analyst out', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const sockets: Socket[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  t.teardown(() => {
+    for (const timer of timers) clearInterval(timer);
+    for (const socket of sockets) socket.destroy();
+  });
+  // Each writes hello at once and every 3 s after, and never authenticates.
+  for (let i = 0; i < 250; i++) {
+    const socket = connect(wire.listener.port, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.on('data', () => {});
+    socket.on('connect', () => socket.write(hello(i + 1)));
+    timers.push(setInterval(() => socket.writable && socket.write(hello(i + 1)), 3000));
+    sockets.push(socket);
+  }
+  await Promise.all(sockets.map((s) => (s.connecting ? once(s, 'connect').catch(() => undefined) : undefined)));
+  await sleep(500);
+  const open = sockets.filter((s) => !s.destroyed).length;
+  t.true(open <= 32, `${open} unauthenticated connections are still open (the cap is 32)`);
+
+  const name = `l_${randomBytes(5).toString('hex')}`;
+  const service = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000 });
+  t.teardown(() => service.close());
+  await service.db().collection('analytics_daily_spend').insertOne({ _id: 'a', approvedMinor: 5 } as Document);
+  const analyst = await MongoClient.connect(wire.analystUrl(name), { serverSelectionTimeoutMS: 5000 });
+  t.teardown(() => analyst.close());
+  // Queries while the hellos go on, past several of their rounds.
+  for (let round = 0; round < 4; round++) {
+    t.deepEqual(await analyst.db().collection('analytics_daily_spend').find().toArray(), [{ _id: 'a', approvedMinor: 5 }]);
+    await sleep(1000);
+  }
+});
+
+test.serial('an unauthenticated connection is closed at the handshake deadline even though it keeps sending hello', async (t) => {
+  const wire = await startListener({ handshakeTimeoutMs: 500 });
+  t.teardown(() => wire.close());
+  const socket = await open(wire);
+  t.teardown(() => socket.destroy());
+  let answered = 0;
+  socket.on('data', () => answered++);
+  const timer = setInterval(() => socket.writable && socket.write(hello()), 100);
+  t.teardown(() => clearInterval(timer));
+  t.true(await closedWithin(socket, 3000), 'hello kept an unauthenticated connection open');
+  t.true(answered > 0, 'its hellos were answered until then');
+});
+
+test.serial('authenticated connections are capped per user: a third of the service user is refused; the analyst still connects', async (t) => {
+  const wire = await startListener({ maxConnectionsPerUser: 2 });
+  t.teardown(() => wire.close());
+  const name = `l_${randomBytes(5).toString('hex')}`;
+  const clients: MongoClient[] = [];
+  t.teardown(() => Promise.all(clients.map((c) => c.close())));
+  for (let i = 0; i < 2; i++) {
+    const c = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000, maxPoolSize: 1 });
+    clients.push(c);
+    await c.db().collection('analytics_purchases').insertOne({ i } as Document);
+  }
+  const third = new MongoClient(wire.serviceUrl(name), { serverSelectionTimeoutMS: 2000, maxPoolSize: 1 });
+  clients.push(third);
+  const refused = await third
+    .db()
+    .collection('analytics_purchases')
+    .countDocuments()
+    .then(() => undefined, (error: Error) => error.message);
+  t.regex(refused ?? 'it was allowed', /already holds 2 authenticated connections/);
+  const analyst = await MongoClient.connect(wire.analystUrl(name), { serverSelectionTimeoutMS: 5000, maxPoolSize: 1 });
+  clients.push(analyst);
+  t.is(await analyst.db().collection('analytics_purchases').countDocuments(), 2);
+  // A freed slot is usable again.
+  await clients[0].close();
+  await sleep(200);
+  const again = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000, maxPoolSize: 1 });
+  clients.push(again);
+  t.is(await again.db().collection('analytics_purchases').countDocuments(), 2);
+});

@@ -148,13 +148,13 @@ test('authentication: a wrong password is AuthenticationFailed; without credenti
   t.is(refused.codeName, 'Unauthorized');
 });
 
-test('the analyst lists, finds, counts, distincts and aggregates, and is refused every write with Unauthorized (13)', async (t) => {
+test('the analyst lists, finds, counts, distincts and aggregates a read model, and is refused every write with Unauthorized (13)', async (t) => {
   const name = dbName();
   const service = await client(t, wire.serviceUrl(name));
-  await service.db().collection<{ _id: number; amount: number; shop: string }>('sales').insertMany([{ _id: 1, amount: 5, shop: 'a' }, { _id: 2, amount: 7, shop: 'b' }]);
+  await service.db().collection<{ _id: number; amount: number; shop: string }>('analytics_purchases').insertMany([{ _id: 1, amount: 5, shop: 'a' }, { _id: 2, amount: 7, shop: 'b' }]);
   const db = (await client(t, wire.analystUrl(name))).db();
-  const sales = db.collection<{ _id: number; amount: number; shop: string }>('sales');
-  t.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['sales']);
+  const sales = db.collection<{ _id: number; amount: number; shop: string }>('analytics_purchases');
+  t.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['analytics_purchases']);
   const status = await db.command({ connectionStatus: 1, showPrivileges: true });
   t.deepEqual(status.authInfo.authenticatedUsers, [{ user: 'analyst', db: 'admin' }]);
   const actions = status.authInfo.authenticatedUserPrivileges.flatMap((p: { actions: string[] }) => p.actions);
@@ -176,7 +176,7 @@ test('the analyst lists, finds, counts, distincts and aggregates, and is refused
     sales.aggregate([{ $merge: { into: 'copy' } }]).toArray(),
   ];
   for (const write of writes) t.is((await code(write)).code, 13);
-  t.is(await service.db().collection('sales').countDocuments({ amount: { $gt: 0 } }), 2, 'nothing was written');
+  t.is(await service.db().collection('analytics_purchases').countDocuments({ amount: { $gt: 0 } }), 2, 'nothing was written');
 });
 
 test('an unknown command is CommandNotFound (59); a malformed message closes only its connection', async (t) => {

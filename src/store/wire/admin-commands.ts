@@ -3,6 +3,7 @@
 import { hostname, cpus, platform, release } from 'node:os';
 import { Binary, EJSON, ObjectId, type Document } from 'bson';
 import type { Call } from './call.ts';
+import { analystMayRead } from './analyst-access.ts';
 import { CommandError } from './errors.ts';
 import { MAX_MESSAGE_BYTES } from './frames.ts';
 import { MECHANISM, ScramConversation } from './scram.ts';
@@ -69,11 +70,13 @@ export function saslContinue(call: Call): Document {
   }
   call.conn.scram = undefined;
   const { payload, user } = scram.finish(bytes(call.command.payload));
+  call.server.connections.authenticate(call.conn, user.user);
   call.conn.user = user;
   return { conversationId: 1, done: true, payload: new Binary(payload), ok: 1 };
 }
 
 export function logout(call: Call): Document {
+  call.server.connections.logout(call.conn);
   call.conn.user = undefined;
   return { ok: 1 };
 }
@@ -167,8 +170,10 @@ function nameFilter(filter: unknown): (name: string) => boolean {
 export async function listCollections(call: Call): Promise<Document> {
   const store = await call.store(false);
   const matches = nameFilter(call.command.filter);
-  const names = store ? (await store.db.listCollectionNames()).filter(matches) : [];
   const readOnly = call.conn.user?.role === 'read';
+  // The analyst is not told the other collections exist (mongod's authorizedCollections does the same).
+  // Allowed first: the filter's regular expression runs on this thread, so only on the read models' short names.
+  const names = store ? (await store.db.listCollectionNames()).filter((name) => (!readOnly || analystMayRead(name)) && matches(name)) : [];
   const docs = names.map((name) =>
     call.command.nameOnly === true
       ? { name, type: 'collection' }
@@ -267,7 +272,8 @@ export async function dropDatabase(call: Call): Promise<Document> {
 
 export async function dbStats(call: Call): Promise<Document> {
   const store = await call.store(false);
-  const names = store ? await store.db.listCollectionNames() : [];
+  const all = store ? await store.db.listCollectionNames() : [];
+  const names = call.conn.user?.role === 'read' ? all.filter(analystMayRead) : all;
   let objects = 0;
   for (const name of names) objects += await store!.db.collection(name).countDocuments({});
   return { db: call.db, collections: names.length, views: 0, objects, dataSize: 0, storageSize: 0, indexes: 0, indexSize: 0, ok: 1 };

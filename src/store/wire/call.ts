@@ -2,10 +2,12 @@
 // the command itself.
 import type { Document } from 'bson';
 import type { Store, StoreSession } from '../store.ts';
+import type { ConnectionLimits } from './connection-limits.ts';
 import type { Cursors } from './cursors.ts';
 import type { Databases } from './databases.ts';
 import type { FailPoints } from './fail-points.ts';
 import type { ScramConversation } from './scram.ts';
+import type { QueryThreads } from './query-threads.ts';
 import type { Sessions } from './sessions.ts';
 import type { UserRecord, Users } from './users.ts';
 
@@ -15,6 +17,10 @@ export interface Server {
   cursors: Cursors;
   sessions: Sessions;
   failPoints: FailPoints;
+  /** Where the analyst's reads run, each with a deadline. */
+  queries: QueryThreads;
+  /** Unauthenticated connections apart, authenticated ones per user. */
+  connections: ConnectionLimits;
   /** host:port as clients reach it, reported as the replica set's only member. */
   me: string;
   setName: string;

@@ -1,10 +1,11 @@
-// Command dispatch: authentication and the analyst's read-only rights, fail points, sessions
+// Command dispatch: authentication and the analyst's read-only rights (and read models only), fail points, sessions
 // and transactions, then the handler. Every failure becomes MongoDB's error reply.
 import type { Document } from 'bson';
 import * as admin from './admin-commands.ts';
 import type { Call, Connection, Server } from './call.ts';
 import { bulkWrite, bulkWriteDatabase } from './bulk-write.ts';
 import * as crud from './crud.ts';
+import { checkAnalystRead } from './analyst-access.ts';
 import { CommandError, errorReply } from './errors.ts';
 
 type Handler = (call: Call) => Document | Promise<Document>;
@@ -113,6 +114,7 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     if (!spec) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
     if (spec.access !== 'public' && !conn.user) throw unauthorized(call, 'authentication is required');
     if (spec.access === 'write' && conn.user?.role !== 'readWrite') throw unauthorized(call, `user ${conn.user?.user} may only read`);
+    if (spec.access === 'read' && conn.user?.role === 'read') checkAnalystRead(db, name, command);
     if (name === 'configureFailPoint' && !server.testCommands) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
     if (name === 'aggregate' && conn.user?.role !== 'readWrite' && crud.writesOutside(asArray(command.pipeline) as Document[])) {
       throw unauthorized(call, '$out and $merge write, and this user may only read');

@@ -5,6 +5,7 @@ import type { StoreCollection, StoreSession } from '../store.ts';
 import type { Call } from './call.ts';
 import { cursorId } from './cursors.ts';
 import { CommandError, writeError } from './errors.ts';
+import { analystRead } from './query-threads.ts';
 
 function collectionName(call: Call): string {
   const name = call.command[call.name];
@@ -42,24 +43,25 @@ async function atomically<T>(call: Call, fn: (session: StoreSession) => Promise<
 
 export async function find(call: Call): Promise<Document> {
   const { command } = call;
-  const ns = `${call.db}.${collectionName(call)}`;
-  const coll = await collection(call, false);
+  const name = collectionName(call);
+  const ns = `${call.db}.${name}`;
   const limit = count(command.limit, 'limit');
   // One past the cap is enough to refuse the result, without projecting the rest of it.
   const most = Math.min(limit === undefined || limit === 0 ? Infinity : Math.abs(limit), call.server.cursors.limits.resultDocuments + 1);
-  const docs = coll
-    ? await coll
-        .find(doc(command.filter, 'filter'), {
-          sort: command.sort,
-          projection: command.projection,
-          skip: count(command.skip, 'skip'),
-          limit: most,
-          ...sessionOption(call.session),
-        })
-        .toArray()
-    : [];
+  const filter = doc(command.filter, 'filter');
+  const skip = count(command.skip, 'skip');
+  const batchSize = count(command.batchSize, 'batchSize');
+  const docs = await analystRead(
+    call,
+    { op: 'find', collection: name, args: { filter, sort: command.sort, projection: command.projection, skip, limit: most === Infinity ? undefined : most } },
+    async () => {
+      const coll = await collection(call, false);
+      return coll ? coll.find(filter, { sort: command.sort, projection: command.projection, skip, limit: most, ...sessionOption(call.session) }).toArray() : [];
+    },
+    (result) => result.docs ?? [],
+  );
   const single = command.singleBatch === true || (limit !== undefined && limit < 0);
-  return call.server.cursors.open(ns, call.owner, docs, count(command.batchSize, 'batchSize'), single, call.conn.id);
+  return call.server.cursors.open(ns, call.owner, docs, batchSize, single, call.conn.id);
 }
 
 export async function getMore(call: Call): Promise<Document> {
@@ -211,33 +213,52 @@ export async function aggregate(call: Call): Promise<Document> {
   if (command.explain === true) throw new CommandError('CommandNotFound', 'explain is not supported by this listener');
   const pipeline = list(command.pipeline, 'pipeline');
   const cursor = doc(command.cursor, 'cursor');
+  const batchSize = count(cursor.batchSize, 'cursor.batchSize');
   const writes = writesOutside(pipeline);
-  const coll = await collection(call, writes);
   // Stops a streaming pipeline one document past the cap ($unwind of a huge $range, say) before it is all
   // built in memory only to be refused; a $out or $merge stage must stay last.
   const bounded = writes ? pipeline : [...pipeline, { $limit: call.server.cursors.limits.resultDocuments + 1 }];
-  const docs = coll ? await coll.aggregate(bounded, sessionOption(call.session)).toArray() : [];
-  return call.server.cursors.open(`${call.db}.${command.aggregate}`, call.owner, docs, count(cursor.batchSize, 'cursor.batchSize'), false, call.conn.id);
+  const docs = await analystRead(
+    call,
+    { op: 'aggregate', collection: command.aggregate, args: { pipeline: bounded } },
+    async () => {
+      const coll = await collection(call, writes);
+      return coll ? coll.aggregate(bounded, sessionOption(call.session)).toArray() : [];
+    },
+    (result) => result.docs ?? [],
+  );
+  return call.server.cursors.open(`${call.db}.${command.aggregate}`, call.owner, docs, batchSize, false, call.conn.id);
 }
 
 export async function countCommand(call: Call): Promise<Document> {
-  const coll = await collection(call, false);
   const skip = count(call.command.skip, 'skip');
   const limit = count(call.command.limit, 'limit');
-  const n = coll
-    ? await coll.countDocuments(doc(call.command.query, 'query'), {
-        ...(skip ? { skip } : {}),
-        ...(limit ? { limit: Math.abs(limit) } : {}),
-        ...sessionOption(call.session),
-      })
-    : 0;
+  const query = doc(call.command.query, 'query');
+  const options = { ...(skip ? { skip } : {}), ...(limit ? { limit: Math.abs(limit) } : {}) };
+  const n = await analystRead(
+    call,
+    { op: 'count', collection: collectionName(call), args: { query, ...options } },
+    async () => {
+      const coll = await collection(call, false);
+      return coll ? coll.countDocuments(query, { ...options, ...sessionOption(call.session) }) : 0;
+    },
+    (result) => result.n ?? 0,
+  );
   return { n, ok: 1 };
 }
 
 export async function distinct(call: Call): Promise<Document> {
   const key = call.command.key;
   if (typeof key !== 'string') throw new CommandError('TypeMismatch', 'distinct needs key, a field path');
-  const coll = await collection(call, false);
-  const values = coll ? await coll.distinct(key, doc(call.command.query, 'query'), sessionOption(call.session)) : [];
+  const query = doc(call.command.query, 'query');
+  const values = await analystRead(
+    call,
+    { op: 'distinct', collection: collectionName(call), args: { key, query } },
+    async () => {
+      const coll = await collection(call, false);
+      return coll ? coll.distinct(key, query, sessionOption(call.session)) : [];
+    },
+    (result) => result.values ?? [],
+  );
   return { values, ok: 1 };
 }

@@ -12,6 +12,7 @@ export const CODES = {
   NamespaceNotFound: 26,
   IndexNotFound: 27,
   CursorNotFound: 43,
+  MaxTimeMSExpired: 50,
   NamespaceExists: 48,
   CommandNotFound: 59,
   InvalidOptions: 72,

@@ -4,6 +4,7 @@
 import { createServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import type { Connection, Server } from './call.ts';
 import { runCommand } from './commands.ts';
+import { ConnectionLimits } from './connection-limits.ts';
 import { Cursors } from './cursors.ts';
 import type { Databases } from './databases.ts';
 import { FailPoints } from './fail-points.ts';
@@ -16,6 +17,7 @@ import {
   MAX_UNAUTHENTICATED_MESSAGE_BYTES,
   ProtocolError,
 } from './frames.ts';
+import { QueryThreads, type QueryThreadOptions } from './query-threads.ts';
 import { Sessions } from './sessions.ts';
 import type { Users } from './users.ts';
 import { listening } from '../../listening.ts';
@@ -32,12 +34,22 @@ export interface ListenerOptions {
   transactionLifetimeMs?: number;
   /** Allows configureFailPoint (fault injection for tests). */
   testCommands?: boolean;
-  /** Open connections beyond this are closed at once (default 200). */
+  /** Open connections beyond this are closed at once (default 256). */
   maxConnections?: number;
-  /** An unauthenticated connection with no traffic and no command running is closed after this long (default 30 s). */
+  /** Connections that have not authenticated (yet): past this many, the oldest of them is closed (default 32). */
+  maxUnauthenticated?: number;
+  /** Connections one user may hold authenticated at once; another authentication is refused (default 100, drivers' default maxPoolSize). */
+  maxConnectionsPerUser?: number;
+  /**
+   * How long a connection may stay unauthenticated, counted from its opening (or logout), whatever it
+   * sends: past it the connection is closed after its next reply, or after as long again if it sends
+   * nothing (default 10 s).
+   */
   handshakeTimeoutMs?: number;
-  /** The same for an authenticated connection (default 10 minutes). */
+  /** An authenticated connection with no traffic and no command running is closed after this long (default 10 minutes). */
   idleTimeoutMs?: number;
+  /** The analyst's query threads: how many, their deadline and memory (query-threads.ts). */
+  queryThreads?: Partial<QueryThreadOptions>;
 }
 
 /** Past this many received messages (or bytes of them) waiting for their turn, the connection stops reading. */
@@ -67,7 +79,7 @@ export class WireListener {
   static async start(options: ListenerOptions): Promise<WireListener> {
     const host = options.host ?? '127.0.0.1';
     const server = createServer();
-    server.maxConnections = options.maxConnections ?? 200;
+    server.maxConnections = options.maxConnections ?? 256;
     await listening(server, { port: options.port, host });
     const port = (server.address() as AddressInfo).port;
     const context: Server = {
@@ -76,13 +88,15 @@ export class WireListener {
       cursors: new Cursors(),
       sessions: new Sessions(options.transactionLifetimeMs ?? 60_000),
       failPoints: new FailPoints(),
+      queries: new QueryThreads(options.queryThreads),
+      connections: new ConnectionLimits(options.maxUnauthenticated ?? 32, options.maxConnectionsPerUser ?? 100),
       me: `${host.includes(':') ? `[${host}]` : host}:${port}`,
       setName: options.setName ?? 'spend-control',
       testCommands: options.testCommands ?? false,
       startedAt: new Date(),
     };
     const listener = new WireListener(server, context, {
-      handshakeTimeoutMs: options.handshakeTimeoutMs ?? 30_000,
+      handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000,
       idleTimeoutMs: options.idleTimeoutMs ?? 10 * 60_000,
     });
     let connections = 0;
@@ -112,14 +126,32 @@ export class WireListener {
     // The next message is too large for an unauthenticated connection, but a command in the queue may authenticate it.
     let deferred = false;
     let idle: NodeJS.Timeout | undefined;
+    // Unauthenticated: the handshake deadline has passed; the connection closes after its next reply.
+    let expired = false;
+    let closing = false;
+    let handshake: NodeJS.Timeout | undefined;
+    const connections = this.#context.connections;
 
-    // Closes a connection that neither sends nor reads for a while; never while a command runs
-    // (it may be waiting for a transaction that holds the store). Before authentication the wait is
-    // short, but it restarts on traffic: drivers' monitoring connections never authenticate, they
-    // send hello every 10 s.
+    // Closes an authenticated connection that neither sends nor reads for a while; never while a
+    // command runs (it may be waiting for a transaction that holds the store).
     const armIdle = () => {
       clearTimeout(idle);
-      if (!executing) idle = setTimeout(() => socket.destroy(), conn.user ? this.#limits.idleTimeoutMs : this.#limits.handshakeTimeoutMs).unref();
+      if (conn.user && !executing) idle = setTimeout(() => socket.destroy(), this.#limits.idleTimeoutMs).unref();
+    };
+
+    // An unauthenticated connection gets a deadline from its opening that no traffic extends: a
+    // client that sends hello for ever holds no slot for ever. Drivers' monitoring connections never
+    // authenticate; closing one right after a reply (or when it has been silent as long again) lets
+    // the driver see it closed before its next heartbeat and open another, with no failed heartbeat.
+    const waitForAuthentication = () => {
+      expired = false;
+      clearTimeout(handshake);
+      connections.waiting(conn, () => socket.destroy());
+      handshake = setTimeout(() => {
+        if (conn.user) return;
+        expired = true;
+        handshake = setTimeout(() => socket.destroy(), this.#limits.handshakeTimeoutMs).unref();
+      }, this.#limits.handshakeTimeoutMs).unref();
     };
 
     // Cuts what has arrived into messages, then reads on only while there is room for more:
@@ -153,14 +185,24 @@ export class WireListener {
 
     const run = async (): Promise<void> => {
       running = true;
-      while (queue.length > 0 && !socket.destroyed) {
+      while (queue.length > 0 && !socket.destroyed && !closing) {
         const frame = queue.shift()!;
         queuedBytes -= frame.length;
         executing = true;
         armIdle();
+        const before = conn.user;
         const reply = await this.#handle(socket, conn, frame);
         executing = false;
+        if (conn.user && !before) clearTimeout(handshake);
+        if (!conn.user && before) waitForAuthentication();
         armIdle();
+        if (expired && !conn.user) {
+          closing = true;
+          socket.pause();
+          if (reply && !socket.destroyed) socket.end(reply);
+          setTimeout(() => socket.destroy(), 1000).unref();
+          break;
+        }
         if (reply && !socket.destroyed && !socket.write(reply)) {
           writing = true;
           socket.pause();
@@ -174,6 +216,7 @@ export class WireListener {
     };
 
     socket.on('data', (chunk: Buffer) => {
+      if (closing) return;
       reader.push(chunk);
       armIdle();
       take();
@@ -182,11 +225,13 @@ export class WireListener {
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       clearTimeout(idle);
+      clearTimeout(handshake);
+      connections.closed(conn);
       this.#sockets.delete(socket);
       // A cursor's whole result is held in memory: it goes with the connection that last used it.
       this.#context.cursors.closeConnection(id);
     });
-    armIdle();
+    waitForAuthentication();
   }
 
   /** The encoded reply, or undefined when there is none (moreToCome) or the connection was closed. */
@@ -219,6 +264,7 @@ export class WireListener {
     const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     for (const socket of this.#sockets) socket.destroy();
     await this.#context.sessions.close();
+    await this.#context.queries.close();
     this.#context.cursors.closeAll();
     await closed;
   }
