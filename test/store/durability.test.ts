@@ -234,3 +234,51 @@ test('the generated webhook key outlives a restart: an endpoint created before i
   t.is(JSON.parse(delivery.body.toString()).data.purchaseRequestId, bought.body.purchaseRequest.id);
   t.is(await svc.stop('SIGTERM'), 0);
 });
+
+test('two processes on one DATA_DIR: purchases held in one are answered from the other, counters stay exact; a change in one governs the next decision in the other', async (t) => {
+  const dataDir = tempDataDir(t);
+  const one = await startService(t, dataDir);
+  const two = await startService(t, dataDir, { RUN_JOBS: '0' });
+  const manifest = budgetManifest('answered', 300_000);
+  manifest.policies[0].rules[0].amountMinor = '2000'; // above 20.00 a person decides
+  const applied = await one.admin('/admin/manifests', manifest);
+  const key: string = applied.body.apiKeys['x-key'].key;
+  const policyId: string = applied.body.policies.daily.id;
+  // Held purchases are submitted to `two` and answered through `one` while more purchases arrive on both.
+  const answers: Promise<ApiResponse>[] = [];
+  const results = await Promise.all(
+    Array.from({ length: 160 }, async (_, i) => {
+      const held = i % 2 === 1;
+      const res = await buy(held ? two : one, key, held ? 2500 : 1500, `mixed ${i}`);
+      if (held && res.status === 201 && res.body.decision.outcome === 'REQUIRES_APPROVAL') {
+        answers.push(one.admin(`/admin/purchase-requests/${res.body.purchaseRequest.id}/answer`, { answer: i % 4 === 1 ? 'APPROVE' : 'REJECT', person: 'ana' }));
+      }
+      return res;
+    }),
+  );
+  t.true(results.every((r) => r.status === 201), results.find((r) => r.status !== 201)?.body?.error?.message);
+  const answered = await Promise.all(answers);
+  t.true(answered.length > 0 && answered.every((r) => r.status === 200), answered.find((r) => r.status !== 200)?.body?.error?.message);
+
+  // What the purchases say, read back through the API, against what the window counts.
+  const finals = await Promise.all(results.map((r) => two.request(`/v1/purchase-requests/${r.body.purchaseRequest.id}`, { key })));
+  const sum = (status: string) => finals.filter((r) => r.body.purchase.status === status).reduce((total, r) => total + Number(r.body.purchase.amountMinor), 0);
+  const window = (await dayWindow(dataDir, policyId))!;
+  t.is(window.committedMinor, sum('APPROVED'), 'committed = the approved purchases');
+  t.is(window.heldMinor, sum('PENDING_APPROVAL'), 'held = the purchases still waiting');
+  t.true(window.committedMinor + window.heldMinor <= 300_000, 'never overspent');
+
+  // A policy change applied through one process governs the very next decision in the other.
+  manifest.policies[0].merchants = [{ listType: 'BLOCK', label: 'Paper Co' }] as never[];
+  t.is((await one.admin('/admin/manifests', manifest)).status, 200);
+  const blocked = await buy(two, key, 100, 'after the change');
+  t.deepEqual(blocked.body.decision.reasonCodes, ['MERCHANT_BLOCKED']);
+  // So does an agent disabled through the other one.
+  (manifest.agents[0] as { status?: string }).status = 'DISABLED';
+  t.is((await two.admin('/admin/manifests', manifest)).status, 200);
+  const disabled = await buy(one, key, 100, 'after disabling');
+  t.is(disabled.status, 201);
+  t.deepEqual(disabled.body.decision.reasonCodes, ['AGENT_DISABLED']);
+  t.is(await one.stop('SIGTERM'), 0);
+  t.is(await two.stop('SIGTERM'), 0);
+});
