@@ -282,3 +282,62 @@ test('two processes on one DATA_DIR: purchases held in one are answered from the
   t.is(await one.stop('SIGTERM'), 0);
   t.is(await two.stop('SIGTERM'), 0);
 });
+
+test('SIGKILL under a steady load of 32 connections, three rounds: every 201 reads back identically, counters equal the purchases, one decision per key', async (t) => {
+  const dataDir = tempDataDir(t);
+  let svc = await startService(t, dataDir);
+  const applied = await svc.admin('/admin/manifests', budgetManifest('rounds', 100_000_000));
+  const key: string = applied.body.apiKeys['x-key'].key;
+  const policyId: string = applied.body.policies.daily.id;
+  const acknowledged = new Map<string, ApiResponse>(); // Idempotency-Key -> the 201 the client received
+  const sent: string[] = [];
+  for (let round = 0; round < 3; round++) {
+    let killed = false;
+    let next = 0;
+    const target = svc;
+    // 32 connections, each sending its next purchase as soon as the last one was answered.
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (!killed) {
+          const idempotencyKey = `round-${round}-${next++}`;
+          sent.push(idempotencyKey);
+          const res = await buy(target, key, 1000, idempotencyKey, { 'Idempotency-Key': idempotencyKey }).catch(() => null);
+          if (res === null) return; // the process is gone
+          t.is(res.status, 201);
+          acknowledged.set(idempotencyKey, res);
+          if (acknowledged.size >= (round + 1) * 60 && !killed) {
+            killed = true;
+            target.child.kill('SIGKILL');
+          }
+        }
+      }),
+    );
+    await target.stop('SIGKILL');
+    svc = await startService(t, dataDir);
+  }
+  // Every 201 reads back with the decision the client was given.
+  for (const res of acknowledged.values()) {
+    const read = await svc.request(`/v1/purchase-requests/${res.body.purchaseRequest.id}`, { key });
+    t.is(read.status, 200);
+    t.like(read.body.purchase.decision, res.body.decision);
+    t.is(read.body.purchase.id, res.body.purchaseRequest.id);
+    t.is(read.body.purchase.status, 'APPROVED');
+  }
+  // Every key sent, sent again: an acknowledged one replays its own purchase; any other is decided now, once.
+  const retried = await Promise.all(sent.map((k) => buy(svc, key, 1000, k, { 'Idempotency-Key': k })));
+  for (const [i, k] of sent.entries()) {
+    const first = acknowledged.get(k);
+    if (first) {
+      t.is(retried[i].status, 200);
+      t.is(retried[i].body.purchaseRequest.id, first.body.purchaseRequest.id);
+    } else {
+      t.true(retried[i].status === 200 || retried[i].status === 201);
+    }
+  }
+  const store = await openEmbeddedStore({ dataDir });
+  t.teardown(() => store.close());
+  const purchases = await store.db.collection('purchases').countDocuments({});
+  t.is(purchases, sent.length, 'one purchase per key, whatever the kills interrupted');
+  t.is((await dayWindow(dataDir, policyId))!.committedMinor, purchases * 1000, 'the window counts exactly the recorded purchases');
+  t.is(await svc.stop('SIGTERM'), 0);
+});
