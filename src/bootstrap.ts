@@ -9,6 +9,7 @@ import { DataDirError } from './store/embedded/database-file.ts';
 import { EmbeddedStore } from './store/embedded/embedded-store.ts';
 import type { Store } from './store/store.ts';
 import { collections } from './store/collections.ts';
+import { backfillCommittedWindowIds } from './purchases/projection.ts';
 import { createIndexes } from './store/indexes.ts';
 import { AgentMailboxes } from './commands/agent-mailbox.ts';
 import { createAgenda } from './jobs/agenda.ts';
@@ -67,6 +68,7 @@ export async function bootstrap(initial: Config): Promise<{ deps: AppDeps; agend
   const store = await openStoreOrExit(initial);
   const config = await withGeneratedSecrets(initial, store);
   await createIndexes(store.db);
+  await backfillCommittedWindowIds(store.db);
   log.info('store ready', store instanceof EmbeddedStore ? { engine: store.engine, file: store.location, synchronous: config.sqliteSynchronous } : { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: config.jobsProcessEveryMs });
   const deps: AppDeps = {

@@ -37,6 +37,24 @@ export async function attributableSpend(
   return BigInt(rows[0]?.total ?? 0);
 }
 
+/**
+ * Approved spend in a period that committed into window `id`, whichever policies governed it: what
+ * the window's `committedMinor` counts, recomputed over new bounds when a change of zone moves them.
+ */
+async function committedInto(db: StoreDb, id: string, key: { periodStart: string | Date; periodEnd: string | Date }, session?: StoreSession): Promise<bigint> {
+  const rows = await db
+    .collection('analytics_purchases')
+    .aggregate(
+      [
+        { $match: { committedWindowIds: id, status: 'APPROVED', requestedAt: { $gte: new Date(key.periodStart), $lt: new Date(key.periodEnd) } } },
+        { $group: { _id: null, total: { $sum: '$amountMinor' } } },
+      ],
+      session ? { session } : {},
+    )
+    .toArray();
+  return BigInt(rows[0]?.total ?? 0);
+}
+
 /** A window cannot count more than MAX_WINDOW_MINOR (what storage holds exactly); past every limit either way. */
 const capped = (amount: bigint): bigint => (amount > MAX_WINDOW_MINOR ? MAX_WINDOW_MINOR : amount);
 
@@ -69,8 +87,11 @@ export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: Stor
       if (doc.periodStart.toISOString() !== key.periodStart || doc.periodEnd.toISOString() !== key.periodEnd) {
         // The organisation changed zone, and this period's name (a date) now covers other hours: the
         // window starts again over them from what was approved in them, keeping what it holds (the
-        // pending purchases it holds are released or converted here).
-        loaded.states.set(id, { ...stateOf(doc), committedMinor: 0n, openingBalanceMinor: capped(await attributableSpend(db, key, session)) });
+        // pending purchases it holds are released or converted here). Its committed amount stays what
+        // committed into it (now within the new hours), so that a later reconciliation, which counts
+        // the policy's spend outside it, counts nothing twice or not at all.
+        const committed = capped(await committedInto(db, id, key, session));
+        loaded.states.set(id, { ...stateOf(doc), committedMinor: committed, openingBalanceMinor: capped(await attributableSpend(db, key, session, id)) });
         loaded.reconciled.add(id);
         loaded.rebased.set(id, key);
         continue;

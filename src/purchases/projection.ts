@@ -159,3 +159,32 @@ export function projectPurchase(
     { upsert: true },
   );
 }
+
+const MIGRATIONS = 'migrations';
+const BACKFILL = 'analytics_purchases.committedWindowIds';
+
+/**
+ * Analytics rows of approved purchases written before rows recorded `committedWindowIds` get them
+ * from their purchase's `windowIds` (the windows an approved purchase's amount moved into). Without
+ * them a reconciliation (src/budgets/windows.ts) would count such a purchase both in the window and
+ * outside it. Run at start and by the release step, in batches; a marker makes later starts skip it.
+ * Returns how many rows it completed.
+ */
+export async function backfillCommittedWindowIds(db: StoreDb, batchSize = 500): Promise<number> {
+  const markers = db.collection<{ _id: string; doneAt: Date }>(MIGRATIONS);
+  if (await markers.findOne({ _id: BACKFILL })) return 0;
+  const rows = views(db).analyticsPurchases;
+  const purchases = db.collection<Pick<PurchaseDoc, '_id' | 'windowIds'>>('purchases');
+  let done = 0;
+  for (;;) {
+    const batch = await rows.find({ status: 'APPROVED', committedWindowIds: { $exists: false } }, { projection: { _id: 1 } }).limit(batchSize).toArray();
+    if (batch.length === 0) break;
+    const windows = new Map((await purchases.find({ _id: { $in: batch.map((r) => r._id) } }, { projection: { windowIds: 1 } }).toArray()).map((p) => [p._id, p.windowIds]));
+    for (const row of batch) {
+      await rows.updateOne({ _id: row._id, committedWindowIds: { $exists: false } }, { $set: { committedWindowIds: windows.get(row._id) ?? [] } });
+    }
+    done += batch.length;
+  }
+  await markers.updateOne({ _id: BACKFILL }, { $set: { doneAt: new Date() } }, { upsert: true });
+  return done;
+}

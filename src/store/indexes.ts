@@ -35,6 +35,8 @@ export const INDEXES: IndexSpec[] = [
   // A policy's approved spend in a period, by the time of each request (src/budgets/windows.ts attributableSpend).
   // Multikey on policyIds: one key per policy of every purchase.
   { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, requestedAt: 1 } },
+  // What committed into a window over new bounds, after a change of zone (src/budgets/windows.ts committedInto).
+  { collection: 'analytics_purchases', keys: { committedWindowIds: 1, requestedAt: 1 } },
   { collection: 'analytics_daily_spend', keys: { organizationId: 1, dayKey: 1 } },
   // Connections (OAuth 2.0 and MCP)
   { collection: 'connections', keys: { organizationId: 1, createdAt: -1 } },
@@ -87,8 +89,9 @@ export const RETIRED_INDEXES: Array<{ collection: string; name: string }> = [
  * on sharded clusters (and webhook_quotas, say, has no index that would create it).
  */
 // Collections without an index of their own, created at start too (implicit creation inside a
-// transaction fails on sharded clusters): the webhook quotas and the configuration stamp (src/cache).
-export const COLLECTIONS: string[] = [...new Set([...INDEXES.map((i) => i.collection), 'webhook_quotas', 'config_stamps'])].sort();
+// transaction fails on sharded clusters): the webhook quotas, the configuration stamp (src/cache) and
+// the markers of finished data migrations (src/purchases/projection.ts).
+export const COLLECTIONS: string[] = [...new Set([...INDEXES.map((i) => i.collection), 'webhook_quotas', 'config_stamps', 'migrations'])].sort();
 
 export async function createIndexes(db: StoreDb): Promise<void> {
   const existing = new Set(await db.listCollectionNames());

@@ -6,6 +6,7 @@ import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { currentWindows } from '../../src/dashboard/queries.ts';
+import { backfillCommittedWindowIds } from '../../src/purchases/projection.ts';
 
 // 21:03 UTC: the 26th in Berlin, the 27th on Kiritimati (UTC+14, whose 27th began at 10:00 UTC on the 26th).
 const NOW = new Date('2026-11-26T21:03:00.000Z');
@@ -90,7 +91,30 @@ test('after a change of zone, a day whose window exists already is counted over 
   t.is(await buyOn('2026-11-26T05:00:00.000Z', '80000'), 'REJECTED');
   t.is(await buyOn('2026-11-26T05:00:00.000Z', '10000'), 'APPROVED');
   const window = await zoned.store.db.collection('budget_windows').findOne({ organizationId: org.organizationId, periodKind: 'DAY', periodKey: '2026-11-26' });
-  t.like(window, { periodStart: new Date('2026-11-25T10:00:00.000Z'), periodEnd: new Date('2026-11-26T10:00:00.000Z'), openingBalanceMinor: 90000, committedMinor: 10000 });
+  // The 80,000 committed into Berlin's 25th is the opening balance; what committed into this window
+  // (10,000, then 10,000 more) stays its committed amount.
+  t.like(window, { periodStart: new Date('2026-11-25T10:00:00.000Z'), periodEnd: new Date('2026-11-26T10:00:00.000Z'), openingBalanceMinor: 80000, committedMinor: 20000 });
+});
+
+test('a window moved by a change of zone, then reconciled under another version, counts everything once', async (t) => {
+  let now = new Date('2026-11-26T05:00:00.000Z');
+  const zoned = await startApp({ now: () => now });
+  t.teardown(() => zoned.close());
+  const org = await applyManifest(zoned, manifest('zone-then-gap', { dailyLimit: true }));
+  const buyAt = async (at: string, amountMinor: string) => {
+    now = new Date(at);
+    const res = await zoned.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Desks Ltd', amountMinor, reason: 'desk' } });
+    return res.body.decision.outcome as string;
+  };
+  t.is(await buyAt('2026-11-26T05:00:00.000Z', '50000'), 'APPROVED'); // Berlin's 26th
+  await applyManifest(zoned, manifest('zone-then-gap', { dailyLimit: true, timezone: 'Pacific/Kiritimati' }));
+  t.is(await buyAt('2026-11-26T06:00:00.000Z', '1000'), 'APPROVED'); // Kiritimati's 26th: the window moves
+  await applyManifest(zoned, manifest('zone-then-gap', { dailyLimit: false, timezone: 'Pacific/Kiritimati' }));
+  t.is(await buyAt('2026-11-26T07:00:00.000Z', '40000'), 'APPROVED', 'no daily limit in force');
+  await applyManifest(zoned, manifest('zone-then-gap', { dailyLimit: true, timezone: 'Pacific/Kiritimati' }));
+  // 91,000 approved in Kiritimati's 26th: another 20,000 would take it past 100,000.
+  t.is(await buyAt('2026-11-26T08:00:00.000Z', '20000'), 'REJECTED');
+  t.is(await buyAt('2026-11-26T08:00:00.000Z', '9000'), 'APPROVED', 'up to the limit exactly');
 });
 
 test('a purchase held under a policy, approved after the policy stopped covering its agent, is counted once when the limit comes back', async (t) => {
@@ -181,4 +205,21 @@ test('validate and the dashboard show the reconciled window a decision would cou
   const [window] = await currentWindows(app.deps, organization, NOW);
   t.like(window, { committedMinor: 60000n, openingBalanceMinor: 30000n, heldMinor: 0n }, 'the budgets page counts what the next decision counts');
   t.is((await buy(key, '10001')).outcome, 'REJECTED', 'and so does the decision');
+});
+
+test('analytics rows written before committedWindowIds are completed at start, and then counted once', async (t) => {
+  const org = await applyManifest(app, manifest('upgraded', { dailyLimit: true }));
+  const key = org.keys['buyer-key'];
+  t.is((await buy(key, '60000')).outcome, 'APPROVED');
+  // As the previous release wrote it: no committedWindowIds.
+  await app.store.db.collection('analytics_purchases').updateMany({ organizationId: org.organizationId }, { $unset: { committedWindowIds: '' } });
+  await app.store.db.collection('migrations').deleteMany({});
+  t.true((await backfillCommittedWindowIds(app.store.db)) >= 1);
+  t.is(await backfillCommittedWindowIds(app.store.db), 0, 'a second start finds it done');
+  // A new version of the policy (another per-request cap) reconciles the window: the 60,000 is in it once.
+  const changed = manifest('upgraded', { dailyLimit: true });
+  changed.policies[0].rules[0] = { ...changed.policies[0].rules[0], amountMinor: '80000' };
+  await applyManifest(app, changed);
+  t.is((await buy(key, '30000')).outcome, 'APPROVED', '60,000 + 30,000 fits in 100,000');
+  t.is((await buy(key, '10001')).outcome, 'REJECTED');
 });
