@@ -19,7 +19,7 @@ import { WriteBatch } from '../store/write-batch.ts';
 import { decisionDocument, purchaseEvent } from '../purchases/submit.ts';
 import { projectPurchase } from '../purchases/projection.ts';
 import { readback } from '../purchases/present.ts';
-import { hasRole } from '../people/roles.ts';
+import { hasRole } from '../identity/people/roles.ts';
 
 export interface AnswerCommand {
   purchaseId: string;

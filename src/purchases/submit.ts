@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { Duration } from 'luxon';
 import type { AppDeps } from '../app-deps.ts';
-import type { Principal } from '../http/auth.ts';
+import type { Principal } from '../identity/auth.ts';
 import { conflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { decide } from '../engine/decide.ts';

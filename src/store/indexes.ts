@@ -48,7 +48,7 @@ export const INDEXES: IndexSpec[] = [
   { collection: 'oauth_clients', keys: { createdAt: -1 } },
   { collection: 'oauth_registration_windows', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   { collection: 'connections', keys: { clientId: 1 } },
-  // The people's dashboard (src/dashboard/documents.ts)
+  // The people's dashboard (src/identity/sessions/documents.ts)
   { collection: 'dashboard_sessions', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   { collection: 'dashboard_sign_in_throttle', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1 } },

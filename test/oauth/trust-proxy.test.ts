@@ -1,7 +1,7 @@
 // TRUST_PROXY=0: clients reach the service directly, so X-Forwarded-For is theirs to write and is
 // ignored; the per-address limits count the connection's own address.
 import test from 'ava';
-import { REGISTRATION_LIMIT } from '../../src/oauth/registration.ts';
+import { REGISTRATION_LIMIT } from '../../src/identity/oauth/registration.ts';
 import { startApp } from '../helpers/app.ts';
 import { fetchJson } from './helpers.ts';
 

@@ -5,21 +5,21 @@
 //   GET    /admin/oauth-clients                 clients registered through RFC 7591, newest first
 //   DELETE /admin/oauth-clients/{id}            revokes a registration and every connection made with it
 import type Router from '@koa/router';
-import { newRouter } from '../http/router.ts';
+import { newRouter } from '../../http/router.ts';
 import Type from 'typebox';
-import type { AppDeps } from '../app-deps.ts';
-import { requireAdmin } from '../admin/auth.ts';
-import { LIMITS, jsonBody } from '../http/body.ts';
-import { invalidRequest, notFound } from '../http/errors.ts';
-import { queryValue, uuidParam } from '../http/params.ts';
-import { compile } from '../http/validate.ts';
-import { isUuid } from '../ids.ts';
-import { iso } from '../timestamps.ts';
-import { runCommand } from '../commands/run-command.ts';
-import { dashboardCollections } from '../dashboard/documents.ts';
+import type { AppDeps } from '../../app-deps.ts';
+import { requireAdmin } from '../operator-token.ts';
+import { LIMITS, jsonBody } from '../../http/body.ts';
+import { invalidRequest, notFound } from '../../http/errors.ts';
+import { queryValue, uuidParam } from '../../http/params.ts';
+import { compile } from '../../http/validate.ts';
+import { isUuid } from '../../ids.ts';
+import { iso } from '../../timestamps.ts';
+import { runCommand } from '../../commands/run-command.ts';
+import { dashboardCollections } from '../sessions/documents.ts';
 import { connectionsCollection, presentConnection, type ConnectionDoc } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
-import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './password.ts';
+import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../people/password.ts';
 import { oauthCollections, type RegisteredClientDoc } from './documents.ts';
 import { registeredClientId, revokeRegisteredClient } from './registration.ts';
 

@@ -7,11 +7,11 @@
 // is recorded (SPEC.md 5.2; RFC 9700 4.14.2). A reused authorization code is treated the same way
 // (RFC 6749 4.1.2: the server SHOULD revoke what was issued from it).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { AppDeps } from '../app-deps.ts';
-import type { Scope } from '../http/auth.ts';
-import { VersionConflict } from '../http/errors.ts';
-import { runCommand } from '../commands/run-command.ts';
-import type { StoreDb, StoreSession } from '../store/store.ts';
+import type { AppDeps } from '../../app-deps.ts';
+import type { Scope } from '../auth.ts';
+import { VersionConflict } from '../../http/errors.ts';
+import { runCommand } from '../../commands/run-command.ts';
+import type { StoreDb, StoreSession } from '../../store/store.ts';
 import { connectionsCollection, type ConnectionDoc } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
 import {

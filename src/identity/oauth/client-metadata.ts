@@ -15,7 +15,7 @@
 // client or a test can serve its document without a certificate. Never in production (config.ts).
 import type { LookupFunction } from 'node:net';
 import { Client } from 'undici';
-import { checkWebhookUrl, resolveDestination, type LookupFn, type ResolvedAddress } from '../webhooks/destination.ts';
+import { checkWebhookUrl, resolveDestination, type LookupFn, type ResolvedAddress } from '../../webhooks/destination.ts';
 import { isAcceptableRedirectUri } from './redirect-uri.ts';
 
 export interface ClientMetadata {

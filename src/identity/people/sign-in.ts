@@ -15,13 +15,13 @@
 // password also clears the account's earlier failures, but only if nothing was counted since its own
 // attempt: a failure counted meanwhile is never erased.
 //
-// The counters live in `dashboard_sign_in_throttle` (src/dashboard/documents.ts; a TTL index removes
+// The counters live in `dashboard_sign_in_throttle` (src/identity/sessions/documents.ts; a TTL index removes
 // them once over, and reads check `expiresAt` too); `failures` holds the count described above.
-import type { AppDeps } from '../app-deps.ts';
-import { dashboardCollections, type SignInThrottleDoc } from '../dashboard/documents.ts';
-import { burnPasswordCheck, verifyPassword } from '../oauth/password.ts';
-import type { PersonDoc } from '../store/collections.ts';
-import { isDuplicateKeyError, type StoreCollection } from '../store/store.ts';
+import type { AppDeps } from '../../app-deps.ts';
+import { dashboardCollections, type SignInThrottleDoc } from '../sessions/documents.ts';
+import { burnPasswordCheck, verifyPassword } from './password.ts';
+import type { PersonDoc } from '../../store/collections.ts';
+import { isDuplicateKeyError, type StoreCollection } from '../../store/store.ts';
 
 export const THROTTLE_WINDOW_MS = 15 * 60 * 1000;
 export const MAX_FAILURES_PER_ACCOUNT = 5;

@@ -1,5 +1,5 @@
 // The identifiers of SPEC.md 5.2, read from configuration at request time.
-import type { Config } from '../config.ts';
+import type { Config } from '../../config.ts';
 
 /** RFC 9207 / RFC 8414 issuer: `{base_url}` (SPEC.md 5.2: the `iss` of every authorization response). */
 export const issuerOf = (config: Config) => config.baseUrl;

@@ -1,8 +1,8 @@
 // revokeConnection: withdraws a connection (SPEC.md 5.2: takes effect on the next call, because
 // every token is checked against its connection). Emits `connection.revoked` once; a revocation
 // caused by token reuse also emits `security.connection_token_reuse_detected` (SPEC.md 6.2).
-import { recordEvent } from '../events/outbox.ts';
-import type { StoreDb, StoreSession } from '../store/store.ts';
+import { recordEvent } from '../../events/outbox.ts';
+import type { StoreDb, StoreSession } from '../../store/store.ts';
 import { connectionsCollection, type ConnectionDoc, type RevokedReason } from './documents.ts';
 
 export interface ReuseDetail {

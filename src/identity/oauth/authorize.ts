@@ -4,11 +4,11 @@
 // Order matters (RFC 6749 4.1.2.1): until client_id and redirect_uri are known to belong together,
 // nothing may be sent to the redirect_uri, so those failures are shown as a page. Every later
 // failure is sent back to the client as `error` with `state` and `iss` (RFC 9207).
-import type { Scope } from '../http/auth.ts';
-import type { Collections } from '../store/collections.ts';
-import type { StoreDb, StoreSession } from '../store/store.ts';
-import { newId } from '../ids.ts';
-import { recordEvent } from '../events/outbox.ts';
+import type { Scope } from '../auth.ts';
+import type { Collections } from '../../store/collections.ts';
+import type { StoreDb, StoreSession } from '../../store/store.ts';
+import { newId } from '../../ids.ts';
+import { recordEvent } from '../../events/outbox.ts';
 import { connectionsCollection, type ConnectionDoc } from '../connections/documents.ts';
 import { fetchClientMetadata, type ClientMetadata, type FetchOptions } from './client-metadata.ts';
 import { CODE_PREFIX, CODE_TTL_MS, credentialDigest, newCredential } from './credentials.ts';

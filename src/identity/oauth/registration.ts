@@ -16,10 +16,10 @@
 //   5. A registration nobody ever connected with expires (TTL index on expiresAt) after a day.
 //   6. Per source address, at most REGISTRATION_LIMIT attempts per window, counted in the store so
 //      that every web process shares the count.
-import type { Config } from '../config.ts';
-import type { Store, StoreDb } from '../store/store.ts';
-import { isUuid, newId } from '../ids.ts';
-import { runCommand } from '../commands/run-command.ts';
+import type { Config } from '../../config.ts';
+import type { Store, StoreDb } from '../../store/store.ts';
+import { isUuid, newId } from '../../ids.ts';
+import { runCommand } from '../../commands/run-command.ts';
 import { connectionsCollection } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
 import { cleanText, fetchClientMetadata, type ClientMetadataResult, type FetchOptions } from './client-metadata.ts';

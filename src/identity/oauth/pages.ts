@@ -3,7 +3,7 @@
 // announced with role="alert" and tied to their fields. Every dynamic value is escaped.
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
-import type { Scope } from '../http/auth.ts';
+import type { Scope } from '../auth.ts';
 import { SCOPE_WORDS } from './scopes.ts';
 
 const STYLE = `

@@ -7,7 +7,7 @@
 // The request itself lives server-side, so several tabs can connect at once.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
-import type { Config } from '../config.ts';
+import type { Config } from '../../config.ts';
 import { credentialDigest } from './credentials.ts';
 import type { AuthorizationRequestDoc } from './documents.ts';
 

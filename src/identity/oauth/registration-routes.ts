@@ -1,12 +1,12 @@
-// Dynamic Client Registration's HTTP surface (src/oauth/registration.ts has the rules):
+// Dynamic Client Registration's HTTP surface (src/identity/oauth/registration.ts has the rules):
 //   POST /oauth/register        RFC 7591 3: JSON client metadata in, 201 with the registered metadata
 //   GET  /oauth/clients/{id}    the registered metadata as a client ID metadata document
 // Errors use RFC 7591 3.2.2's body `{error, error_description}`, like the other OAuth endpoints.
 import type Router from '@koa/router';
-import { newRouter } from '../http/router.ts';
+import { newRouter } from '../../http/router.ts';
 import type { Context } from 'koa';
-import type { AppDeps } from '../app-deps.ts';
-import { notFound } from '../http/errors.ts';
+import type { AppDeps } from '../../app-deps.ts';
+import { notFound } from '../../http/errors.ts';
 import { corsPreflight, openCors } from './cors.ts';
 import { readBody } from './form.ts';
 import { countRegistrationAttempt, findLiveClient, registerClient, registeredMetadata, REGISTRATION_MAX_BYTES, validateRegistration } from './registration.ts';

@@ -1,8 +1,8 @@
 // Documents of the authorization server. Credentials are stored only as SHA-256 digests (the `_id`),
 // so a lookup is by digest and a database reader learns no usable token. Every document carries
 // `expiresAt`, with a TTL index, so expired ones are cleaned without a job.
-import type { Scope } from '../http/auth.ts';
-import type { StoreDb } from '../store/store.ts';
+import type { Scope } from '../auth.ts';
+import type { StoreDb } from '../../store/store.ts';
 
 /** An authorization request in progress, between GET /oauth/authorize and the consent answer. */
 export interface AuthorizationRequestDoc {

@@ -1,8 +1,8 @@
 // A connection (SPEC.md 5.2): one person's grant letting one application act as one existing agent
 // with some scopes. Tokens belong to a connection; revoking it ends every token at the next call.
-import type { Scope } from '../http/auth.ts';
-import { iso } from '../timestamps.ts';
-import type { StoreDb } from '../store/store.ts';
+import type { Scope } from '../auth.ts';
+import { iso } from '../../timestamps.ts';
+import type { StoreDb } from '../../store/store.ts';
 
 export type RevokedReason = 'OPERATOR' | 'CLIENT' | 'TOKEN_REUSE';
 

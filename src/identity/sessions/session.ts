@@ -4,9 +4,9 @@
 // token plus Origin verification). Sessions end on sign-out, after 30 idle minutes and after 12 hours.
 import { timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
-import type { AppDeps } from '../app-deps.ts';
-import type { Config } from '../config.ts';
-import type { OrganizationDoc, PersonDoc } from '../store/collections.ts';
+import type { AppDeps } from '../../app-deps.ts';
+import type { Config } from '../../config.ts';
+import type { OrganizationDoc, PersonDoc } from '../../store/collections.ts';
 import { credentialDigest } from '../oauth/credentials.ts';
 import { randomToken } from '../oauth/browser.ts';
 import { dashboardCollections, type DashboardSessionDoc } from './documents.ts';

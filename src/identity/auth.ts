@@ -1,8 +1,8 @@
 // Authentication and the credential matrix of SPEC.md 5.3. `authenticate` turns the bearer credential
 // into a Principal (or a 401/403); the guards below say which principals an operation accepts.
 import type { Context, Next } from 'koa';
-import { ApiError, forbidden, unauthorized } from './errors.ts';
-import { classifyKey, hashesMatch } from '../credentials/api-keys.ts';
+import { ApiError, forbidden, unauthorized } from '../http/errors.ts';
+import { classifyKey, hashesMatch } from './credentials/api-keys.ts';
 import { lastUseIsStale, type ApiKeyDoc, type Collections } from '../store/collections.ts';
 import type { StoreDb } from '../store/store.ts';
 import { configView, type ConfigView } from '../cache/config-cache.ts';

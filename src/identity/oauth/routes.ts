@@ -9,9 +9,9 @@
 // (POST /oauth/register and the registered clients' documents: registration-routes.ts.)
 // Protocol errors use RFC 6749's bodies, not SPEC.md 7's (SPEC.md 5.2: 'not shown').
 import type Router from '@koa/router';
-import { newRouter } from '../http/router.ts';
+import { newRouter } from '../../http/router.ts';
 import type { Context } from 'koa';
-import type { AppDeps } from '../app-deps.ts';
+import type { AppDeps } from '../../app-deps.ts';
 import { connectableAgents, approveAuthorization, authorizationResponseUrl, checkAuthorizationRequest } from './authorize.ts';
 import { bindBrowser, randomToken, requestBelongsHere, REQUEST_TTL_MS } from './browser.ts';
 import { credentialDigest } from './credentials.ts';
@@ -23,7 +23,7 @@ import { SCOPES } from './scopes.ts';
 import { revocationRequest, tokenRequest } from './token.ts';
 import { corsPreflight, openCors } from './cors.ts';
 import { clientResolver } from './registration.ts';
-import { runCommand } from '../commands/run-command.ts';
+import { runCommand } from '../../commands/run-command.ts';
 import { signIn } from '../people/sign-in.ts';
 
 const MAX_FAILED_SIGN_INS = 5;

@@ -1,5 +1,5 @@
 // The three scopes of SPEC.md 5.2, with the plain words the consent page shows for each.
-import type { Scope } from '../http/auth.ts';
+import type { Scope } from '../auth.ts';
 
 export const SCOPES: readonly Scope[] = ['purchase:check', 'purchase:read', 'purchase:request'];
 

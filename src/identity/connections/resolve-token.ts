@@ -1,13 +1,13 @@
-// The TokenResolver of src/http/auth.ts for `cmp_oat_` access tokens (SPEC.md 5.2, 5.3):
+// The TokenResolver of src/identity/auth.ts for `cmp_oat_` access tokens (SPEC.md 5.2, 5.3):
 //   unknown, malformed or expired token            -> 401 invalid_token
 //   revoked connection, agent not ENABLED (or gone) -> 403 connection_unauthorized (on /v1; /mcp
 //                                                     answers 401 invalid_token, mcp/routes.ts)
 //   otherwise                                       -> Principal CONNECTION with the token's scopes
 // Revocation therefore takes effect on the very next call: nothing is cached.
-import { lastUseIsStale, type Collections } from '../store/collections.ts';
-import type { StoreDb } from '../store/store.ts';
-import type { Principal, TokenResolver } from '../http/auth.ts';
-import { ApiError } from '../http/errors.ts';
+import { lastUseIsStale, type Collections } from '../../store/collections.ts';
+import type { StoreDb } from '../../store/store.ts';
+import type { Principal, TokenResolver } from '../auth.ts';
+import { ApiError } from '../../http/errors.ts';
 import { ACCESS_TOKEN_PREFIX, credentialDigest, hasShape } from '../oauth/credentials.ts';
 import { oauthCollections } from '../oauth/documents.ts';
 import { connectionsCollection } from './documents.ts';

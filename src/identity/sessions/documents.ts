@@ -1,7 +1,7 @@
 // The dashboard's own collections: server-side sessions and the failed sign-in counters. Both expire
 // through TTL indexes on `expiresAt` (src/store/indexes.ts); reads check `expiresAt` too, because a
 // TTL index removes documents only eventually.
-import type { StoreDb } from '../store/store.ts';
+import type { StoreDb } from '../../store/store.ts';
 
 export interface DashboardSessionDoc {
   /** SHA-256 of the cookie value: a stolen database dump holds no usable session. */
@@ -20,7 +20,7 @@ export interface DashboardSessionDoc {
 export interface SignInThrottleDoc {
   /** `account:<email>` or `address:<ip>`. */
   _id: string;
-  /** Failed attempts in the window, plus those being checked right now (src/people/sign-in.ts). */
+  /** Failed attempts in the window, plus those being checked right now (src/identity/people/sign-in.ts). */
   failures: number;
   firstAt: Date;
   expiresAt: Date;
