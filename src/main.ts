@@ -15,7 +15,7 @@ import { applyManifest } from './manifests/apply.ts';
 import { startWorker } from './worker/start-worker.ts';
 import { startJobsThread } from './worker/jobs-thread.ts';
 import { superviseWebProcesses } from './http/web-cluster.ts';
-import { newLifecycle } from './http/health.ts';
+import { newLifecycle } from './lifecycle.ts';
 import { stopGracefully } from './http/shutdown.ts';
 import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 

@@ -5,7 +5,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from '../log.ts';
 import type { Store } from '../store/store.ts';
-import type { Lifecycle } from './health.ts';
+import type { Lifecycle } from '../lifecycle.ts';
 import { stopAccepting } from './listen.ts';
 
 /** In-flight requests get this long; the jobs' own drain is bounded at 15 s and runs alongside. */

@@ -2,7 +2,7 @@
 // and deliveries (one per endpoint and event, SPEC.md 2.8). The outbox events they come from live
 // in src/events/outbox.ts.
 import type { StoreDb } from '../store/store.ts';
-import type { EventType } from '../events/outbox.ts';
+import type { EventType } from '../events/documents.ts';
 
 export type EndpointStatus = 'ACTIVE' | 'DISABLED' | 'REVOKED';
 

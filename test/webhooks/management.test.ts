@@ -9,7 +9,7 @@ import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { webhookCollections } from '../../src/webhooks/documents.ts';
 import { decryptSecret, parseEncryptionKey } from '../../src/webhooks/secrets.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
-import { eventsCollection } from '../../src/events/outbox.ts';
+import { eventsCollection } from '../../src/events/documents.ts';
 import { newId } from '../../src/ids.ts';
 import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
 import { oauthCollections } from '../../src/identity/oauth/documents.ts';
