@@ -2,7 +2,7 @@
 // which endpoints the platform should probe on the web processes (README "Probes").
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { createIndexes } from '../src/store/indexes.ts';
+import { createIndexes } from '../src/compose.ts';
 
 process.stdout.write('Probe web processes at GET /health/ready (readiness) and GET /health/live (liveness).\n');
 const config = loadConfig();

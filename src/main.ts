@@ -8,11 +8,10 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { storeIsPrivate } from './config.ts';
-import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
 import { freePort, listen } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
-import { startWorker } from './worker/start-worker.ts';
+import { serviceApp, startJobs } from './compose.ts';
 import { startJobsThread } from './worker/jobs-thread.ts';
 import { superviseWebProcesses } from './http/web-cluster.ts';
 import { newLifecycle } from './lifecycle.ts';
@@ -46,10 +45,10 @@ if (values.manifest && first) {
 }
 
 const jobsOnThread = embedded && !storeIsPrivate(config);
-const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startWorker(deps, agenda);
+const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startJobs(deps, agenda);
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
-const server = createHttpServer(createApp(deps));
+const server = createHttpServer(serviceApp(deps));
 // The port bound, which PORT=0 leaves to the system (the tests read it from this line).
 deps.log.info('listening', { port: await listen(server, config.port), baseUrl: config.baseUrl, store: deps.store.engine });
 

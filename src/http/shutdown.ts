@@ -34,7 +34,7 @@ export interface Stoppable {
   store: Store;
   server?: Server;
   lifecycle?: Lifecycle;
-  /** Finishes or releases the jobs in hand (startWorker's stop function). */
+  /** Finishes or releases the jobs in hand (the stop function startJobs returns). */
   stopJobs?: (() => Promise<void>) | null;
   /** Closes other listeners on the store (the wire-protocol listener), after requests drained. */
   stopListeners?: (() => Promise<void>) | null;

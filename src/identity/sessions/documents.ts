@@ -1,5 +1,5 @@
 // The dashboard's own collections: server-side sessions and the failed sign-in counters. Both expire
-// through TTL indexes on `expiresAt` (src/store/indexes.ts); reads check `expiresAt` too, because a
+// through TTL indexes on `expiresAt` (src/identity/capability.ts); reads check `expiresAt` too, because a
 // TTL index removes documents only eventually.
 import type { StoreDb } from '../../store/store.ts';
 

@@ -1,0 +1,16 @@
+// What approvals contribute: the expiry jobs (one per pending approval, and the recurring sweep) and the
+// approvals collection's indexes.
+import type { Capability } from '../capability.ts';
+import { every } from '../jobs/agenda.ts';
+import { defineApprovalJobs, EXPIRE_DUE_APPROVALS } from './jobs.ts';
+
+export const approvals: Capability = {
+  name: 'approvals',
+  defineJobs: defineApprovalJobs,
+  scheduleJobs: (agenda, options) => every(agenda, options.sweepEvery ?? '1 minute', EXPIRE_DUE_APPROVALS),
+  indexes: [
+    { collection: 'approvals', keys: { state: 1, expiresAt: 1 } },
+    { collection: 'approvals', keys: { agentId: 1, state: 1 } },
+    { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1 } },
+  ],
+};
