@@ -25,6 +25,8 @@ export interface Capability {
   readonly middleware?: (deps: AppDeps) => Middleware[];
   /** Its routers, mounted in the list's order. */
   readonly routes?: (deps: AppDeps) => Router[];
+  /** Says how its gauges are measured (when /metrics is scraped); called as the app is made. */
+  readonly metrics?: (deps: AppDeps) => void;
   /** Defines its jobs, in every process that runs jobs. */
   readonly defineJobs?: (agenda: Agenda, deps: AppDeps) => void;
   /** Declares its recurring jobs (from the worker only, DESIGN.md 8). */

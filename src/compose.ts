@@ -14,7 +14,7 @@ import { createIndexes as createStoreIndexes, type StoreLayout } from './store/i
 import { AgentMailboxes } from './commands/agent-mailbox.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import { createApp } from './http/app.ts';
-import { startWorker } from './worker/start-worker.ts';
+import { startWorker } from './jobs/start-worker.ts';
 import { jobs } from './jobs/capability.ts';
 import { configCache } from './cache/capability.ts';
 import { events } from './events/capability.ts';

@@ -41,6 +41,7 @@ export function createApp(deps: AppDeps, capabilities: readonly Capability[]): K
   app.use(errorMiddleware(deps.log));
   // Probes, metrics and the API reference answer without /v1 credentials.
   for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
+  for (const capability of capabilities) capability.metrics?.(deps);
   // What the capabilities contribute, in the order of their list (src/compose.ts): first every
   // capability's middleware (authentication on /v1 among them), then their routers.
   for (const capability of capabilities) for (const mw of capability.middleware?.(deps) ?? []) app.use(mw);
