@@ -10,7 +10,7 @@ import { withRequestId } from '../log.ts';
 import { errorMiddleware } from './error-middleware.ts';
 import { closeWhenStopping, healthRoutes } from './health.ts';
 import { openApiRoutes } from './openapi-route.ts';
-import { httpMetrics, metricsRoutes } from '../metrics/http.ts';
+import { httpMetrics, metricsRoutes } from './metrics.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -1,12 +1,12 @@
 // Request metrics (mounted first in the app) and GET /metrics, guarded by its own bearer token
 // METRICS_TOKEN; without one the endpoint does not exist (404), so nothing leaks by default.
 import type Router from '@koa/router';
-import { newRouter } from '../http/router.ts';
+import { newRouter } from './router.ts';
 import type { Context, Next } from 'koa';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
-import { ApiError, notFound } from '../http/errors.ts';
-import { httpRequestDone, registry } from './metrics.ts';
+import { ApiError, notFound } from './errors.ts';
+import { httpRequestDone, registry } from '../metrics/metrics.ts';
 
 export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
   const receivedAt = performance.now();
