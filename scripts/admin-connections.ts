@@ -1,5 +1,5 @@
 // Operator CLI functions for people's passwords and connections, over the /admin API
-// (src/oauth/admin-routes.ts). scripts/admin.ts calls these; each returns the parsed JSON body and
+// (src/identity/oauth/admin-routes.ts). scripts/admin.ts calls these; each returns the parsed JSON body and
 // throws AdminCallError with the service's error body when the call fails.
 
 export interface AdminApi {

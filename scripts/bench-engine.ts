@@ -1,6 +1,6 @@
 // Micro-benchmark of the decision engine: evaluations per second for a realistic organisation
 // (10 policies with amount limits, daily and monthly budgets, merchant lists of about 50 entries).
-// Run: npx node scripts/bench-engine.ts [iterations]
+// Run: npx node scripts/bench-engine.ts [iterations] [warm-up iterations]
 import { GCProfiler } from 'node:v8';
 import { decide } from '../src/engine/decide.ts';
 import { merchantKey } from '../src/engine/merchant-key.ts';
@@ -56,6 +56,7 @@ export interface EngineBench {
   scavenges: number;
   scavengeMeanUs: number;
   outcome: string;
+  policies: number;
   windows: number;
 }
 
@@ -94,14 +95,16 @@ export function benchEngine(iterations: number, warmUp = 150_000): EngineBench {
     scavenges: scavenges.length,
     scavengeMeanUs: Math.round(scavenges.reduce((sum, s) => sum + s.cost, 0) / Math.max(1, scavenges.length)),
     outcome,
+    policies: input.policies.length,
     windows: input.windows.size,
   };
 }
 
 if (import.meta.main) {
   const iterations = Number(process.argv[2] ?? 20_000);
-  const result = benchEngine(iterations);
+  const warmUp = Number(process.argv[3] ?? 150_000);
+  const result = benchEngine(iterations, warmUp);
   console.log(
-    `decide: ${result.evaluationsPerSecond.toLocaleString('en')} evaluations/s, p50 ${result.p50Us} µs, p99 ${result.p99Us} µs (${iterations} iterations after 150,000 to warm up, 10 policies, ${result.windows} budget windows, outcome ${result.outcome}; ${result.scavenges} scavenges of ${result.scavengeMeanUs} µs on average)`,
+    `decide: ${result.evaluationsPerSecond.toLocaleString('en')} evaluations/s, p50 ${result.p50Us} µs, p99 ${result.p99Us} µs (${iterations} iterations after ${warmUp.toLocaleString('en')} to warm up, ${result.policies} policies, ${result.windows} budget windows, outcome ${result.outcome}; ${result.scavenges} scavenges of ${result.scavengeMeanUs} µs on average)`,
   );
 }

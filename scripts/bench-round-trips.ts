@@ -48,12 +48,9 @@ async function withServer<T>(fn: (uri: string, server: string) => Promise<T>): P
 export function countRoundTrips(decisions = 50): Promise<RoundTrips> {
   return withServer(async (uri, server) => {
     const { openMongoStore } = await import('../src/store/mongo.ts');
-    const { createIndexes } = await import('../src/store/indexes.ts');
-    const { collections } = await import('../src/store/collections.ts');
-    const { createApp } = await import('../src/http/app.ts');
+    const { composeDeps, createIndexes, serviceApp } = await import('../src/compose.ts');
     const { loadConfig } = await import('../src/config.ts');
     const { silentLogger } = await import('../src/log.ts');
-    const { AgentMailboxes } = await import('../src/commands/agent-mailbox.ts');
     const { noScheduler } = await import('../src/jobs/scheduler.ts');
     const store = await openMongoStore(uri, { dbName: `bench_${randomBytes(6).toString('hex')}`, clientOptions: { monitorCommands: true } });
     let total = 0;
@@ -65,8 +62,8 @@ export function countRoundTrips(decisions = 50): Promise<RoundTrips> {
     try {
       await createIndexes(store.db);
       const config = loadConfig({ ADMIN_TOKEN: BENCH_TOKEN, LOG_LEVEL: 'error', MONGODB_URI: uri, MONGODB_DB: 'bench' });
-      const deps = { config, store, collections: collections(store.db), log: silentLogger, now: () => new Date(), mailboxes: new AgentMailboxes(), scheduler: noScheduler };
-      const http = createApp(deps).listen(0, '127.0.0.1');
+      const deps = composeDeps({ config, store, log: silentLogger, scheduler: noScheduler });
+      const http = serviceApp(deps).listen(0, '127.0.0.1');
       await once(http, 'listening');
       const url = `http://127.0.0.1:${(http.address() as { port: number }).port}`;
       try {

@@ -2,8 +2,7 @@
 // which endpoints the platform should probe on the web processes (docs/operate/observability.md).
 import { loadConfig } from '../src/config.ts';
 import { openStore } from '../src/store/open-store.ts';
-import { createIndexes } from '../src/store/indexes.ts';
-import { backfillCommittedWindowIds } from '../src/purchases/projection.ts';
+import { createIndexes } from '../src/compose.ts';
 
 process.stdout.write('Probe web processes at GET /health/ready (readiness) and GET /health/live (liveness).\n');
 const config = loadConfig();
@@ -13,6 +12,5 @@ if (!config.mongodbUri) {
 }
 const store = await openStore({ mongodbUri: config.mongodbUri, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs });
 await createIndexes(store.db);
-await backfillCommittedWindowIds(store.db);
 await store.close();
 process.stdout.write('indexes created\n');

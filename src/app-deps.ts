@@ -5,7 +5,7 @@ import type { Store } from './store/store.ts';
 import type { Collections } from './store/collections.ts';
 import type { AgentMailboxes } from './commands/agent-mailbox.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
-import type { Lifecycle } from './http/health.ts';
+import type { Lifecycle } from './lifecycle.ts';
 
 export interface AppDeps {
   config: Config;

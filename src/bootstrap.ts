@@ -1,5 +1,6 @@
 // Shared by the web and worker entry points: configuration checked, store connected and indexed,
-// Agenda ready on the same connection, dependencies built once (docs/internals/design.md §6a).
+// Agenda ready on the same connection, dependencies built once (docs/internals/design.md §6a) by the composition root
+// (src/compose.ts).
 import { randomBytes } from 'node:crypto';
 import type { Agenda } from 'agenda';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -8,10 +9,7 @@ import { openStore } from './store/open-store.ts';
 import { DataDirError } from './store/embedded/database-file.ts';
 import { EmbeddedStore } from './store/embedded/embedded-store.ts';
 import type { Store } from './store/store.ts';
-import { collections } from './store/collections.ts';
-import { backfillCommittedWindowIds } from './purchases/projection.ts';
-import { createIndexes } from './store/indexes.ts';
-import { AgentMailboxes } from './commands/agent-mailbox.ts';
+import { composeDeps, createIndexes } from './compose.ts';
 import { createAgenda } from './jobs/agenda.ts';
 import { agendaScheduler } from './jobs/scheduler.ts';
 import type { AppDeps } from './app-deps.ts';
@@ -68,18 +66,9 @@ export async function bootstrap(initial: Config): Promise<{ deps: AppDeps; agend
   const store = await openStoreOrExit(initial);
   const config = await withGeneratedSecrets(initial, store);
   await createIndexes(store.db);
-  await backfillCommittedWindowIds(store.db);
   log.info('store ready', store instanceof EmbeddedStore ? { engine: store.engine, file: store.location, synchronous: config.sqliteSynchronous } : { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: config.jobsProcessEveryMs });
-  const deps: AppDeps = {
-    config,
-    store,
-    collections: collections(store.db),
-    log,
-    now: () => new Date(),
-    mailboxes: new AgentMailboxes(),
-    scheduler: agendaScheduler(agenda),
-  };
+  const deps = composeDeps({ config, store, log, scheduler: agendaScheduler(agenda) });
   return { deps, agenda };
 }
 

@@ -7,16 +7,15 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { storeIsPrivate } from './config.ts';
-import { createApp } from './http/app.ts';
 import { createHttpServer } from './http/server.ts';
 import { freePort, listen } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { parseManifest } from './manifests/parse.ts';
 import { ApiError } from './http/errors.ts';
-import { startWorker } from './worker/start-worker.ts';
+import { serviceApp, startJobs } from './compose.ts';
 import { startJobsThread } from './worker/jobs-thread.ts';
 import { superviseWebProcesses } from './http/web-cluster.ts';
-import { newLifecycle } from './http/health.ts';
+import { newLifecycle } from './lifecycle.ts';
 import { stopGracefully } from './http/shutdown.ts';
 import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 
@@ -56,10 +55,10 @@ if (values.manifest && first) {
 }
 
 const jobsOnThread = embedded && !storeIsPrivate(config);
-const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startWorker(deps, agenda);
+const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startJobs(deps, agenda);
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
-const server = createHttpServer(createApp(deps));
+const server = createHttpServer(serviceApp(deps));
 // The port bound, which PORT=0 leaves to the system (the tests read it from this line).
 deps.log.info('listening', { port: await listen(server, config.port), baseUrl: config.baseUrl, store: deps.store.engine });
 

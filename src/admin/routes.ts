@@ -13,11 +13,11 @@ import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-sta
 import { runCommand } from '../commands/run-command.ts';
 import { presentAgent } from '../agents/routes.ts';
 import { AgentStatus } from '../../schemas/common.ts';
-import { requireAdmin } from './auth.ts';
+import { requireAdmin } from '../identity/operator-token.ts';
 import { manifestBody } from './manifest-body.ts';
 import { iso } from '../timestamps.ts';
 import { answerApproval } from '../approvals/answer.ts';
-import { revokeApiKey } from '../credentials/revoke.ts';
+import { revokeApiKey } from '../identity/credentials/revoke.ts';
 
 const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
 const Answer = compile(

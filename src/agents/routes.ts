@@ -2,7 +2,7 @@
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { AppDeps } from '../app-deps.ts';
-import { requireOrganizationKey } from '../http/auth.ts';
+import { requireOrganizationKey } from '../identity/auth.ts';
 import { queryParams } from '../http/params.ts';
 import type { AgentDoc } from '../store/collections.ts';
 import type { Static } from 'typebox';

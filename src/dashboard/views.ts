@@ -2,9 +2,9 @@
 // page, a skip link, errors announced with role="alert", status changes with aria-live. Every value
 // goes through the `html` template, which escapes it.
 import type { OrganizationDoc, PersonDoc, PersonRole } from '../store/collections.ts';
-import type { ConnectionDoc } from '../connections/documents.ts';
+import type { ConnectionDoc } from '../identity/connections/documents.ts';
 import type { DecisionDoc } from '../purchases/documents.ts';
-import { rolesOf } from '../people/roles.ts';
+import { rolesOf } from '../identity/people/roles.ts';
 import { ASSETS } from './assets.ts';
 import { Html, html, money, timeLeft, when } from './html.ts';
 import { OUTCOMES, PURCHASE_STATUSES, type InboxItem, type PurchaseDetail, type PurchaseFilters, type WindowView } from './queries.ts';

@@ -5,32 +5,7 @@ import type { StoreDb, StoreSession } from '../store/store.ts';
 import { newId } from '../ids.ts';
 import { hasSubscribers } from '../webhooks/subscriptions.ts';
 import type { WriteBatch } from '../store/write-batch.ts';
-
-export type EventType =
-  | 'purchase.approval_required'
-  | 'purchase.approved'
-  | 'purchase.rejected'
-  | 'purchase.approval_expired'
-  | 'budget.threshold_reached'
-  | 'budget.exhausted'
-  | 'agent.disabled'
-  | 'agent.archived'
-  | 'connection.created'
-  | 'connection.revoked'
-  | 'security.connection_token_reuse_detected'
-  | 'webhook.test';
-
-export interface EventDoc {
-  _id: string;
-  type: EventType;
-  organizationId: string;
-  createdAt: Date;
-  data: Record<string, unknown>;
-  /** Set once the dispatcher has created a delivery for every subscribed endpoint (at once when none subscribes). */
-  dispatchedAt: Date | null;
-}
-
-export const eventsCollection = (db: StoreDb) => db.collection<EventDoc>('events');
+import { eventsCollection, type EventDoc, type EventType } from './documents.ts';
 
 export type NewEvent = { type: EventType; organizationId: string; createdAt: Date; data: Record<string, unknown> };
 

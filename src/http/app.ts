@@ -1,25 +1,17 @@
-// createApp(deps): the Koa application. No I/O happens here; main.ts and the tests supply deps.
+// createApp(deps, capabilities): the Koa application. No I/O happens here. The platform's own routes
+// (probes, metrics, the API reference) and middleware are here; everything else comes from the
+// capabilities that the composition root (src/compose.ts) hands in.
 import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
+import type { Capability } from '../capability.ts';
 import { withRequestId } from '../log.ts';
 import { errorMiddleware } from './error-middleware.ts';
 import { markStorageFull } from '../store/storage-space.ts';
-import { authenticate } from './auth.ts';
-import { adminRoutes } from '../admin/routes.ts';
-import { agentRoutes } from '../agents/routes.ts';
-import { policyRoutes, refuseAuthoring } from '../policies/routes.ts';
-import { purchaseRoutes } from '../purchases/routes.ts';
-import { simulationRoutes } from '../simulations/routes.ts';
-import { webhookRoutes } from '../webhooks/routes.ts';
-import type Router from '@koa/router';
-import { connectionRouters } from '../oauth/mount.ts';
-import { connectionTokenResolver } from '../connections/resolve-token.ts';
 import { closeWhenStopping, healthRoutes } from './health.ts';
 import { openApiRoutes } from './openapi-route.ts';
-import { httpMetrics, metricsRoutes } from '../metrics/http.ts';
-import { dashboardRoutes } from '../dashboard/routes.ts';
+import { httpMetrics, metricsRoutes } from './metrics.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -39,11 +31,7 @@ function requestContext(deps: AppDeps) {
   };
 }
 
-/** Applies a middleware only to paths under a prefix. */
-const under = (prefix: string, mw: (ctx: Context, next: Next) => unknown) => (ctx: Context, next: Next) =>
-  ctx.path === prefix || ctx.path.startsWith(prefix + '/') ? mw(ctx, next) : next();
-
-export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
+export function createApp(deps: AppDeps, capabilities: readonly Capability[]): Koa {
   // One proxy hop (the platform router) appends the caller's address to X-Forwarded-For: trust only that
   // rightmost entry, so a caller cannot choose its own address (the sign-in and registration limits key
   // on it). Without a proxy in front (TRUST_PROXY=0) the caller would write that entry itself.
@@ -54,13 +42,15 @@ export function createApp(deps: AppDeps, extraRouters: Router[] = []): Koa {
   app.use(errorMiddleware(deps.log, () => markStorageFull(deps.store)));
   // Probes, metrics and the API reference answer without /v1 credentials.
   for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
-  const admin = adminRoutes(deps);
-  app.use(admin.routes());
-  app.use(under('/v1', authenticate({ db: deps.store.db, collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) })));
-  app.use(under('/v1', refuseAuthoring));
-  for (const router of [agentRoutes(deps), policyRoutes(deps), purchaseRoutes(deps), simulationRoutes(deps), webhookRoutes(deps), ...connectionRouters(deps), dashboardRoutes(deps), ...extraRouters]) {
-    app.use(router.routes());
-    app.use(router.allowedMethods());
+  for (const capability of capabilities) capability.metrics?.(deps);
+  // What the capabilities contribute, in the order of their list (src/compose.ts): first every
+  // capability's middleware (authentication on /v1 among them), then their routers.
+  for (const capability of capabilities) for (const mw of capability.middleware?.(deps) ?? []) app.use(mw);
+  for (const capability of capabilities) {
+    for (const router of capability.routes?.(deps) ?? []) {
+      app.use(router.routes());
+      app.use(router.allowedMethods());
+    }
   }
   return app;
 }

@@ -9,18 +9,9 @@ import type { AppDeps } from '../app-deps.ts';
 import { isStorageFull } from '../store/store.ts';
 import { storageSpace } from '../store/storage-space.ts';
 import { LIMITS } from './body.ts';
+import { newLifecycle } from '../lifecycle.ts';
 
 export const READY_DEADLINE_MS = 2000;
-
-/** What a process tells its probes about itself; main.ts owns it, shutdown.ts flips `stopping`. */
-export interface Lifecycle {
-  /** True when this process runs the Agenda jobs (the embedded default's web process, the worker). */
-  runsJobs: boolean;
-  jobsRunning: boolean;
-  stopping: boolean;
-}
-
-export const newLifecycle = (runsJobs: boolean): Lifecycle => ({ runsJobs, jobsRunning: false, stopping: false });
 
 /** While stopping, every answer (the ones in flight included) closes its connection. */
 export const closeWhenStopping = (deps: AppDeps) => async (ctx: Context, next: Next) => {

@@ -5,7 +5,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from '../log.ts';
 import type { Store } from '../store/store.ts';
-import type { Lifecycle } from './health.ts';
+import type { Lifecycle } from '../lifecycle.ts';
 import { stopAccepting } from './listen.ts';
 
 /** In-flight requests get this long; the jobs' own drain is bounded at 15 s and runs alongside. */
@@ -34,7 +34,7 @@ export interface Stoppable {
   store: Store;
   server?: Server;
   lifecycle?: Lifecycle;
-  /** Finishes or releases the jobs in hand (startWorker's stop function). */
+  /** Finishes or releases the jobs in hand (the stop function startJobs returns). */
   stopJobs?: (() => Promise<void>) | null;
   /** Closes other listeners on the store (the wire-protocol listener), after requests drained. */
   stopListeners?: (() => Promise<void>) | null;

@@ -5,6 +5,9 @@ import { Agenda } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
 import { isDuplicateKeyError, type Store } from '../store/store.ts';
 
+/** Agenda's collection (its MongoBackend default). */
+export const AGENDA_JOBS = 'agendaJobs';
+
 export interface JobsOptions {
   /** How often due jobs are polled for. */
   processEvery?: number | string;
@@ -24,7 +27,7 @@ export async function createAgenda(store: Store, options: JobsOptions = {}): Pro
 }
 
 /**
- * Declares a recurring job (agenda.every). Its {name, type: 'single'} document is unique (src/store/indexes.ts),
+ * Declares a recurring job (agenda.every). Its {name, type: 'single'} document is unique (src/jobs/capability.ts),
  * so a worker starting beside another may lose the insert race with a duplicate-key error: the job then
  * exists, and the second try updates it.
  */

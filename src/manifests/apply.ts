@@ -7,7 +7,7 @@ import { invalidRequest } from '../http/errors.ts';
 import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
-import { issueApiKey } from '../credentials/api-keys.ts';
+import { issueApiKey } from '../identity/credentials/api-keys.ts';
 import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-status.ts';
 import { runCommand } from '../commands/run-command.ts';
 import type { AppDeps } from '../app-deps.ts';

@@ -5,7 +5,7 @@ import { invalidRequest } from '../http/errors.ts';
 import { isUuid } from '../ids.ts';
 import { views, type PurchaseViewDoc } from '../purchases/projection.ts';
 import { currentReadbacks } from '../purchases/read.ts';
-import type { ConnectionPrincipal } from '../connections/resolve-token.ts';
+import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
 
 export const LIST_LIMIT_MIN = 1;
 export const LIST_LIMIT_MAX = 50; // docs/reference/contract.md §8

@@ -20,11 +20,11 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, forbidden } from '../http/errors.ts';
-import { corsPreflight, openCors } from '../oauth/cors.ts';
+import { corsPreflight, openCors } from '../identity/oauth/cors.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
-import { invalidToken, resolveConnectionToken } from '../connections/resolve-token.ts';
-import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../oauth/issuer.ts';
-import { SCOPES } from '../oauth/scopes.ts';
+import { invalidToken, resolveConnectionToken } from '../identity/connections/resolve-token.ts';
+import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../identity/oauth/issuer.ts';
+import { SCOPES } from '../identity/oauth/scopes.ts';
 import { buildMcpServer, rawArgumentsError, TOOL_SCOPES, toolError } from './tools.ts';
 
 /** RFC 9728 3.3: `resource` is the URL the document's well-known address was built from. */

@@ -6,7 +6,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { AppDeps } from '../app-deps.ts';
-import type { Scope } from '../http/auth.ts';
+import type { Scope } from '../identity/auth.ts';
 import { ApiError, invalidRequest, type ErrorIssue } from '../http/errors.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
@@ -17,7 +17,7 @@ import { parsePurchase, reservedKeys } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
 import { simulateCurrentPolicies } from '../simulations/simulate.ts';
-import type { ConnectionPrincipal } from '../connections/resolve-token.ts';
+import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
 import { LIST_LIMIT_MAX, LIST_LIMIT_MIN, listConnectionPurchases } from './list-purchases.ts';
 
 export const TOOL_SCOPES: Record<string, Scope> = {

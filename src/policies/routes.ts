@@ -3,7 +3,7 @@ import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
-import { refusePolicyAuthoring, requireOrganizationKey } from '../http/auth.ts';
+import { refusePolicyAuthoring, requireOrganizationKey } from '../identity/auth.ts';
 import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
 import { queryIssues, queryValue, uuidParam, queryParams } from '../http/params.ts';
 import type { PolicyStatus } from '../store/collections.ts';

@@ -18,7 +18,7 @@ import { ENGINE_VERSION } from '../engine/version.ts';
 import type { BudgetEffect, Decision, PolicyCandidate } from '../engine/types.ts';
 import type { AgentDoc, OrganizationDoc, PersonDoc } from '../store/collections.ts';
 import type { NewEvent } from '../events/outbox.ts';
-import { hasRole } from '../people/roles.ts';
+import { hasRole } from '../identity/people/roles.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { LoadedWindows } from '../budgets/window-state.ts';
 import { applyWindowWrites, policiesToFence, windowChanges, type WindowWrite } from '../budgets/window-writes.ts';

@@ -3,7 +3,7 @@
 // A DASHBOARD purchase was submitted by no credential: a person made it on behalf of an agent, so
 // every credential acting as that agent may read it (docs/reference/decisions.md).
 import type { StoreDb } from '../store/store.ts';
-import type { Principal } from '../http/auth.ts';
+import type { Principal } from '../identity/auth.ts';
 import { notFound } from '../http/errors.ts';
 import { collections } from '../store/collections.ts';
 import { views, type PurchaseViewDoc } from './projection.ts';

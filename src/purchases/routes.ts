@@ -3,7 +3,7 @@
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
-import { requireAgentIdentity, principalOf } from '../http/auth.ts';
+import { requireAgentIdentity, principalOf } from '../identity/auth.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { uuidParam, queryParams } from '../http/params.ts';

@@ -6,7 +6,7 @@
 // round trips inside the transaction.
 import { createHash } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
-import type { Principal } from '../http/auth.ts';
+import type { Principal } from '../identity/auth.ts';
 import { conflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { windowKeysFor } from '../engine/periods.ts';

@@ -2,7 +2,7 @@
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { AppDeps } from '../app-deps.ts';
-import { principalOf, requireOrganizationKey, requireSimulationAccess } from '../http/auth.ts';
+import { principalOf, requireOrganizationKey, requireSimulationAccess } from '../identity/auth.ts';
 import { queryParams } from '../http/params.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import type { ErrorIssue } from '../http/errors.ts';

@@ -31,7 +31,7 @@ export interface StoreDb {
   listCollectionNames(): Promise<string[]>;
   /**
    * Creates the collection unless it exists, outside any transaction. Done at start for every collection
-   * (src/store/indexes.ts): implicit creation inside a transaction fails on sharded clusters.
+   * (src/store/indexes.ts, from src/compose.ts): implicit creation inside a transaction fails on sharded clusters.
    */
   createCollection(name: string): Promise<void>;
   /**

@@ -4,7 +4,7 @@
 // dispatched is skipped inside the transaction, and (eventId, endpointId) is unique.
 import type { AppDeps } from '../app-deps.ts';
 import { runCommand } from '../commands/run-command.ts';
-import { eventsCollection, type EventDoc } from '../events/outbox.ts';
+import { eventsCollection, type EventDoc } from '../events/documents.ts';
 import { VersionConflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import type { StoreSession } from '../store/store.ts';

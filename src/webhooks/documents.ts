@@ -2,7 +2,8 @@
 // and deliveries (one per endpoint and event, docs/reference/contract.md §2.8). The outbox events they come from live
 // in src/events/outbox.ts.
 import type { StoreDb } from '../store/store.ts';
-import type { EventType } from '../events/outbox.ts';
+import type { IndexSpec } from '../store/indexes.ts';
+import type { EventType } from '../events/documents.ts';
 
 export type EndpointStatus = 'ACTIVE' | 'DISABLED' | 'REVOKED';
 
@@ -96,13 +97,16 @@ export const webhookCollections = (db: StoreDb) => ({
   quotas: db.collection<WebhookQuotaDoc>('webhook_quotas'),
 });
 
-/** The indexes of these collections, as added to src/store/indexes.ts. */
-export const WEBHOOK_INDEXES = [
+/** The indexes of these collections (created at start: src/webhooks/capability.ts). */
+export const WEBHOOK_INDEXES: readonly IndexSpec[] = [
   { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1 } },
   { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },
   { collection: 'webhook_deliveries', keys: { eventId: 1, endpointId: 1 }, options: { unique: true } },
   { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },
   { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1 } },
-] as const;
+  // An endpoint's pending deliveries (disable/revoke), and its due ones oldest first (resuming the
+  // deliveries deferred by its in-flight cap, src/webhooks/endpoint-slots.ts).
+  { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1, nextAttemptAt: 1 } },
+];
 
 export const NO_LEASE = new Date(0);

@@ -4,7 +4,7 @@
 import type { AppDeps } from '../app-deps.ts';
 import { bumpConfigStamp } from '../cache/config-cache.ts';
 import { runCommand } from '../commands/run-command.ts';
-import { eventsCollection, type EventDoc } from '../events/outbox.ts';
+import { eventsCollection, type EventDoc } from '../events/documents.ts';
 import { ApiError, VersionConflict, conflict, notFound } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import type { StoreSession } from '../store/store.ts';

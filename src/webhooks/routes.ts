@@ -5,7 +5,7 @@ import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
-import { requireOrganizationKey } from '../http/auth.ts';
+import { requireOrganizationKey } from '../identity/auth.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { queryValue, uuidParam, queryParams } from '../http/params.ts';

@@ -4,7 +4,7 @@
 // dispatched (to nobody) and never enter the outbox queue. An endpoint receives the events recorded
 // after it was created or subscribed (docs/reference/contract.md §6.2: gaps in what an endpoint sees are normal).
 import { viewIn } from '../cache/config-cache.ts';
-import type { EventType } from '../events/outbox.ts';
+import type { EventType } from '../events/documents.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { webhookCollections } from './documents.ts';
 

@@ -2,12 +2,12 @@
 import { parentPort } from 'node:worker_threads';
 import { bootstrap } from '../bootstrap.ts';
 import { loadConfig } from '../config.ts';
-import { startWorker } from './start-worker.ts';
+import { startJobs } from '../compose.ts';
 
 const port = parentPort!;
 try {
   const { deps, agenda } = await bootstrap(loadConfig());
-  const stop = await startWorker(deps, agenda);
+  const stop = await startJobs(deps, agenda);
   port.once('message', async () => {
     try {
       await stop();

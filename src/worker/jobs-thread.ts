@@ -1,7 +1,7 @@
 // The scheduled jobs (approval expiry, webhook dispatch and delivery) on a worker thread of the web
 // process: what `npm start` does on the embedded store with a DATA_DIR file, so that the jobs never
 // take the request thread. The thread opens its own connection to the same database (as the
-// Procfile's worker process would) and runs startWorker there; the web thread keeps an Agenda that
+// Procfile's worker process would) and runs the jobs there (startJobs); the web thread keeps an Agenda that
 // only schedules. A thread that dies takes the process with it: jobs that silently stopped would
 // leave approvals pending past their expiry.
 import { once } from 'node:events';
@@ -33,7 +33,7 @@ export async function startJobsThread(log: Logger): Promise<() => Promise<void>>
     stopping = true;
     const exited = once(thread, 'exit');
     thread.postMessage('stop');
-    // The thread drains its jobs (bounded by startWorker's stop) and closes its store, then ends.
+    // The thread drains its jobs (bounded by startJobs' stop) and closes its store, then ends.
     const timer = setTimeout(() => void thread.terminate(), 20_000);
     await exited;
     clearTimeout(timer);

@@ -2,7 +2,7 @@
 // store's database in DATA_DIR (shared with the web processes, which then run with RUN_JOBS=0).
 import { bootstrap, configOrExit, onShutdown } from '../bootstrap.ts';
 import { storeIsPrivate } from '../config.ts';
-import { startWorker } from './start-worker.ts';
+import { startJobs } from '../compose.ts';
 import { stopGracefully } from '../http/shutdown.ts';
 
 const config = configOrExit();
@@ -11,5 +11,5 @@ if (storeIsPrivate(config)) {
   process.exit(2);
 }
 const { deps, agenda } = await bootstrap(config);
-const stop = await startWorker(deps, agenda);
+const stop = await startJobs(deps, agenda);
 onShutdown(stopGracefully({ log: deps.log, store: deps.store, stopJobs: stop }));

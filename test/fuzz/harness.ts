@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import fc from 'fast-check';
 import { ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 import { connect, setUpOrg, startConnectionsApp, startMetadataServer } from '../oauth/helpers.ts';
-import { INDEXES } from '../../src/store/indexes.ts';
+import { STORE_LAYOUT } from '../../src/compose.ts';
 
 /** docs/reference/contract.md §7, plus the additions docs/integrate/rest-api.md lists. */
 export const KNOWN_CODES = new Set([
@@ -334,7 +334,7 @@ export function send(target: FuzzTarget, r: FuzzRequest): Promise<FuzzResponse> 
 }
 
 /** Collections with a TTL index, and its field: the store deletes their expired documents on its own. */
-const TTL_FIELDS = new Map(INDEXES.filter((i) => i.options?.expireAfterSeconds !== undefined).map((i) => [i.collection, Object.keys(i.keys)[0]]));
+const TTL_FIELDS = new Map(STORE_LAYOUT.indexes.filter((i) => i.options?.expireAfterSeconds !== undefined).map((i) => [i.collection, Object.keys(i.keys)[0]]));
 
 /**
  * Every document of every collection, hashed: equal digests mean nothing was written. Documents a

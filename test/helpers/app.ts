@@ -1,19 +1,16 @@
 // Boots the real application on an ephemeral port against a fresh store (embedded, or MongoDB when
-// TEST_MONGODB_URI is set), and gives tests a small fetch wrapper.
+// TEST_MONGODB_URI is set), and gives tests a small fetch wrapper. Built by the same composition root
+// as the service (src/compose.ts): the same capabilities, indexes, dependencies and jobs.
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { collections } from '../../src/store/collections.ts';
-import { createIndexes } from '../../src/store/indexes.ts';
-import { createApp } from '../../src/http/app.ts';
+import { composeDeps, createIndexes, serviceApp, startJobs } from '../../src/compose.ts';
 import { createHttpServer, type ServerTimeouts } from '../../src/http/server.ts';
-import { AgentMailboxes } from '../../src/commands/agent-mailbox.ts';
 import type { AppDeps } from '../../src/app-deps.ts';
 import type { Store } from '../../src/store/store.ts';
 import { agendaScheduler, noScheduler, type Scheduler } from '../../src/jobs/scheduler.ts';
 import { createAgenda } from '../../src/jobs/agenda.ts';
-import { startWorker } from '../../src/worker/start-worker.ts';
 import { testStore } from './store.ts';
 import { checkAgainstDocument } from './contract.ts';
 
@@ -60,9 +57,10 @@ export async function startApp(
   await createIndexes(store.db);
   const agenda = options.jobs ? await createAgenda(store, { processEvery: 100, lockLifetimeMs: 5000 }) : null;
   const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
-  const deps: AppDeps = { config, store, collections: collections(store.db), log: createLogger('error', (line) => process.stderr.write(line + '\n')), now: options.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler: options.scheduler ?? (agenda ? agendaScheduler(agenda) : noScheduler) };
-  const stopWorker = agenda ? await startWorker(deps, agenda, { sweepEvery: options.jobs?.sweepEvery ?? '1 second' }) : null;
-  const server = createHttpServer(createApp(deps), options.timeouts).listen(0, '127.0.0.1');
+  const log = createLogger('error', (line) => process.stderr.write(line + '\n'));
+  const deps = composeDeps({ config, store, log, now: options.now, scheduler: options.scheduler ?? (agenda ? agendaScheduler(agenda) : noScheduler) });
+  const stopWorker = agenda ? await startJobs(deps, agenda, { sweepEvery: options.jobs?.sweepEvery ?? '1 second' }) : null;
+  const server = createHttpServer(serviceApp(deps), options.timeouts).listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 

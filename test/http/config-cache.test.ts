@@ -4,7 +4,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
-import { eventsCollection } from '../../src/events/outbox.ts';
+import { eventsCollection } from '../../src/events/documents.ts';
 import type { Store, StoreDb } from '../../src/store/store.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
 import { configureWebhooks } from '../../src/webhooks/runtime.ts';

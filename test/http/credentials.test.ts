@@ -2,7 +2,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
-import { classifyKey } from '../../src/credentials/api-keys.ts';
+import { classifyKey } from '../../src/identity/credentials/api-keys.ts';
 
 let app: TestApp;
 let acme: AppliedOrg;

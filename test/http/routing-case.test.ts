@@ -3,7 +3,7 @@
 // operator token, and /V1/... reached handlers with no credential (a 500).
 import test from 'ava';
 import type Router from '@koa/router';
-import { createApp } from '../../src/http/app.ts';
+import { serviceApp } from '../../src/compose.ts';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
 
 let app: TestApp;
@@ -15,7 +15,7 @@ test.after.always(() => app?.close());
 /** Every route the service mounts, as [method, path] with its parameters filled in. */
 function routes(): Array<[string, string]> {
   const out: Array<[string, string]> = [];
-  for (const mw of createApp(app.deps).middleware) {
+  for (const mw of serviceApp(app.deps).middleware) {
     const router = (mw as { router?: Router }).router;
     if (!router) continue;
     for (const layer of router.stack) {

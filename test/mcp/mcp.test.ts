@@ -5,7 +5,7 @@ import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { TestApp } from '../helpers/app.ts';
-import { credentialDigest } from '../../src/oauth/credentials.ts';
+import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
 import { connect, fetchJson, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
 
 let app: TestApp;

@@ -157,7 +157,7 @@ export function authorizeUrl(app: TestApp, clientId: string, p: Pkce, extra: Rec
 
 /**
  * Runs fn when fewer than `size` others are running. The service counts a sign-in against its email's
- * limit while the password is being checked (src/people/sign-in.ts), so more than five sign-ins of one
+ * limit while the password is being checked (src/identity/people/sign-in.ts), so more than five sign-ins of one
  * person at once are refused like a sixth guess; tests running side by side take turns instead, as
  * people do.
  */

@@ -8,7 +8,7 @@ import type { TestApp } from '../helpers/app.ts';
 import { ADMIN_TOKEN } from '../helpers/app.ts';
 import { formatOAuthClients, listOAuthClients, revokeOAuthClient } from '../../scripts/admin-connections.ts';
 import { buildCall } from '../../scripts/admin.ts';
-import { REGISTRATION_LIMIT } from '../../src/oauth/registration.ts';
+import { REGISTRATION_LIMIT } from '../../src/identity/oauth/registration.ts';
 import { Browser, clock, connect, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, authorizeUrl, pkce, tokenForm, type Org } from './helpers.ts';
 
 const time = clock();

@@ -2,7 +2,7 @@
 // 15 minutes): guesses sent at once are checked no more than the limit allows, failures on either
 // page count on both, and a locked account or address is refused on both, even for the right password.
 import test from 'ava';
-import { MAX_FAILURES_PER_ADDRESS } from '../../src/people/sign-in.ts';
+import { MAX_FAILURES_PER_ADDRESS } from '../../src/identity/people/sign-in.ts';
 import { PASSWORD, clock, oauthSignIn, openDashboardSignIn, openSignIn, setUpOrg, startConnectionsApp, startMetadataServer, tally, type Clock } from './helpers.ts';
 
 async function setUp(t: { teardown(fn: () => Promise<void>): void }, c?: Clock, behindProxy = true) {

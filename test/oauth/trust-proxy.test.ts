@@ -2,7 +2,7 @@
 // X-Forwarded-For is theirs to write and is ignored; the per-address limits count the connection's own
 // address. Only the Procfile's `web` line, behind the platform's router, sets TRUST_PROXY=1.
 import test from 'ava';
-import { REGISTRATION_LIMIT } from '../../src/oauth/registration.ts';
+import { REGISTRATION_LIMIT } from '../../src/identity/oauth/registration.ts';
 import { startApp } from '../helpers/app.ts';
 import { fetchJson } from './helpers.ts';
 

@@ -2,18 +2,18 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
-import { findRegisteredRedirect, isAcceptableRedirectUri, redirectUriMatches } from '../../src/oauth/redirect-uri.ts';
-import { parseScopes } from '../../src/oauth/scopes.ts';
-import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, REFRESH_TOKEN_PREFIX, credentialDigest, hasShape, newCredential } from '../../src/oauth/credentials.ts';
-import { verifierMatches } from '../../src/oauth/token.ts';
-import { hashPassword, verifyPassword } from '../../src/oauth/password.ts';
+import { findRegisteredRedirect, isAcceptableRedirectUri, redirectUriMatches } from '../../src/identity/oauth/redirect-uri.ts';
+import { parseScopes } from '../../src/identity/oauth/scopes.ts';
+import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, REFRESH_TOKEN_PREFIX, credentialDigest, hasShape, newCredential } from '../../src/identity/oauth/credentials.ts';
+import { verifierMatches } from '../../src/identity/oauth/token.ts';
+import { hashPassword, verifyPassword } from '../../src/identity/people/password.ts';
 import { decodeCursor, encodeCursor } from '../../src/mcp/list-purchases.ts';
-import { checkClientIdUrl, parseClientMetadata, fetchClientMetadata } from '../../src/oauth/client-metadata.ts';
-import { parseForm } from '../../src/oauth/form.ts';
-import { authorizationResponseUrl } from '../../src/oauth/authorize.ts';
-import { escapeHtml } from '../../src/oauth/pages.ts';
+import { checkClientIdUrl, parseClientMetadata, fetchClientMetadata } from '../../src/identity/oauth/client-metadata.ts';
+import { parseForm } from '../../src/identity/oauth/form.ts';
+import { authorizationResponseUrl } from '../../src/identity/oauth/authorize.ts';
+import { escapeHtml } from '../../src/identity/oauth/pages.ts';
 import { sdkIssues } from '../../src/mcp/tools.ts';
-import { validateRegistration } from '../../src/oauth/registration.ts';
+import { validateRegistration } from '../../src/identity/oauth/registration.ts';
 
 test('credentials: prefix, 32 random bytes, digest lookup', (t) => {
   for (const prefix of [ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, CODE_PREFIX] as const) {

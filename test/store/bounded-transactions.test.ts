@@ -13,7 +13,7 @@ import { newId } from '../../src/ids.ts';
 import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { webhookCollections } from '../../src/webhooks/documents.ts';
 import { newDelivery } from '../../src/webhooks/dispatch.ts';
-import type { EventDoc } from '../../src/events/outbox.ts';
+import type { EventDoc } from '../../src/events/documents.ts';
 import { finishInterruptedArchives } from '../../src/approvals/close.ts';
 
 /** Purchases of the busy agent. Raise it (ARCHIVE_TEST_PURCHASES=50000) to try a bigger backlog; nothing else changes. */

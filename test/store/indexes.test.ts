@@ -5,12 +5,13 @@ import test from 'ava';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AGENDA_JOBS, COLLECTIONS, INDEXES, RETIRED_INDEXES, createIndexes } from '../../src/store/indexes.ts';
+import { STORE_LAYOUT, createIndexes, startJobs } from '../../src/compose.ts';
+
+const { collections: COLLECTIONS, indexes: INDEXES, retired: RETIRED_INDEXES } = STORE_LAYOUT;
 import { attributableSpend } from '../../src/budgets/windows.ts';
 import { isDuplicateKeyError, type StoreDb } from '../../src/store/store.ts';
 import { MongoServerError } from 'mongodb';
-import { createAgenda, every } from '../../src/jobs/agenda.ts';
-import { startWorker } from '../../src/worker/start-worker.ts';
+import { AGENDA_JOBS, createAgenda, every } from '../../src/jobs/agenda.ts';
 import { startApp } from '../helpers/app.ts';
 import { emptyCollections, testStore } from '../helpers/store.ts';
 
@@ -129,7 +130,7 @@ test('duplicates left by the old race are removed so the unique index can be bui
 test('two workers starting together leave one document per recurring job', async (t) => {
   const app = await startApp();
   const agendas = await Promise.all([createAgenda(app.store, { processEvery: 60_000 }), createAgenda(app.store, { processEvery: 60_000 })]);
-  const stops = await Promise.all(agendas.map((agenda) => startWorker(app.deps, agenda)));
+  const stops = await Promise.all(agendas.map((agenda) => startJobs(app.deps, agenda)));
   try {
     const recurring = await app.store.db.collection(AGENDA_JOBS).find({ type: 'single' }).toArray();
     const names = recurring.map((j) => j.name).sort();

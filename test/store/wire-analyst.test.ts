@@ -12,7 +12,7 @@ import { MongoClient, type Db, type Document, type MongoServerError } from 'mong
 import { Compile } from 'typebox/compile';
 import { AnalyticsDailySpend, AnalyticsPurchase, PolicyView, PurchaseView } from '../../schemas/analytics.ts';
 import { openEmbeddedStore, type EmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
-import { COLLECTIONS } from '../../src/store/indexes.ts';
+import { STORE_LAYOUT } from '../../src/compose.ts';
 import { ANALYST_COLLECTIONS } from '../../src/store/wire/analyst-access.ts';
 import { singleDatabase } from '../../src/store/wire/databases.ts';
 import { mongoUrl } from '../../src/store/wire/embedded-listener.ts';
@@ -83,7 +83,7 @@ async function refusal(work: Promise<unknown>): Promise<{ code: unknown; codeNam
 
 const db = (): Db => analyst.db();
 const UNAUTHORIZED = { code: 13, codeName: 'Unauthorized' };
-const credentialCollections = () => COLLECTIONS.filter((name) => !ANALYST_COLLECTIONS.has(name));
+const credentialCollections = () => STORE_LAYOUT.collections.filter((name: string) => !ANALYST_COLLECTIONS.has(name));
 
 test('the analyst lists only the read models; every document in them is free of credential fields and values', async (t) => {
   const listed = (await db().listCollections().toArray()).map((c) => c.name).sort();

@@ -9,11 +9,11 @@ import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { webhookCollections } from '../../src/webhooks/documents.ts';
 import { decryptSecret, parseEncryptionKey } from '../../src/webhooks/secrets.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
-import { eventsCollection } from '../../src/events/outbox.ts';
+import { eventsCollection } from '../../src/events/documents.ts';
 import { newId } from '../../src/ids.ts';
-import { credentialDigest } from '../../src/oauth/credentials.ts';
-import { oauthCollections } from '../../src/oauth/documents.ts';
-import { connectionsCollection } from '../../src/connections/documents.ts';
+import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
+import { oauthCollections } from '../../src/identity/oauth/documents.ts';
+import { connectionsCollection } from '../../src/identity/connections/documents.ts';
 
 const KEY_HEX = randomBytes(32).toString('hex');
 const SECRET = /^cmp_whs_[A-Za-z0-9_-]{43}$/;

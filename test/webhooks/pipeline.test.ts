@@ -16,7 +16,8 @@ import { attemptDelivery, attemptDueDeliveries } from '../../src/webhooks/delive
 import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/endpoint-slots.ts';
 import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
 import { webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
-import { eventsCollection, recordEvent } from '../../src/events/outbox.ts';
+import { eventsCollection } from '../../src/events/documents.ts';
+import { recordEvent } from '../../src/events/outbox.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../schemas/webhooks.ts';
 import { sendWebhook, type AttemptResult, type SendInput } from '../../src/webhooks/send.ts';
 import { verifySignature, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/webhooks/signing.ts';

@@ -1,0 +1,60 @@
+// The composition root: the one list of what the service is made of, and the one place where its
+// dependencies are built. The web process (src/main.ts), the worker (src/worker/), index creation
+// (scripts/create-indexes.ts, the Procfile's release step) and the tests (test/helpers/app.ts) all start
+// from here; the HTTP app, the worker and the store's set-up read the list and name no capability.
+import type Koa from 'koa';
+import type { Agenda } from 'agenda';
+import type { AppDeps } from './app-deps.ts';
+import type { Capability, WorkerOptions } from './capability.ts';
+import type { Config } from './config.ts';
+import type { Logger } from './log.ts';
+import type { Store, StoreDb } from './store/store.ts';
+import { collections } from './store/collections.ts';
+import { createIndexes as createStoreIndexes, type StoreLayout } from './store/indexes.ts';
+import { AgentMailboxes } from './commands/agent-mailbox.ts';
+import type { Scheduler } from './jobs/scheduler.ts';
+import { createApp } from './http/app.ts';
+import { startWorker } from './jobs/start-worker.ts';
+import { jobs } from './jobs/capability.ts';
+import { configCache } from './cache/capability.ts';
+import { events } from './events/capability.ts';
+import { admin } from './admin/capability.ts';
+import { identity } from './identity/capability.ts';
+import { agents } from './agents/capability.ts';
+import { policies } from './policies/capability.ts';
+import { budgets } from './budgets/capability.ts';
+import { purchases } from './purchases/capability.ts';
+import { approvals } from './approvals/capability.ts';
+import { simulations } from './simulations/capability.ts';
+import { webhooks } from './webhooks/capability.ts';
+import { mcp } from './mcp/capability.ts';
+import { dashboard } from './dashboard/capability.ts';
+
+/**
+ * In this order: middleware runs and routers are mounted in it (identity authenticates /v1 before
+ * policies refuses authoring there), jobs are defined and declared in it.
+ */
+export const CAPABILITIES: readonly Capability[] = [jobs, configCache, events, admin, identity, agents, policies, budgets, purchases, approvals, simulations, webhooks, mcp, dashboard];
+
+/** What the store needs, gathered from every capability. */
+export const STORE_LAYOUT: StoreLayout = {
+  collections: [...new Set(CAPABILITIES.flatMap((c) => [...(c.indexes ?? []).map((i) => i.collection), ...(c.collections ?? [])]))].sort(),
+  indexes: CAPABILITIES.flatMap((c) => c.indexes ?? []),
+  retired: CAPABILITIES.flatMap((c) => c.retiredIndexes ?? []),
+  before: CAPABILITIES.flatMap((c) => (c.beforeIndexes ? [c.beforeIndexes] : [])),
+};
+
+/** Creates every collection and index (idempotent), and drops the retired indexes. */
+export const createIndexes = (db: StoreDb): Promise<void> => createStoreIndexes(db, STORE_LAYOUT);
+
+/** The dependencies, built once per process (DESIGN.md 6a). */
+export function composeDeps(parts: { config: Config; store: Store; log: Logger; scheduler: Scheduler; now?: () => Date }): AppDeps {
+  const { config, store, log, scheduler } = parts;
+  return { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler };
+}
+
+/** The service's Koa application. */
+export const serviceApp = (deps: AppDeps): Koa => createApp(deps, CAPABILITIES);
+
+/** Runs every capability's jobs on this Agenda; returns the function that stops them. */
+export const startJobs = (deps: AppDeps, agenda: Agenda, options: WorkerOptions = {}): Promise<() => Promise<void>> => startWorker(deps, agenda, CAPABILITIES, options);

@@ -1,0 +1,39 @@
+// Request metrics (mounted first in the app) and GET /metrics, guarded by its own bearer token
+// METRICS_TOKEN; without one the endpoint does not exist (404), so nothing leaks by default.
+import type Router from '@koa/router';
+import { newRouter } from './router.ts';
+import type { Context, Next } from 'koa';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { AppDeps } from '../app-deps.ts';
+import { ApiError, notFound } from './errors.ts';
+import { httpRequestDone, registry } from '../metrics/metrics.ts';
+
+export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
+  const receivedAt = performance.now();
+  ctx.state.receivedAt = receivedAt;
+  try {
+    await next();
+  } finally {
+    // The route template keeps the label set small; anything no router matched is one label.
+    const route = (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute;
+    httpRequestDone(ctx.method, route ? String(route) : 'unmatched', ctx.status, (performance.now() - receivedAt) / 1000);
+  }
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+export function metricsRoutes(deps: AppDeps): Router {
+  const router = newRouter();
+  const token = deps.config.metricsToken;
+  const expected = token === null ? null : digest(token);
+  router.get('/metrics', async (ctx) => {
+    if (expected === null) throw notFound();
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('authorization'));
+    if (!match || !timingSafeEqual(digest(match[1]), expected)) {
+      throw new ApiError(401, 'unauthorized', 'Send Authorization: Bearer $METRICS_TOKEN.', undefined, { 'WWW-Authenticate': 'Bearer realm="metrics"' });
+    }
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  });
+  return router;
+}

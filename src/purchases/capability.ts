@@ -1,0 +1,36 @@
+// What purchases contribute: the purchase-request routes, and the indexes of purchases, decisions,
+// idempotency keys and the read models (purchase_views, analytics_*).
+import type { Capability } from '../capability.ts';
+import { backfillCommittedWindowIds } from './projection.ts';
+import { purchaseRoutes } from './routes.ts';
+
+export const purchases: Capability = {
+  name: 'purchases',
+  routes: (deps) => [purchaseRoutes(deps)],
+  // The markers of finished data upgrades.
+  collections: ['migrations'],
+  // Analytics rows of an older release get the windows their purchase committed into.
+  beforeIndexes: async (db) => void (await backfillCommittedWindowIds(db)),
+  indexes: [
+    { collection: 'purchases', keys: { organizationId: 1, agentId: 1, requestedAt: -1 } },
+    { collection: 'decisions', keys: { purchaseId: 1 } },
+    { collection: 'idempotency_keys', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+    { collection: 'purchase_views', keys: { submitterId: 1, requestedAt: -1, _id: -1 } },
+    { collection: 'purchase_views', keys: { organizationId: 1, requestedAt: -1, _id: -1 } },
+    { collection: 'analytics_purchases', keys: { organizationId: 1, monthKey: 1, agentId: 1 } },
+    // A policy's approved spend in a period, by the time of each request (src/budgets/windows.ts attributableSpend).
+    // Multikey on policyIds: one key per policy of every purchase.
+    { collection: 'analytics_purchases', keys: { policyIds: 1, currency: 1, status: 1, requestedAt: 1 } },
+    // What committed into a window over new bounds, after a change of zone (src/budgets/windows.ts committedInto).
+    { collection: 'analytics_purchases', keys: { committedWindowIds: 1, requestedAt: 1 } },
+    { collection: 'analytics_daily_spend', keys: { organizationId: 1, dayKey: 1 } },
+  ],
+  retiredIndexes: [
+    // Replaced by { policyIds, currency, status, monthKey, dayKey }: a day's query fixes its month too.
+    { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_dayKey_1' },
+    { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_monthKey_1' },
+    // Replaced by { policyIds, currency, status, requestedAt }: a window's spend is counted by the time of each
+    // request within the period's bounds, not by labels of the zone the organisation had then.
+    { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_monthKey_1_dayKey_1' },
+  ],
+};
