@@ -8,6 +8,7 @@
  * soft hyphens, bidi marks, and the few Cf characters that are not default-ignorable, removed as before).
  */
 export const IGNORABLE = /[\p{Default_Ignorable_Code_Point}\p{Cf}]/gu;
+const FINAL_SIGMA = /ς/g;
 
 /**
  * NFKC ('𝐒' and 'Ｓ' -> 'S'); case folding (lower-upper-lower approximates Unicode full case folding:
@@ -15,5 +16,8 @@ export const IGNORABLE = /[\p{Default_Ignorable_Code_Point}\p{Cf}]/gu;
  * NFD, the form the confusables table is keyed on (UTS #39 section 4, skeleton step 1).
  */
 export function foldForSkeleton(label: string): string {
-  return label.normalize('NFKC').toLowerCase().toUpperCase().toLowerCase().normalize('NFKC').replace(IGNORABLE, '').normalize('NFD');
+  // Invisible characters go first too: lower-casing is context-sensitive ('Σ' before a letter is 'σ',
+  // at a word's end 'ς'), and an invisible character must not make a sigma final. Full case folding
+  // maps 'ς' to 'σ'; lower-upper-lower does not.
+  return label.normalize('NFKC').replace(IGNORABLE, '').toLowerCase().toUpperCase().toLowerCase().replace(FINAL_SIGMA, 'σ').normalize('NFKC').replace(IGNORABLE, '').normalize('NFD');
 }

@@ -1,7 +1,7 @@
 // The normalised merchant name the engine matches merchant lists on (docs/reference/contract.md §2.6:
 // "case differences match"; domains are never matched). Both the list entries and the purchase go
 // through this function, so a blocked name written with look-alike letters or invisible characters
-// still meets its list entry (issue #29).
+// still meets its list entry.
 import { CONFUSABLE_PROTOTYPES } from './confusables.ts';
 import { foldForSkeleton } from './merchant-fold.ts';
 

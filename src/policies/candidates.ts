@@ -10,8 +10,8 @@ const CACHE_LIMIT = 5000;
 
 /**
  * A stored entry with its key derived again from its label. The key stored with an entry is the one
- * merchantKey gave when the version was written; the function has changed since (confusable skeletons,
- * issue #29) and may again, and ACTIVE versions are immutable, so everything that matches or shows a key
+ * merchantKey gave when the version was written; the function has changed since (confusable skeletons)
+ * and may again, and ACTIVE versions are immutable, so everything that matches or shows a key
  * derives it from the label at read time instead of trusting the stored one (the engine's versions are
  * cached, so this runs once per version, not per purchase).
  */

@@ -1,4 +1,4 @@
-// A worker process's cap on the delivery attempts in flight to any one endpoint (issue #29).
+// A worker process's cap on the delivery attempts in flight to any one endpoint.
 //
 // Why: a worker runs at most 10 attempts at once (jobs.ts), and an attempt to a receiver that never
 // answers holds its slot for the whole request timeout (10 s, docs/internals/design.md §3). Without a

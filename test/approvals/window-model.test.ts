@@ -1,4 +1,4 @@
-// Budget windows against the purchases they count (issue #28). Random sequences of submissions,
+// Budget windows against the purchases they count. Random sequences of submissions,
 // answers, expiries and policy changes (scope, DAY and MONTH limits, approval threshold, activation or
 // a draft, status) run through the HTTP surface, one organisation per run, and after every step every
 // window of the organisation is checked against what the recorded purchases say

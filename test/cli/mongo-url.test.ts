@@ -45,8 +45,8 @@ test('npm start with EMBEDDED_MONGO_PORT serves the store over the wire; mongo-u
   t.regex(url, new RegExp(`^mongodb://analyst:[^@]+@127\\.0\\.0\\.1:${mongoPort}/spend-control\\?directConnection=true`));
   const analyst = await MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
   t.teardown(() => analyst.close());
-  t.true((await analyst.db().listCollections().toArray()).some((c) => c.name === 'organizations'), 'the service created its collections');
-  const refused = await analyst.db().collection('organizations').insertOne({ forged: true }).catch((e: MongoServerError) => e);
+  t.true((await analyst.db().listCollections().toArray()).some((c) => c.name === 'purchase_views'), 'the service created its collections');
+  const refused = await analyst.db().collection('purchase_views').insertOne({ forged: true }).catch((e: MongoServerError) => e);
   t.is((refused as MongoServerError).code, 13);
 
   const file = join(dataDir, 'mongo-users.json');
@@ -66,8 +66,9 @@ test('npm start with EMBEDDED_MONGO_PORT serves the store over the wire; mongo-u
   const service = await cli(['mongo-url'], env);
   const writer = await MongoClient.connect(service.stdout.trim(), { serverSelectionTimeoutMS: 5000 });
   t.teardown(() => writer.close());
-  await writer.db().collection('notes').insertOne({ _id: 'n' } as never);
-  t.is(await fresh.db().collection('notes').countDocuments(), 1, 'the service user writes, the analyst sees it');
+  // A read model, as the service itself would write it: the analyst sees it.
+  await writer.db().collection('policy_views').insertOne({ _id: 'n' } as never);
+  t.is(await fresh.db().collection('policy_views').countDocuments({ _id: 'n' } as never), 1, 'the service user writes, the analyst sees it');
 });
 
 test("with DATA_DIR=:memory: the web process prints both users' URLs at start, and they work", async (t) => {
@@ -88,8 +89,8 @@ test("with DATA_DIR=:memory: the web process prints both users' URLs at start, a
   t.true((await analyst.db().listCollections().toArray()).length > 0);
   const service = await MongoClient.connect(urls.service, { serverSelectionTimeoutMS: 5000 });
   t.teardown(() => service.close());
-  await service.db().collection('notes').insertOne({ note: 'from the service user' });
-  t.is(await analyst.db().collection('notes').countDocuments(), 1);
+  await service.db().collection('policy_views').insertOne({ note: 'from the service user' });
+  t.is(await analyst.db().collection('policy_views').countDocuments({ note: 'from the service user' }), 1);
 });
 
 test('mongo-url explains itself when the listener is off or the users live in memory', async (t) => {

@@ -15,11 +15,12 @@ const cases: Array<[string, string]> = [
   ['Straße', 'strasse'],
   ['STRAẞE', 'strasse'],
   ['ΟΔΟΣ', merchantKey('οδοσ')], // sigma and final sigma are the same letter
+  ['Pr\u03C3\u{E0079}to', 'proto'], // an invisible tag after a sigma does not make it final (fast-check found it)
   ['Ama\u200Bzon', 'arnazon'], // zero-width space is invisible, not a separator
   ['Café', 'café'],
   ['Cafe\u0301', 'café'], // decomposed accent composes
   ['...', ''],
-  // Issue #29: invisible characters and look-alike letters.
+  // Invisible characters and look-alike letters a blocked merchant could hide behind.
   ['Sha\u034Fdy Goods Ltd', 'shady goods ltd'], // combining grapheme joiner
   ['Shady\uFE0F Goods Ltd', 'shady goods ltd'], // variation selector 16
   ['Shady Goo\u3164ds Ltd', 'shady goods ltd'], // Hangul filler
@@ -59,7 +60,7 @@ test('property: case differences match', (t) => {
   t.pass();
 });
 
-test('the confusable characters of issue #29 are gone or mapped, and a different name stays different', (t) => {
+test('the invisible and look-alike characters of a disguised merchant are gone or mapped, and a different name stays different', (t) => {
   const blocked = merchantKey('Shady Goods Ltd');
   for (const disguise of ['Sha\u034Fdy', 'Sha\uFE0Fdy', 'Sha\u3164dy', 'Sha\u180Edy', '\u0405hady', 'Shad\u0443', '\u{1D412}hady']) {
     t.is(merchantKey(`${disguise} Goods Ltd`), blocked, disguise);

@@ -1,4 +1,4 @@
-// Issue #29: a listed merchant written with invisible characters or look-alike letters is still the
+// A listed merchant written with invisible characters or look-alike letters is still the
 // listed merchant (docs/reference/contract.md §2.6, matching on the normalised key), through real HTTP.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -21,7 +21,7 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
-/** 'Shady Goods Ltd' disguised: each would have been approved before issue #29. */
+/** 'Shady Goods Ltd' disguised: each was approved while the key stripped only format characters. */
 const DISGUISES: Array<[string, string]> = [
   ['U+034F COMBINING GRAPHEME JOINER', 'Sha\u034Fdy Goods Ltd'],
   ['U+FE0F VARIATION SELECTOR-16', 'Shady\uFE0F Goods Ltd'],

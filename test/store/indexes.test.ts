@@ -72,7 +72,7 @@ test('start-up replaces the analytics indexes of earlier versions by the one on 
     const row = { policyIds: ['p1', 'p2'], currency: 'EUR', status: 'APPROVED', amountMinor: 700, requestedAt: new Date('2026-11-18T10:00:00.000Z') };
     await purchases.insertMany([{ _id: 'a', ...row }, { _id: 'b', ...row, requestedAt: new Date('2026-11-17T23:30:00.000Z'), amountMinor: 50 }] as never);
     await Promise.all([createIndexes(store.db), createIndexes(store.db)]);
-    const expected = ['_id_', 'organizationId_1_monthKey_1_agentId_1', 'policyIds_1_currency_1_status_1_requestedAt_1'];
+    const expected = ['_id_', 'committedWindowIds_1_requestedAt_1', 'organizationId_1_monthKey_1_agentId_1', 'policyIds_1_currency_1_status_1_requestedAt_1'];
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);
     await createIndexes(store.db); // and again: nothing left to drop
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);

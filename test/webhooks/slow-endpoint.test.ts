@@ -1,4 +1,4 @@
-// One slow webhook receiver does not hold up the others (issue #29). The whole service (API and Agenda
+// One slow webhook receiver does not hold up the others. The whole service (API and Agenda
 // worker) runs in a child process trusting a throwaway CA, as in end-to-end.test.ts; this process plays
 // two real HTTPS receivers: one that never answers and one that answers at once. The request timeout is
 // set far beyond the test, so no attempt to the hanging receiver ends while the test runs: every healthy
