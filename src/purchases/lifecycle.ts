@@ -31,7 +31,7 @@ export interface PurchaseState {
   organization: OrganizationDoc;
   agent: AgentDoc;
   /** The policies in force for the agent now (a submission and an answer evaluate against them). */
-  candidates: readonly PolicyCandidate[];
+  candidates: PolicyCandidate[];
   /** The windows the command may touch, reconciled (src/budgets/windows.ts loadWindows). */
   windows: LoadedWindows;
   /** The purchase the command is about; null for a submission. */
@@ -126,17 +126,29 @@ export function decidePurchase(state: PurchaseState, command: PurchaseCommand, n
   }
 }
 
-/** The state after a record: what the same actor's next command would read. */
+/**
+ * The state after a record: what the same agent's next command would read. The windows the record
+ * wrote are as it wrote them (no longer missing, reconciled or moved); the others as they were read.
+ */
 export function evolve(state: PurchaseState, record: PurchaseRecord): PurchaseState {
   const docs = applyWindowWrites(state.windows, record.windows);
+  const written = new Set(record.windows.map((w) => w.id));
   const states = new Map(state.windows.states);
-  for (const [id, doc] of docs) {
+  for (const id of written) {
+    const doc = docs.get(id)!;
     states.set(id, { budgetCounterId: id, committedMinor: fromStored(doc.committedMinor), heldMinor: fromStored(doc.heldMinor), openingBalanceMinor: fromStored(doc.openingBalanceMinor) });
   }
-  const versions = new Map(state.windows.versions);
+  const unwritten = <T>(entries: Iterable<[string, T]>) => new Map([...entries].filter(([id]) => !written.has(id)));
   return {
     ...state,
-    windows: { docs, states, versions, missing: new Map(), reconciled: new Set(), rebased: new Map() },
+    windows: {
+      docs,
+      states,
+      versions: state.windows.versions,
+      missing: unwritten(state.windows.missing),
+      reconciled: new Set([...state.windows.reconciled].filter((id) => !written.has(id))),
+      rebased: unwritten(state.windows.rebased),
+    },
     purchase: record.purchase,
     approval: record.approval,
   };
@@ -150,7 +162,7 @@ const policyNamesOf = (candidates: readonly PolicyCandidate[]) => new Map(candid
 
 function submit(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'SUBMIT' }>, now: Date): Decided {
   const { organization: org, agent, candidates } = state;
-  const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: [...candidates], now, timeZone: org.timezone });
+  const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
   const decision = decide({ ...base, windows: state.windows.states });
   const decisionDoc = decisionDocument(decision, cmd.ids.decisionId, cmd.ids.purchaseId, org._id, 'INITIAL', now);
   const approval = decision.outcome === 'REQUIRES_APPROVAL' ? approvalDocument(decision, cmd.ids.approvalId, cmd.ids.purchaseId, org, agent._id, now) : null;
@@ -223,7 +235,7 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     // The key is derived again: one stored before the key last changed would miss today's lists.
     purchase: { ...purchase, merchantKey: merchantKey(purchase.merchant), amountMinor: fromStored(purchase.amountMinor) },
     agent,
-    policies: [...candidates],
+    policies: candidates,
     now,
     timeZone: org.timezone,
     periodInstant: purchase.requestedAt,
