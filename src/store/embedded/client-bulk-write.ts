@@ -14,10 +14,17 @@ import {
 } from 'mongodb';
 import { MingoError } from 'mingo/util';
 import type { StoreBulkWriteModel, StoreBulkWriteOptions } from '../store.ts';
-import { writeStep, type StepOutcome } from './collection.ts';
-import type { EmbeddedDb } from './embedded-store.ts';
+import { writeStep, type EmbeddedCollection, type StepOutcome } from './collection.ts';
 
-export async function clientBulkWrite(db: EmbeddedDb, models: ReadonlyArray<StoreBulkWriteModel>, options: StoreBulkWriteOptions = {}): Promise<ClientBulkWriteResult> {
+/** What a client bulk write needs of the embedded Db (embedded-store.ts's EmbeddedDb is one). */
+export interface BulkWriteTarget {
+  readonly databaseName: string;
+  collection(name: string): EmbeddedCollection;
+  /** Runs synchronous collection steps as one write; `atomic` undoes one step that fails. */
+  _write<T>(session: unknown, op: (atomic: <S>(step: () => S) => S) => T): Promise<T>;
+}
+
+export async function clientBulkWrite(db: BulkWriteTarget, models: ReadonlyArray<StoreBulkWriteModel>, options: StoreBulkWriteOptions = {}): Promise<ClientBulkWriteResult> {
   if (models.length === 0) throw new MongoInvalidArgumentError('No client bulk write models were provided.');
   const prefix = `${db.databaseName}.`;
   // Checked before anything is written, as the driver does before it sends the command.

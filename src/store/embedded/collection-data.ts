@@ -14,7 +14,8 @@
 import { MongoServerError } from 'mongodb';
 import type { Query } from 'mingo';
 import { queryOf } from './queries.ts';
-import type { Engine } from './engine.ts';
+import { quoteIdent, tableOf } from './table-names.ts';
+import type { StatementSync } from 'node:sqlite';
 import { canonicalKey, decode, encode, hasPath, isIndexableScalar, isObjectId, memo, ownField, readPath, type Doc } from './values.ts';
 
 export interface IndexOptions {
@@ -42,6 +43,19 @@ const insertKeysSql = memo(KEY_ROWS_PER_STATEMENT, (rows: number): string => 'IN
 /** How many rows a collection remembers in a write group at most (see CollectionData.byId). */
 const RECENT_ROWS = 512;
 
+/** What a collection needs of the engine that owns it (engine.ts's Engine is one). */
+export interface CollectionHost {
+  readonly dbName: string;
+  /** A prepared statement, cached by its text. */
+  statement(sql: string): StatementSync;
+  /** Creates the collection's table unless it exists. */
+  createTable(name: string): void;
+  /** Moves on whenever rows remembered in the open group may no longer be what SQLite holds; undefined outside a group. */
+  readonly rowEpoch: number | undefined;
+  /** The number an index of the collection is known by in the key table, recorded if new. */
+  recordIndex(collection: string, spec: Doc): number;
+}
+
 const SQLITE_CONSTRAINT_UNIQUE = 2067;
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 
@@ -50,23 +64,6 @@ export function isConstraintError(error: unknown): boolean {
   return code === SQLITE_CONSTRAINT_UNIQUE || code === SQLITE_CONSTRAINT_PRIMARYKEY;
 }
 
-export function quoteIdent(name: string): string {
-  return '"' + name.replaceAll('"', '""') + '"';
-}
-
-/**
- * The table of a collection. SQLite compares names without regard to ASCII case and MongoDB does not
- * (Foo and foo are two collections), so each capital letter is written as a $ and the letter in lower
- * case: $ cannot be part of a collection's name. Foo is kept in the table "$foo".
- */
-export function tableOf(collection: string): string {
-  return collection.replace(/[A-Z]/g, (letter) => '$' + letter.toLowerCase());
-}
-
-/** The collection whose table this is (tableOf the other way). */
-export function collectionOf(table: string): string {
-  return table.replace(/\$([a-z])/g, (_, letter: string) => letter.toUpperCase());
-}
 
 function keyPart(v: unknown): string {
   const k = canonicalKey(v);
@@ -253,14 +250,14 @@ function* rows(iter: Iterable<unknown>): Generator<Row> {
 }
 
 export class CollectionData {
-  readonly engine: Engine;
+  readonly engine: CollectionHost;
   readonly name: string;
   readonly #table: string;
   readonly indexes = new Map<string, Index>();
   /** Whether the table exists (MongoDB lists a collection once it got a document or an index). */
   exists = false;
 
-  constructor(engine: Engine, name: string) {
+  constructor(engine: CollectionHost, name: string) {
     this.engine = engine;
     this.name = name;
     this.#table = quoteIdent(tableOf(name));

@@ -4,7 +4,7 @@
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { quoteIdent, tableOf } from './collection-data.ts';
+import { quoteIdent, tableOf } from './table-names.ts';
 
 /** The schema this code writes and reads; a database of a later version is refused. */
 export const SCHEMA_VERSION = 3;

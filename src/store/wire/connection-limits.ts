@@ -3,8 +3,13 @@
 // them is closed to make room, so that anyone who can reach the port, without a password, can
 // neither fill the listener nor keep a person with one out. Authenticated connections are capped
 // per user, so that one user's pool cannot take every slot from the other.
-import type { Connection } from './call.ts';
 import { CommandError } from './errors.ts';
+
+/** What the limits read of a connection (call.ts Connection has it): its id, and its user once authenticated. */
+interface Counted {
+  readonly id: number;
+  readonly user?: { readonly user: string };
+}
 
 export class ConnectionLimits {
   readonly maxUnauthenticated: number;
@@ -24,7 +29,7 @@ export class ConnectionLimits {
    * oldest waiting connection is closed, not the newcomer: refusing newcomers would let whoever
    * holds the slots keep everyone else out for good.
    */
-  waiting(conn: Connection, close: () => void): void {
+  waiting(conn: Counted, close: () => void): void {
     this.#leaveUser(conn);
     this.#waiting.delete(conn.id);
     this.#waiting.set(conn.id, close);
@@ -36,7 +41,7 @@ export class ConnectionLimits {
   }
 
   /** Called before conn becomes user's; throws (and conn stays as it was) when user holds its cap already. */
-  authenticate(conn: Connection, user: string): void {
+  authenticate(conn: Counted, user: string): void {
     const held = this.#users.get(user) ?? new Set<number>();
     if (!held.has(conn.id) && held.size >= this.maxPerUser) {
       throw new CommandError(
@@ -51,11 +56,11 @@ export class ConnectionLimits {
   }
 
   /** Called before conn's user is forgotten (logout); the listener then calls waiting(). */
-  logout(conn: Connection): void {
+  logout(conn: Counted): void {
     this.#leaveUser(conn);
   }
 
-  closed(conn: Connection): void {
+  closed(conn: Counted): void {
     this.#waiting.delete(conn.id);
     this.#leaveUser(conn);
   }
@@ -68,7 +73,7 @@ export class ConnectionLimits {
     return this.#users.get(user)?.size ?? 0;
   }
 
-  #leaveUser(conn: Connection): void {
+  #leaveUser(conn: Counted): void {
     const user = conn.user?.user;
     if (user === undefined) return;
     const held = this.#users.get(user);

@@ -5,7 +5,7 @@ import type { StoreCollection, StoreSession } from '../store.ts';
 import type { Call } from './call.ts';
 import { cursorId } from './cursors.ts';
 import { CommandError, writeError } from './errors.ts';
-import { analystRead } from './query-threads.ts';
+import { analystRead } from './analyst-read.ts';
 
 function collectionName(call: Call): string {
   const name = call.command[call.name];

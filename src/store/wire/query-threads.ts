@@ -8,7 +8,6 @@
 // their deadlines running.
 import { BSON, type Document } from 'bson';
 import { Worker } from 'node:worker_threads';
-import type { Call } from './call.ts';
 import { CommandError } from './errors.ts';
 
 export interface QueryRequest {
@@ -186,19 +185,4 @@ export class QueryThreads {
     await thread.worker.terminate();
     if (!this.#closed) this.#dispatch();
   }
-}
-
-/**
- * The analyst's read, on a query thread when its store is a database file; anything else (the
- * service user's reads, which may be in a transaction, or a ':memory:' store, which no other
- * connection can open) runs here, in this thread.
- */
-export async function analystRead<T>(call: Call, request: QueryRequest, here: () => Promise<T>, fromThread: (result: QueryResult) => T): Promise<T> {
-  const threads = call.server.queries;
-  if (call.conn.user?.role !== 'read' || call.session || !threads) return here();
-  const deadline = threads.deadline(call.command);
-  const store = await call.store(false);
-  const location = (store as { location?: unknown } | undefined)?.location;
-  if (!store || typeof location !== 'string' || location === ':memory:') return here();
-  return fromThread(await threads.run(location, store.db.raw.databaseName, request, deadline));
 }
