@@ -8,7 +8,8 @@
 // round trips per decision through the official driver (scripts/bench-round-trips.ts: against
 // MONGODB_URI, or else the embedded store's wire-protocol listener).
 // The service and the baselines run in child processes; autocannon drives them from this one.
-// BENCH_SECONDS (default 10) sets each run's duration. Beside requests per second (which depend on
+// At 32 connections it measures a second service with SQLITE_SYNCHRONOUS=FULL (unless the environment
+// chose the mode, the store or one connection count). BENCH_SECONDS (default 10) sets each run's duration. Beside requests per second (which depend on
 // whatever else the machine runs) it prints the CPU time the serving process spent per request, from
 // /proc, and the ratio of the floor's to the decision's: the load-independent form of the same ratio. The service's environment is this one's, so
 // `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration. BENCH_ONLY=32 runs one
@@ -100,16 +101,19 @@ async function measured(pid: number | undefined, url: string, connections: numbe
   return { ...result, cpuUsPerRequest: before === null || after === null || served === 0 ? null : Math.round((after - before) / served) };
 }
 
-async function main() {
+/**
+ * The service in a child process, as `npm start` runs it, on a fresh temporary DATA_DIR (the durable
+ * default, file-backed; BENCH_DATA_DIR=:memory: measures without the disk), with the bench
+ * organisation applied and one decision made (its body is the floor's).
+ */
+async function startService(env: Record<string, string> = {}) {
   const port = await portForChild();
   // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (scripts/profile-summary.ts reads it).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  // The service stores in a fresh temporary DATA_DIR (the durable default, file-backed);
-  // BENCH_DATA_DIR=:memory: measures without the disk.
   const dataRoot = process.env.BENCH_DATA_DIR ? null : await mkdtemp(join(tmpdir(), 'spend-control-bench-'));
   const dataDir = process.env.BENCH_DATA_DIR || join(dataRoot!, 'data');
   const start = startCommand();
-  const svc = spawn(process.execPath, [...profile, ...start.flags, 'src/main.ts'], { env: { ...start.env, ...process.env, PORT: String(port), ADMIN_TOKEN: BENCH_TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const svc = spawn(process.execPath, [...profile, ...start.flags, 'src/main.ts'], { env: { ...start.env, ...process.env, PORT: String(port), ADMIN_TOKEN: BENCH_TOKEN, LOG_LEVEL: 'warn', DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; !(await fetch(`${base}/health`).then((r) => r.ok, () => false)); i++) {
     if (i > 300 || svc.exitCode !== null) throw new Error('service did not start');
@@ -118,11 +122,17 @@ async function main() {
   const applied = (await fetch(`${base}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${BENCH_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(benchManifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
   const keys = Object.values(applied.apiKeys).map((k) => k.key);
   const decisionRequests = keys.map((key) => ({ method: 'POST' as const, path: '/v1/purchase-requests', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BENCH_BODY }));
-
-  // The floor answers with a real decision's body, so both sides write the same bytes.
   const sample = await fetch(`${base}/v1/purchase-requests`, { method: 'POST', headers: decisionRequests[0].headers, body: BENCH_BODY });
   const sampleText = await sample.text();
   if (sample.status !== 201) throw new Error(`sample decision failed: ${sample.status} ${sampleText}`);
+  return { svc, base, decisionRequests, sampleText, cleanUp: async () => void (dataRoot && (await rm(dataRoot, { recursive: true, force: true }))) };
+}
+
+async function main() {
+  const service = await startService();
+  const { svc, base, decisionRequests } = service;
+  // The floor answers with a real decision's body, so both sides write the same bytes.
+  const sampleText = service.sampleText;
   const dir = await mkdtemp(join(tmpdir(), 'bench-'));
   const floorFile = join(dir, 'decision.json');
   await writeFile(floorFile, sampleText);
@@ -164,12 +174,30 @@ async function main() {
         `bare ${bareRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, bareRoute.perSecond)})\n`,
     );
   }
+  // The same at 32 connections with SQLITE_SYNCHRONOUS=FULL (an fsync per group commit: durable across a
+  // power loss), on a service of its own, unless the environment chose the mode or the store.
+  if (!process.env.MONGODB_URI && !process.env.SQLITE_SYNCHRONOUS && !process.env.BENCH_DATA_DIR && !process.env.BENCH_ONLY) {
+    svc.kill('SIGTERM');
+    await once(svc, 'exit');
+    const full = await startService({ SQLITE_SYNCHRONOUS: 'FULL' });
+    await autocannon({ url: full.base, connections: 8, duration: 3, requests: full.decisionRequests });
+    const decisions = await measured(full.svc.pid, full.base, 32, full.decisionRequests);
+    const floorRoute = (out.c32 as { floorRoute: { perSecond: number } }).floorRoute;
+    out.c32Full = { decisions, ratioToFloor: ratio(decisions.perSecond, floorRoute.perSecond) };
+    process.stderr.write(
+      `32 connections, SQLITE_SYNCHRONOUS=FULL: ${decisions.perSecond} decisions/s (p50 ${decisions.p50Ms} ms, p99 ${decisions.p99Ms} ms, non-2xx ${decisions.non2xx}, ` +
+        `${decisions.cpuUsPerRequest ?? '?'} us CPU each); ratio to the floor above ${ratio(decisions.perSecond, floorRoute.perSecond)}\n`,
+    );
+    full.svc.kill('SIGTERM');
+    await once(full.svc, 'exit');
+    await full.cleanUp();
+  }
   svc.kill('SIGTERM');
   bare.child.kill('SIGTERM');
   floor.child.kill('SIGTERM');
-  await Promise.all([once(svc, 'exit'), once(bare.child, 'exit'), once(floor.child, 'exit')]);
+  await Promise.all([svc.exitCode === null && svc.signalCode === null ? once(svc, 'exit') : null, once(bare.child, 'exit'), once(floor.child, 'exit')]);
   await rm(dir, { recursive: true, force: true });
-  if (dataRoot) await rm(dataRoot, { recursive: true, force: true });
+  await service.cleanUp();
 
   out.loadAverageAfter = Math.round(loadavg()[0] * 10) / 10;
   // A server that serves one database (a service's own wire listener) refuses the scratch database.
