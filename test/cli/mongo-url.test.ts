@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { MongoClient, type MongoServerError } from 'mongodb';
 import { portForChild } from '../../scripts/child-port.ts';
+import { ANALYST_COLLECTIONS } from '../../src/store/wire/analyst-access.ts';
 
 const run = promisify(execFile);
 
@@ -86,7 +87,8 @@ test("with DATA_DIR=:memory: the web process prints both users' URLs at start, a
   });
   const analyst = await MongoClient.connect(urls.analyst, { serverSelectionTimeoutMS: 5000 });
   t.teardown(() => analyst.close());
-  t.true((await analyst.db().listCollections().toArray()).length > 0);
+  const listed = (await analyst.db().listCollections().toArray()).map((c) => c.name).sort();
+  t.deepEqual(listed, [...ANALYST_COLLECTIONS].sort(), 'the analyst lists the read models, and only them');
   const service = await MongoClient.connect(urls.service, { serverSelectionTimeoutMS: 5000 });
   t.teardown(() => service.close());
   await service.db().collection('policy_views').insertOne({ note: 'from the service user' });
