@@ -18,35 +18,30 @@ export const windowsCollection = (db: StoreDb) => db.collection<BudgetWindowDoc>
  * month labels stored with it (those are of the zone the organisation had then: after a change of
  * zone they name other hours). With `outside`, only the spend that did not commit into that window.
  */
-export async function attributableSpend(
+export function attributableSpend(
   db: StoreDb,
   key: { policyId: string; currency: string; periodStart: string | Date; periodEnd: string | Date },
   session?: StoreSession,
   outside?: string,
 ): Promise<bigint> {
-  const rows = await db
-    .collection('analytics_purchases')
-    .aggregate(
-      [
-        { $match: { policyIds: key.policyId, currency: key.currency, status: 'APPROVED', requestedAt: { $gte: new Date(key.periodStart), $lt: new Date(key.periodEnd) }, ...(outside === undefined ? {} : { committedWindowIds: { $ne: outside } }) } },
-        { $group: { _id: null, total: { $sum: '$amountMinor' } } },
-      ],
-      session ? { session } : {},
-    )
-    .toArray();
-  return BigInt(rows[0]?.total ?? 0);
+  return approvedSpend(db, key, { policyIds: key.policyId, currency: key.currency, ...(outside === undefined ? {} : { committedWindowIds: { $ne: outside } }) }, session);
 }
 
 /**
  * Approved spend in a period that committed into window `id`, whichever policies governed it: what
  * the window's `committedMinor` counts, recomputed over new bounds when a change of zone moves them.
  */
-async function committedInto(db: StoreDb, id: string, key: { periodStart: string | Date; periodEnd: string | Date }, session?: StoreSession): Promise<bigint> {
+function committedInto(db: StoreDb, id: string, key: { periodStart: string | Date; periodEnd: string | Date }, session?: StoreSession): Promise<bigint> {
+  return approvedSpend(db, key, { committedWindowIds: id }, session);
+}
+
+/** The sum of the approved purchases of the analysts' read model that match, requested within the period. */
+async function approvedSpend(db: StoreDb, period: { periodStart: string | Date; periodEnd: string | Date }, match: Record<string, unknown>, session?: StoreSession): Promise<bigint> {
   const rows = await db
     .collection('analytics_purchases')
     .aggregate(
       [
-        { $match: { committedWindowIds: id, status: 'APPROVED', requestedAt: { $gte: new Date(key.periodStart), $lt: new Date(key.periodEnd) } } },
+        { $match: { ...match, status: 'APPROVED', requestedAt: { $gte: new Date(period.periodStart), $lt: new Date(period.periodEnd) } } },
         { $group: { _id: null, total: { $sum: '$amountMinor' } } },
       ],
       session ? { session } : {},
