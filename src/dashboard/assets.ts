@@ -46,7 +46,7 @@ dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;marg
 @media (max-width:30rem){header .who{margin-left:0}main{padding:.5rem}.card{padding:.75rem}}
 `;
 
-// Asks before a revocation (forms with data-confirm), and keeps the inbox current by polling (README explains why not server-sent events): new approvals are
+// Asks before a revocation (forms with data-confirm), and keeps the inbox current by polling (docs/operate/dashboard.md explains why not server-sent events): new approvals are
 // inserted, answered or expired ones removed, and the live parts of the others refreshed, without
 // touching a card someone is typing a comment in.
 const JS = `

@@ -112,7 +112,7 @@ export function sdkIssues(message: string): ErrorIssue[] {
 /**
  * The SDK's zod parsing copies objects key by key, so a `__proto__` key becomes a prototype and
  * vanishes: at the top level in its own tools/call parse, inside metadata in the tool's schema. The
- * raw arguments, as parsed from the request body, are judged first by /v1's rules for it (README):
+ * raw arguments, as parsed from the request body, are judged first by /v1's rules for it (docs/reference/decisions.md):
  * an unknown field (every tool's schema is closed), and a reserved key inside metadata; and an amount
  * not written as an integer.
  */

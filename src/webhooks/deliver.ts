@@ -8,7 +8,7 @@
 //      attempt at once. A worker that dies mid-attempt loses its lease after LEASE_MS and the sweep
 //      makes the attempt again (at least once, docs/reference/contract.md §6.3 rule 1).
 //   2. Re-read the endpoint: revoked, or disabled (except for `webhook.test`), means the delivery
-//      is CANCELLED and nothing is sent (README: a re-enabled endpoint gets no old deliveries).
+//      is CANCELLED and nothing is sent (docs/integrate/webhooks.md: a re-enabled endpoint gets no old deliveries).
 //   3. Decrypt the signing secrets: current, plus previous while its 24-hour overlap lasts.
 //   4. Sign the stored body bytes with a fresh timestamp (6.3 rule 3, 6.4) and send them with
 //      send.ts, which re-checks the destination rules (6.6) against a fresh DNS answer and connects

@@ -1,4 +1,4 @@
-// `npx node scripts/bench-engine.ts` is how the README's engine figures are made: it must run as
+// `npx node scripts/bench-engine.ts` is how the engine figures of docs/internals/performance.md are made: it must run as
 // documented and say what it measured. Nothing about speed is asserted (tests never assert timing);
 // what is asserted is what a reader of its line relies on: the realistic input (10 policies, 20 budget
 // windows) is decided in full, to APPROVED, not cut short by a refusal, and the figures are numbers.

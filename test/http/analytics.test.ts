@@ -1,4 +1,4 @@
-// The analysts' read models match their published JSON Schemas, and the README's queries answer.
+// The analysts' read models match their published JSON Schemas, and the queries of docs/operate/wire-protocol.md answer.
 import test from 'ava';
 import { Compile } from 'typebox/compile';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -34,7 +34,7 @@ test('every analytics row validates against its schema; daily totals add up', as
   t.true(checkDaily.Check(asJson(daily[0])), JSON.stringify([...checkDaily.Errors(asJson(daily[0]))]));
   t.like(daily[0], { requestedCount: 5, approvedCount: 2, approvedMinor: 3000, rejectedCount: 2, pendingCount: 1, pendingMinor: 30000 });
 
-  // README: spend per agent this month
+  // docs/operate/wire-protocol.md: spend per agent this month
   const spend = await app.store.db
     .collection('analytics_daily_spend')
     .aggregate([
@@ -43,7 +43,7 @@ test('every analytics row validates against its schema; daily totals add up', as
     ])
     .toArray();
   t.deepEqual(spend, [{ _id: { agentId: org.agents.a.id, currency: 'EUR' }, approvedMinor: 3000, purchases: 2 }]);
-  // README: rejection reasons this week
+  // docs/operate/wire-protocol.md: rejection reasons this week
   const reasons = await app.store.db
     .collection('analytics_purchases')
     .aggregate([
@@ -54,7 +54,7 @@ test('every analytics row validates against its schema; daily totals add up', as
     ])
     .toArray();
   t.deepEqual(reasons, [{ _id: 'AMOUNT_EXCEEDS_MAX', count: 1 }, { _id: 'MERCHANT_BLOCKED', count: 1 }]);
-  // README: approvals waiting
+  // docs/operate/wire-protocol.md: approvals waiting
   const waiting = await app.store.db
     .collection('analytics_purchases')
     .aggregate([{ $match: { organizationId: org.organizationId, status: 'PENDING_APPROVAL' } }, { $group: { _id: '$agentName', waiting: { $sum: 1 }, heldMinor: { $sum: '$amountMinor' } } }])

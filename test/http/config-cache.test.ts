@@ -14,7 +14,7 @@ import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 // Run together on a loaded 2-core machine, four of them once got 503 for their first purchase in that
 // lane: most likely transactions left idle behind the others, aborted by the listener's 2 s idle rule
 // (labelled transient) and retried until the retry budget ran out. That is the listener's documented
-// limit under contention (README), not what these tests are about.
+// limit under contention (docs/internals/architecture.md), not what these tests are about.
 let a: TestApp;
 let b: TestApp;
 

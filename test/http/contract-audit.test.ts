@@ -48,7 +48,7 @@ test('every unknown field is listed, up to the documented cap, and the list is n
   t.true(capped.body.error.issues.every((i: any) => i.code === 'UNKNOWN_FIELD'));
 });
 
-test('an empty merchant is MERCHANT_EMPTY and an empty reason REASON_EMPTY, as README promises', async (t) => {
+test('an empty merchant is MERCHANT_EMPTY and an empty reason REASON_EMPTY, as the REST API page promises', async (t) => {
   const res = await submit(purchase(100, '', { reason: '' }));
   t.deepEqual(issuesOf(res), ['merchant:MERCHANT_EMPTY', 'reason:REASON_EMPTY']);
   const sim = await app.request('/v1/simulations/current-policies', { key: shop.keys['a-key'], body: purchase(100, '  ') });

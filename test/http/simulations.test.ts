@@ -30,7 +30,7 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
-/** Everything stored, except a credential's lastUsedAt: authentication records it on every call (README). */
+/** Everything stored, except a credential's lastUsedAt: authentication records it on every call (docs/reference/decisions.md). */
 async function snapshot() {
   const out: Record<string, unknown[]> = {};
   for (const name of (await app.store.db.listCollectionNames()).sort()) {

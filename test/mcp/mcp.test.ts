@@ -163,7 +163,7 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
 });
 
 // JSON.parse makes `__proto__` an ordinary own key, as in any JSON a client sends; /v1 refuses it
-// (README: UNKNOWN_FIELD where the schema is closed, RESERVED_KEY inside metadata), and so do the tools.
+// (docs/reference/decisions.md: UNKNOWN_FIELD where the schema is closed, RESERVED_KEY inside metadata), and so do the tools.
 test('a __proto__ key in tool arguments is refused as on /v1, not dropped', async (t) => {
   const c = await client(full.access_token);
   const purchase = { merchant: 'Proto Paper', amountMinor: '5', reason: 'm' };

@@ -1,4 +1,4 @@
-// README's local-development recipe, run as written: examples/mcp-client.ts (the official SDK, no
+// The local recipe of docs/integrate/assistants.md, run as written: examples/mcp-client.ts (the official SDK, no
 // https, no metadata document: it registers itself) against a local service over plain http. The
 // test plays the person: opens the printed address, signs in, allows, and lets the browser follow
 // the redirect to the script's loopback callback.

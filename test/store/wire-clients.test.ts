@@ -1,6 +1,6 @@
 // Analysts' real tools against the wire-protocol listener beside a running service on the
 // embedded default: mongosh (the npm package) and pymongo (Debian's python3-pymongo) connect with
-// the analyst's URL, run README's example aggregations and get what the store itself answers, and
+// the analyst's URL, run the example aggregations of docs/operate/wire-protocol.md and get what the store itself answers, and
 // are refused a write with MongoDB's Unauthorized error.
 import test from 'ava';
 import { execFile, spawnSync } from 'node:child_process';
@@ -71,7 +71,7 @@ async function expected(): Promise<Document[][]> {
   return Promise.all(asPipelines(readmeExamples()).map(({ collection, pipeline }) => store.db.collection(collection).aggregate(pipeline).toArray()));
 }
 
-test('the README examples find the purchases the service decided', async (t) => {
+test('the documented examples find the purchases the service decided', async (t) => {
   const [spend, reasons, waiting] = await expected();
   t.deepEqual(spend.map((s) => s.approvedMinor), [7500]);
   t.deepEqual(reasons.map((r) => r._id).sort(), ['AMOUNT_EXCEEDS_MAX', 'MERCHANT_BLOCKED'].sort());
@@ -79,7 +79,7 @@ test('the README examples find the purchases the service decided', async (t) => 
   t.is(waiting[0].heldMinor, 30000);
 });
 
-test('mongosh: the analyst runs README aggregations as written and is refused a write with Unauthorized', async (t) => {
+test('mongosh: the analyst runs the documented aggregations as written and is refused a write with Unauthorized', async (t) => {
   const script = [
     `const ORG = ${JSON.stringify(organizationId)};`,
     'const results = [];',
