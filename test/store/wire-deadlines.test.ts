@@ -125,3 +125,25 @@ test.serial('off the request thread the analyst reads what the store holds, with
   // An error in the thread is the command's error, as it would be here.
   t.like(await failure(analyst.db().collection('analytics_purchases').find({ $nonsense: 1 } as never).toArray()), { code: 2 });
 });
+
+test('a result far past the user\'s cursor budget is refused on the query thread, before the web process decodes it', async (t) => {
+  // One purchase row made into 60 documents that share a 500,000-element array: cheap for the thread to
+  // build, some 270 MB of BSON. The web process decodes a thread's result whole, so it must never see it.
+  const heapBefore = process.memoryUsage().heapUsed;
+  const error = await analyst
+    .db()
+    .collection('analytics_purchases')
+    .aggregate([{ $limit: 1 }, { $project: { a: { $range: [0, 500_000] }, b: { $range: [0, 60] } } }, { $unwind: '$b' }], { maxTimeMS: 30_000 })
+    .toArray()
+    .then(
+      () => null,
+      (e: MongoServerError) => e,
+    );
+  t.truthy(error, 'refused');
+  t.is(error!.code, 146);
+  t.is(error!.codeName, 'ExceededMemoryLimit');
+  t.regex(error!.message, /larger than \d+ bytes, the most the listener holds for one user/, 'refused by the thread, not after decoding by the cursor');
+  t.log(`heap before ${Math.round(heapBefore / 1048576)} MB, after ${Math.round(process.memoryUsage().heapUsed / 1048576)} MB`);
+  // And the thread is there for the next read.
+  t.is(await analyst.db().collection('analytics_purchases').countDocuments({}), 2);
+});

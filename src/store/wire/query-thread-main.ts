@@ -54,13 +54,30 @@ async function run(embedded: EmbeddedDb, request: Document): Promise<QueryResult
   }
 }
 
-/** Documents as one buffer of BSON documents end to end (each starts with its length): one copy, one message. */
-function encodeDocs(docs: Document[]): Uint8Array {
-  return Buffer.concat(docs.map((d) => BSON.serialize(d, SERIALIZE)));
+/**
+ * Documents as one buffer of BSON documents end to end (each starts with its length): one copy, one
+ * message. Refused (ExceededMemoryLimit, 146) past maxBytes, before anything leaves this thread: the
+ * web process decodes what it receives whole, and its memory is not this thread's to spend.
+ */
+function encodeDocs(docs: Document[], maxBytes: number): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let bytes = 0;
+  for (const doc of docs) {
+    const part = BSON.serialize(doc, SERIALIZE);
+    bytes += part.byteLength;
+    if (bytes > maxBytes) {
+      throw Object.assign(new Error(`the result is larger than ${maxBytes} bytes, the most the listener holds for one user: narrow it ($match, $project, $limit) or page through it`), {
+        code: 146,
+        codeName: 'ExceededMemoryLimit',
+      });
+    }
+    parts.push(part);
+  }
+  return Buffer.concat(parts);
 }
 
 const port = parentPort!;
-port.on('message', async (message: { id: number; location: string; dbName: string; request: Uint8Array }) => {
+port.on('message', async (message: { id: number; location: string; dbName: string; request: Uint8Array; maxBytes: number }) => {
   let reply: Document;
   try {
     const request = BSON.deserialize(message.request, DESERIALIZE);
@@ -72,7 +89,7 @@ port.on('message', async (message: { id: number; location: string; dbName: strin
     } finally {
       db.exec('COMMIT');
     }
-    reply = result.docs ? { id: message.id, docs: encodeDocs(result.docs) } : { id: message.id, other: BSON.serialize({ n: result.n, values: result.values }, SERIALIZE) };
+    reply = result.docs ? { id: message.id, docs: encodeDocs(result.docs, message.maxBytes) } : { id: message.id, other: encodeDocs([{ n: result.n, values: result.values }], message.maxBytes) };
   } catch (error) {
     const e = error as { message?: unknown; code?: unknown; codeName?: unknown };
     reply = { id: message.id, error: { message: typeof e?.message === 'string' ? e.message : String(error), code: e?.code, codeName: e?.codeName } };

@@ -46,6 +46,8 @@ interface Job {
   location: string;
   dbName: string;
   request: Uint8Array;
+  /** The most the result may take as BSON: the thread refuses a larger one before handing it over. */
+  maxBytes: number;
   resolve: (result: QueryResult) => void;
   reject: (error: unknown) => void;
   timer: NodeJS.Timeout;
@@ -94,10 +96,10 @@ export class QueryThreads {
     return ms === 0 ? this.options.maxTimeMs : Math.min(ms, this.options.maxTimeMs);
   }
 
-  run(location: string, dbName: string, request: QueryRequest, deadlineMs: number): Promise<QueryResult> {
+  run(location: string, dbName: string, request: QueryRequest, deadlineMs: number, maxBytes: number): Promise<QueryResult> {
     if (this.#closed) return Promise.reject(new CommandError('InternalError', 'the listener is closing'));
     return new Promise<QueryResult>((resolve, reject) => {
-      const job: Job = { id: ++this.#ids, location, dbName, request: BSON.serialize(request as unknown as Document, { ignoreUndefined: true }), resolve, reject, deadlineMs, timer: undefined as unknown as NodeJS.Timeout };
+      const job: Job = { id: ++this.#ids, location, dbName, request: BSON.serialize(request as unknown as Document, { ignoreUndefined: true }), maxBytes, resolve, reject, deadlineMs, timer: undefined as unknown as NodeJS.Timeout };
       job.timer = setTimeout(() => this.#expire(job), deadlineMs);
       this.#queue.push(job);
       this.#dispatch();
@@ -135,7 +137,7 @@ export class QueryThreads {
       clearTimeout(thread.idle);
       thread.job = job;
       job.thread = thread;
-      thread.worker.postMessage({ id: job.id, location: job.location, dbName: job.dbName, request: job.request });
+      thread.worker.postMessage({ id: job.id, location: job.location, dbName: job.dbName, request: job.request, maxBytes: job.maxBytes });
     }
   }
 
