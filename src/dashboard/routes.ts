@@ -5,7 +5,9 @@ import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, STORAGE_FULL_RETRY_AFTER_S, notFound } from '../http/errors.ts';
+import { isStorageFull } from '../store/store.ts';
+import { markStorageFull } from '../store/storage-space.ts';
 import { queryValue, uuidParam } from '../http/params.ts';
 import { isUuid } from '../ids.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
@@ -60,6 +62,13 @@ export function dashboardRoutes(deps: AppDeps): Router {
       await next();
     } catch (err) {
       const viewer = ctx.state.signedIn ? viewerOf(ctx.state.signedIn as SignedIn) : null;
+      if (!(err instanceof ApiError) && isStorageFull(err)) {
+        // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
+        markStorageFull(deps.store);
+        deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err), method: ctx.method, path: ctx.path });
+        ctx.set('Retry-After', String(STORAGE_FULL_RETRY_AFTER_S));
+        return send(ctx, 503, views.messagePage(viewer, 'Try again later', 'The service cannot store new data right now. Nothing of this request was kept; try again in a moment.'));
+      }
       if (!(err instanceof ApiError)) {
         deps.log.error('unhandled error', { err: err instanceof Error ? err.stack : String(err), method: ctx.method, path: ctx.path });
         return send(ctx, 500, views.messagePage(viewer, 'Something went wrong', 'Something went wrong on our side. Try again in a moment.'));

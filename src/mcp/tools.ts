@@ -7,7 +7,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
-import { ApiError, invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { ApiError, StorageFull, invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { isStorageFull } from '../store/store.ts';
+import { markStorageFull } from '../store/storage-space.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
@@ -157,6 +159,12 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       return toolResult(await work());
     } catch (err) {
       if (err instanceof ApiError) return toolError(err);
+      if (isStorageFull(err)) {
+        // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
+        markStorageFull(deps.store);
+        deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err) });
+        return toolError(new StorageFull(err));
+      }
       deps.log.error('mcp tool failed', { err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) });
       return toolError(new ApiError(500, 'internal_error', 'Something went wrong on our side. It is safe to retry request_purchase with the same idempotencyKey.'));
     }

@@ -108,9 +108,18 @@ export const isStoreTimeout = (error: unknown): boolean => error instanceof Erro
 const SQLITE_FULL = 13;
 /** MongoDB's OutOfDiskSpace (WiredTiger could not write: ENOSPC). */
 const MONGODB_OUT_OF_DISK_SPACE = 14031;
+/**
+ * SQLite's unix VFS says SQLITE_FULL only when write() fails with ENOSPC; a quota (EDQUOT), a failed
+ * fallocate or a shared-memory file that cannot grow come back as these I/O errors, which node:sqlite
+ * reports without the errno.
+ */
+const SQLITE_IOERR_WRITE = 778;
+const SQLITE_IOERR_SHMSIZE = 4874;
 
 /**
- * True when a write failed for lack of space: SQLite's SQLITE_FULL (node:sqlite's `errcode`), the
+ * True when a write failed for lack of space: SQLite's SQLITE_FULL (node:sqlite's `errcode`), or the
+ * I/O errors its quota and fallocate failures become (a write the disk refused, full or not: retrying
+ * later is the answer either way), the
  * file system's ENOSPC (or EDQUOT, a quota), MongoDB's OutOfDiskSpace. Looked for through `cause`
  * and a bulk write's write errors, as the other predicates here do. Not a server failure but a
  * condition an operator clears: answered 503 with Retry-After, and readiness fails until a write
@@ -119,7 +128,7 @@ const MONGODB_OUT_OF_DISK_SPACE = 14031;
 export function isStorageFull(error: unknown): boolean {
   if (error === null || typeof error !== 'object') return false;
   const e = error as { errcode?: unknown; code?: unknown; codeName?: unknown; cause?: unknown; writeErrors?: Array<{ code?: unknown }> | Map<number, { code?: unknown }> };
-  if (typeof e.errcode === 'number' && e.errcode % 256 === SQLITE_FULL) return true;
+  if (typeof e.errcode === 'number' && (e.errcode % 256 === SQLITE_FULL || e.errcode === SQLITE_IOERR_WRITE || e.errcode === SQLITE_IOERR_SHMSIZE)) return true;
   if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.code === MONGODB_OUT_OF_DISK_SPACE || e.codeName === 'OutOfDiskSpace') return true;
   const writeErrors = e.writeErrors instanceof Map ? [...e.writeErrors.values()] : e.writeErrors;
   if (Array.isArray(writeErrors) && writeErrors.some((w) => w.code === MONGODB_OUT_OF_DISK_SPACE)) return true;

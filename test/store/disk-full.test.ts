@@ -5,7 +5,7 @@
 // says why it did not run, rather than pass without running.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { acmeManifest } from '../helpers/fixtures.ts';
@@ -64,15 +64,30 @@ if ('why' in probe) {
     }
     t.is((await ready()).status, 200);
 
-    // Fill the filesystem: one file with all the space left.
+    // Fill the filesystem: one file takes all the space left. The service writes meanwhile (its WAL,
+    // its checkpointer, its jobs), so the file is written until the disk says no, and topped up later.
     const filler = join(mounted.dir, 'filler');
-    const { bavail, bsize } = statfsSync(mounted.dir);
-    writeFileSync(filler, Buffer.alloc(Number(bavail) * Number(bsize)));
-    t.is(statfsSync(mounted.dir).bavail, 0);
+    const fd = openSync(filler, 'w');
+    const fill = () => {
+      for (const chunk of [1 << 20, 1 << 12]) {
+        const zeros = Buffer.alloc(chunk);
+        for (;;) {
+          try {
+            writeSync(fd, zeros);
+          } catch (error) {
+            if ((error as { code?: unknown }).code === 'ENOSPC') break;
+            throw error;
+          }
+        }
+      }
+    };
+    fill();
+    t.log(`blocks left after filling: ${statfsSync(mounted.dir).bavail}`);
 
     // Enough purchases to need new pages whatever the WAL had room for.
     let refused: Awaited<ReturnType<typeof buy>> | undefined;
     for (let i = 0; i < 200 && !refused; i++) {
+      if (i % 20 === 19) fill();
       const res = await buy(`during ${i}`, `during-${i}`);
       if (res.status === 201) acknowledged.push(res.body.purchaseRequest.id);
       else refused = { ...res, body: { ...res.body, attempt: i } };
@@ -104,6 +119,7 @@ if ('why' in probe) {
     t.is((await fetch(`${svc.url}/health/live`)).status, 200);
 
     // Space again.
+    closeSync(fd);
     unlinkSync(filler);
     const readyAgain = await ready();
     t.is(readyAgain.status, 200, JSON.stringify(readyAgain.body));
