@@ -35,7 +35,10 @@ function fillable(store: Store): { store: Store; fill(full: boolean): void } {
 test('a dashboard purchase that finds no space answers 503 with Retry-After, and readiness fails until a write succeeds', async (t) => {
   const disk = fillable(await testStore());
   const app = await startDashboardApp({ store: disk.store });
-  t.teardown(() => app.close());
+  t.teardown(async () => {
+    await app.close();
+    await disk.store.close(); // the app closes only a store it opened itself
+  });
   const acme = await setUpDashboardOrg(app, 'acme', [{ handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] }]);
   const client = new Client(app.url);
   await client.signIn(acme.people.ana.email);
