@@ -1,8 +1,9 @@
 // A budget window's stored document and the state a command reads from it (docs/reference/contract.md §2.6).
 // No I/O here: loading is src/budgets/windows.ts, writing src/budgets/window-writes.ts.
 import type { WindowKey, WindowState } from '../engine/types.ts';
-export const WINDOWS = 'budget_windows';
 import { fromStored } from '../money.ts';
+
+export const WINDOWS = 'budget_windows';
 
 export interface BudgetWindowDoc {
   _id: string;

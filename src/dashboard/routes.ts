@@ -6,8 +6,7 @@ import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, STORAGE_FULL_RETRY_AFTER_S, notFound } from '../http/errors.ts';
-import { isStorageFull } from '../store/store.ts';
-import { markStorageFull } from '../store/storage-space.ts';
+import { noteStorageFull } from '../store/storage-space.ts';
 import { queryValue, uuidParam } from '../http/params.ts';
 import { isUuid } from '../ids.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
@@ -62,9 +61,8 @@ export function dashboardRoutes(deps: AppDeps): Router {
       await next();
     } catch (err) {
       const viewer = ctx.state.signedIn ? viewerOf(ctx.state.signedIn as SignedIn) : null;
-      if (!(err instanceof ApiError) && isStorageFull(err)) {
+      if (!(err instanceof ApiError) && noteStorageFull(deps.store, err)) {
         // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
-        markStorageFull(deps.store);
         deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err), method: ctx.method, path: ctx.path });
         ctx.set('Retry-After', String(STORAGE_FULL_RETRY_AFTER_S));
         return send(ctx, 503, views.messagePage(viewer, 'Try again later', 'The service cannot store new data right now. Nothing of this request was kept; try again in a moment.'));

@@ -8,8 +8,7 @@ import * as z from 'zod';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
 import { ApiError, StorageFull, invalidRequest, type ErrorIssue } from '../http/errors.ts';
-import { isStorageFull } from '../store/store.ts';
-import { markStorageFull } from '../store/storage-space.ts';
+import { noteStorageFull } from '../store/storage-space.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
@@ -159,9 +158,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       return toolResult(await work());
     } catch (err) {
       if (err instanceof ApiError) return toolError(err);
-      if (isStorageFull(err)) {
+      if (noteStorageFull(deps.store, err)) {
         // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
-        markStorageFull(deps.store);
         deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err) });
         return toolError(new StorageFull(err));
       }

@@ -5,6 +5,7 @@
 import type { AppDeps } from '../app-deps.ts';
 import { periodFor, windowId } from '../engine/periods.ts';
 import { loadWindows } from '../budgets/windows.ts';
+import { fromStored } from '../money.ts';
 import type { OrganizationDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 
 export async function budgetImpact(deps: AppDeps, org: OrganizationDoc, version: PolicyVersionDoc) {
@@ -32,7 +33,7 @@ export async function budgetImpact(deps: AppDeps, org: OrganizationDoc, version:
     const id = windowId(key);
     const state = loaded.states.get(id)!;
     const stored = loaded.docs.get(id);
-    const newlyAttributed = state.openingBalanceMinor - (stored ? BigInt(stored.openingBalanceMinor) : 0n);
+    const newlyAttributed = state.openingBalanceMinor - (stored ? fromStored(stored.openingBalanceMinor) : 0n);
     if (newlyAttributed <= 0n) continue; // nothing that its reservations do not already account for
     const reserved = state.committedMinor + state.heldMinor;
     const used = state.openingBalanceMinor + reserved;

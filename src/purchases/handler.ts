@@ -7,26 +7,19 @@ import { approvalExpired, decisionRecorded } from '../metrics/metrics.ts';
 import { timeEngine } from '../metrics/timing.ts';
 import type { StoreSession } from '../store/store.ts';
 import { decidePurchase, type PurchaseCommand, type PurchaseOutcome, type PurchaseState } from './lifecycle.ts';
-import { transactionalRecords, type PurchaseRecordPort } from './record-writer.ts';
+import { transactionalRecords } from './record-writer.ts';
 
 /** The job that expires one pending approval at its expiresAt (src/approvals/jobs.ts defines it). */
 export const EXPIRE_APPROVAL = 'approvals.expire';
 
 export type LoadState = (session: StoreSession, now: Date) => Promise<PurchaseState>;
 
-const ports = new WeakMap<AppDeps['store'], PurchaseRecordPort>();
-const portOf = (deps: AppDeps) => {
-  let port = ports.get(deps.store);
-  if (port === undefined) ports.set(deps.store, (port = transactionalRecords(deps.store.db)));
-  return port;
-};
-
 /**
  * Runs one command on a purchase of `agentId`: in the agent's mailbox, in one transaction retried as a
  * whole when it lost a race. Returns the outcome once the record has committed.
  */
 export async function handlePurchaseCommand(deps: AppDeps, agentId: string, load: LoadState, command: PurchaseCommand): Promise<PurchaseOutcome> {
-  const port = portOf(deps);
+  const port = transactionalRecords(deps.store.db);
   const outcome = await deps.mailboxes.run(agentId, (applied) =>
     runCommand(
       deps.store,

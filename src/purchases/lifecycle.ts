@@ -46,8 +46,8 @@ export interface Submitter {
   /** The credential's or person's id: the one that may read the purchase back. */
   id: string;
   via: SubmittedVia | null;
-  /** The person behind a dashboard purchase. */
-  person: { id: string; name: string } | null;
+  /** The person behind a dashboard purchase (their id is `id`). */
+  person: { name: string } | null;
 }
 
 export type PurchaseCommand =
@@ -175,7 +175,7 @@ function submit(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'SUB
     submitterId: cmd.submitter.id,
     submittedVia: cmd.submitter.via,
     origin: cmd.origin,
-    initiatedBy: cmd.submitter.person === null ? null : { name: cmd.submitter.person.name },
+    initiatedBy: cmd.submitter.person,
     merchant: cmd.purchase.merchant,
     merchantKey: cmd.purchase.merchantKey,
     merchantDomain: cmd.purchase.merchantDomain,

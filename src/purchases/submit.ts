@@ -107,7 +107,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
     submitter: {
       id: submitterOf(cmd.principal),
       via: submittedVia(cmd.principal),
-      person: cmd.principal.kind === 'PERSON' ? { id: cmd.principal.personId, name: cmd.principal.name } : null,
+      person: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
     },
     origin: cmd.origin,
     metadata: (cmd.body.metadata as Record<string, unknown> | null | undefined) ?? null,

@@ -5,7 +5,7 @@
 // each probe tries a write of a purchase's size (the largest body a client may send,
 // docs/reference/contract.md §8) and clears the mark when that write succeeds, since a process the
 // platform no longer routes to would otherwise never see a request's write succeed again.
-import type { Store } from './store.ts';
+import { isStorageFull, type Store } from './store.ts';
 
 export interface StorageSpace {
   /** When a write last failed for lack of space (ms since the epoch); null when none has since the last success. */
@@ -22,4 +22,15 @@ export function storageSpace(store: Store): StorageSpace {
 
 export function markStorageFull(store: Store, now = Date.now()): void {
   storageSpace(store).fullSince ??= now;
+}
+
+/**
+ * For a surface that catches its own errors (MCP's tools, the dashboard's pages): true, with the store
+ * marked full, when `error` is a write that found no space (isStorageFull); the caller then answers
+ * "retry later" as /v1's error middleware does.
+ */
+export function noteStorageFull(store: Store, error: unknown): boolean {
+  if (!isStorageFull(error)) return false;
+  markStorageFull(store);
+  return true;
 }
