@@ -24,7 +24,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
   if (!first) throw notFound('purchase request');
   const outcome = await handlePurchaseCommand(
     deps,
-    first.agentId,
+    first.organizationId,
     (session, now) => loadPurchaseState(deps, session, first._id, now, { answeredBy: cmd.personHandle }),
     { kind: 'ANSWER', ids: { decisionId: newId() }, answer: cmd.answer, personHandle: cmd.personHandle, comment: cmd.comment },
   );

@@ -18,7 +18,7 @@ export async function closeApproval(deps: AppDeps, approvalId: string, state: Cl
   if (!approval || approval.state !== 'PENDING') return false;
   const outcome = await handlePurchaseCommand(
     deps,
-    approval.agentId,
+    approval.organizationId,
     (session, now) => loadPurchaseState(deps, session, approval.purchaseId, now, { answeredBy: null }),
     { kind: state === 'EXPIRED' ? 'EXPIRE' : 'CANCEL', ids: { decisionId: newId() } },
   );

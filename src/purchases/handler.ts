@@ -18,9 +18,9 @@ export type LoadState = (session: StoreSession, now: Date) => Promise<PurchaseSt
  * Runs one command on a purchase of `agentId`: in the agent's mailbox, in one transaction retried as a
  * whole when it lost a race. Returns the outcome once the record has committed.
  */
-export async function handlePurchaseCommand(deps: AppDeps, agentId: string, load: LoadState, command: PurchaseCommand): Promise<PurchaseOutcome> {
+export async function handlePurchaseCommand(deps: AppDeps, organizationId: string, load: LoadState, command: PurchaseCommand): Promise<PurchaseOutcome> {
   const port = transactionalRecords(deps.store.db);
-  const outcome = await deps.mailboxes.run(agentId, (applied) =>
+  const outcome = await deps.mailboxes.run(organizationId, (applied) =>
     runCommand(
       deps.store,
       async (session) => {

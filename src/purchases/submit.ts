@@ -118,7 +118,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
   // makes the idempotency insert a duplicate, and the committed decision is then replayed.
   let outcome;
   try {
-    outcome = await handlePurchaseCommand(deps, agentId, (session, at) => loadSubmission(deps, session, cmd, at), command);
+    outcome = await handlePurchaseCommand(deps, cmd.organization._id, (session, at) => loadSubmission(deps, session, cmd, at), command);
   } catch (err) {
     if (!(err instanceof IdempotencyKeyTaken)) throw err;
     return (await replay()) ?? submitPurchase(deps, cmd);
