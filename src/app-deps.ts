@@ -3,7 +3,7 @@ import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Store } from './store/store.ts';
 import type { Collections } from './store/collections.ts';
-import type { AgentMailboxes } from './commands/agent-mailbox.ts';
+import type { Mailboxes } from './commands/mailboxes.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import type { Lifecycle } from './lifecycle.ts';
 
@@ -14,7 +14,7 @@ export interface AppDeps {
   log: Logger;
   now: () => Date;
   /** One mailbox per agent in this process (docs/internals/design.md §1). */
-  mailboxes: AgentMailboxes;
+  mailboxes: Mailboxes;
   /** Puts one-off jobs on the schedule (approval expiry, webhook attempts). */
   scheduler: Scheduler;
   /** Readiness and shutdown state of this process (main.ts); absent in tests that need none. */

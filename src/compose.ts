@@ -11,7 +11,7 @@ import type { Logger } from './log.ts';
 import type { Store, StoreDb } from './store/store.ts';
 import { collections } from './store/collections.ts';
 import { createIndexes as createStoreIndexes, type StoreLayout } from './store/indexes.ts';
-import { AgentMailboxes } from './commands/agent-mailbox.ts';
+import { Mailboxes } from './commands/mailboxes.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import { createApp } from './http/app.ts';
 import { startWorker } from './jobs/start-worker.ts';
@@ -50,7 +50,7 @@ export const createIndexes = (db: StoreDb): Promise<void> => createStoreIndexes(
 /** The dependencies, built once per process (DESIGN.md 6a). */
 export function composeDeps(parts: { config: Config; store: Store; log: Logger; scheduler: Scheduler; now?: () => Date }): AppDeps {
   const { config, store, log, scheduler } = parts;
-  return { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), mailboxes: new AgentMailboxes(), scheduler };
+  return { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), mailboxes: new Mailboxes(), scheduler };
 }
 
 /** The service's Koa application. */

@@ -1,4 +1,4 @@
-// The one handler of every purchase command (docs/internals/design.md §1): it owns the agent's mailbox,
+// The one handler of every purchase command (docs/internals/design.md §1): it owns the organisation's mailbox,
 // the transaction and its bounded retries (runCommand), the clock, the storage port, the metrics and
 // the work after commit. A command is: load the state, decide (pure: lifecycle.ts), write the record.
 import type { AppDeps } from '../app-deps.ts';
@@ -15,7 +15,7 @@ export const EXPIRE_APPROVAL = 'approvals.expire';
 export type LoadState = (session: StoreSession, now: Date) => Promise<PurchaseState>;
 
 /**
- * Runs one command on a purchase of `agentId`: in the agent's mailbox, in one transaction retried as a
+ * Runs one command on a purchase of an organisation: in its mailbox, in one transaction retried as a
  * whole when it lost a race. Returns the outcome once the record has committed.
  */
 export async function handlePurchaseCommand(deps: AppDeps, organizationId: string, load: LoadState, command: PurchaseCommand): Promise<PurchaseOutcome> {

@@ -1,8 +1,8 @@
-// The embedded engine's group commit as the agent mailboxes use it: an agent's next command starts
+// The embedded engine's group commit as the organisation mailboxes use it: an organisation's next command starts
 // once the previous one is applied in its group (onApplied), and must join that group, or one agent
 // could decide only once per commit, a turn of the event loop apart.
 import test from 'ava';
-import { AgentMailboxes } from '../../src/commands/agent-mailbox.ts';
+import { Mailboxes } from '../../src/commands/mailboxes.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 
 test("an agent's commands, each started when the one before is applied, share one commit", async (t) => {
@@ -12,7 +12,7 @@ test("an agent's commands, each started when the one before is applied, share on
   t.teardown(() => store.close());
   const c = store.db.collection<{ _id: string; n: number }>('counters');
   await c.insertOne({ _id: 'agent', n: 0 });
-  const mailboxes = new AgentMailboxes();
+  const mailboxes = new Mailboxes();
   const events: string[] = [];
   const commands = Array.from({ length: 10 }, (_, i) =>
     mailboxes

@@ -306,7 +306,7 @@ export class Engine {
   /**
    * Releases the lock, committing first a group that is due. A group nobody waits to join commits once
    * the promise callbacks now pending have run (process.nextTick runs after the microtask queue is
-   * empty): a transaction's successor in its agent's mailbox starts from those callbacks and joins
+   * empty): a transaction's successor in its organisation's mailbox starts from those callbacks and joins
    * this group, instead of one decision per agent per turn of the event loop.
    */
   #release(): void {

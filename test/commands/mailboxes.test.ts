@@ -1,7 +1,7 @@
-// The per-agent mailbox: an agent's commands start in order, one after another; the next starts once
+// The per-organisation mailbox: an organisation's commands start in order, one after another; the next starts once
 // the previous one's writes are applied (its `applied` signal) or, failing that, once it has settled.
 import test from 'ava';
-import { AgentMailboxes } from '../../src/commands/agent-mailbox.ts';
+import { Mailboxes } from '../../src/commands/mailboxes.ts';
 
 const deferred = () => {
   let resolve!: () => void;
@@ -10,7 +10,7 @@ const deferred = () => {
 };
 
 test('commands of one agent run in order; the next starts at the previous one\'s applied signal, before it settles', async (t) => {
-  const mailboxes = new AgentMailboxes();
+  const mailboxes = new Mailboxes();
   const events: string[] = [];
   const durable = deferred();
   const first = mailboxes.run('agent', async (applied) => {
@@ -32,7 +32,7 @@ test('commands of one agent run in order; the next starts at the previous one\'s
 });
 
 test('without the signal the next command waits for the previous one to settle, failed or not; other agents do not wait', async (t) => {
-  const mailboxes = new AgentMailboxes();
+  const mailboxes = new Mailboxes();
   const events: string[] = [];
   const gate = deferred();
   const first = mailboxes.run('a', async () => {

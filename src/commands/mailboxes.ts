@@ -1,7 +1,8 @@
-// One in-process mailbox per agent (docs/internals/design.md §1): an agent's commands run one after another inside
-// a process, so its own purchases never race each other here. Across processes the versioned budget
-// windows keep the same guarantee.
-export class AgentMailboxes {
+// One in-process mailbox per organisation (docs/internals/design.md §1): the organisation is the unit that must
+// see every spend of a budget (its windows are shared by all its agents), so its commands run one after
+// another inside a process and its agents' purchases never race each other's window versions here.
+// Across processes the versioned budget windows keep the same guarantee.
+export class Mailboxes {
   private readonly tails = new Map<string, Promise<unknown>>();
 
   /**
