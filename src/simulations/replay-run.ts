@@ -2,6 +2,7 @@
 // a range small enough (at most REPLAY_INLINE_LIMIT purchases, docs/reference/decisions.md) is replayed in the
 // request; a larger one is a job (`simulations.replay`) that records its progress, summary and changes
 // in collections of its own, which no decision reads.
+import { DateTime } from 'luxon';
 import type { AppDeps } from '../app-deps.ts';
 import { invalidRequest, notFound, type ErrorIssue } from '../http/errors.ts';
 import { newId } from '../ids.ts';
@@ -69,8 +70,13 @@ export interface ReplayRequest {
 /** Parses the instants and the range rules; the schema has already accepted the shapes. */
 export function rangeOf(body: { from: string; to: string }): { from: Date; to: Date } {
   const issues: ErrorIssue[] = [];
-  const from = new Date(body.from);
-  const to = new Date(body.to);
+  // Luxon refuses a date that does not exist (Date would roll 30 February over into March).
+  const instant = (s: string) => {
+    const at = DateTime.fromISO(s, { setZone: true });
+    return at.isValid ? at.toJSDate() : new Date(Number.NaN);
+  };
+  const from = instant(body.from);
+  const to = instant(body.to);
   if (Number.isNaN(from.getTime())) issues.push({ path: 'from', code: 'INVALID_TIMESTAMP', message: 'from is not a real instant.' });
   if (Number.isNaN(to.getTime())) issues.push({ path: 'to', code: 'INVALID_TIMESTAMP', message: 'to is not a real instant.' });
   if (issues.length === 0 && to.getTime() <= from.getTime()) issues.push({ path: 'to', code: 'RANGE_EMPTY', message: 'to must be after from.' });
