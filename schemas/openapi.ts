@@ -17,7 +17,7 @@ import {
   RuleEvaluation,
   SubmittedVia,
 } from './decisions.ts';
-import { SimulatedBudget, SimulationResponse } from './simulations.ts';
+import { ReplayBody, ReplayChange, ReplayPageQuery, ReplayResponse, ReplaySummary, ShadowResponse, SimulatedBudget, SimulationResponse } from './simulations.ts';
 import {
   Pagination,
   PolicyDetail,
@@ -72,6 +72,11 @@ const COMPONENTS: Record<string, unknown> = {
   PurchaseReadbackResponse,
   SimulatedBudget,
   SimulationResponse,
+  ReplaySummary,
+  ReplayChange,
+  ReplayResponse,
+  ShadowResponse,
+  ReplayBody,
   PolicyVersionSummary,
   PolicyRule,
   PolicyMerchantEntry,
@@ -203,6 +208,49 @@ const OPERATIONS: Operation[] = [
       errors: { 400: ['invalid_request', 'malformed_json'], ...orgRead, 413: ['payload_too_large'], 415: ['unsupported_media_type'] },
     }),
   ),
+  {
+    method: 'post',
+    path: '/v1/simulations/replay',
+    id: 'replayPolicyVersion',
+    summary: 'Replay a policy version over the purchases recorded in a range; writes nothing a decision reads',
+    description:
+      'An addition to the contract (docs/integrate/simulations.md#replay). Every purchase requested in [from, to) is decided again, in request order, ' +
+      'against the policies of its time with this version (DRAFT, ACTIVE or ARCHIVED) in its policy\'s place, over budget windows replayed from their recorded state at `from`. ' +
+      'At most REPLAY_INLINE_LIMIT purchases (5,000 by default) answer 200 with the summary and a page of the changes; a larger range answers 202 and runs as a job: ' +
+      'follow `replay.id` with GET /v1/simulations/replay/{replayId}. A range that is empty or longer than 92 days is 400 (issue codes RANGE_EMPTY, RANGE_TOO_LONG).',
+    access: 'organization',
+    query: ReplayPageQuery,
+    body: { schema: ReplayBody, required: true, limit: standard },
+    ok: [
+      { status: 200, description: 'Replayed in the request.', schema: ReplayResponse },
+      { status: 202, description: 'Queued as a job.', schema: ReplayResponse },
+    ],
+    errors: { 400: ['invalid_request', 'malformed_json'], ...orgRead, 413: ['payload_too_large'], 415: ['unsupported_media_type'] },
+  },
+  {
+    method: 'get',
+    path: '/v1/simulations/replay/{replayId}',
+    id: 'getReplay',
+    summary: 'A replay run as a job: its progress, then its summary and changes',
+    description: 'An addition to the contract. Changes are listed once the replay SUCCEEDED, in request order, keyset-paged by `cursor`.',
+    access: 'organization',
+    query: ReplayPageQuery,
+    ok: [{ status: 200, description: 'The replay.', schema: ReplayResponse }],
+    errors: { 400: ['invalid_request'], ...orgRead },
+  },
+  {
+    method: 'get',
+    path: '/v1/policies/{policyId}/versions/{versionId}/shadow',
+    id: 'getPolicyVersionShadow',
+    summary: 'What a draft in shadow decided beside the live decisions, over its lifetime',
+    description:
+      'An addition to the contract (docs/integrate/simulations.md#shadow). The same summary as a replay, over the purchases since the shadow started, with the changes keyset-paged. ' +
+      'A version never in shadow reports `shadow: false` and nothing evaluated. Operators start and stop a shadow (PATCH /admin/policy-versions/{versionId}).',
+    access: 'organization',
+    query: ReplayPageQuery,
+    ok: [{ status: 200, description: 'The shadow\'s report.', schema: ShadowResponse }],
+    errors: { 400: ['invalid_request'], ...orgRead },
+  },
   {
     method: 'get',
     path: '/v1/policies',

@@ -78,3 +78,86 @@ export const SimulationResponse = Type.Object({
   ruleEvaluations: Type.Array(RuleEvaluation),
   budgets: Type.Array(SimulatedBudget),
 });
+
+// Replay (backtest) and shadow of a policy version (docs/integrate/simulations.md; additions to the contract:
+// docs/integrate/rest-api.md#additions-to-the-contract).
+/** An ISO 8601 instant with its offset (Z or ±hh:mm). */
+const INSTANT = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$';
+
+export const ReplayBody = Type.Object(
+  {
+    policyVersionId: Uuid,
+    from: Type.String({ pattern: INSTANT, description: 'Inclusive: purchases requested at or after this instant.' }),
+    to: Type.String({ pattern: INSTANT, description: 'Exclusive; at most 92 days after `from`.' }),
+    agentId: Type.Optional(Nullable(Uuid)),
+  },
+  { additionalProperties: false },
+);
+
+export const ReplayPageQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Changes per page.' }),
+  cursor: Type.String({ description: 'The `nextCursor` of the previous page.' }),
+};
+
+const ReplayedDecision = Type.Object({ outcome: Outcome, reasonCodes: Type.Array(ReasonCode) });
+
+export const ReplaySummary = Type.Object({
+  evaluated: Type.Integer({ minimum: 0 }),
+  unchanged: Type.Integer({ minimum: 0 }),
+  changed: Type.Integer({ minimum: 0, description: 'Purchases whose replayed outcome or reason codes differ from the recorded initial decision.' }),
+  byTransition: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'Changed purchases by "RECORDED->REPLAYED" outcome.' }),
+  byReasonCode: Type.Record(Type.String(), Type.Integer({ minimum: 0 }), { description: 'Changed purchases by each reason code of their replayed decision.' }),
+});
+
+export const ReplayChange = Type.Object({
+  purchaseRequestId: Uuid,
+  agentId: Uuid,
+  merchant: Type.String(),
+  amountMinor: MinorAmount,
+  currency: Currency,
+  requestedAt: Timestamp,
+  recorded: ReplayedDecision,
+  replayed: ReplayedDecision,
+});
+
+const ReplaySimulation = (mode: 'REPLAY' | 'SHADOW') =>
+  Type.Object({ isSimulation: Type.Literal(true), mode: Type.Literal(mode), disclaimer: Type.String(), simulatedAt: Timestamp, engineVersion: Type.String() });
+
+export const ReplayStatus = Type.Enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED']);
+
+export const ReplayResponse = Type.Object({
+  simulation: ReplaySimulation('REPLAY'),
+  replay: Type.Object({
+    id: Nullable(Uuid),
+    status: ReplayStatus,
+    policyId: Uuid,
+    policyVersionId: Uuid,
+    versionNumber: Type.Integer({ minimum: 1 }),
+    from: Timestamp,
+    to: Timestamp,
+    agentId: Nullable(Uuid),
+    progress: Type.Object({ evaluated: Type.Integer({ minimum: 0 }), total: Type.Integer({ minimum: 0 }) }),
+    error: Nullable(Type.String()),
+  }),
+  summary: Nullable(ReplaySummary),
+  changes: Type.Array(ReplayChange),
+  nextCursor: Nullable(Type.String()),
+  hasMore: Type.Boolean(),
+});
+
+export const ShadowResponse = Type.Object({
+  simulation: ReplaySimulation('SHADOW'),
+  shadow: Type.Object({
+    policyId: Uuid,
+    policyVersionId: Uuid,
+    versionNumber: Type.Integer({ minimum: 1 }),
+    shadow: Type.Boolean({ description: 'Whether the version is in shadow now.' }),
+    startedAt: Nullable(Timestamp),
+    stoppedAt: Nullable(Timestamp),
+    stopReason: Nullable(Type.Enum(['STOPPED', 'ACTIVATED'])),
+  }),
+  summary: ReplaySummary,
+  changes: Type.Array(ReplayChange),
+  nextCursor: Nullable(Type.String()),
+  hasMore: Type.Boolean(),
+});

@@ -14,6 +14,7 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   agent-status <agentId> ENABLED|DISABLED|ARCHIVED
   org-status <organizationId> ACTIVE|SUSPENDED
   revoke-key <apiKeyId>
+  shadow <policyVersionId> on|off              put a DRAFT version in shadow beside live decisions, or stop it
   set-password <personId>                      reads the new password from standard input
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
@@ -69,6 +70,11 @@ export async function buildCall(argv: string[]): Promise<Call> {
     case 'org-status':
       if (a && b) return { method: 'PATCH', path: `/admin/organizations/${a}`, body: json({ status: b.toUpperCase() }) };
       break;
+    case 'shadow': {
+      const on = b?.toLowerCase() === 'on' ? true : b?.toLowerCase() === 'off' ? false : null;
+      if (a && on !== null) return { method: 'PATCH', path: `/admin/policy-versions/${a}`, body: json({ shadow: on }) };
+      break;
+    }
     case 'revoke-key':
       if (a) return { method: 'DELETE', path: `/admin/api-keys/${a}` };
       break;

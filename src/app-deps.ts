@@ -6,6 +6,7 @@ import type { Collections } from './store/collections.ts';
 import type { Mailboxes } from './commands/mailboxes.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import type { Lifecycle } from './lifecycle.ts';
+import type { ShadowQueue } from './simulations/shadow.ts';
 
 export interface AppDeps {
   config: Config;
@@ -19,4 +20,6 @@ export interface AppDeps {
   scheduler: Scheduler;
   /** Readiness and shutdown state of this process (main.ts); absent in tests that need none. */
   lifecycle?: Lifecycle;
+  /** Evaluates committed purchases against drafts in shadow, off the request path (src/simulations/shadow.ts). */
+  shadows?: ShadowQueue;
 }

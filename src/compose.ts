@@ -29,6 +29,7 @@ import { simulations } from './simulations/capability.ts';
 import { webhooks } from './webhooks/capability.ts';
 import { mcp } from './mcp/capability.ts';
 import { dashboard } from './dashboard/capability.ts';
+import { shadowQueue } from './simulations/shadow.ts';
 
 /**
  * In this order: middleware runs and routers are mounted in it (identity authenticates /v1 before
@@ -50,7 +51,9 @@ export const createIndexes = (db: StoreDb): Promise<void> => createStoreIndexes(
 /** The dependencies, built once per process (DESIGN.md 6a). */
 export function composeDeps(parts: { config: Config; store: Store; log: Logger; scheduler: Scheduler; now?: () => Date }): AppDeps {
   const { config, store, log, scheduler } = parts;
-  return { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), mailboxes: new Mailboxes(), scheduler };
+  const deps: AppDeps = { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), mailboxes: new Mailboxes(), scheduler };
+  deps.shadows = shadowQueue(() => deps);
+  return deps;
 }
 
 /** The service's Koa application. */

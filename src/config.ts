@@ -34,6 +34,8 @@ export interface Config {
   webhookEncryptionKey: string | null;
   webhookUnsafeAllowLocal: boolean;
   webhookEndpointLimit: number;
+  /** REPLAY_INLINE_LIMIT: a replay of at most this many purchases answers in the request; a larger one runs as a job. */
+  replayInlineLimit: number;
   nodeEnv: string;
   logLevel: LogLevel;
   /** Bearer token of GET /metrics; null turns the endpoint off. */
@@ -189,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookEncryptionKey,
     webhookUnsafeAllowLocal,
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
+    replayInlineLimit: integer(env, 'REPLAY_INLINE_LIMIT', 5000, 0, 1_000_000),
     nodeEnv,
     logLevel,
     metricsToken,

@@ -18,6 +18,7 @@ import { manifestBody } from './manifest-body.ts';
 import { iso } from '../timestamps.ts';
 import { answerApproval } from '../approvals/answer.ts';
 import { revokeApiKey } from '../identity/credentials/revoke.ts';
+import { setShadow } from '../policies/shadows.ts';
 
 const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
 const Answer = compile(
@@ -30,6 +31,7 @@ const Answer = compile(
     { additionalProperties: false },
   ),
 );
+const VersionPatch = compile(Type.Object({ shadow: Type.Boolean() }, { additionalProperties: false }));
 const OrganizationPatch = compile(
   Type.Object({ status: Type.Union([Type.Literal('ACTIVE'), Type.Literal('SUSPENDED')]) }, { additionalProperties: false }),
 );
@@ -67,6 +69,13 @@ export function adminRoutes(deps: AppDeps): Router {
     const id = uuidParam(ctx, 'purchaseRequestId', 'purchase request');
     const body = Answer.parse(ctx.state.body);
     ctx.body = await answerApproval(deps, { purchaseId: id, answer: body.answer, personHandle: body.person, comment: body.comment ?? null });
+  });
+
+  // A DRAFT version in shadow, or out of it (docs/operate/shadow.md).
+  router.patch('/policy-versions/:versionId', jsonBody(LIMITS.standard), async (ctx) => {
+    const id = uuidParam(ctx, 'versionId', 'policy version');
+    const { shadow } = VersionPatch.parse(ctx.state.body);
+    ctx.body = { shadow: await setShadow(deps, id, shadow) };
   });
 
   router.delete('/api-keys/:apiKeyId', async (ctx) => {

@@ -22,6 +22,10 @@ import { connectionsCollection } from '../identity/connections/documents.ts';
 import { revokeConnectionIn } from '../identity/connections/revoke.ts';
 import { revokeApiKey } from '../identity/credentials/revoke.ts';
 import { simulateVersion } from '../simulations/simulate.ts';
+import { changeWire, countInRange, replayRange } from '../simulations/replay-run.ts';
+import type { ReplayedPurchase } from '../simulations/replay.ts';
+import { setShadow, SHADOWS, type ShadowDoc } from '../policies/shadows.ts';
+import { DateTime } from 'luxon';
 import { hasRole } from '../identity/people/roles.ts';
 import { signIn } from '../identity/people/sign-in.ts';
 import type { PersonRole } from '../store/collections.ts';
@@ -291,6 +295,20 @@ export function dashboardRoutes(deps: AppDeps): Router {
     send(ctx, 200, views.policiesPage(viewerOf(s), await policyRows(deps, s, ctx)));
   });
 
+  // Admins put the draft in shadow, or stop it (docs/operate/shadow.md).
+  router.post('/policies/:policyId/versions/:versionId/shadow', async (ctx) => {
+    const s = await signedIn(ctx, 'admin');
+    if (!s) return;
+    const form = await changeForm(ctx, s);
+    const policyId = uuidParam(ctx, 'policyId', 'policy');
+    const versionId = uuidParam(ctx, 'versionId', 'policy version');
+    const version = await deps.collections.policyVersions.findOne({ _id: versionId, policyId, organizationId: s.organization._id });
+    if (!version) throw notFound('policy version');
+    await setShadow(deps, versionId, form.get('shadow') === 'on');
+    ctx.status = 303;
+    ctx.redirect(`/dashboard/policies#policy-${policyId}`);
+  });
+
   router.get('/connections', async (ctx) => {
     const s = await signedIn(ctx, 'admin');
     if (!s) return;
@@ -362,7 +380,13 @@ async function policyRows(deps: AppDeps, s: SignedIn, ctx: Context): Promise<vie
         ...(active ? [{ label: 'Active' as const, ...active }] : []),
         ...(draft ? [{ label: 'Draft' as const, ...draft }] : []),
       ],
+      replayable: [...(draft ? [{ id: draft._id, label: `Draft version ${draft.versionNumber}` }] : []), ...(active ? [{ id: active._id, label: `Active version ${active.versionNumber}` }] : [])],
     };
+    if (draft) {
+      const shadow = await deps.store.db.collection<ShadowDoc>(SHADOWS).findOne({ _id: draft._id });
+      row.draft = { id: draft._id, shadow: shadow?.status === 'RUNNING', canShadow: hasRole(s.person, 'admin') };
+    }
+    if (queryValue(ctx, 'replay') === p._id) row.replay = await dashboardReplay(deps, s, row, ctx);
     if (draft && asked === p._id && isUuid(asked)) {
       const form = { merchant: queryValue(ctx, 'merchant') ?? '', amount: queryValue(ctx, 'amount') ?? '', currency: (queryValue(ctx, 'currency') ?? org.currency).trim().toUpperCase() };
       row.form = form;
@@ -371,6 +395,35 @@ async function policyRows(deps: AppDeps, s: SignedIn, ctx: Context): Promise<vie
     rows.push(row);
   }
   return rows;
+}
+
+/** The dashboard shows a replay of at most this many changes; the API pages through all of them. */
+const DASHBOARD_CHANGES = 100;
+
+/** A replay from the policy page: whole days in the organisation's zone, in the request only. */
+async function dashboardReplay(deps: AppDeps, s: SignedIn, row: views.PolicyRow, ctx: Context): Promise<views.PolicyRow['replay']> {
+  const versionId = queryValue(ctx, 'version') ?? '';
+  const fromText = queryValue(ctx, 'from') ?? '';
+  const toText = queryValue(ctx, 'to') ?? '';
+  const asked = { versionId, from: fromText, to: toText };
+  const version = row.replayable.find((v) => v.id === versionId);
+  const zone = s.organization.timezone;
+  const from = DateTime.fromISO(fromText, { zone });
+  const to = DateTime.fromISO(toText, { zone });
+  if (!version) return { ...asked, result: { error: 'Choose a version of this policy to replay.' } };
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(fromText) || !/^\d{4}-\d{2}-\d{2}$/.test(toText) || !from.isValid || !to.isValid) return { ...asked, result: { error: 'Give the first and the last day to replay.' } };
+  const start = from.startOf('day').toJSDate();
+  const end = to.plus({ days: 1 }).startOf('day').toJSDate();
+  if (end <= start) return { ...asked, result: { error: 'The last day comes before the first.' } };
+  if (end.getTime() - start.getTime() > 92 * 86_400_000) return { ...asked, result: { error: 'A replay covers at most 92 days.' } };
+  if ((await countInRange(deps, s.organization._id, start, end)) > deps.config.replayInlineLimit) {
+    return { ...asked, result: { error: `More than ${deps.config.replayInlineLimit} purchases in that range: replay it through the API (POST /v1/simulations/replay), which runs it as a job.` } };
+  }
+  const doc = await deps.collections.policyVersions.findOne({ _id: version.id, organizationId: s.organization._id });
+  if (!doc) return { ...asked, result: { error: 'That version no longer exists.' } };
+  const changes: ReplayedPurchase[] = [];
+  const summary = await replayRange(deps, s.organization, { version: doc, from: start, to: end, agentId: null }, (r) => void (changes.length < DASHBOARD_CHANGES && changes.push(r)));
+  return { ...asked, result: { summary, changes: changes.map(changeWire) } };
 }
 
 /** The existing version simulations, draft and active side by side, for one purchase. */

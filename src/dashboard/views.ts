@@ -349,6 +349,38 @@ export interface PolicyRow {
   versions: { label: 'Active' | 'Draft'; versionNumber: number; currencies: string[]; rules: { ruleType: string; effect: string; periodKind: string; amountMinor: number; currency: string | null }[]; merchants: { listType: string; label: string }[] }[];
   simulation?: { draft: SimulationView; active: SimulationView | null } | { error: string };
   form?: { merchant: string; amount: string; currency: string };
+  /** The draft's version id and whether it is in shadow; `canShadow` for admins. */
+  draft?: { id: string; shadow: boolean; canShadow: boolean };
+  /** Version ids to replay (active, draft), and the replay asked for on this page. */
+  replayable: { id: string; label: string }[];
+  replay?: { versionId: string; from: string; to: string; result: { summary: { evaluated: number; changed: number; byTransition: Record<string, number> }; changes: ReplayChangeView[] } | { error: string } };
+}
+
+export interface ReplayChangeView {
+  purchaseRequestId: string;
+  merchant: string;
+  amountMinor: string;
+  currency: string;
+  requestedAt: string;
+  recorded: { outcome: string; reasonCodes: string[] };
+  replayed: { outcome: string; reasonCodes: string[] };
+}
+
+/** The replay form of a policy, and the table of the changes it found (docs/integrate/simulations.md#replay). */
+function replayBlock(viewer: Viewer, p: PolicyRow) {
+  const r = p.replay;
+  return html`<form method="get" action="/dashboard/policies#replay-${p.id}" aria-label="Replay a version of ${p.name} over recorded purchases">
+<input type="hidden" name="replay" value="${p.id}">
+<h3 id="replay-${p.id}">Replay over recorded purchases</h3><div class="filters">
+<div><label for="rv-${p.id}">Version</label><select id="rv-${p.id}" name="version">${p.replayable.map((v) => html`<option value="${v.id}"${r?.versionId === v.id ? ' selected' : ''}>${v.label}</option>`)}</select></div>
+<div><label for="rf-${p.id}">From</label><input id="rf-${p.id}" name="from" type="date" required value="${r?.from ?? ''}"></div>
+<div><label for="rt-${p.id}">To (inclusive)</label><input id="rt-${p.id}" name="to" type="date" required value="${r?.to ?? ''}"></div>
+<div><button type="submit">Replay</button></div></div></form>
+${r ? ('error' in r.result ? alert(r.result.error) : html`<p data-replay-summary>${r.result.summary.evaluated} purchases replayed, ${r.result.summary.changed} changed${Object.entries(r.result.summary.byTransition).map(([k, n]) => `; ${k.replace('->', ' → ')}: ${n}`).join('')}.</p>
+${r.result.changes.length > 0 ? html`<table><thead><tr><th>Requested</th><th>Merchant</th><th>Amount</th><th>Recorded</th><th>Replayed</th></tr></thead><tbody>
+${r.result.changes.map((c) => html`<tr><td>${c.requestedAt.slice(0, 16).replace('T', ' ')}</td><td><a href="/dashboard/purchases/${c.purchaseRequestId}">${c.merchant}</a></td><td>${money(Number(c.amountMinor), c.currency)}</td><td>${badge(c.recorded.outcome)} <span class="codes">${c.recorded.reasonCodes.join(', ')}</span></td><td>${badge(c.replayed.outcome)} <span class="codes">${c.replayed.reasonCodes.join(', ')}</span></td></tr>`)}
+</tbody></table>` : ''}`) : ''}
+${p.draft?.canShadow ? html`<form method="post" action="/dashboard/policies/${p.id}/versions/${p.draft.id}/shadow">${csrfField(viewer.csrf)}<input type="hidden" name="shadow" value="${p.draft.shadow ? 'off' : 'on'}"><p>${p.draft.shadow ? 'The draft runs in shadow beside every live decision.' : 'Run the draft in shadow to see what it does to live purchases.'} <button type="submit">${p.draft.shadow ? 'Stop the shadow' : 'Run in shadow'}</button></p></form>` : p.draft?.shadow ? html`<p class="muted">The draft runs in shadow beside every live decision.</p>` : ''}`;
 }
 
 function simulationCard(title: string, s: SimulationView | null) {
@@ -382,6 +414,7 @@ ${p.versions.some((v) => v.label === 'Draft')
 <div><button type="submit">Simulate</button></div></div></form>
 ${p.simulation ? ('error' in p.simulation ? alert(p.simulation.error) : html`<div class="side">${simulationCard('Draft', p.simulation.draft)}${simulationCard('Active', p.simulation.active)}</div>`) : ''}`
   : ''}
+${p.replayable.length > 0 ? replayBlock(viewer, p) : ''}
 </section>`)}`,
     viewer,
     'policies',

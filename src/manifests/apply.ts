@@ -250,6 +250,8 @@ export async function activateVersion(
     await c.policyVersions.updateOne({ _id: previous._id }, { $set: { status: 'ARCHIVED', archivedAt: now } }, { session });
   }
   await c.policyVersions.updateOne({ _id: version._id }, { $set: { status: 'ACTIVE', activatedAt: now } }, { session });
+  // Activating a draft in shadow ends its shadow (docs/operate/shadow.md).
+  await c.policyShadows.updateOne({ _id: version._id, status: 'RUNNING' }, { $set: { status: 'STOPPED', stoppedAt: now, stopReason: 'ACTIVATED' }, $inc: { version: 1 } }, { session });
   await c.policies.updateOne({ _id: policy._id }, { $set: { activeVersionId: version._id, draftVersionId: null, updatedAt: now } }, { session });
 }
 

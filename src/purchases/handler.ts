@@ -20,12 +20,14 @@ export type LoadState = (session: StoreSession, now: Date) => Promise<PurchaseSt
  */
 export async function handlePurchaseCommand(deps: AppDeps, organizationId: string, load: LoadState, command: PurchaseCommand): Promise<PurchaseOutcome> {
   const port = transactionalRecords(deps.store.db);
+  let shadowed = false;
   const outcome = await deps.mailboxes.run(organizationId, (applied) =>
     runCommand(
       deps.store,
       async (session) => {
         const now = deps.now();
         const state = await load(session, now);
+        shadowed = state.shadowed === true;
         const { outcome, record } = timeEngine(() => decidePurchase(state, command, now));
         if (record !== null) await port.write(record, session);
         return outcome;
@@ -34,6 +36,8 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
     ),
   );
   await afterCommit(deps, outcome);
+  // A draft in shadow decides it again later, off the request path: queued, never awaited (src/simulations/shadow.ts).
+  if (shadowed && outcome.kind === 'SUBMITTED') deps.shadows?.queue(outcome.decision.organizationId, outcome.decision.purchaseId);
   return outcome;
 }
 

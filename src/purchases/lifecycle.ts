@@ -39,6 +39,8 @@ export interface PurchaseState {
   approval: ApprovalDoc | null;
   /** The person answering (an ANSWER command): null when no such person is in the organisation. */
   person?: PersonDoc | null;
+  /** Whether the organisation has a draft in shadow (from the configuration cache): the handler queues the purchase for it after commit. */
+  shadowed?: boolean;
 }
 
 /** Who submitted: a credential (API key or connection) or a person on the dashboard. */

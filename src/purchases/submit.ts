@@ -12,6 +12,7 @@ import { newId } from '../ids.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import { candidatesFor } from '../policies/candidates.ts';
 import { configView } from '../cache/config-cache.ts';
+import { shadowsOf } from '../policies/shadows.ts';
 import { loadWindows } from '../budgets/windows.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
@@ -141,5 +142,7 @@ async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: Subm
   const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
   const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session);
-  return { organization: org, agent, candidates, windows, purchase: null, approval: null };
+  // From the cache at this stamp: no query unless the configuration changed.
+  const shadows = await shadowsOf(config, deps.store.db, org._id, session);
+  return { organization: org, agent, candidates, windows, purchase: null, approval: null, shadowed: shadows.length > 0 };
 }

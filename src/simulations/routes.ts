@@ -1,5 +1,6 @@
 // POST /v1/simulations/current-policies, /draft-policy, /policy-version (docs/reference/contract.md §4.3-4.5).
 import type Router from '@koa/router';
+import type { Context } from 'koa';
 import { newRouter } from '../http/router.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { principalOf, requireOrganizationKey, requireSimulationAccess } from '../identity/auth.ts';
@@ -11,6 +12,31 @@ import { CurrentPoliciesSimulationBody, VersionSimulationBody } from '../../sche
 import { parsePurchase } from '../purchases/input.ts';
 import { simulateCurrentPolicies, simulateVersion } from './simulate.ts';
 import { serverTiming } from '../metrics/timing.ts';
+import { queryValue, uuidParam } from '../http/params.ts';
+import { notFound } from '../http/errors.ts';
+import { ReplayBody } from '../../schemas/simulations.ts';
+import { presentShadow, SHADOWS, type ShadowDoc } from '../policies/shadows.ts';
+import { emptySummary, type ReplayedPurchase } from './replay.ts';
+import {
+  countInRange,
+  pageOf,
+  pageQuery,
+  presentReplay,
+  queueReplay,
+  rangeOf,
+  replayChanges,
+  replayRange,
+  replays,
+  replaySimulation,
+  storedPage,
+  versionOf,
+} from './replay-run.ts';
+import { shadowDecisions } from './shadow.ts';
+
+const replayBody = compile(ReplayBody);
+const PAGE_PARAMS = ['limit', 'cursor'];
+const pageOfQuery = (ctx: Context) => pageQuery({ limit: queryValue(ctx, 'limit'), cursor: queryValue(ctx, 'cursor') });
+const SHADOW_DISCLAIMER = 'A shadow: live purchases decided again with this draft in place, after their real decision and beside it; nothing it decided was recorded as a decision or held budget.';
 
 const currentBody = compile(CurrentPoliciesSimulationBody);
 const versionBody = compile(VersionSimulationBody);
@@ -40,5 +66,81 @@ export function simulationRoutes(deps: AppDeps): Router {
       ctx.body = await simulateVersion(deps, org, mode, body.policyVersionId.toLowerCase(), purchase);
     });
   }
+  // Replay (docs/integrate/simulations.md#replay): in the request up to REPLAY_INLINE_LIMIT purchases, else a job.
+  router.post('/replay', requireOrganizationKey, jsonBody(LIMITS.standard), queryParams(...PAGE_PARAMS), async (ctx) => {
+    const org = ctx.state.organization;
+    const body = replayBody.parse(ctx.state.body);
+    const { from, to } = rangeOf(body);
+    const page = pageOfQuery(ctx);
+    const version = await versionOf(deps, org._id, body.policyVersionId.toLowerCase());
+    const agentId = body.agentId ? body.agentId.toLowerCase() : null;
+    if (agentId !== null && !(await deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }))) throw notFound('agent');
+    const req = { version, from, to, agentId };
+    const total = await countInRange(deps, org._id, from, to);
+    const doc = { _id: null, policyId: version.policyId, policyVersionId: version._id, versionNumber: version.versionNumber, from, to, agentId, error: null };
+    if (total > deps.config.replayInlineLimit) {
+      const queued = await queueReplay(deps, org, req, total);
+      ctx.status = 202;
+      ctx.set('Location', `/v1/simulations/replay/${queued._id}`);
+      ctx.body = { simulation: replaySimulation('REPLAY', deps.now()), replay: presentReplay(queued), summary: null, changes: [], nextCursor: null, hasMore: false };
+      return;
+    }
+    const changes: ReplayedPurchase[] = [];
+    const summary = await replayRange(deps, org, req, (r) => void changes.push(r));
+    ctx.body = {
+      simulation: replaySimulation('REPLAY', deps.now()),
+      replay: presentReplay({ ...doc, status: 'SUCCEEDED', progress: { evaluated: total, total } }),
+      summary,
+      ...pageOf(changes, page),
+    };
+  });
+
+  router.get('/replay/:replayId', requireOrganizationKey, queryParams(...PAGE_PARAMS), async (ctx) => {
+    const org = ctx.state.organization;
+    const id = uuidParam(ctx, 'replayId', 'replay');
+    const page = pageOfQuery(ctx);
+    const doc = await replays(deps.store.db).findOne({ _id: id, organizationId: org._id });
+    if (!doc) throw notFound('replay');
+    const changes =
+      doc.status === 'SUCCEEDED'
+        ? await storedPage(
+            (f, limit) => replayChanges(deps.store.db).find(f).sort({ requestedAt: 1, purchaseId: 1 }).limit(limit).toArray(),
+            { replayId: id },
+            page,
+            (row) => row.change,
+          )
+        : { changes: [], nextCursor: null, hasMore: false };
+    ctx.body = { simulation: replaySimulation('REPLAY', deps.now()), replay: presentReplay(doc), summary: doc.summary, ...changes };
+  });
+  return router;
+}
+
+/** GET /v1/policies/{policyId}/versions/{versionId}/shadow (docs/integrate/simulations.md#shadow). */
+export function shadowRoutes(deps: AppDeps): Router {
+  const router = newRouter();
+  router.get('/v1/policies/:policyId/versions/:versionId/shadow', requireOrganizationKey, queryParams(...PAGE_PARAMS), async (ctx) => {
+    const org = ctx.state.organization;
+    const policyId = uuidParam(ctx, 'policyId', 'policy');
+    const versionId = uuidParam(ctx, 'versionId', 'policy version');
+    const page = pageOfQuery(ctx);
+    const version = await deps.collections.policyVersions.findOne({ _id: versionId, policyId, organizationId: org._id });
+    if (!version) throw notFound('policy version');
+    const shadow = await deps.store.db.collection<ShadowDoc>(SHADOWS).findOne({ _id: versionId });
+    const s = shadow?.summary;
+    const summary = s ? { evaluated: s.evaluated, unchanged: s.evaluated - s.changed, changed: s.changed, byTransition: s.byTransition, byReasonCode: s.byReasonCode } : emptySummary();
+    const changes = await storedPage(
+      (f, limit) => shadowDecisions(deps.store.db).find(f).sort({ requestedAt: 1, purchaseId: 1 }).limit(limit).toArray(),
+      { versionId, changed: true },
+      page,
+      (row) => row.change,
+    );
+    const { policyVersionId, ...state } = presentShadow(shadow, versionId);
+    ctx.body = {
+      simulation: replaySimulation('SHADOW', deps.now(), SHADOW_DISCLAIMER),
+      shadow: { policyId, policyVersionId, versionNumber: version.versionNumber, ...state },
+      summary,
+      ...changes,
+    };
+  });
   return router;
 }

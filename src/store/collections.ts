@@ -3,6 +3,7 @@
 // Amounts are stored as plain integers of minor units (at most 2^53-1); timestamps as Date.
 import type { StoreDb, StoreCollection } from './store.ts';
 import { stamped } from '../cache/config-cache.ts';
+import type { ShadowDoc } from '../policies/shadows.ts';
 
 export type PersonRole = 'approver' | 'viewer' | 'admin';
 export type OrganizationStatus = 'ACTIVE' | 'SUSPENDED';
@@ -140,6 +141,8 @@ export interface Collections {
   policyVersions: StoreCollection<PolicyVersionDoc>;
   apiKeys: StoreCollection<ApiKeyDoc>;
   policyViews: StoreCollection<PolicyViewDoc>;
+  /** Drafts in shadow (src/policies/shadows.ts); cached, so stamped. */
+  policyShadows: StoreCollection<ShadowDoc>;
 }
 
 export function collections(db: StoreDb): Collections {
@@ -152,5 +155,6 @@ export function collections(db: StoreDb): Collections {
     policyVersions: stamped(db, db.collection<PolicyVersionDoc>('policy_versions')),
     apiKeys: stamped(db, db.collection<ApiKeyDoc>('api_keys')),
     policyViews: db.collection<PolicyViewDoc>('policy_views'),
+    policyShadows: stamped(db, db.collection<ShadowDoc>('policy_shadows')),
   };
 }

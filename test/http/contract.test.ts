@@ -49,6 +49,11 @@ test.serial('every documented operation answers as documented, errors included',
   t.is((await r('/v1/simulations/policy-version', { key: org, body: { ...purchase(1000), policyVersionId: versionId } })).status, 200);
   t.is((await r('/v1/simulations/draft-policy', { key: org, body: { ...purchase(1000), policyVersionId: versionId } })).status, 400);
   t.is((await r('/v1/simulations/draft-policy', { key: a, body: { ...purchase(1000), policyVersionId: versionId } })).status, 403);
+  const range = { from: '2026-01-01T00:00:00Z', to: '2026-03-01T00:00:00Z' };
+  t.is((await r('/v1/simulations/replay', { key: org, body: { policyVersionId: versionId, from: '2020-01-01T00:00:00Z', to: '2040-01-01T00:00:00Z' } })).status, 400);
+  t.is((await r('/v1/simulations/replay', { key: org, body: { policyVersionId: '0190a3c4-0000-7000-8000-000000000000', ...range } })).status, 404);
+  t.is((await r('/v1/simulations/replay/0190a3c4-0000-7000-8000-000000000000', { key: org })).status, 404);
+  t.is((await r(`/v1/policies/${policyId}/versions/${versionId}/shadow`, { key: org })).status, 200);
 
   // Policies and agents.
   t.is((await r('/v1/policies?pageSize=1', { key: org })).status, 200);

@@ -1,0 +1,120 @@
+// Drafts in shadow (docs/integrate/simulations.md, docs/operate/shadow.md): a DRAFT version an operator has
+// asked to be evaluated beside every live decision of its organisation. This module owns the shadow's
+// document and the two operator commands (start, stop); the evaluation itself is src/simulations/shadow.ts.
+// The collection is stamped (src/cache/config-cache.ts): a submission learns whether its organisation
+// has a shadow from the configuration cache, never from a query of its own.
+import type { AppDeps } from '../app-deps.ts';
+import { stamped, type ConfigView } from '../cache/config-cache.ts';
+import { ApiError, notFound } from '../http/errors.ts';
+import type { StoreCollection, StoreDb, StoreSession } from '../store/store.ts';
+
+export const SHADOWS = 'policy_shadows';
+
+export interface ShadowWindowEntry {
+  id: string;
+  /** Exclusive end of the window's period: once every purchase evaluated is past it, it is dropped. */
+  periodEnd: string;
+  committedMinor: string;
+  heldMinor: string;
+  openingBalanceMinor: string;
+}
+
+export interface ShadowHoldEntry {
+  purchaseId: string;
+  windowIds: string[];
+  amountMinor: string;
+  expiresAt: Date;
+  /** The recorded purchase's own approval, whose answer the held amount follows (null: none was asked). */
+  approvalId: string | null;
+}
+
+export interface ShadowSummaryDoc {
+  evaluated: number;
+  changed: number;
+  byTransition: Record<string, number>;
+  byReasonCode: Record<string, number>;
+}
+
+export interface ShadowDoc {
+  /** The shadowed version's id: a version is in shadow at most once. */
+  _id: string;
+  organizationId: string;
+  policyId: string;
+  status: 'RUNNING' | 'STOPPED';
+  startedAt: Date;
+  stoppedAt: Date | null;
+  stopReason: 'STOPPED' | 'ACTIVATED' | null;
+  /** The shadow's own budget windows and holds (the replay state, src/simulations/replay.ts). */
+  windows: ShadowWindowEntry[];
+  holds: ShadowHoldEntry[];
+  /** The requestedAt up to which purchases were evaluated, and the ids evaluated in the lag before it. */
+  cursor: Date;
+  recent: { id: string; at: Date }[];
+  summary: ShadowSummaryDoc;
+  version: number;
+}
+
+export const shadowCollection = (db: StoreDb): StoreCollection<ShadowDoc> => stamped(db, db.collection<ShadowDoc>(SHADOWS));
+
+const EMPTY_SUMMARY: ShadowSummaryDoc = { evaluated: 0, changed: 0, byTransition: {}, byReasonCode: {} };
+
+/**
+ * The ids of the organisation's versions in shadow, from the configuration cache at the view's stamp:
+ * a query only when the configuration changed since it was last loaded.
+ */
+export function shadowsOf(config: ConfigView, db: StoreDb, organizationId: string, session?: StoreSession): Promise<readonly string[]> {
+  return config.get(`shadows:${organizationId}`, async () =>
+    (await db.collection<ShadowDoc>(SHADOWS).find({ organizationId, status: 'RUNNING' }, session ? { session, projection: { _id: 1 } } : { projection: { _id: 1 } }).toArray()).map((s) => s._id),
+  );
+}
+
+export function presentShadow(s: ShadowDoc | null, versionId: string) {
+  return {
+    policyVersionId: versionId,
+    shadow: s?.status === 'RUNNING',
+    startedAt: s ? s.startedAt.toISOString() : null,
+    stoppedAt: s?.stoppedAt ? s.stoppedAt.toISOString() : null,
+    stopReason: s?.stopReason ?? null,
+  };
+}
+
+/**
+ * Puts a DRAFT version in shadow (`shadow: true`) or takes it out (`false`). Starting one already running, or
+ * stopping one not running, changes nothing. Starting again after a stop begins a new lifetime.
+ */
+export async function setShadow(deps: AppDeps, versionId: string, shadow: boolean) {
+  const version = await deps.collections.policyVersions.findOne({ _id: versionId });
+  if (!version) throw notFound('policy version');
+  const shadows = shadowCollection(deps.store.db);
+  const existing = await shadows.findOne({ _id: versionId });
+  const now = deps.now();
+  if (!shadow) {
+    if (existing?.status !== 'RUNNING') return presentShadow(existing, versionId);
+    const stopped = await shadows.findOneAndUpdate({ _id: versionId, status: 'RUNNING' }, { $set: { status: 'STOPPED', stoppedAt: now, stopReason: 'STOPPED' }, $inc: { version: 1 } }, { returnDocument: 'after' });
+    return presentShadow(stopped ?? (await shadows.findOne({ _id: versionId })), versionId);
+  }
+  if (version.status !== 'DRAFT') {
+    throw new ApiError(409, 'version_not_draft', `Version ${version.versionNumber} is ${version.status}; only a DRAFT version can run in shadow.`);
+  }
+  if (existing?.status === 'RUNNING') return presentShadow(existing, versionId);
+  const doc: ShadowDoc = {
+    _id: versionId,
+    organizationId: version.organizationId,
+    policyId: version.policyId,
+    status: 'RUNNING',
+    startedAt: now,
+    stoppedAt: null,
+    stopReason: null,
+    windows: [],
+    holds: [],
+    cursor: now,
+    recent: [],
+    summary: EMPTY_SUMMARY,
+    version: (existing?.version ?? 0) + 1,
+  };
+  if (existing) await shadows.replaceOne({ _id: versionId, version: existing.version }, doc);
+  else await shadows.insertOne(doc);
+  // The shadow's own evaluations of an earlier lifetime are not this one's.
+  await deps.store.db.collection('shadow_decisions').deleteMany({ versionId });
+  return presentShadow(doc, versionId);
+}

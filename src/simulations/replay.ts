@@ -1,0 +1,288 @@
+// Replay (backtest) of a policy version over recorded purchases (docs/integrate/simulations.md#replay,
+// docs/reference/decisions.md): every purchase recorded in a range is decided again, in the order it was
+// requested, by the same pure engine (src/engine/decide.ts) against the organisation's policies as they
+// were at its time with the named version in its policy's place, over budget windows replayed in memory
+// from their recorded state at the start of the range. Nothing is written: the state lives here.
+// The shadow (shadow.ts) runs the same step on live purchases, keeping this state in its own document.
+import type { AppDeps } from '../app-deps.ts';
+import { attributableSpend } from '../budgets/windows.ts';
+import { decide } from '../engine/decide.ts';
+import { merchantKey } from '../engine/merchant-key.ts';
+import { windowKeysFor, windowId } from '../engine/periods.ts';
+import type { Outcome, PolicyCandidate, PolicyVersionInput, ReasonCode, WindowKey, WindowState } from '../engine/types.ts';
+import { toCandidate, toEngineVersion } from '../policies/candidates.ts';
+import { engineBase } from '../purchases/input.ts';
+import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type PurchaseDoc } from '../purchases/documents.ts';
+import { views } from '../purchases/projection.ts';
+import { fromStored } from '../money.ts';
+import type { OrganizationDoc, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
+import { Duration } from 'luxon';
+
+/** The policies of an organisation and the versions that were ever in force, with the one replayed. */
+export interface PolicyHistory {
+  policies: PolicyDoc[];
+  /** Non-draft versions by policy, to find the one in force at an instant (activatedAt, archivedAt). */
+  versionsByPolicy: Map<string, PolicyVersionDoc[]>;
+  versionById: Map<string, PolicyVersionDoc>;
+  engineVersions: Map<string, PolicyVersionInput>;
+  target: { policyId: string; version: PolicyVersionInput };
+  /** Candidate arrays by agent and versions chosen: the same array for the same policies (the engine remembers its selection per array). */
+  arrays: Map<string, PolicyCandidate[]>;
+}
+
+export async function loadHistory(deps: AppDeps, organizationId: string, target: PolicyVersionDoc): Promise<PolicyHistory> {
+  const policies = await deps.collections.policies.find({ organizationId }).toArray();
+  const versions = await deps.collections.policyVersions.find({ organizationId, status: { $in: ['ACTIVE', 'ARCHIVED'] } }).toArray();
+  const versionsByPolicy = new Map<string, PolicyVersionDoc[]>();
+  for (const v of versions) {
+    if (v.activatedAt === null) continue;
+    const list = versionsByPolicy.get(v.policyId) ?? [];
+    list.push(v);
+    versionsByPolicy.set(v.policyId, list);
+  }
+  return {
+    policies: policies.sort((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0)),
+    versionsByPolicy,
+    versionById: new Map(versions.map((v) => [v._id, v])),
+    engineVersions: new Map(),
+    target: { policyId: target.policyId, version: { ...toEngineVersion(target), status: 'ACTIVE' } },
+    arrays: new Map(),
+  };
+}
+
+function engineVersion(h: PolicyHistory, v: PolicyVersionDoc): PolicyVersionInput {
+  let found = h.engineVersions.get(v._id);
+  if (found === undefined) h.engineVersions.set(v._id, (found = { ...toEngineVersion(v), status: 'ACTIVE' }));
+  return found;
+}
+
+const inForceAt = (v: PolicyVersionDoc, t: number) => v.activatedAt !== null && v.activatedAt.getTime() <= t && (v.archivedAt === null || v.archivedAt.getTime() > t);
+
+/**
+ * The policies in force for the agent at the purchase's time, with the replayed version in its policy's
+ * place. What the purchase's recorded decision says governed it is taken as written (its versions, and
+ * the agent in an agent-scoped policy); any other policy is in force by its versions' activation times,
+ * unless it was archived before or is disabled now (a policy's disabling has no recorded time).
+ */
+export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, recorded: DecisionDoc | null): PolicyCandidate[] {
+  const t = at.getTime();
+  const evidence = new Map<string, { versionId: string; agentScope: boolean }>();
+  for (const pv of recorded?.policyVersions ?? []) {
+    const v = h.versionById.get(pv.policyVersionId);
+    if (v) evidence.set(v.policyId, { versionId: v._id, agentScope: pv.applicabilityReason === 'AGENT_SCOPE' });
+  }
+  const chosen: { policy: PolicyDoc; version: PolicyVersionInput; addAgent: boolean }[] = [];
+  for (const p of h.policies) {
+    if (p._id === h.target.policyId) {
+      chosen.push({ policy: p, version: h.target.version, addAgent: evidence.get(p._id)?.agentScope === true });
+      continue;
+    }
+    const seen = evidence.get(p._id);
+    if (seen) {
+      chosen.push({ policy: p, version: engineVersion(h, h.versionById.get(seen.versionId)!), addAgent: seen.agentScope });
+      continue;
+    }
+    if (p.status === 'DISABLED' || (p.archivedAt !== null && p.archivedAt.getTime() <= t)) continue;
+    const v = h.versionsByPolicy.get(p._id)?.find((x) => inForceAt(x, t));
+    if (v) chosen.push({ policy: p, version: engineVersion(h, v), addAgent: false });
+  }
+  const key = `${agentId}|${chosen.map((c) => `${c.version.id}${c.addAgent ? '+' : ''}`).join(',')}`;
+  let array = h.arrays.get(key);
+  if (array === undefined) {
+    array = chosen.map(({ policy, version, addAgent }) =>
+      toCandidate({ ...policy, status: 'ACTIVE', agentIds: addAgent && !policy.agentIds.includes(agentId) ? [...policy.agentIds, agentId] : policy.agentIds }, version),
+    );
+    if (h.arrays.size > 10_000) h.arrays.clear();
+    h.arrays.set(key, array);
+  }
+  return array;
+}
+
+/** A replayed amount awaiting a person: held in the replayed windows until its fate. */
+export interface ReplayHold {
+  purchaseId: string;
+  windowIds: string[];
+  amountMinor: bigint;
+  expiresAt: Date;
+  approvalId: string | null;
+}
+
+/** The replayed budget windows (with the end of each one's period) and holds. */
+export interface ReplayState {
+  windows: Map<string, WindowState>;
+  ends: Map<string, string>;
+  holds: ReplayHold[];
+}
+
+export const emptyReplayState = (): ReplayState => ({ windows: new Map(), ends: new Map(), holds: [] });
+
+export interface ReplayContext {
+  organization: OrganizationDoc;
+  history: PolicyHistory;
+  /** The opening balance of a window the replay reads first: its recorded spend before the replay began. */
+  seed(key: WindowKey): Promise<bigint>;
+  /** The recorded approval with this id, as known now. */
+  approval(id: string): ApprovalDoc | undefined;
+}
+
+export interface ReplayedPurchase {
+  purchaseId: string;
+  agentId: string;
+  merchant: string;
+  amountMinor: bigint;
+  currency: string;
+  requestedAt: Date;
+  recorded: { outcome: Outcome; reasonCodes: ReasonCode[] };
+  replayed: { outcome: Outcome; reasonCodes: ReasonCode[] };
+  changed: boolean;
+}
+
+function adjust(state: ReplayState, id: string, held: bigint, committed: bigint): void {
+  const w = state.windows.get(id);
+  if (w === undefined) return;
+  state.windows.set(id, { ...w, heldMinor: w.heldMinor + held, committedMinor: w.committedMinor + committed });
+}
+
+/**
+ * Settles the replayed holds whose fate came by `at`: the recorded approval's answer when the recorded
+ * purchase was held too (approved: the amount is spent; otherwise released), else the expiry a person's
+ * silence would have brought.
+ */
+function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
+  if (state.holds.length === 0) return;
+  const kept: ReplayHold[] = [];
+  for (const h of state.holds) {
+    const a = h.approvalId === null ? undefined : ctx.approval(h.approvalId);
+    let settled: 'CONVERT' | 'RELEASE' | null = null;
+    if (a && a.state !== 'PENDING' && a.resolvedAt !== null && a.resolvedAt.getTime() <= at) settled = a.state === 'APPROVED' ? 'CONVERT' : 'RELEASE';
+    else if (h.expiresAt.getTime() <= at) settled = 'RELEASE';
+    if (settled === null) {
+      kept.push(h);
+      continue;
+    }
+    for (const id of h.windowIds) adjust(state, id, -h.amountMinor, settled === 'CONVERT' ? h.amountMinor : 0n);
+  }
+  state.holds = kept;
+}
+
+const sameCodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((c, i) => c === b[i]);
+
+/** Decides one recorded purchase again and applies the replayed decision to the replayed windows. */
+export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: PurchaseDoc, recorded: DecisionDoc): Promise<ReplayedPurchase> {
+  const at = p.requestedAt;
+  settleHolds(ctx, state, at.getTime());
+  const policies = candidatesAt(ctx.history, at, p.agentId, recorded);
+  // The agent's status at the time is what the recorded decision says: refused as not enabled before any policy was read.
+  const disabled = recorded.reasonCodes.includes('AGENT_DISABLED') && recorded.policyVersions.length === 0;
+  const amountMinor = fromStored(p.amountMinor);
+  const base = engineBase({
+    mode: 'CURRENT_POLICIES',
+    purchase: { merchant: p.merchant, merchantKey: merchantKey(p.merchant), amountMinor, currency: p.currency, category: p.category },
+    agent: { _id: p.agentId, status: disabled ? 'DISABLED' : 'ENABLED' },
+    policies,
+    now: at,
+    timeZone: ctx.organization.timezone,
+  });
+  for (const key of windowKeysFor(base)) {
+    const id = windowId(key);
+    if (state.windows.has(id)) continue;
+    state.windows.set(id, { budgetCounterId: null, committedMinor: 0n, heldMinor: 0n, openingBalanceMinor: await ctx.seed(key) });
+    state.ends.set(id, key.periodEnd);
+  }
+  const decision = decide({ ...base, windows: state.windows });
+  const held: string[] = [];
+  for (const e of decision.effects.budget) {
+    if (e.operation === 'COMMIT') adjust(state, e.windowId, 0n, amountMinor);
+    else if (e.operation === 'HOLD') {
+      adjust(state, e.windowId, amountMinor, 0n);
+      held.push(e.windowId);
+    }
+  }
+  if (decision.outcome === 'REQUIRES_APPROVAL') {
+    const ttlMs = Duration.fromISO(ctx.organization.approvalTtl).as('milliseconds');
+    const followsRecorded = recorded.outcome === 'REQUIRES_APPROVAL' && p.approvalId !== null;
+    state.holds.push({ purchaseId: p._id, windowIds: held, amountMinor, expiresAt: new Date(at.getTime() + ttlMs), approvalId: followsRecorded ? p.approvalId : null });
+  }
+  const replayed = { outcome: decision.outcome, reasonCodes: decision.reasonCodes };
+  return {
+    purchaseId: p._id,
+    agentId: p.agentId,
+    merchant: p.merchant,
+    amountMinor,
+    currency: p.currency,
+    requestedAt: at,
+    recorded: { outcome: recorded.outcome, reasonCodes: recorded.reasonCodes },
+    replayed,
+    changed: recorded.outcome !== replayed.outcome || !sameCodes(recorded.reasonCodes, replayed.reasonCodes),
+  };
+}
+
+/** The recorded spend of a window's policy in its period before `from`: where a replay starting then finds it. */
+export function seedFrom(deps: AppDeps, from: Date) {
+  return async (key: WindowKey): Promise<bigint> => {
+    if (new Date(key.periodStart).getTime() >= from.getTime()) return 0n;
+    const end = new Date(key.periodEnd).getTime() < from.getTime() ? key.periodEnd : from;
+    return attributableSpend(deps.store.db, { policyId: key.policyId, currency: key.currency, periodStart: key.periodStart, periodEnd: end });
+  };
+}
+
+export interface Summary {
+  evaluated: number;
+  unchanged: number;
+  changed: number;
+  byTransition: Record<string, number>;
+  byReasonCode: Record<string, number>;
+}
+
+export const emptySummary = (): Summary => ({ evaluated: 0, unchanged: 0, changed: 0, byTransition: {}, byReasonCode: {} });
+
+/** Counts one replayed purchase: a change by its transition and by the reasons the replay gave. */
+export function count(s: Summary, r: ReplayedPurchase): void {
+  s.evaluated++;
+  if (!r.changed) {
+    s.unchanged++;
+    return;
+  }
+  s.changed++;
+  const transition = `${r.recorded.outcome}->${r.replayed.outcome}`;
+  s.byTransition[transition] = (s.byTransition[transition] ?? 0) + 1;
+  for (const code of r.replayed.reasonCodes) s.byReasonCode[code] = (s.byReasonCode[code] ?? 0) + 1;
+}
+
+/** Recorded purchases with their initial decision and (when one was asked) their approval, a page at a time. */
+export interface RecordedPage {
+  purchases: { purchase: PurchaseDoc; initial: DecisionDoc }[];
+  approvals: ApprovalDoc[];
+}
+
+export const PAGE = 500;
+
+/**
+ * The organisation's purchases requested in [from, to) after `after`, in request order (requestedAt, then
+ * id: ids are time-ordered, so purchases of one instant come in the order they were decided).
+ */
+export async function recordedPage(deps: AppDeps, organizationId: string, from: Date, to: Date, after: { requestedAt: Date; id: string } | null, limit = PAGE): Promise<RecordedPage> {
+  const filter: Record<string, unknown> = { organizationId, requestedAt: { $gte: from, $lt: to } };
+  if (after) filter.$or = [{ requestedAt: { $gt: after.requestedAt } }, { requestedAt: after.requestedAt, _id: { $gt: after.id } }];
+  const rows = await views(deps.store.db).purchaseViews.find(filter, { projection: { _id: 1 } }).sort({ requestedAt: 1, _id: 1 }).limit(limit).toArray();
+  return loadRecorded(deps, rows.map((r) => r._id));
+}
+
+/** The purchases with these ids (in this order), their initial decisions and approvals. */
+export async function loadRecorded(deps: AppDeps, ids: string[]): Promise<RecordedPage> {
+  if (ids.length === 0) return { purchases: [], approvals: [] };
+  const pc = purchaseCollections(deps.store.db);
+  const purchases = new Map((await pc.purchases.find({ _id: { $in: ids } }).toArray()).map((p) => [p._id, p]));
+  const initial = new Map<string, DecisionDoc>();
+  for (const d of await pc.decisions.find({ purchaseId: { $in: ids } }).toArray()) if (d.kind === 'INITIAL') initial.set(d.purchaseId, d);
+  const approvalIds = [...purchases.values()].flatMap((p) => (p.approvalId ? [p.approvalId] : []));
+  const approvals = approvalIds.length === 0 ? [] : await pc.approvals.find({ _id: { $in: approvalIds } }).toArray();
+  return {
+    purchases: ids.flatMap((id) => {
+      const purchase = purchases.get(id);
+      const d = initial.get(id);
+      return purchase && d ? [{ purchase, initial: d }] : [];
+    }),
+    approvals,
+  };
+}

@@ -1,0 +1,50 @@
+// The dashboard's policy page offers a replay with a table of the changes, and admins put the draft in shadow.
+import test from 'ava';
+import { applyManifest } from '../helpers/fixtures.ts';
+import { Client, setUpDashboardOrg, startDashboardApp } from '../helpers/dashboard.ts';
+
+const NOW = new Date('2026-06-10T10:00:00.000Z');
+
+test('a replay on the policy page lists the changes; an admin starts and stops the shadow', async (t) => {
+  const app = await startDashboardApp({ now: () => NOW });
+  t.teardown(() => app.close());
+  const org = await setUpDashboardOrg(app, 'dash-replay', [
+    { handle: 'ana', name: 'Ana Admin', email: 'ana@dash-replay.example', roles: ['admin', 'approver'] },
+    { handle: 'vic', name: 'Vic Viewer', email: 'vic@dash-replay.example', roles: ['viewer'] },
+  ]);
+  for (const amount of [5000, 15000, 30000]) await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: amount, reason: 'stock' } });
+  // A draft with a lower approval threshold: the 15000 purchase would go to a person.
+  const draftManifest: any = { ...(await import('../helpers/fixtures.ts')).acmeManifest('dash-replay') };
+  draftManifest.people = [];
+  draftManifest.policies = [{ ...draftManifest.policies[0], activate: false, rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '10000' }] }];
+  const draftId = (await applyManifest(app, draftManifest)).policies.office.draftVersionId!;
+  const policyId = org.policies.office.id;
+
+  const ana = new Client(app.url);
+  await ana.signIn('ana@dash-replay.example');
+  const page = await ana.get(`/dashboard/policies?replay=${policyId}&version=${draftId}&from=2026-06-10&to=2026-06-10`);
+  t.is(page.status, 200);
+  t.regex(page.text, /3 purchases replayed, 1 changed; APPROVED → REQUIRES_APPROVAL: 1\./);
+  t.regex(page.text, /<td><a href="\/dashboard\/purchases\/[^"]+">Paper Co<\/a><\/td><td>€150\.00<\/td><td><span class="badge APPROVED">/);
+  const bad = await ana.get(`/dashboard/policies?replay=${policyId}&version=${draftId}&from=2026-06-10&to=2026-01-01`);
+  t.regex(bad.text, /The last day comes before the first/);
+
+  t.regex(page.text, /Run in shadow/);
+  const csrf = (/name="csrf" value="([^"]+)"/.exec(page.text) ?? [])[1];
+  const on = await ana.post(`/dashboard/policies/${policyId}/versions/${draftId}/shadow`, { csrf, shadow: 'on' });
+  t.is(on.status, 303);
+  t.regex((await ana.get('/dashboard/policies')).text, /Stop the shadow/);
+  const report = await app.request(`/v1/policies/${policyId}/versions/${draftId}/shadow`, { key: org.keys['admin-key'] });
+  t.true(report.body.shadow.shadow);
+
+  const vic = new Client(app.url);
+  await vic.signIn('vic@dash-replay.example');
+  const viewer = await vic.get('/dashboard/policies');
+  t.notRegex(viewer.text, /Stop the shadow/);
+  const refused = await vic.post(`/dashboard/policies/${policyId}/versions/${draftId}/shadow`, { csrf: (/name="csrf" value="([^"]+)"/.exec(viewer.text) ?? [])[1], shadow: 'off' });
+  t.is(refused.status, 403);
+
+  const off = await ana.post(`/dashboard/policies/${policyId}/versions/${draftId}/shadow`, { csrf, shadow: 'off' });
+  t.is(off.status, 303);
+  t.false((await app.request(`/v1/policies/${policyId}/versions/${draftId}/shadow`, { key: org.keys['admin-key'] })).body.shadow.shadow);
+});
