@@ -70,7 +70,7 @@ const collectionsOf = (db: StoreDb) => ({
 export const CLAIM_LEASE_MS = 10 * 60_000;
 /** How far back the sweep looks for approvals whose first email was never even started. */
 const LOOKBACK_MS = 24 * 3_600_000;
-/** The sweep leaves the newest approvals to the job scheduled when they were created. */
+/** The sweep leaves what just fell due to the job scheduled for it (a sweep racing a job could leave the step to the next sweep). */
 const GRACE_MS = 30_000;
 
 /** The reminder's moment for an approval open from createdAt to expiresAt; null when there is none. */
@@ -224,8 +224,8 @@ export async function sendDueNotice(deps: AppDeps, approvalId: string): Promise<
 }
 
 /**
- * The safety net behind the scheduled jobs: every notice due and not yet sent, and every approval of
- * the last day whose first email was never started. Stops at the first failure (the relay is likely
+ * The safety net behind the scheduled jobs: every notice due (for half a minute) and not yet sent, and
+ * every approval of the last day whose first email was never started. Stops at the first failure (the relay is likely
  * down; the next sweep tries again). Returns how many messages went out.
  */
 export async function sendDueNotices(deps: AppDeps, batch = 100): Promise<number> {
@@ -235,7 +235,7 @@ export async function sendDueNotices(deps: AppDeps, batch = 100): Promise<number
   const now = deps.now();
   let sent = 0;
   try {
-    const due = await notices.find({ next: { $in: ['REQUEST', 'REMINDER'] }, dueAt: { $lte: now } }).sort({ dueAt: 1 }).limit(batch).toArray();
+    const due = await notices.find({ next: { $in: ['REQUEST', 'REMINDER'] }, dueAt: { $lte: new Date(now.getTime() - GRACE_MS) } }).sort({ dueAt: 1 }).limit(batch).toArray();
     for (const n of due) sent += await sendDueNotice(deps, n._id);
     let after: { createdAt: Date; _id: string } | null = null;
     for (;;) {
