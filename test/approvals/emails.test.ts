@@ -139,6 +139,19 @@ test.serial('a relay that fails once: the job is retried, and each approver rece
   t.is(of(p.approvalId, 'REQUEST')(smtp.received).length, 2);
 });
 
+test.serial('a crash between the commit and the scheduling loses no email: the sweep sends it', async (t) => {
+  const crashing = await startDashboardApp({ store: app.store, scheduler: { schedule: () => Promise.reject(new Error('worker gone')) }, env: { SMTP_URL: smtp.url, SMTP_FROM: FROM } });
+  t.teardown(() => crashing.close());
+  const { handle, org: o } = await org(crashing);
+  const p = await pending(crashing, o);
+  t.is(await app.store.db.collection('agendaJobs').countDocuments({ name: 'approvals.notify', 'data.approvalId': p.approvalId }), 0, 'nothing was scheduled');
+  // The sweep leaves the first half minute to the job; half a minute on, it finds the approval nobody told.
+  const later = { ...app.deps, now: () => new Date(Date.now() + 31_000) };
+  await sendDueNotices(later);
+  const mails = of(p.approvalId, 'REQUEST')(await smtp.until((r) => of(p.approvalId, 'REQUEST')(r).length >= 2));
+  t.deepEqual(recipients(mails), [`ana@${handle}.example`, `bo@${handle}.example`]);
+});
+
 test.serial('the reminder is scheduled on the worker and arrives before expiry', async (t) => {
   // An 8-second approval, reminded when three quarters of its time is left: 2 seconds in.
   const early = await startSmtp();
