@@ -1,5 +1,6 @@
 // Configuration comes from the environment only, checked once at start (docs/internals/design.md §6a: composition root).
 // A bad value stops the process with a message naming the variable.
+import { Duration } from 'luxon';
 import { parseEncryptionKey } from './webhooks/secrets.ts';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -43,7 +44,21 @@ export interface Config {
   /** The embedded store's MongoDB wire-protocol listener: off (null) unless EMBEDDED_MONGO_PORT is set. */
   embeddedMongoPort: number | null;
   embeddedMongoHost: string;
+  /** SMTP_URL and SMTP_FROM: where approvers' emails are sent from; null (unset) sends none. */
+  smtp: SmtpConfig | null;
+  /** APPROVAL_REMINDER_AT: when the one reminder of a pending approval goes out; null: never. */
+  approvalReminder: ReminderSetting | null;
 }
+
+export interface SmtpConfig {
+  /** smtp:// or smtps:// URL of the relay, credentials included (nodemailer's connection URL). */
+  url: string;
+  /** The From of every message: `Name <address>` or an address. */
+  from: string;
+}
+
+/** When a fraction of the approval's time is left (0.25: the last quarter), or this long before it expires. */
+export type ReminderSetting = { kind: 'FRACTION_LEFT'; fraction: number } | { kind: 'BEFORE_EXPIRY'; ms: number };
 
 export class ConfigError extends Error {
   constructor(variable: string, problem: string) {
@@ -93,6 +108,47 @@ function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   }
   if (parsed.search || parsed.hash) throw new ConfigError(name, 'must not carry a query or fragment');
   return raw.replace(/\/+$/, '');
+}
+
+/** SMTP_URL (smtp:// or smtps://) with SMTP_FROM; both unset: no email. */
+function smtp(env: NodeJS.ProcessEnv): SmtpConfig | null {
+  const raw = env.SMTP_URL?.trim();
+  if (!raw) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError('SMTP_URL', 'must be a URL such as smtp://user:password@mail.example.com:587 or smtps://mail.example.com');
+  }
+  if (parsed.protocol !== 'smtp:' && parsed.protocol !== 'smtps:') throw new ConfigError('SMTP_URL', `must use smtp or smtps, got ${parsed.protocol}`);
+  if (!parsed.hostname) throw new ConfigError('SMTP_URL', 'must name the mail server');
+  const from = env.SMTP_FROM?.trim();
+  if (!from) throw new ConfigError('SMTP_FROM', 'must be set when SMTP_URL is: the address approvers\' emails come from, e.g. "Spend control <spend@example.com>"');
+  // An address (local@domain), alone or in angle brackets after a display name; no line breaks (header injection).
+  if (/[\r\n]/.test(from) || !/^(?:[^<>]*<[^<>\s@]+@[^<>\s@]+>|[^<>\s@]+@[^<>\s@]+)$/.test(from)) {
+    throw new ConfigError('SMTP_FROM', `must be an address such as spend@example.com or "Spend control <spend@example.com>", got ${JSON.stringify(from)}`);
+  }
+  return { url: raw, from };
+}
+
+/**
+ * APPROVAL_REMINDER_AT: a fraction of the approval's time still left (`0.25`, `25%`), an ISO 8601
+ * duration before expiry (`PT1H`), or `off`. Default: when a quarter of the time is left.
+ */
+function reminder(env: NodeJS.ProcessEnv): ReminderSetting | null {
+  const raw = env.APPROVAL_REMINDER_AT?.trim();
+  if (!raw) return { kind: 'FRACTION_LEFT', fraction: 0.25 };
+  if (/^(?:off|none|0)$/i.test(raw)) return null;
+  const fraction = /^(0?\.\d+)$/.exec(raw)?.[1] ?? (/^(\d{1,2}(?:\.\d+)?)%$/.exec(raw) ? String(Number(raw.slice(0, -1)) / 100) : undefined);
+  if (fraction !== undefined) {
+    const value = Number(fraction);
+    if (value > 0 && value < 1) return { kind: 'FRACTION_LEFT', fraction: value };
+  }
+  if (/^P/i.test(raw)) {
+    const d = Duration.fromISO(raw.toUpperCase());
+    if (d.isValid && d.toMillis() > 0) return { kind: 'BEFORE_EXPIRY', ms: d.toMillis() };
+  }
+  throw new ConfigError('APPROVAL_REMINDER_AT', `must be the share of the time left (0.25 or 25%), a duration before expiry (PT1H) or off, got ${JSON.stringify(raw)}`);
 }
 
 /** The database named by a connection string's path (`mongodb://host/NAME?...`), or null. */
@@ -197,5 +253,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken,
     embeddedMongoPort: env.EMBEDDED_MONGO_PORT ? integer(env, 'EMBEDDED_MONGO_PORT', 0, 1, 65535) : null,
     embeddedMongoHost: env.EMBEDDED_MONGO_HOST || '127.0.0.1',
+    smtp: smtp(env),
+    approvalReminder: reminder(env),
   };
 }

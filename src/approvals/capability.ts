@@ -1,19 +1,28 @@
 // What approvals contribute: the expiry jobs (one per pending approval, and the recurring sweep), the
-// pending-approvals gauge, and the approvals collection's indexes.
+// approvers' emails (src/approvals/notices.ts: a job per message due, and their sweep), the
+// pending-approvals gauge, and the indexes of approvals and their notices.
 import type { Capability } from '../capability.ts';
 import { every } from '../jobs/agenda.ts';
 import { measurePendingApprovals } from '../metrics/metrics.ts';
 import { purchaseCollections } from '../purchases/documents.ts';
-import { defineApprovalJobs, EXPIRE_DUE_APPROVALS } from './jobs.ts';
+import { defineApprovalJobs, EXPIRE_DUE_APPROVALS, NOTIFY_DUE_APPROVALS } from './jobs.ts';
+import { APPROVAL_NOTICES, NOTIFICATIONS } from './notices.ts';
 
 export const approvals: Capability = {
   name: 'approvals',
   metrics: (deps) => measurePendingApprovals(() => purchaseCollections(deps.store.db).approvals.countDocuments({ state: 'PENDING' })),
   defineJobs: defineApprovalJobs,
-  scheduleJobs: (agenda, options) => every(agenda, options.sweepEvery ?? '1 minute', EXPIRE_DUE_APPROVALS),
+  scheduleJobs: async (agenda, options) => {
+    await every(agenda, options.sweepEvery ?? '1 minute', EXPIRE_DUE_APPROVALS);
+    await every(agenda, options.sweepEvery ?? '1 minute', NOTIFY_DUE_APPROVALS);
+  },
+  collections: [NOTIFICATIONS],
   indexes: [
     { collection: 'approvals', keys: { state: 1, expiresAt: 1 } },
     { collection: 'approvals', keys: { agentId: 1, state: 1 } },
     { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1 } },
+    // The email sweep: approvals of the last day whose first email was never started.
+    { collection: 'approvals', keys: { state: 1, createdAt: 1 } },
+    { collection: APPROVAL_NOTICES, keys: { next: 1, dueAt: 1 } },
   ],
 };

@@ -2,13 +2,18 @@
 // its expiresAt; `approvals.expire-due` sweeps for overdue ones, so a crash between a commit and the
 // scheduling loses no expiry, and finishes archives whose approval cancellations were interrupted.
 // Both are idempotent (closeApproval ignores anything not PENDING).
-import type { Agenda } from 'agenda';
+// `approvals.notify` emails the approvers what is due (the request, later the reminder), retried with
+// backoff when the relay fails; `approvals.notify-due` sweeps up what a lost schedule or exhausted
+// retries left (src/approvals/notices.ts: idempotent per approval, person and message).
+import { exponential, type Agenda } from 'agenda';
 import type { AppDeps } from '../app-deps.ts';
 import { EXPIRE_APPROVAL } from '../purchases/handler.ts';
 import { expireApproval, expireDueApprovals, finishInterruptedArchives } from './close.ts';
+import { NOTIFY_APPROVAL, sendDueNotice, sendDueNotices } from './notices.ts';
 
-export { EXPIRE_APPROVAL };
+export { EXPIRE_APPROVAL, NOTIFY_APPROVAL };
 export const EXPIRE_DUE_APPROVALS = 'approvals.expire-due';
+export const NOTIFY_DUE_APPROVALS = 'approvals.notify-due';
 
 export function defineApprovalJobs(agenda: Agenda, deps: AppDeps): void {
   agenda.define(EXPIRE_APPROVAL, async (job) => {
@@ -20,5 +25,18 @@ export function defineApprovalJobs(agenda: Agenda, deps: AppDeps): void {
     if (count > 0) deps.log.info('expired overdue approvals', { count });
     const cancelled = await finishInterruptedArchives(deps);
     if (cancelled > 0) deps.log.info('cancelled pending approvals of archived agents', { count: cancelled });
+  });
+  agenda.define(
+    NOTIFY_APPROVAL,
+    async (job) => {
+      const { approvalId } = job.attrs.data as { approvalId: string };
+      await sendDueNotice(deps, approvalId);
+    },
+    // A relay that failed is tried again after about 1, 2, 4, 8 and 16 seconds; after that the sweep.
+    { backoff: exponential({ delay: 1000, factor: 2, maxRetries: 5, jitter: 0.2 }) },
+  );
+  agenda.define(NOTIFY_DUE_APPROVALS, async () => {
+    const count = await sendDueNotices(deps);
+    if (count > 0) deps.log.info('sent overdue approval emails', { count });
   });
 }

@@ -212,3 +212,13 @@ export async function purchaseDetail(deps: AppDeps, organizationId: string, purc
   const approval = await pc.approvals.findOne({ purchaseId: view._id, organizationId });
   return { purchase: view.readback, decisions, approval };
 }
+
+/** The windows one purchase's amount is held in (or committed to), with their policies' limits: what an approver is told. */
+export async function windowsHeldBy(deps: AppDeps, organizationId: string, windowIds: string[]): Promise<WindowView[]> {
+  if (windowIds.length === 0) return [];
+  const docs = await windowsCollection(deps.store.db).find({ _id: { $in: windowIds }, organizationId }).toArray();
+  const policies = await policiesWithActive(deps, organizationId, [...new Set(docs.map((w) => w.policyId))]);
+  return docs
+    .map((w) => windowView(w, policies.get(w.policyId)?.policy, policies.get(w.policyId)?.active ?? null))
+    .sort((a, b) => a.policyName.localeCompare(b.policyName) || a.periodKind.localeCompare(b.periodKind));
+}

@@ -165,7 +165,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
     const now = deps.now();
     const items = await pendingApprovals(deps, s.organization._id, now);
     const done = ANSWERED.get(queryValue(ctx, 'answered') ?? '');
-    send(ctx, 200, views.inboxPage(viewerOf(s), items, now, hasRole(s.person, 'approver'), { notice: done }));
+    send(ctx, 200, views.inboxPage(viewerOf(s), items, now, hasRole(s.person, 'approver'), { notice: done, emailOff: deps.config.smtp === null }));
   });
 
   router.get('/inbox/live', async (ctx) => {
@@ -193,7 +193,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
       // refusal, on the inbox as it is now.
       if (!(err instanceof ApiError) || (err.status !== 409 && err.code !== 'self_approval_forbidden')) throw err;
       const now = deps.now();
-      send(ctx, err.status, views.inboxPage(viewerOf(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message, code: err.code }));
+      send(ctx, err.status, views.inboxPage(viewerOf(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message, code: err.code, emailOff: deps.config.smtp === null }));
     }
   });
 

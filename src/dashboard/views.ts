@@ -150,12 +150,13 @@ export function inboxList(items: InboxItem[], viewer: Viewer, now: Date, canAnsw
   return html`<ol class="cards" id="inbox-list" data-live="/dashboard/inbox/live" data-every="3000">${items.map((i) => inboxCard(i, viewer, now, canAnswer))}</ol>`;
 }
 
-export function inboxPage(viewer: Viewer, items: InboxItem[], now: Date, canAnswer: boolean, messages: { notice?: string; error?: string; code?: string } = {}) {
+export function inboxPage(viewer: Viewer, items: InboxItem[], now: Date, canAnswer: boolean, messages: { notice?: string; error?: string; code?: string; emailOff?: boolean } = {}) {
   return layout(
     'Approvals',
     html`<h1>Waiting for approval</h1>
 ${alert(messages.error, messages.code)}${notice(messages.notice)}
 ${canAnswer ? '' : html`<p class="muted">You can follow approvals here; people with the approver role answer them.</p>`}
+${messages.emailOff ? html`<p class="muted" data-email="off">Approvers are not emailed about new approvals: this service has no mail server configured (<code>SMTP_URL</code>). Look here for what waits.</p>` : ''}
 <p id="inbox-status" class="muted" aria-live="polite"></p>
 <p id="inbox-empty" class="muted"${items.length > 0 ? html` hidden` : ''}>Nothing is waiting for an answer.</p>
 ${inboxList(items, viewer, now, canAnswer)}`,

@@ -87,6 +87,10 @@ export interface ApprovalDoc {
   resolvedBy: { name: string; personId: string } | null;
   comment: string | null;
   version: number;
+  /** How many distinct approvers must approve (absent = 1). */
+  approvalsRequired?: number;
+  /** The answers so far (absent = none). */
+  answers?: Array<{ personId: string; name: string; answer: 'APPROVE' | 'REJECT'; comment: string | null; answeredAt: Date }>;
 }
 
 export interface IdempotencyDoc {

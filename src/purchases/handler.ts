@@ -11,6 +11,8 @@ import { transactionalRecords } from './record-writer.ts';
 
 /** The job that expires one pending approval at its expiresAt (src/approvals/jobs.ts defines it). */
 export const EXPIRE_APPROVAL = 'approvals.expire';
+/** The job that emails a pending approval's approvers (src/approvals/notices.ts); scheduled when SMTP is set. */
+export const NOTIFY_APPROVAL = 'approvals.notify';
 
 export type LoadState = (session: StoreSession, now: Date) => Promise<PurchaseState>;
 
@@ -51,6 +53,14 @@ async function afterCommit(deps: AppDeps, outcome: PurchaseOutcome): Promise<voi
           await deps.scheduler.schedule(EXPIRE_APPROVAL, outcome.expiry.expiresAt, { approvalId: outcome.expiry.approvalId });
         } catch (err) {
           deps.log.warn('could not schedule approval expiry; the sweep will expire it', { approvalId: outcome.expiry.approvalId, err: String(err) });
+        }
+        // The approvers are emailed by the worker, never on this thread; a lost schedule is swept up too.
+        if (deps.config.smtp !== null) {
+          try {
+            await deps.scheduler.schedule(NOTIFY_APPROVAL, deps.now(), { approvalId: outcome.expiry.approvalId });
+          } catch (err) {
+            deps.log.warn('could not schedule the approvers\' email; the sweep will send it', { approvalId: outcome.expiry.approvalId, err: String(err) });
+          }
         }
       }
       return;

@@ -23,3 +23,29 @@ test('TRUST_PROXY defaults to off (clients reach `npm start` directly) and takes
   t.false(config({ TRUST_PROXY: '0' }).trustProxy);
   t.throws(() => config({ TRUST_PROXY: 'yes' }), { instanceOf: ConfigError, message: /TRUST_PROXY/ });
 });
+
+test('SMTP_URL and SMTP_FROM: unset sends no email; a URL other than smtp(s) or a missing or malformed From stops the start', (t) => {
+  t.is(config({}).smtp, null);
+  t.deepEqual(config({ SMTP_URL: 'smtp://user:secret@mail.example.com:587', SMTP_FROM: 'Spend control <spend@example.com>' }).smtp, {
+    url: 'smtp://user:secret@mail.example.com:587',
+    from: 'Spend control <spend@example.com>',
+  });
+  t.is(config({ SMTP_URL: 'smtps://mail.example.com', SMTP_FROM: 'spend@example.com' }).smtp?.from, 'spend@example.com');
+  t.throws(() => config({ SMTP_URL: 'https://mail.example.com', SMTP_FROM: 'spend@example.com' }), { instanceOf: ConfigError, message: /SMTP_URL must use smtp or smtps/ });
+  t.throws(() => config({ SMTP_URL: 'not a url', SMTP_FROM: 'spend@example.com' }), { instanceOf: ConfigError, message: /SMTP_URL/ });
+  t.throws(() => config({ SMTP_URL: 'smtp://mail.example.com' }), { instanceOf: ConfigError, message: /SMTP_FROM must be set/ });
+  for (const bad of ['spend', 'Spend <spend>', 'a@b.example\r\nBcc: x@y.example']) {
+    t.throws(() => config({ SMTP_URL: 'smtp://mail.example.com', SMTP_FROM: bad }), { instanceOf: ConfigError, message: /SMTP_FROM/ }, bad);
+  }
+});
+
+test('APPROVAL_REMINDER_AT: a share of the time left, a duration before expiry, or off; a quarter left by default', (t) => {
+  t.deepEqual(config({}).approvalReminder, { kind: 'FRACTION_LEFT', fraction: 0.25 });
+  t.deepEqual(config({ APPROVAL_REMINDER_AT: '0.1' }).approvalReminder, { kind: 'FRACTION_LEFT', fraction: 0.1 });
+  t.deepEqual(config({ APPROVAL_REMINDER_AT: '50%' }).approvalReminder, { kind: 'FRACTION_LEFT', fraction: 0.5 });
+  t.deepEqual(config({ APPROVAL_REMINDER_AT: 'PT1H30M' }).approvalReminder, { kind: 'BEFORE_EXPIRY', ms: 5_400_000 });
+  t.is(config({ APPROVAL_REMINDER_AT: 'off' }).approvalReminder, null);
+  for (const bad of ['1', '1.5', '0.0', '100%', 'PT0S', 'P', 'soon', '-0.2']) {
+    t.throws(() => config({ APPROVAL_REMINDER_AT: bad }), { instanceOf: ConfigError, message: /APPROVAL_REMINDER_AT/ }, bad);
+  }
+});
