@@ -20,6 +20,7 @@ import { engineBase, idempotentRequest, type PurchaseInput } from './input.ts';
 import { handlePurchaseCommand } from './handler.ts';
 import type { PurchaseCommand, PurchaseState } from './lifecycle.ts';
 import { IdempotencyKeyTaken } from './record-writer.ts';
+import { loadReceiptContext } from '../receipts/load.ts';
 
 const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -50,6 +51,8 @@ export interface SubmitResult {
   body: Record<string, unknown>;
   /** `body` already serialised, when it was (a new decision). */
   json?: string;
+  /** The decision's receipt (docs/integrate/receipts.md): the Decision-Receipt header. Absent on a replay of a record older than receipts. */
+  receipt?: string;
 }
 
 /** JSON with object keys sorted, so key order makes no difference (docs/reference/decisions.md). */
@@ -93,7 +96,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       throw conflict('idempotency_key_reuse', 'This Idempotency-Key was used with a different body.');
     }
     const response = found.responseJson !== undefined ? (JSON.parse(found.responseJson) as Record<string, unknown>) : found.response!;
-    return { status: 200, body: { ...response, replayed: true } };
+    return { status: 200, body: { ...response, replayed: true }, receipt: found.receipt };
   };
 
   const early = await replay();
@@ -124,7 +127,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
     return (await replay()) ?? submitPurchase(deps, cmd);
   }
   if (outcome.kind !== 'SUBMITTED') throw new Error(`a submission ended ${outcome.kind}`);
-  return { status: 201, body: outcome.body, json: outcome.json ?? JSON.stringify(outcome.body) };
+  return { status: 201, body: outcome.body, json: outcome.json ?? JSON.stringify(outcome.body), receipt: outcome.receipt };
 }
 
 /**
@@ -141,5 +144,6 @@ async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: Subm
   const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
   const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session);
-  return { organization: org, agent, candidates, windows, purchase: null, approval: null };
+  const receipts = await loadReceiptContext(deps, session, org._id);
+  return { organization: org, agent, candidates, windows, purchase: null, approval: null, receipts };
 }
