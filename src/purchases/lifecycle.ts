@@ -25,7 +25,8 @@ import { applyWindowWrites, policiesToFence, windowChanges, type WindowWrite } f
 import { initiatorPersonId, type ApprovalDoc, type DecisionDoc, type IdempotencyDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
 import { engineBase, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, readback, ruleEvaluationWire, submissionResponse } from './present.ts';
-import { bodySha256, nextReceipt } from '../receipts/chain.ts';
+import { nextReceipt } from '../receipts/chain.ts';
+import { receiptFacts } from '../receipts/facts.ts';
 import type { ReceiptContext } from '../receipts/load.ts';
 
 /** What a command on a purchase reads: loaded by the handler, inside the command's transaction. */
@@ -179,26 +180,7 @@ export function evolve(state: PurchaseState, record: PurchaseRecord): PurchaseSt
 function signReceipt(state: PurchaseState, purchase: PurchaseDoc, decision: DecisionDoc): ReceiptWrite {
   const context = state.receipts;
   if (!context) throw new Error('a decision without its receipt: the load step did not read the receipt chain');
-  const { jws, head } = nextReceipt(
-    context.chain,
-    {
-      iss: context.issuer,
-      organizationId: purchase.organizationId,
-      agentId: purchase.agentId,
-      purchaseRequestId: purchase._id,
-      decisionId: decision._id,
-      kind: decision.kind as 'INITIAL' | 'APPROVAL_REEVALUATION',
-      outcome: decision.outcome,
-      reasonCodes: [...decision.reasonCodes],
-      amountMinor: String(purchase.amountMinor),
-      currency: purchase.currency,
-      merchant: purchase.merchant,
-      evaluatedAt: decision.evaluatedAt.toISOString(),
-      policyVersionIds: decision.policyVersions.map((p) => p.policyVersionId),
-      requestSha256: bodySha256(purchase.requestBody),
-    },
-    context.key,
-  );
+  const { jws, head } = nextReceipt(context.chain, receiptFacts(context.issuer, purchase, decision), context.key);
   return { organizationId: purchase.organizationId, seq: head.seq, head: head.head!, purchaseId: purchase._id, decisionId: decision._id, jws };
 }
 
