@@ -86,13 +86,25 @@ export function ensureSigningKey(db: StoreDb, rawEncryptionKey: string | null): 
   return done;
 }
 
-/** The key that signs now: the newest, read in the transaction and cached at the configuration stamp. */
+/**
+ * The key that signs now: the newest this process can open, read in the transaction and cached at the
+ * configuration stamp. One it cannot open (sealed under another encryption key than this process has)
+ * is passed over for the one before: its receipts verify all the same.
+ */
 export async function currentSigningKey(db: StoreDb, session: StoreSession, rawEncryptionKey: string | null): Promise<ReceiptKey> {
   const view = await viewIn(db, session);
   return view.get('receipts:signing-key', async () => {
-    const [newest] = await receiptCollections(db).keys.find({}, { sort: newestFirst, limit: 1, session }).toArray();
-    if (!newest) throw new Error('no signing key: ensureSigningKey was not called');
-    return { kid: newest._id, privateKey: openPrivateKey(newest, sealingKey(rawEncryptionKey)) };
+    const seal = sealingKey(rawEncryptionKey);
+    const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst, session }).toArray();
+    let failure: unknown = new Error('no signing key: ensureSigningKey was not called');
+    for (const doc of docs) {
+      try {
+        return { kid: doc._id, privateKey: openPrivateKey(doc, seal) };
+      } catch (err) {
+        failure = err;
+      }
+    }
+    throw failure;
   });
 }
 
