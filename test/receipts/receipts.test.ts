@@ -130,3 +130,23 @@ test('a rejected decision has its receipt too; the chain is per organisation', a
   const other = await app.request('/v1/purchase-requests', { key: b.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'x' } });
   t.like((await verifiedPayload(other.headers.get('decision-receipt')!)).payload, { seq: 1, prev: null, organizationId: b.organizationId });
 });
+
+test('concurrent decisions of two agents form one chain on this store: seq 1..40, each prev the hash of the receipt before', async (t) => {
+  const org = await applyManifest(app, acmeManifest('receipt-concurrent'));
+  const results = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      app.request('/v1/purchase-requests', {
+        key: org.keys[i % 2 === 0 ? 'buyer-key' : 'travel-key'],
+        body: i % 2 === 0 ? { merchant: 'Paper Co', amountMinor: '100', reason: `p${i}` } : { merchant: 'Rail', amountMinor: '100', currency: 'USD', reason: `t${i}` },
+      }),
+    ),
+  );
+  t.true(results.every((r) => r.status === 201));
+  const bySeq = new Map<number, string>();
+  for (const r of results) {
+    const jws = r.headers.get('decision-receipt')!;
+    bySeq.set((await verifiedPayload(jws)).payload.seq, jws);
+  }
+  t.deepEqual([...bySeq.keys()].sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => i + 1));
+  for (let seq = 2; seq <= 40; seq++) t.is(part(bySeq.get(seq)!, 1).prev, hashOf(bySeq.get(seq - 1)!), `seq ${seq}`);
+});
