@@ -18,6 +18,7 @@ import {
   SubmittedVia,
 } from './decisions.ts';
 import { ReplayBody, ReplayChange, ReplayPageQuery, ReplayResponse, ReplaySummary, ShadowResponse, SimulatedBudget, SimulationResponse } from './simulations.ts';
+import { Jwks, ReceiptList } from './receipts.ts';
 import {
   Pagination,
   PolicyDetail,
@@ -77,6 +78,8 @@ const COMPONENTS: Record<string, unknown> = {
   ReplayResponse,
   ShadowResponse,
   ReplayBody,
+  ReceiptList,
+  Jwks,
   PolicyVersionSummary,
   PolicyRule,
   PolicyMerchantEntry,
@@ -132,7 +135,7 @@ interface Operation {
   query?: Record<string, unknown>;
   idempotencyKey?: boolean;
   body?: { schema: unknown; required: boolean; limit: string };
-  ok: { status: number; description: string; schema: unknown; serverTiming?: boolean }[];
+  ok: { status: number; description: string; schema: unknown; serverTiming?: boolean; receipt?: 'required' | 'optional' }[];
   errors: ErrorCodes;
 }
 
@@ -155,8 +158,8 @@ const OPERATIONS: Operation[] = [
     idempotencyKey: true,
     body: { schema: PurchaseRequestBody, required: true, limit: standard },
     ok: [
-      { status: 201, description: 'Evaluated now.', schema: PurchaseDecisionResponse, serverTiming: true },
-      { status: 200, description: 'Replayed for the same Idempotency-Key and body.', schema: PurchaseDecisionResponse, serverTiming: true },
+      { status: 201, description: 'Evaluated now.', schema: PurchaseDecisionResponse, serverTiming: true, receipt: 'required' },
+      { status: 200, description: 'Replayed for the same Idempotency-Key and body.', schema: PurchaseDecisionResponse, serverTiming: true, receipt: 'optional' },
     ],
     errors: { 400: ['invalid_request', 'malformed_json'], 401: A401, 403: A403_AGENT, 409: ['idempotency_key_reuse'], 413: ['payload_too_large'], 415: ['unsupported_media_type'] },
   },
@@ -169,6 +172,19 @@ const OPERATIONS: Operation[] = [
     access: 'agent',
     scope: 'purchase:read',
     ok: [{ status: 200, description: 'The purchase and the decision in force.', schema: PurchaseReadbackResponse }],
+    errors: { 401: A401, 403: A403_AGENT, 404: ['not_found'] },
+  },
+  {
+    method: 'get',
+    path: '/v1/purchase-requests/{purchaseRequestId}/receipts',
+    id: 'listPurchaseReceipts',
+    summary: 'The signed receipts of a purchase\'s decisions, oldest first',
+    description:
+      'Readable by whoever may read the purchase (GET /v1/purchase-requests/{purchaseRequestId}); anything else is the same 404. ' +
+      'Each receipt verifies with a key of GET /.well-known/jwks.json and is a link of its organisation\'s hash chain (docs/integrate/receipts.md).',
+    access: 'agent',
+    scope: 'purchase:read',
+    ok: [{ status: 200, description: 'The receipts.', schema: ReceiptList }],
     errors: { 401: A401, 403: A403_AGENT, 404: ['not_found'] },
   },
   {
@@ -413,6 +429,16 @@ const OPERATIONS: Operation[] = [
     ok: [{ status: 200, description: 'The OpenAPI 3.1 document.', schema: { type: 'object' } }],
     errors: {},
   },
+  {
+    method: 'get',
+    path: '/.well-known/jwks.json',
+    id: 'getSigningKeys',
+    summary: 'The public keys decision receipts are signed with; no credential needed',
+    description: 'Ed25519 keys (RFC 8037), newest first; retired keys stay listed so that old receipts keep verifying. Never a private part.',
+    access: 'public',
+    ok: [{ status: 200, description: 'The JSON Web Key Set.', schema: Jwks }],
+    errors: {},
+  },
 ];
 
 const PATH_PARAMETERS: Record<string, string> = {
@@ -482,6 +508,15 @@ function operation(op: Operation): JsonObject {
   for (const ok of op.ok) {
     const headers: JsonObject = { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } };
     if (ok.serverTiming) headers['Server-Timing'] = { $ref: '#/components/headers/ServerTiming' };
+    if (ok.receipt) {
+      headers['Decision-Receipt'] = {
+        description:
+          'The decision\'s signed receipt, a compact JWS (docs/integrate/receipts.md)' +
+          (ok.receipt === 'optional' ? '; the same as on the 201 (absent only for a decision recorded before receipts existed).' : '.'),
+        required: ok.receipt === 'required',
+        schema: { type: 'string' },
+      };
+    }
     responses[String(ok.status)] = { description: ok.description, headers, content: json(ok.schema) };
   }
   // Unknown query parameters are refused on every operation (README decisions table).

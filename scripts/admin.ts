@@ -1,11 +1,19 @@
 // The operator CLI: `npm run admin -- <command> ...`, a thin client of the /admin API.
 // Reads SERVICE_URL (default http://localhost:3000) and ADMIN_TOKEN from the environment.
-// `backup` and `mongo-url` are the exceptions: they read the embedded store's files in DATA_DIR directly.
+// `backup` and `mongo-url` are the exceptions: they read the embedded store's files in DATA_DIR directly;
+// and so are the receipt commands (docs/operate/auditors.md), which open the store the service uses
+// (MONGODB_URI, else DATA_DIR) so that an auditor's check does not rest on the service's answers.
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { rotateMongoUrl } from '../src/store/wire/embedded-listener.ts';
 import { backupDatabase } from '../src/store/embedded/backup.ts';
+import { EmbeddedStore } from '../src/store/embedded/embedded-store.ts';
+import { openStore } from '../src/store/open-store.ts';
+import type { Store } from '../src/store/store.ts';
+import { createSigningKey, sealingKey } from '../src/receipts/keys.ts';
+import { exportLog, verifyLog } from '../src/receipts/audit.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [arguments]
 
@@ -24,10 +32,16 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
                                                (or analyst) user, printed once in its connection string
   backup <file>                                copy the embedded store's live database to a new file
                                                (run on the service's machine; reads DATA_DIR, default ./data)
+  rotate-signing-key                           a new key signs decision receipts from now on; the old
+                                               public keys stay in /.well-known/jwks.json
+  export-log <organizationId> [--from <seq>]   the organisation's receipts as JSON Lines {"seq","receipt"}
+  verify-log <organizationId>                  check the stored receipt chain against the stored decisions;
+                                               exits 1 naming the first bad seq
 
 Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required);
 mongo-url and backup run on the service's machine and read DATA_DIR (mongo-url also EMBEDDED_MONGO_PORT and
-EMBEDDED_MONGO_HOST) instead.`;
+EMBEDDED_MONGO_HOST) instead; rotate-signing-key, export-log and verify-log open the service's store
+(MONGODB_URI, else DATA_DIR; rotate-signing-key also WEBHOOK_ENCRYPTION_KEY, which seals the key).`;
 
 type Call = { method: string; path: string; body?: string; contentType?: string };
 
@@ -119,8 +133,61 @@ function backup(file: string | undefined): never {
   }
 }
 
+const RECEIPT_COMMANDS = new Set(['rotate-signing-key', 'export-log', 'verify-log']);
+
+async function withStore<T>(work: (store: Store, config: ReturnType<typeof loadConfig>) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const store = await openStore({ mongodbUri: config.mongodbUri ?? undefined, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs, dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  try {
+    return await work(store, config);
+  } finally {
+    await store.close();
+  }
+}
+
+/** rotate-signing-key, export-log, verify-log (docs/operate/auditors.md). Exits: 0 done, 1 a bad chain, 2 a usage mistake. */
+async function receiptCommand(command: string, rest: string[]): Promise<never> {
+  let values: { from?: string };
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parse({ args: rest, allowPositionals: true, options: { from: { type: 'string' } } }));
+  } catch (err) {
+    usageMistake(err);
+  }
+  const from = values.from === undefined ? 1 : Number(values.from);
+  const organizationId = positionals[0];
+  const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && Number.isSafeInteger(from) && from >= 1 && (command === 'export-log' || values.from === undefined);
+  if (!usable) usageMistake(new UsageError());
+  const code = await withStore(async (store, config) => {
+    switch (command) {
+      case 'rotate-signing-key': {
+        // The key that seals it is the service's: WEBHOOK_ENCRYPTION_KEY, or the one the embedded store generated.
+        let raw = config.webhookEncryptionKey;
+        if (raw === null && store instanceof EmbeddedStore) raw = (await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'))).value;
+        const kid = await createSigningKey(store.db, sealingKey(raw));
+        process.stdout.write(`New signing key ${kid}: it signs every decision from now on; earlier keys stay in /.well-known/jwks.json.\n`);
+        return 0;
+      }
+      case 'export-log':
+        for await (const line of exportLog(store.db, organizationId, from)) process.stdout.write(line + '\n');
+        return 0;
+      default: {
+        const verdict = await verifyLog(store.db, organizationId);
+        if (verdict.ok) {
+          process.stdout.write(`verify-log: ${organizationId}: ${verdict.count} receipt(s), seq 1..${verdict.count}, signatures, chain and stored decisions agree; head ${verdict.head ?? '(none)'}\n`);
+          return 0;
+        }
+        process.stderr.write(`verify-log: ${organizationId}: seq ${verdict.seq} is bad: ${verdict.reason}\n`);
+        return 1;
+      }
+    }
+  });
+  process.exit(code);
+}
+
 async function main() {
   if (process.argv[2] === 'backup') backup(process.argv[3]);
+  if (RECEIPT_COMMANDS.has(process.argv[2])) await receiptCommand(process.argv[2], process.argv.slice(3));
   const [command, ...rest] = process.argv.slice(2);
   if (command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(USAGE + '\n');

@@ -15,6 +15,12 @@ export interface RoundTrips {
   plain: PerDecision;
   /** The same request with a fresh Idempotency-Key each time. */
   withIdempotencyKey: PerDecision;
+  /**
+   * The cost of one receipt chain per organisation (docs/integrate/receipts.md): concurrent decisions of
+   * the bench organisation's agents all move its chain head, so on MongoDB all but one of those in
+   * flight at once lose the race and run again.
+   */
+  contention: { decisions: number; concurrency: number; retriesPerDecision: number; roundTripsPerDecision: number };
 }
 
 export interface PerDecision {
@@ -68,10 +74,11 @@ export function countRoundTrips(decisions = 50): Promise<RoundTrips> {
       const url = `http://127.0.0.1:${(http.address() as { port: number }).port}`;
       try {
         const applied = (await fetch(`${url}/admin/manifests`, { method: 'POST', headers: { authorization: `Bearer ${BENCH_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(benchManifest()) }).then((r) => r.json())) as { apiKeys: Record<string, { key: string }> };
-        const key = Object.values(applied.apiKeys)[0].key;
+        const keys = Object.values(applied.apiKeys).map((k) => k.key);
+        const key = keys[0];
         let sent = 0;
-        const submit = async (idempotent: boolean) => {
-          const headers: Record<string, string> = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+        const submit = async (idempotent: boolean, as = key) => {
+          const headers: Record<string, string> = { authorization: `Bearer ${as}`, 'content-type': 'application/json' };
           if (idempotent) headers['idempotency-key'] = `round-trips-${sent}`;
           sent++;
           const res = await fetch(`${url}/v1/purchase-requests`, { method: 'POST', headers, body: BENCH_BODY });
@@ -86,7 +93,24 @@ export function countRoundTrips(decisions = 50): Promise<RoundTrips> {
           const byCommand = Object.fromEntries([...inTransaction].sort(([a], [b]) => a.localeCompare(b)).map(([name, n]) => [name, per(n)]));
           return { perDecision: per(total), inTransactionPerDecision: per([...inTransaction.values()].reduce((a, b) => a + b, 0)), inTransactionByCommand: byCommand };
         };
-        return { server, plain: await measure(false), withIdempotencyKey: await measure(true) };
+        const plain = await measure(false);
+        const withIdempotencyKey = await measure(true);
+        // Every agent at once, a few decisions each: the retries the shared chain head costs.
+        const { registry } = await import('../src/metrics/metrics.ts');
+        const retries = async () => ((await registry.getSingleMetric('spend_store_transaction_retries_total')!.get()).values[0]?.value ?? 0);
+        const concurrency = keys.length;
+        const rounds = 5;
+        const retriesBefore = await retries();
+        total = 0;
+        for (let round = 0; round < rounds; round++) await Promise.all(keys.map((k) => submit(false, k)));
+        const decided = concurrency * rounds;
+        const contention = {
+          decisions: decided,
+          concurrency,
+          retriesPerDecision: Math.round(((await retries()) - retriesBefore) / decided * 100) / 100,
+          roundTripsPerDecision: Math.round((total / decided) * 100) / 100,
+        };
+        return { server, plain, withIdempotencyKey, contention };
       } finally {
         http.close();
       }

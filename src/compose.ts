@@ -25,6 +25,7 @@ import { policies } from './policies/capability.ts';
 import { budgets } from './budgets/capability.ts';
 import { purchases } from './purchases/capability.ts';
 import { approvals } from './approvals/capability.ts';
+import { receipts } from './receipts/capability.ts';
 import { simulations } from './simulations/capability.ts';
 import { webhooks } from './webhooks/capability.ts';
 import { mcp } from './mcp/capability.ts';
@@ -35,7 +36,7 @@ import { shadowQueue } from './simulations/shadow.ts';
  * In this order: middleware runs and routers are mounted in it (identity authenticates /v1 before
  * policies refuses authoring there), jobs are defined and declared in it.
  */
-export const CAPABILITIES: readonly Capability[] = [jobs, configCache, events, admin, identity, agents, policies, budgets, purchases, approvals, simulations, webhooks, mcp, dashboard];
+export const CAPABILITIES: readonly Capability[] = [jobs, configCache, events, admin, identity, agents, policies, budgets, purchases, approvals, receipts, simulations, webhooks, mcp, dashboard];
 
 /** What the store needs, gathered from every capability. */
 export const STORE_LAYOUT: StoreLayout = {

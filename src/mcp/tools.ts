@@ -73,6 +73,8 @@ const SubmissionOutput = z.looseObject({
   policyVersions: z.array(z.looseObject({ policyVersionId: z.string(), applicabilityReason: z.string() })),
   ruleEvaluations: z.array(z.looseObject({})),
   replayed: z.boolean(),
+  /** The decision's signed receipt (docs/integrate/receipts.md); null only when replaying a decision recorded before receipts. */
+  receipt: z.string().nullable(),
 });
 
 const SimulationOutput = z.looseObject({
@@ -240,7 +242,8 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         description:
           'Requests a real purchase as this connection\'s agent. The policies decide at once: decision.outcome APPROVED (go ahead), REJECTED (do not buy), ' +
           'or REQUIRES_APPROVAL (a person must approve first; check later with get_purchase). The request and its decision are recorded, and an approved amount counts against budgets. ' +
-          'Pass an idempotencyKey to retry safely: the same key with the same details returns the first decision instead of requesting twice.',
+          'Pass an idempotencyKey to retry safely: the same key with the same details returns the first decision instead of requesting twice. ' +
+          '`receipt` is the decision\'s signed receipt (a compact JWS anyone can check against the service\'s /.well-known/jwks.json).',
         inputSchema: z.strictObject({
           ...purchaseFields,
           metadata: z.record(z.string(), z.unknown()).nullable().optional().describe('Optional details recorded with the request (order number, cart id...). No policy reads them.'),
@@ -262,7 +265,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
             idempotencyKey: idempotencyKey ?? null,
             origin: 'MCP',
           });
-          return result.body;
+          return { ...result.body, receipt: result.receipt ?? null };
         }),
     );
   }

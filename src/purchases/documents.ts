@@ -101,6 +101,8 @@ export interface IdempotencyDoc {
   responseJson?: string;
   /** The same as an object, in records written before responseJson. */
   response?: Record<string, unknown>;
+  /** The decision's receipt, sent again as the Decision-Receipt header of a replay (absent on records written before receipts). */
+  receipt?: string;
   createdAt: Date;
   /** TTL index: kept at least 24 hours (docs/reference/decisions.md). */
   expiresAt: Date;

@@ -8,6 +8,7 @@ import { timeEngine } from '../metrics/timing.ts';
 import type { StoreSession } from '../store/store.ts';
 import { decidePurchase, type PurchaseCommand, type PurchaseOutcome, type PurchaseState } from './lifecycle.ts';
 import { transactionalRecords } from './record-writer.ts';
+import { ensureSigningKey } from '../receipts/keys.ts';
 
 /** The job that expires one pending approval at its expiresAt (src/approvals/jobs.ts defines it). */
 export const EXPIRE_APPROVAL = 'approvals.expire';
@@ -22,6 +23,8 @@ export type LoadState = (session: StoreSession, now: Date) => Promise<PurchaseSt
  */
 export async function handlePurchaseCommand(deps: AppDeps, organizationId: string, load: LoadState, command: PurchaseCommand): Promise<PurchaseOutcome> {
   const port = transactionalRecords(deps.store.db);
+  // Once per process: the key a decision's receipt is signed with exists (made outside any transaction).
+  if (command.kind === 'SUBMIT' || command.kind === 'ANSWER') await ensureSigningKey(deps.store.db, deps.config.webhookEncryptionKey);
   let shadowed = false;
   const outcome = await deps.mailboxes.run(organizationId, (applied) =>
     runCommand(

@@ -25,6 +25,9 @@ import { applyWindowWrites, policiesToFence, windowChanges, type WindowWrite } f
 import { initiatorPersonId, type ApprovalDoc, type DecisionDoc, type IdempotencyDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
 import { engineBase, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, readback, ruleEvaluationWire, submissionResponse } from './present.ts';
+import { nextReceipt } from '../receipts/chain.ts';
+import { receiptFacts } from '../receipts/facts.ts';
+import type { ReceiptContext } from '../receipts/load.ts';
 
 /** What a command on a purchase reads: loaded by the handler, inside the command's transaction. */
 export interface PurchaseState {
@@ -41,6 +44,8 @@ export interface PurchaseState {
   person?: PersonDoc | null;
   /** Whether the organisation has a draft in shadow (from the configuration cache): the handler queues the purchase for it after commit. */
   shadowed?: boolean;
+  /** The organisation's receipt chain and the signing key: loaded for the commands that decide (SUBMIT, ANSWER). */
+  receipts?: ReceiptContext;
 }
 
 /** Who submitted: a credential (API key or connection) or a person on the dashboard. */
@@ -87,13 +92,26 @@ export interface PurchaseRecord {
   fenceAgent: boolean;
   events: NewEvent[];
   idempotency: IdempotencyDoc | null;
+  /** The decision's signed receipt and the chain's new head (an INITIAL or APPROVAL_REEVALUATION decision), else null. */
+  receipt: ReceiptWrite | null;
   /** For the read models: the agent as shown, and the policies that governed the purchase. */
   projection: { agent: { id: string; name: string; status: AgentDoc['status'] }; policyIds: string[]; timeZone: string; previousStatus: PurchaseDoc['status'] | null };
 }
 
+/** A receipt to store, and the chain head it moves from `seq - 1` to `seq`. */
+export interface ReceiptWrite {
+  organizationId: string;
+  seq: number;
+  /** The hash of this receipt: the chain's head once it is written. */
+  head: string;
+  purchaseId: string;
+  decisionId: string;
+  jws: string;
+}
+
 export type PurchaseOutcome =
-  | { kind: 'SUBMITTED'; body: ReturnType<typeof submissionResponse>; json: string | undefined; expiry: { approvalId: string; expiresAt: Date } | null; decision: DecisionDoc }
-  | { kind: 'ANSWERED'; purchase: ReturnType<typeof readback>; decision: DecisionDoc }
+  | { kind: 'SUBMITTED'; body: ReturnType<typeof submissionResponse>; json: string | undefined; expiry: { approvalId: string; expiresAt: Date } | null; decision: DecisionDoc; receipt: string }
+  | { kind: 'ANSWERED'; purchase: ReturnType<typeof readback>; decision: DecisionDoc; receipt: string }
   | { kind: 'CLOSED'; approval: ApprovalDoc; decision: DecisionDoc }
   /** Nothing to do (an expiry of an approval answered meanwhile, or not yet due): no record. */
   | { kind: 'UNCHANGED' };
@@ -153,7 +171,19 @@ export function evolve(state: PurchaseState, record: PurchaseRecord): PurchaseSt
     },
     purchase: record.purchase,
     approval: record.approval,
+    receipts: state.receipts && record.receipt ? { ...state.receipts, chain: { seq: record.receipt.seq, head: record.receipt.head } } : state.receipts,
   };
+}
+
+/**
+ * The receipt of a decision (docs/integrate/receipts.md): signed here, in the command, so that it is
+ * written in the same record as the decision it is about.
+ */
+function signReceipt(state: PurchaseState, purchase: PurchaseDoc, decision: DecisionDoc): ReceiptWrite {
+  const context = state.receipts;
+  if (!context) throw new Error('a decision without its receipt: the load step did not read the receipt chain');
+  const { jws, head } = nextReceipt(context.chain, receiptFacts(context.issuer, purchase, decision), context.key);
+  return { organizationId: purchase.organizationId, seq: head.seq, head: head.head!, purchaseId: purchase._id, decisionId: decision._id, jws };
 }
 
 const committedInto = (effects: readonly BudgetEffect[]) => [...new Set(effects.filter((e) => e.operation === 'COMMIT' || e.operation === 'CONVERT_HOLD').map((e) => e.windowId))];
@@ -196,6 +226,7 @@ function submit(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'SUB
     windowIds: changes.moved,
     version: 1,
   };
+  const receipt = signReceipt(state, purchase, decisionDoc);
   const body = submissionResponse(purchase, decisionDoc, approval);
   // Serialised once: the same text is the HTTP body and, with a key, the record a replay reads. Without
   // a key, the handler serialises it after the commit.
@@ -212,11 +243,12 @@ function submit(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'SUB
       decision.outcome === 'APPROVED' ? policiesToFence({ policyIds, currency: purchase.currency, requestedAt: now, timeZone: org.timezone, windowIds: changes.moved }) : [],
     fenceAgent: true,
     events: [...changes.events, purchaseEvent(purchase, decisionDoc, approval)],
-    idempotency: cmd.idempotency === null ? null : { ...cmd.idempotency, purchaseId: purchase._id, responseJson: json },
+    idempotency: cmd.idempotency === null ? null : { ...cmd.idempotency, purchaseId: purchase._id, responseJson: json, receipt: receipt.jws },
+    receipt,
     projection: { agent: agentView(agent), policyIds, timeZone: org.timezone, previousStatus: null },
   };
   return {
-    outcome: { kind: 'SUBMITTED', body, json, expiry: approval === null ? null : { approvalId: approval._id, expiresAt: approval.expiresAt }, decision: decisionDoc },
+    outcome: { kind: 'SUBMITTED', body, json, expiry: approval === null ? null : { approvalId: approval._id, expiresAt: approval.expiresAt }, decision: decisionDoc, receipt: receipt.jws },
     record,
   };
 }
@@ -279,9 +311,10 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     fenceAgent: true,
     events: [...changes.events, purchaseEvent(next, decision, resolved)],
     idempotency: null,
+    receipt: signReceipt(state, next, decision),
     projection: { agent: agentView(agent), policyIds, timeZone: org.timezone, previousStatus: purchase.status },
   };
-  return { outcome: { kind: 'ANSWERED', purchase: readback(next, agentView(agent), decision, resolved), decision }, record };
+  return { outcome: { kind: 'ANSWERED', purchase: readback(next, agentView(agent), decision, resolved), decision, receipt: record.receipt!.jws }, record };
 }
 
 function close(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'EXPIRE' | 'CANCEL' }>, now: Date): Decided {
@@ -342,6 +375,7 @@ function close(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'EXPI
     fenceAgent: false,
     events,
     idempotency: null,
+    receipt: null,
     projection: { agent: agentView(agent), policyIds: [], timeZone: org.timezone, previousStatus: purchase.status },
   };
   return { outcome: { kind: 'CLOSED', approval: closed, decision }, record };

@@ -11,6 +11,7 @@ import type { StoreSession } from '../store/store.ts';
 import { purchaseCollections } from './documents.ts';
 import { engineBase } from './input.ts';
 import type { PurchaseState } from './lifecycle.ts';
+import { loadReceiptContext } from '../receipts/load.ts';
 
 export async function loadPurchaseState(deps: AppDeps, session: StoreSession, purchaseId: string, now: Date, { answeredBy }: { answeredBy: string | null }): Promise<PurchaseState> {
   const pc = purchaseCollections(deps.store.db);
@@ -36,5 +37,7 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
     periodInstant: purchase.requestedAt,
   });
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds);
-  return { organization, agent, candidates, windows, purchase, approval, person };
+  // An answer is a decision: its receipt is the organisation's next.
+  const receipts = await loadReceiptContext(deps, session, organization._id);
+  return { organization, agent, candidates, windows, purchase, approval, person, receipts };
 }

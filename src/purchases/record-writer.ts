@@ -3,7 +3,9 @@
 // through the MongoDB-shaped API: every write goes into one client bulk write (one round trip on
 // MongoDB), budget windows and the purchase and approval at the version the command read (a matched
 // count of 0 is a VersionConflict, and the handler retries the whole command), the idempotency key
-// first, so that a request that raced this one to the key stops the batch there.
+// first, so that a request that raced this one to the key stops the batch there. A decision's receipt
+// goes in the same batch, and the organisation's chain head moves at the seq the command read: a
+// concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md).
 import type { BudgetWindowDoc } from '../budgets/window-state.ts';
 import { WINDOWS } from '../budgets/window-state.ts';
 import { fenceAgentIn } from '../agents/fence.ts';
@@ -14,6 +16,7 @@ import { WriteBatch } from '../store/write-batch.ts';
 import { PURCHASE_COLLECTIONS, type ApprovalDoc, type PurchaseDoc } from './documents.ts';
 import type { PurchaseRecord } from './lifecycle.ts';
 import { projectPurchase } from './projection.ts';
+import { RECEIPT_COLLECTIONS, type ReceiptChainDoc, type ReceiptDoc } from '../receipts/documents.ts';
 
 export interface PurchaseRecordPort {
   /** Writes the record inside `session`'s transaction; throws VersionConflict when something it read changed. */
@@ -33,6 +36,16 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
   const { purchase, approval } = record;
   if (record.idempotency) {
     batch.insertOne(PURCHASE_COLLECTIONS.idempotency, record.idempotency, { onDuplicate: () => new IdempotencyKeyTaken(`idempotency key ${record.idempotency!._id}`) });
+  }
+  if (record.receipt) {
+    const { organizationId, seq, head, purchaseId, decisionId, jws } = record.receipt;
+    const chain = conflict(`receipt chain of ${organizationId}`);
+    if (seq === 1) {
+      batch.updateOne<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains, { _id: organizationId, seq: { $exists: false } }, { $setOnInsert: { seq, head } }, { upsert: true, onDuplicate: chain });
+    } else {
+      batch.updateOne<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains, { _id: organizationId, seq: seq - 1 }, { $set: { seq, head } }, { unlessMatched: chain });
+    }
+    batch.insertOne<ReceiptDoc>(RECEIPT_COLLECTIONS.receipts, { _id: `${organizationId}:${seq}`, organizationId, seq, purchaseId, decisionId, jws }, { onDuplicate: chain });
   }
   if (record.fenceAgent) fenceAgentIn(batch, purchase.agentId);
   for (const w of record.windows) {

@@ -1,5 +1,6 @@
-// POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (docs/reference/contract.md §4.1, §4.2). Thin: parse,
-// check the credential, hand over to the command or the query.
+// POST /v1/purchase-requests and GET /v1/purchase-requests/{id} (docs/reference/contract.md §4.1, §4.2), and a
+// purchase's decision receipts (docs/integrate/receipts.md). Thin: parse, check the credential, hand over
+// to the command or the query.
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
@@ -13,6 +14,7 @@ import { parsePurchase } from './input.ts';
 import { submitPurchase, type SubmitDeps } from './submit.ts';
 import { getPurchase } from './read.ts';
 import { serverTiming } from '../metrics/timing.ts';
+import { receiptsOfPurchase } from '../receipts/read.ts';
 
 const body = compile(PurchaseRequestBody);
 
@@ -41,6 +43,7 @@ export function purchaseRoutes(deps: SubmitDeps): Router {
       origin: 'API',
     });
     ctx.status = result.status;
+    if (result.receipt !== undefined) ctx.set('Decision-Receipt', result.receipt);
     if (result.json !== undefined) {
       ctx.type = 'application/json';
       ctx.body = result.json;
@@ -48,6 +51,12 @@ export function purchaseRoutes(deps: SubmitDeps): Router {
   });
   router.get('/v1/purchase-requests/:purchaseRequestId', requireAgentIdentity('purchase:read'), queryParams(), async (ctx) => {
     ctx.body = await getPurchase(deps.store.db, principalOf(ctx), uuidParam(ctx, 'purchaseRequestId', 'purchase request'));
+  });
+  router.get('/v1/purchase-requests/:purchaseRequestId/receipts', requireAgentIdentity('purchase:read'), queryParams(), async (ctx) => {
+    const principal = principalOf(ctx);
+    // Whoever may read the purchase may read its receipts; for anyone else it is the same 404.
+    const { purchase } = await getPurchase(deps.store.db, principal, uuidParam(ctx, 'purchaseRequestId', 'purchase request'));
+    ctx.body = await receiptsOfPurchase(deps.store.db, principal.organizationId, purchase.id);
   });
   return router;
 }

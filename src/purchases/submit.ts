@@ -2,8 +2,8 @@
 // surface (REST, MCP, the dashboard). A key already recorded replays its decision; otherwise the
 // submission is a SUBMIT command of the purchase lifecycle (lifecycle.ts), run by the one handler:
 // load the configuration stamp and the budget windows (the agent and the policies in force come from
-// the cache at that stamp), decide, write the record in one transaction. On MongoDB that is four
-// round trips inside the transaction.
+// the cache at that stamp) and the organisation's receipt chain head, decide (and sign the receipt),
+// write the record in one transaction. On MongoDB that is five round trips inside the transaction.
 import { createHash } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
 import type { Principal } from '../identity/auth.ts';
@@ -21,6 +21,7 @@ import { engineBase, idempotentRequest, type PurchaseInput } from './input.ts';
 import { handlePurchaseCommand } from './handler.ts';
 import type { PurchaseCommand, PurchaseState } from './lifecycle.ts';
 import { IdempotencyKeyTaken } from './record-writer.ts';
+import { loadReceiptContext } from '../receipts/load.ts';
 
 const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -51,6 +52,8 @@ export interface SubmitResult {
   body: Record<string, unknown>;
   /** `body` already serialised, when it was (a new decision). */
   json?: string;
+  /** The decision's receipt (docs/integrate/receipts.md): the Decision-Receipt header. Absent on a replay of a record older than receipts. */
+  receipt?: string;
 }
 
 /** JSON with object keys sorted, so key order makes no difference (docs/reference/decisions.md). */
@@ -94,7 +97,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       throw conflict('idempotency_key_reuse', 'This Idempotency-Key was used with a different body.');
     }
     const response = found.responseJson !== undefined ? (JSON.parse(found.responseJson) as Record<string, unknown>) : found.response!;
-    return { status: 200, body: { ...response, replayed: true } };
+    return { status: 200, body: { ...response, replayed: true }, receipt: found.receipt };
   };
 
   const early = await replay();
@@ -125,11 +128,12 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
     return (await replay()) ?? submitPurchase(deps, cmd);
   }
   if (outcome.kind !== 'SUBMITTED') throw new Error(`a submission ended ${outcome.kind}`);
-  return { status: 201, body: outcome.body, json: outcome.json ?? JSON.stringify(outcome.body) };
+  return { status: 201, body: outcome.body, json: outcome.json ?? JSON.stringify(outcome.body), receipt: outcome.receipt };
 }
 
 /**
- * What a submission reads: the configuration stamp, then the budget windows; everything else comes
+ * What a submission reads: the configuration stamp, then the budget windows, then the receipt chain
+ * head (the signing key is cached at the stamp); everything else comes
  * from the cache at that stamp (the agent too: the record's fence write makes a concurrent status
  * change conflict).
  */
@@ -144,5 +148,6 @@ async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: Subm
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session);
   // From the cache at this stamp: no query unless the configuration changed.
   const shadows = await shadowsOf(config, deps.store.db, org._id, session);
-  return { organization: org, agent, candidates, windows, purchase: null, approval: null, shadowed: shadows.length > 0 };
+  const receipts = await loadReceiptContext(deps, session, org._id);
+  return { organization: org, agent, candidates, windows, purchase: null, approval: null, shadowed: shadows.length > 0, receipts };
 }

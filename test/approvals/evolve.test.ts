@@ -90,7 +90,8 @@ for (const answer of ['APPROVE', 'REJECT'] as const) {
   });
 }
 
-test("after an expiry, evolve's state is the state loaded again", async (t) => {
+// Serial (it runs before the others): it moves the shared clock, which the answers running beside it would read.
+test.serial("after an expiry, evolve's state is the state loaded again", async (t) => {
   const id = await heldPurchase('evolve-expiry', '45000');
   now = new Date(now.getTime() + 2 * 60 * 60 * 1000);
   try {

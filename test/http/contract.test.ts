@@ -41,6 +41,10 @@ test.serial('every documented operation answers as documented, errors included',
   t.is((await r('/v1/purchase-requests', { key: org, body: purchase(1) })).status, 403);
   t.is((await r(`/v1/purchase-requests/${pending.body.purchaseRequest.id}`, { key: a })).status, 200);
   t.is((await r(`/v1/purchase-requests/${pending.body.purchaseRequest.id}`, { key: shop.keys['b-key'] })).status, 404);
+  t.is((await r(`/v1/purchase-requests/${pending.body.purchaseRequest.id}/receipts`, { key: a })).status, 200);
+  t.is((await r(`/v1/purchase-requests/${pending.body.purchaseRequest.id}/receipts`, { key: shop.keys['b-key'] })).status, 404);
+  t.is((await r(`/v1/purchase-requests/${pending.body.purchaseRequest.id}/receipts`, { key: org })).status, 403);
+  t.is((await r('/.well-known/jwks.json')).status, 200);
 
   // Simulations.
   t.is((await r('/v1/simulations/current-policies', { key: a, body: purchase(1000) })).status, 200);

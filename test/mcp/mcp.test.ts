@@ -99,6 +99,12 @@ test('request_purchase honours idempotencyKey: same details replay, different de
   t.false(first.replayed);
   t.true(again.replayed);
   t.is(again.purchaseRequest.id, first.purchaseRequest.id);
+  // The decision's signed receipt (docs/integrate/receipts.md), the same on the replay, and the one the purchase lists.
+  t.regex(first.receipt, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  t.is(again.receipt, first.receipt);
+  const receipt = JSON.parse(Buffer.from(first.receipt.split('.')[1], 'base64url').toString());
+  t.is(receipt.purchaseRequestId, first.purchaseRequest.id);
+  t.is(receipt.decisionId, first.decision.id);
   t.is(errorOf(await c.callTool({ name: 'request_purchase', arguments: { ...args, amountMinor: 1000 } })).code, 'idempotency_key_reuse');
   const readback = (await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: first.purchaseRequest.id } })).structuredContent as any;
   t.is(readback.purchase.origin, 'MCP');

@@ -34,6 +34,7 @@ test('the document covers the /v1 contract: every operation, both security schem
   const operations = Object.entries(openApi.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
   t.deepEqual(operations.sort(), [
     'DELETE /v1/webhooks/{webhookId}',
+    'GET /.well-known/jwks.json',
     'GET /v1/agents',
     'GET /v1/openapi.json',
     'GET /v1/policies',
@@ -42,6 +43,7 @@ test('the document covers the /v1 contract: every operation, both security schem
     'GET /v1/policies/{policyId}/versions/{versionId}/shadow',
     'GET /v1/purchase-requests/{purchaseRequestId}',
     'GET /v1/simulations/replay/{replayId}',
+    'GET /v1/purchase-requests/{purchaseRequestId}/receipts',
     'GET /v1/webhooks',
     'GET /v1/webhooks/{webhookId}',
     'GET /v1/webhooks/{webhookId}/deliveries',

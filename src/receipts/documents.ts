@@ -1,0 +1,41 @@
+// The stored side of receipts: the deployment's signing keys, each organisation's chain head, and the
+// receipts themselves (docs/integrate/receipts.md).
+import type { StoreDb } from '../store/store.ts';
+import type { PublicJwk } from './verify.ts';
+
+export const RECEIPT_COLLECTIONS = { keys: 'signing_keys', chains: 'receipt_chains', receipts: 'receipts' } as const;
+
+export interface SigningKeyDoc {
+  /** The key's RFC 7638 thumbprint (base64url SHA-256). */
+  _id: string;
+  publicJwk: Omit<PublicJwk, 'kid' | 'alg' | 'use'>;
+  /**
+   * The private key (PKCS#8 DER): `v1.…` sealed with the deployment's encryption key (src/webhooks/secrets.ts,
+   * the key's id as associated data), or `plain.<base64url>` where no encryption key is configured.
+   */
+  privateKey: string;
+  createdAt: Date;
+}
+
+/** An organisation's chain head: the last receipt's seq and the hash of its compact JWS. */
+export interface ReceiptChainDoc {
+  _id: string;
+  seq: number;
+  head: string;
+}
+
+export interface ReceiptDoc {
+  /** `${organizationId}:${seq}`: one receipt per place in the chain. */
+  _id: string;
+  organizationId: string;
+  seq: number;
+  purchaseId: string;
+  decisionId: string;
+  jws: string;
+}
+
+export const receiptCollections = (db: StoreDb) => ({
+  keys: db.collection<SigningKeyDoc>(RECEIPT_COLLECTIONS.keys),
+  chains: db.collection<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains),
+  receipts: db.collection<ReceiptDoc>(RECEIPT_COLLECTIONS.receipts),
+});

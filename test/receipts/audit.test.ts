@@ -1,0 +1,200 @@
+// The auditor's tools as an auditor runs them (docs/operate/auditors.md), against a service on a DATA_DIR:
+// `npm run admin -- rotate-signing-key` (old receipts keep verifying), `export-log`, `verify-receipts`
+// offline (an altered payload, a reordered file, a removed line: exit 1 naming the seq), `verify-log`
+// (a decision's outcome changed straight in SQLite: exit 1 naming its seq), and the Python check of
+// docs/operate/auditors.md run as written.
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { promisify } from 'node:util';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { openEmbeddedStore, type EmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
+
+const run = promisify(execFile);
+// The service and the CLI seal the signing keys with the same key, as on one deployment.
+const WEBHOOK_ENCRYPTION_KEY = 'ab'.repeat(32);
+const dir = mkdtempSync(join(tmpdir(), 'receipts-audit-'));
+const dataDir = join(dir, 'data');
+let store: EmbeddedStore;
+let app: TestApp;
+let org: AppliedOrg;
+/** The receipts of every decision made here, by seq, as the service sent them. */
+const sent = new Map<number, string>();
+
+async function cli(script: string, args: string[]) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [script, ...args], { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '', WEBHOOK_ENCRYPTION_KEY } });
+    return { code: 0, stdout, stderr };
+  } catch (err: any) {
+    return { code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string };
+  }
+}
+
+const seqOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[1], 'base64url').toString()).seq as number;
+const kidOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[0], 'base64url').toString()).kid as string;
+
+async function buy(amountMinor: string, key = 'buyer-key') {
+  const res = await app.request('/v1/purchase-requests', { key: org.keys[key], body: { merchant: 'Paper Co', amountMinor, reason: 'paper' } });
+  if (res.status !== 201) throw new Error(res.text);
+  const jws = res.headers.get('decision-receipt')!;
+  sent.set(seqOf(jws), jws);
+  return res;
+}
+
+let jwksFile: string;
+let exportFile: string;
+let oldKid: string;
+
+test.before(async () => {
+  store = await openEmbeddedStore({ dataDir });
+  app = await startApp({ store, env: { WEBHOOK_ENCRYPTION_KEY } });
+  org = await applyManifest(app, acmeManifest('audited'));
+  for (let i = 0; i < 3; i++) await buy(String(1000 + i));
+  const held = await buy('30000');
+  const answered = await app.admin(`/admin/purchase-requests/${held.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana', comment: null } });
+  if (answered.status !== 200) throw new Error(answered.text);
+  const listed = await app.request(`/v1/purchase-requests/${held.body.purchaseRequest.id}/receipts`, { key: org.keys['buyer-key'] });
+  for (const r of listed.body.receipts) sent.set(r.seq, r.receipt);
+  oldKid = kidOf(sent.get(1)!);
+  const rotated = await cli('scripts/admin.ts', ['rotate-signing-key']);
+  if (rotated.code !== 0) throw new Error(rotated.stderr);
+  for (let i = 0; i < 3; i++) await buy(String(2000 + i), 'travel-key');
+  jwksFile = join(dir, 'jwks.json');
+  writeFileSync(jwksFile, await fetch(`${app.url}/.well-known/jwks.json`).then((r) => r.text()));
+  const exported = await cli('scripts/admin.ts', ['export-log', org.organizationId]);
+  if (exported.code !== 0) throw new Error(exported.stderr);
+  exportFile = join(dir, 'export.jsonl');
+  writeFileSync(exportFile, exported.stdout);
+});
+test.after.always(async () => {
+  await app?.close();
+  await store?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const lines = () => readFileSync(exportFile, 'utf8').trimEnd().split('\n');
+
+function variant(name: string, edit: (lines: string[]) => string[]): string {
+  const file = join(dir, name);
+  writeFileSync(file, edit(lines()).join('\n') + '\n');
+  return file;
+}
+
+test('rotate-signing-key: the new key signs from the next decision on, and the old receipts still verify with the JWKS', async (t) => {
+  const jwks = JSON.parse(readFileSync(jwksFile, 'utf8'));
+  t.is(jwks.keys.length, 2, 'the retired key stays published');
+  t.is(jwks.keys[1].kid, oldKid);
+  const newKid = jwks.keys[0].kid;
+  t.not(newKid, oldKid);
+  t.is(kidOf(sent.get(5)!), oldKid);
+  t.is(kidOf(sent.get(6)!), newKid, 'the first decision after the rotation');
+  const verified = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, exportFile]);
+  t.is(verified.code, 0, verified.stderr);
+  t.regex(verified.stdout, /8 receipt\(s\), seq 1\.\.8, verified/);
+  const byUrl = await cli('scripts/verify-receipts.ts', ['--jwks', `${app.url}/.well-known/jwks.json`, exportFile]);
+  t.is(byUrl.code, 0, byUrl.stderr);
+});
+
+test('export-log prints the chain as JSON Lines, the receipts the service sent, from --from on when asked', async (t) => {
+  const all = lines().map((l) => JSON.parse(l));
+  t.deepEqual(all.map((l) => l.seq), [1, 2, 3, 4, 5, 6, 7, 8]);
+  for (const l of all) t.is(l.receipt, sent.get(l.seq));
+  t.deepEqual(Object.keys(all[0]), ['seq', 'receipt']);
+  const tail = await cli('scripts/admin.ts', ['export-log', org.organizationId, '--from', '6']);
+  t.is(tail.code, 0);
+  t.deepEqual(tail.stdout.trimEnd().split('\n').map((l) => JSON.parse(l).seq), [6, 7, 8]);
+  const tailFile = join(dir, 'tail.jsonl');
+  writeFileSync(tailFile, tail.stdout);
+  t.is((await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, tailFile])).code, 0);
+  t.is((await cli('scripts/admin.ts', ['export-log'])).code, 2, 'no organisation: a usage mistake');
+  t.is((await cli('scripts/admin.ts', ['export-log', org.organizationId, '--from', 'zero'])).code, 2);
+});
+
+test('verify-receipts: an altered payload fails naming its seq', async (t) => {
+  const file = variant('altered.jsonl', (ls) =>
+    ls.map((l) => {
+      const line = JSON.parse(l);
+      if (line.seq !== 3) return l;
+      const [h, p, s] = line.receipt.split('.');
+      const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
+      payload.outcome = 'REJECTED';
+      return JSON.stringify({ seq: 3, receipt: `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}` });
+    }),
+  );
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
+  t.is(res.code, 1);
+  t.regex(res.stderr, /^seq 3: the signature does not verify/);
+});
+
+test('verify-receipts: a reordered file fails naming the seq that is out of place', async (t) => {
+  const file = variant('reordered.jsonl', (ls) => [ls[0], ls[1], ls[3], ls[2], ...ls.slice(4)]);
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
+  t.is(res.code, 1);
+  t.regex(res.stderr, /^seq 3: seq 3 was expected here, found 4/);
+});
+
+test('verify-receipts: a file with a line removed fails naming the missing seq', async (t) => {
+  const file = variant('removed.jsonl', (ls) => ls.filter((l) => JSON.parse(l).seq !== 5));
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
+  t.is(res.code, 1);
+  t.regex(res.stderr, /^seq 5: seq 5 was expected here, found 6/);
+  // Relabelling the lines after the gap is no way round it: the receipts say their own seq.
+  const relabelled = variant('relabelled.jsonl', (ls) => ls.filter((l) => JSON.parse(l).seq !== 5).map((l) => JSON.stringify({ ...JSON.parse(l), seq: JSON.parse(l).seq > 5 ? JSON.parse(l).seq - 1 : JSON.parse(l).seq })));
+  const again = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, relabelled]);
+  t.is(again.code, 1);
+  t.regex(again.stderr, /^seq 5: the receipt says seq 6/);
+});
+
+test('verify-receipts: usage mistakes and unreadable keys exit 2', async (t) => {
+  t.is((await cli('scripts/verify-receipts.ts', [exportFile])).code, 2);
+  t.is((await cli('scripts/verify-receipts.ts', ['--jwks', join(dir, 'no-such.json'), exportFile])).code, 2);
+  const noKeys = join(dir, 'empty-jwks.json');
+  writeFileSync(noKeys, JSON.stringify({ keys: [] }));
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', noKeys, exportFile]);
+  t.is(res.code, 1);
+  t.regex(res.stderr, /^seq 1: signed with key .* which is not in the JWKS/);
+});
+
+test('the Python check of docs/operate/auditors.md verifies a receipt, and refuses an altered one', async (t) => {
+  const doc = readFileSync('docs/operate/auditors.md', 'utf8');
+  const snippet = /```python\n([\s\S]*?)```/.exec(doc)![1];
+  const script = join(dir, 'verify_receipt.py');
+  writeFileSync(script, snippet);
+  const check = async (jws: string) => {
+    try {
+      return { code: 0, ...(await run('python3', [script, jwksFile, jws])) };
+    } catch (err: any) {
+      return { code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string };
+    }
+  };
+  const ok = await check(sent.get(2)!);
+  t.is(ok.code, 0, ok.stderr);
+  t.is(JSON.parse(ok.stdout).seq, 2);
+  t.is((await check(sent.get(7)!)).code, 0, 'one signed with the new key too');
+  const [h, p, s] = sent.get(2)!.split('.');
+  const forged = JSON.parse(Buffer.from(p, 'base64url').toString());
+  forged.amountMinor = '1';
+  t.not((await check(`${h}.${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${s}`)).code, 0);
+});
+
+// It edits the store; the other tests read only what was exported before.
+test('verify-log: the stored chain agrees with the stored decisions until one is changed straight in SQLite, then it names the seq', async (t) => {
+  const clean = await cli('scripts/admin.ts', ['verify-log', org.organizationId]);
+  t.is(clean.code, 0, clean.stderr);
+  t.regex(clean.stdout, /8 receipt\(s\), seq 1\.\.8/);
+  const decisionId = JSON.parse(Buffer.from(sent.get(2)!.split('.')[1], 'base64url').toString()).decisionId;
+  const sqlite = new DatabaseSync(store.location);
+  try {
+    const changed = sqlite.prepare(`UPDATE decisions SET doc = json_set(doc, '$.outcome', 'REJECTED') WHERE id = ?`).run(`s${decisionId}`);
+    t.is(changed.changes, 1);
+  } finally {
+    sqlite.close();
+  }
+  const found = await cli('scripts/admin.ts', ['verify-log', org.organizationId]);
+  t.is(found.code, 1);
+  t.regex(found.stderr, /seq 2 is bad: the stored outcome is "REJECTED", the receipt says "APPROVED"/);
+});

@@ -1,0 +1,152 @@
+// Decision receipts through the HTTP surface (docs/integrate/receipts.md): the Decision-Receipt header
+// verifies with node:crypto against the JWKS fetched over HTTP, a replay sends the same receipt, an
+// answered approval adds a second one, the chain links them, and another tenant's purchase is a 404.
+import test from 'ava';
+import { createHash, createPublicKey, verify } from 'node:crypto';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startApp();
+});
+test.after.always(() => app?.close());
+
+const part = (jws: string, i: number) => JSON.parse(Buffer.from(jws.split('.')[i], 'base64url').toString('utf8'));
+
+/** Verifies a compact JWS with nothing but node:crypto and the JWKS as served; returns the payload. */
+async function verifiedPayload(jws: string) {
+  const jwks: any = await fetch(`${app.url}/.well-known/jwks.json`).then((r) => r.json());
+  const header = part(jws, 0);
+  const jwk = jwks.keys.find((k: { kid: string }) => k.kid === header.kid);
+  if (!jwk) throw new Error(`kid ${header.kid} is not in the JWKS`);
+  const [h, p, s] = jws.split('.');
+  const ok = verify(null, Buffer.from(`${h}.${p}`), createPublicKey({ key: jwk, format: 'jwk' }), Buffer.from(s, 'base64url'));
+  if (!ok) throw new Error('the signature does not verify');
+  return { header, payload: part(jws, 1) };
+}
+
+const hashOf = (jws: string) => createHash('sha256').update(jws).digest('base64url');
+
+test('GET /.well-known/jwks.json: Ed25519 public keys only, no credential needed', async (t) => {
+  const res = await fetch(`${app.url}/.well-known/jwks.json`);
+  t.is(res.status, 200);
+  const jwks: any = await res.json();
+  t.true(jwks.keys.length >= 1);
+  for (const key of jwks.keys) {
+    t.deepEqual(Object.keys(key).sort(), ['alg', 'crv', 'kid', 'kty', 'use', 'x']);
+    t.like(key, { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
+    t.is(Buffer.from(key.x, 'base64url').length, 32);
+  }
+});
+
+test('a submission carries a receipt that verifies against the JWKS and says what was decided; a replay sends the same one', async (t) => {
+  const org = await applyManifest(app, acmeManifest('receipt-submit'));
+  const body = JSON.stringify({ merchant: 'Paper Co', amountMinor: '1999', reason: 'paper', metadata: { order: 7 } });
+  const send = () =>
+    app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], raw: body, headers: { 'content-type': 'application/json', 'idempotency-key': 'receipt-1' } });
+  const created = await send();
+  t.is(created.status, 201);
+  const jws = created.headers.get('decision-receipt')!;
+  t.truthy(jws);
+  const { header, payload } = await verifiedPayload(jws);
+  t.deepEqual(header, { alg: 'EdDSA', kid: header.kid, typ: 'decision-receipt+jwt' });
+  t.like(payload, {
+    iss: app.deps.config.baseUrl,
+    seq: 1,
+    prev: null,
+    organizationId: org.organizationId,
+    agentId: org.agents.buyer.id,
+    purchaseRequestId: created.body.purchaseRequest.id,
+    decisionId: created.body.decision.id,
+    kind: 'INITIAL',
+    outcome: 'APPROVED',
+    amountMinor: '1999',
+    currency: 'EUR',
+    merchant: 'Paper Co',
+    evaluatedAt: created.body.decision.evaluatedAt,
+  });
+  t.deepEqual(payload.reasonCodes, created.body.decision.reasonCodes);
+  t.deepEqual(payload.policyVersionIds, created.body.policyVersions.map((p: { policyVersionId: string }) => p.policyVersionId));
+  t.is(payload.requestSha256, createHash('sha256').update(body).digest('hex'), 'the SHA-256 of the body as sent, and stored');
+
+  const replayed = await send();
+  t.is(replayed.status, 200);
+  t.true(replayed.body.replayed);
+  t.is(replayed.headers.get('decision-receipt'), jws);
+
+  const listed = await app.request(`/v1/purchase-requests/${created.body.purchaseRequest.id}/receipts`, { key: org.keys['buyer-key'] });
+  t.is(listed.status, 200);
+  t.deepEqual(listed.body, { receipts: [{ seq: 1, receipt: jws }] });
+});
+
+test('an answered approval adds a second receipt, chained to the first; the organisation\'s receipts count on without a gap', async (t) => {
+  const org = await applyManifest(app, acmeManifest('receipt-answer'));
+  const held = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Desks Ltd', amountMinor: '30000', reason: 'a desk' } });
+  t.is(held.body.decision.outcome, 'REQUIRES_APPROVAL');
+  const first = held.headers.get('decision-receipt')!;
+  t.like((await verifiedPayload(first)).payload, { seq: 1, outcome: 'REQUIRES_APPROVAL', kind: 'INITIAL' });
+  const between = await app.request('/v1/purchase-requests', { key: org.keys['travel-key'], body: { merchant: 'Rail', amountMinor: '100', currency: 'USD', reason: 'ticket' } });
+  t.is(between.status, 201);
+
+  const id = held.body.purchaseRequest.id;
+  const answered = await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person: 'ana', comment: null } });
+  t.is(answered.status, 200, answered.text);
+  const listed = await app.request(`/v1/purchase-requests/${id}/receipts`, { key: org.keys['buyer-key'] });
+  t.is(listed.status, 200);
+  t.is(listed.body.receipts.length, 2);
+  t.is(listed.body.receipts[0].receipt, first);
+  const second = listed.body.receipts[1];
+  t.is(second.seq, 3, 'the organisation\'s third decision: the travel agent\'s came between');
+  const { payload } = await verifiedPayload(second.receipt);
+  t.like(payload, { seq: 3, kind: 'APPROVAL_REEVALUATION', outcome: 'APPROVED', purchaseRequestId: id, decisionId: answered.body.purchase.decision.id });
+  t.is(payload.prev, hashOf(between.headers.get('decision-receipt')!), 'prev is the hash of the organisation\'s receipt before it');
+  t.is((await verifiedPayload(between.headers.get('decision-receipt')!)).payload.prev, hashOf(first));
+});
+
+test('receipts are read by whoever may read the purchase: another agent, another organisation and an unknown id are the same 404', async (t) => {
+  const org = await applyManifest(app, acmeManifest('receipt-own'));
+  const other = await applyManifest(app, acmeManifest('receipt-other'));
+  const created = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'paper' } });
+  const path = `/v1/purchase-requests/${created.body.purchaseRequest.id}/receipts`;
+  t.is((await app.request(path, { key: org.keys['buyer-key'] })).status, 200);
+  for (const key of [org.keys['travel-key'], other.keys['buyer-key']]) {
+    const refused = await app.request(path, { key });
+    t.is(refused.status, 404);
+    t.is(refused.body.error.code, 'not_found');
+  }
+  t.is((await app.request('/v1/purchase-requests/0190aaaa-0000-7000-8000-000000000000/receipts', { key: org.keys['buyer-key'] })).status, 404);
+  t.is((await app.request('/v1/purchase-requests/not-a-uuid/receipts', { key: org.keys['buyer-key'] })).status, 404);
+  t.is((await app.request(path, { key: org.keys['admin-key'] })).status, 403, 'an organisation-scoped key reads no purchase');
+  t.is((await app.request(path)).status, 401);
+});
+
+test('a rejected decision has its receipt too; the chain is per organisation', async (t) => {
+  const a = await applyManifest(app, acmeManifest('receipt-per-org-a'));
+  const b = await applyManifest(app, acmeManifest('receipt-per-org-b'));
+  const refused = await app.request('/v1/purchase-requests', { key: a.keys['buyer-key'], body: { merchant: 'Shady Goods Ltd', amountMinor: '100', reason: 'x' } });
+  t.is(refused.body.decision.outcome, 'REJECTED');
+  t.like((await verifiedPayload(refused.headers.get('decision-receipt')!)).payload, { seq: 1, outcome: 'REJECTED', organizationId: a.organizationId });
+  const other = await app.request('/v1/purchase-requests', { key: b.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'x' } });
+  t.like((await verifiedPayload(other.headers.get('decision-receipt')!)).payload, { seq: 1, prev: null, organizationId: b.organizationId });
+});
+
+test('concurrent decisions of two agents form one chain on this store: seq 1..40, each prev the hash of the receipt before', async (t) => {
+  const org = await applyManifest(app, acmeManifest('receipt-concurrent'));
+  const results = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      app.request('/v1/purchase-requests', {
+        key: org.keys[i % 2 === 0 ? 'buyer-key' : 'travel-key'],
+        body: i % 2 === 0 ? { merchant: 'Paper Co', amountMinor: '100', reason: `p${i}` } : { merchant: 'Rail', amountMinor: '100', currency: 'USD', reason: `t${i}` },
+      }),
+    ),
+  );
+  t.true(results.every((r) => r.status === 201));
+  const bySeq = new Map<number, string>();
+  for (const r of results) {
+    const jws = r.headers.get('decision-receipt')!;
+    bySeq.set((await verifiedPayload(jws)).payload.seq, jws);
+  }
+  t.deepEqual([...bySeq.keys()].sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => i + 1));
+  for (let seq = 2; seq <= 40; seq++) t.is(part(bySeq.get(seq)!, 1).prev, hashOf(bySeq.get(seq - 1)!), `seq ${seq}`);
+});
