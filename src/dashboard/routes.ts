@@ -187,7 +187,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
     } catch (err) {
       // A second answer, one after expiry, or an approval of one's own purchase: the command's own
       // refusal, on the inbox as it is now.
-      if (!(err instanceof ApiError) || (err.status !== 409 && err.code !== 'self_approval_forbidden')) throw err;
+      if (!(err instanceof ApiError) || (err.status !== 409 && err.code !== 'self_approval_not_permitted')) throw err;
       const now = deps.now();
       send(ctx, err.status, views.inboxPage(viewerOf(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message, code: err.code }));
     }

@@ -58,7 +58,7 @@ test('answer refuses to approve a purchase in the name of the person who made it
   const id = await dashboardPurchase(ana, org.agents.buyer.id, { merchant: 'Standing Desks Ltd', amount: '300.00' });
   const refused = await cli(['answer', id, 'approve', '--person', 'ana']);
   t.is(refused.code, 1);
-  t.regex(refused.stderr, /self_approval_forbidden/);
+  t.regex(refused.stderr, /self_approval_not_permitted/);
   t.is((await app.request(`/v1/purchase-requests/${id}`, { key: org.keys['buyer-key'] })).body.purchase.status, 'PENDING_APPROVAL');
   const approved = await cli(['answer', id, 'approve', '--person', 'bo']);
   t.is(approved.code, 0, approved.stderr);
