@@ -230,3 +230,30 @@ test('manifests: approvalsRequired is 1..5 on REQUIRE_APPROVAL rules, shown on p
     t.true(issues.some((i) => i.path.startsWith('policies.0.rules.0.approvalsRequired')), JSON.stringify(issues));
   }
 });
+
+test('two instances on one store answering at the same moment: one decision, each person counted once (100 trials)', async (t) => {
+  // Another instance of the service on the same store: its own mailboxes, so the answers race in the store.
+  const second = await startApp({ store: app.store });
+  t.teardown(() => second.close());
+  const org = await quorumOrg();
+  const key = org.keys['buyer-key'];
+  const ids: string[] = [];
+  for (let i = 0; i < 100; i++) ids.push((await submit(key, 30000)).purchaseRequest.id);
+  const on = (instance: TestApp, id: string, person: string) => instance.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person } });
+  for (let batch = 0; batch < 10; batch++) {
+    const trials = await Promise.all(ids.slice(batch * 10, batch * 10 + 10).map((id) => Promise.all([on(app, id, 'ana'), on(second, id, 'bob'), on(second, id, 'ana')])));
+    for (const [anaOne, bob, anaTwo] of trials) {
+      t.is(bob.status, 200, bob.text);
+      t.deepEqual([anaOne.status, anaTwo.status].sort(), [200, 409]);
+    }
+  }
+  for (const id of ids) {
+    t.deepEqual((await decisionsOf(id)).map((d: any) => d.kind).sort(), ['APPROVAL_REEVALUATION', 'INITIAL']);
+    const done = await read(key, id);
+    t.is(done.status, 'APPROVED');
+    t.deepEqual(done.approval.answers.map((a: any) => a.name).sort(), ['Ana Approver', 'Bob Approver']);
+  }
+  const window = (await dayWindow(org))!;
+  t.is(window.heldMinor, 0);
+  t.is(window.committedMinor, 30000 * 100);
+});
