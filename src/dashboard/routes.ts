@@ -38,6 +38,7 @@ const purchaseBody = compile(PurchaseRequestBody);
 const ANSWERED = new Map([
   ['APPROVED', 'Approved: the purchase can go ahead.'],
   ['REJECTED', 'Rejected: the purchase will not go ahead.'],
+  ['PENDING_APPROVAL', 'Your approval is recorded: the purchase waits for more approvers.'],
 ]);
 
 function send(ctx: Context, status: number, page: string): void {

@@ -58,7 +58,7 @@ test('100 purchases answered concurrently by two approvers in two processes: one
     const people = await db.collection('people').find({ handle: { $in: ['ana', 'bob'] } }).toArray();
     const expected = people.map((p: any) => p._id).sort();
     for (const id of ids) {
-      const purchase: any = await db.collection('purchases').findOne({ _id: id });
+      const purchase: any = await db.collection<{ _id: string }>('purchases').findOne({ _id: id });
       t.is(purchase.status, 'APPROVED');
       const decisions = await db.collection('decisions').find({ purchaseId: id }).toArray();
       t.deepEqual(decisions.map((d: any) => d.kind).sort(), ['APPROVAL_REEVALUATION', 'INITIAL'], `one decision for ${id}`);
