@@ -59,6 +59,11 @@ export const Approval = Type.Object({
   resolvedAt: Nullable(Timestamp),
   resolvedBy: Nullable(Person),
   comment: Nullable(Type.String()),
+  approvalsRequired: Type.Integer({ minimum: 1, maximum: 5, description: 'How many distinct approvers must approve (a quorum); one rejection ends the approval.' }),
+  answers: Type.Array(
+    Type.Object({ name: Type.String(), answer: Type.Enum(['APPROVE', 'REJECT']), comment: Nullable(Type.String()), answeredAt: Timestamp }),
+    { description: 'The answers so far, in order, the resolving one included.' },
+  ),
 });
 
 export const PurchaseReadback = Type.Object({

@@ -16,6 +16,13 @@ export const ManifestRule = Type.Object(
     periodKind: PeriodKind,
     amountMinor: MinorAmountInput,
     currency: Type.Optional(Type.Union([Currency, Type.Null()])),
+    approvalsRequired: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 5,
+        description: 'REQUIRE_APPROVAL rules only: how many distinct approvers must approve a purchase this rule escalates (default 1).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -15,7 +15,17 @@ export const PolicyVersionSummary = Type.Object({
   archivedAt: Nullable(Timestamp),
 });
 
-export const PolicyRule = Type.Object({ id: Uuid, ruleType: RuleType, effect: RuleEffect, periodKind: PeriodKind, amountMinor: MinorAmount, currency: Nullable(Currency) });
+export const PolicyRule = Type.Object({
+  id: Uuid,
+  ruleType: RuleType,
+  effect: RuleEffect,
+  periodKind: PeriodKind,
+  amountMinor: MinorAmount,
+  currency: Nullable(Currency),
+  approvalsRequired: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 5, description: 'On REQUIRE_APPROVAL rules only: how many distinct approvers must approve a purchase this rule escalates.' }),
+  ),
+});
 
 export const PolicyMerchantEntry = Type.Object({ id: Uuid, listType: ListType, merchantKey: Type.String(), label: Type.String() });
 

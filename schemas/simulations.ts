@@ -49,7 +49,17 @@ export const SimulationResponse = Type.Object({
     merchantKey: Type.String(),
   }),
   agent: Nullable(Type.Object({ id: Uuid, name: Type.String(), status: AgentStatus }, { description: 'Null in the two policy-version modes.' })),
-  simulatedDecision: Type.Object({ outcome: Outcome, wouldRequireApproval: Type.Boolean(), reasonCodes: Type.Array(ReasonCode), explanation: Type.String() }),
+  simulatedDecision: Type.Object({
+    outcome: Outcome,
+    wouldRequireApproval: Type.Boolean(),
+    approvalsRequired: Type.Integer({
+      minimum: 0,
+      maximum: 5,
+      description: 'How many distinct approvers would have to approve: the largest approvalsRequired of the rules that escalate; 0 unless wouldRequireApproval.',
+    }),
+    reasonCodes: Type.Array(ReasonCode),
+    explanation: Type.String(),
+  }),
   policiesConsidered: Type.Array(
     Type.Object({
       policyId: Uuid,

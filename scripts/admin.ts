@@ -19,6 +19,7 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
 
   apply <manifest.yaml|manifest.json>          apply an organisation manifest (keys are printed once)
   answer <purchaseRequestId> approve|reject --person <handle> [--comment <text>]
+  purchase <purchaseRequestId>                 a purchase as its agent reads it, with its approval's answers so far
   agent-status <agentId> ENABLED|DISABLED|ARCHIVED
   org-status <organizationId> ACTIVE|SUSPENDED
   revoke-key <apiKeyId>
@@ -78,6 +79,9 @@ export async function buildCall(argv: string[]): Promise<Call> {
       if (!answer) break;
       return { method: 'POST', path: `/admin/purchase-requests/${a}/answer`, body: json({ answer, person: values.person, comment: values.comment ?? null }) };
     }
+    case 'purchase':
+      if (a) return { method: 'GET', path: `/admin/purchase-requests/${encodeURIComponent(a)}` };
+      break;
     case 'agent-status':
       if (a && b) return { method: 'PATCH', path: `/admin/agents/${a}`, body: json({ status: b.toUpperCase() }) };
       break;

@@ -17,6 +17,8 @@ import { requireAdmin } from '../identity/operator-token.ts';
 import { manifestBody } from './manifest-body.ts';
 import { iso } from '../timestamps.ts';
 import { answerApproval } from '../approvals/answer.ts';
+import { views } from '../purchases/projection.ts';
+import { currentReadbacks } from '../purchases/read.ts';
 import { revokeApiKey } from '../identity/credentials/revoke.ts';
 import { setShadow } from '../policies/shadows.ts';
 
@@ -76,6 +78,15 @@ export function adminRoutes(deps: AppDeps): Router {
     const id = uuidParam(ctx, 'versionId', 'policy version');
     const { shadow } = VersionPatch.parse(ctx.state.body);
     ctx.body = { shadow: await setShadow(deps, id, shadow) };
+  });
+
+  // A purchase as its agent reads it back, whoever submitted it: for operators following an approval's answers.
+  router.get('/purchase-requests/:purchaseRequestId', async (ctx) => {
+    const id = uuidParam(ctx, 'purchaseRequestId', 'purchase request');
+    const view = await views(deps.store.db).purchaseViews.findOne({ _id: id });
+    if (!view) throw notFound('purchase request');
+    const [purchase] = await currentReadbacks(deps.store.db, [view]);
+    ctx.body = { purchase };
   });
 
   router.delete('/api-keys/:apiKeyId', async (ctx) => {

@@ -42,6 +42,7 @@ const purchaseBody = compile(PurchaseRequestBody);
 const ANSWERED = new Map([
   ['APPROVED', 'Approved: the purchase can go ahead.'],
   ['REJECTED', 'Rejected: the purchase will not go ahead.'],
+  ['PENDING_APPROVAL', 'Your approval is recorded: the purchase waits for more approvers.'],
 ]);
 
 function send(ctx: Context, status: number, page: string): void {
@@ -191,7 +192,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
     } catch (err) {
       // A second answer, one after expiry, or an approval of one's own purchase: the command's own
       // refusal, on the inbox as it is now.
-      if (!(err instanceof ApiError) || (err.status !== 409 && err.code !== 'self_approval_forbidden')) throw err;
+      if (!(err instanceof ApiError) || (err.status !== 409 && err.code !== 'self_approval_not_permitted')) throw err;
       const now = deps.now();
       send(ctx, err.status, views.inboxPage(viewerOf(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message, code: err.code, emailOff: deps.config.smtp === null }));
     }

@@ -3,7 +3,7 @@
 // goes through the `html` template, which escapes it.
 import type { OrganizationDoc, PersonDoc, PersonRole } from '../store/collections.ts';
 import type { ConnectionDoc } from '../identity/connections/documents.ts';
-import type { DecisionDoc } from '../purchases/documents.ts';
+import { answersOf, approvalsRequiredOf, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
 import { rolesOf } from '../identity/people/roles.ts';
 import { ASSETS } from './assets.ts';
 import { Html, html, money, timeLeft, when } from './html.ts';
@@ -123,19 +123,43 @@ used ${money(usedOf(w), w.currency)}, held ${money(w.heldMinor, w.currency)}${w.
   })}. <span class="muted">Resets ${when(w.periodEnd, zone)}.</span></li>`;
 }
 
+const plural = (n: number, one: string, many: string) => (n === 1 ? one : many);
+
+/** Quorum progress ("1 of 2 approvals") and the answers so far: who, when, and their comment. */
+function quorumProgress(a: ApprovalDoc, zone: string) {
+  const required = approvalsRequiredOf(a);
+  const answers = answersOf(a);
+  if (required === 1 && answers.length === 0) return html``;
+  const approvals = answers.filter((x) => x.answer === 'APPROVE').length;
+  return html`<div class="quorum"><p><strong data-quorum="${approvals}/${required}">${approvals} of ${required} ${plural(required, 'approval', 'approvals')}</strong>${
+    a.state === 'PENDING' && approvals < required ? html` <span class="muted">(${required - approvals} more ${plural(required - approvals, 'approver', 'approvers')} must approve; one rejection refuses it)</span>` : ''
+  }</p>${
+    answers.length > 0
+      ? html`<ul class="answers">${answers.map(
+          (x) => html`<li>${x.name} ${x.answer === 'APPROVE' ? 'approved' : 'rejected'} <span class="muted">${when(x.answeredAt, zone)}</span>${x.comment ? html`: “${x.comment}”` : ''}</li>`,
+        )}</ul>`
+      : ''
+  }</div>`;
+}
+
 function inboxCard(item: InboxItem, viewer: Viewer, now: Date, canAnswer: boolean) {
   const p = item.purchase;
   const zone = viewer.organization.timezone;
   const codes = [...new Set([...(p.decision?.reasonCodes ?? []), ...item.approval.escalationReasonCodes])];
   const id = `approval-${p.id}`;
   const ownPurchase = item.initiatorPersonId === viewer.person._id;
+  // Each person counts once: who has answered has nothing left to do here.
+  const mine = answersOf(item.approval).find((x) => x.personId === viewer.person._id);
   return html`<li class="card" data-id="${p.id}" aria-labelledby="${id}">
 <div class="row"><h2 id="${id}" class="amount">${money(p.amountMinor, p.currency)} at ${p.merchant}</h2><span>for agent <strong>${p.agent.name}</strong></span></div>
 <p><strong>Reason:</strong> ${p.reason}</p>
 <p>${p.decision?.explanation ?? ''} <span class="codes">${codes.join(', ')}</span></p>
 ${item.windows.length > 0 ? html`<p>Budgets it holds:</p><ul class="windows" data-live="windows">${item.windows.map((w) => windowLine(w, zone))}</ul>` : html`<p class="muted">It holds no budget window.</p>`}
+<div data-live="quorum">${quorumProgress(item.approval, zone)}</div>
 <p><span data-live="left"><strong>${timeLeft(item.approval.expiresAt, now)}</strong></span> <span class="muted">(expires ${when(item.approval.expiresAt, zone)}; asked ${when(p.requestedAt, zone)})</span> · <a href="/dashboard/purchases/${p.id}">Details</a></p>
-${canAnswer
+${mine
+    ? html`<p class="muted answered">You approved it ${when(mine.answeredAt, zone)}; other approvers must answer now.</p>`
+    : canAnswer
     ? html`<form method="post" action="/dashboard/approvals/${p.id}/answer">
 ${csrfField(viewer.csrf)}
 <label for="comment-${p.id}">Comment (optional)</label>
@@ -239,7 +263,7 @@ ${a
 <dt>Expires</dt><dd>${when(a.expiresAt, zone)}</dd>
 <dt>Answered by</dt><dd>${a.resolvedBy?.name ?? '—'}${a.resolvedAt ? html` <span class="muted">${when(a.resolvedAt, zone)}</span>` : ''}</dd>
 <dt>Comment</dt><dd>${a.comment ?? '—'}</dd>
-</dl>${a.state === 'PENDING' ? html`<p><a href="/dashboard">Answer it in the inbox</a></p>` : ''}</div>`
+</dl>${quorumProgress(a, zone)}${a.state === 'PENDING' ? html`<p><a href="/dashboard">Answer it in the inbox</a></p>` : ''}</div>`
   : html`<p class="muted">No person was asked: the policies decided alone.</p>`}
 <h2>Decision history</h2>
 <ol class="cards">${d.decisions.map((x) => decisionBlock(x, zone))}</ol>`,

@@ -56,6 +56,8 @@ interface Run {
   evaluations: RuleEvaluation[];
   blocking: ReasonCode[];
   escalating: ReasonCode[];
+  /** The largest approvalsRequired of the rules that escalated so far (1 when none did). */
+  approvals: number;
   primaryBlock: Highlight | null;
   primaryEscalation: Highlight | null;
   /** The windows touched, in the order first touched. */
@@ -113,12 +115,16 @@ function evaluationOf(
 /** Records a PASS or NOT_APPLICABLE evaluation. */
 const pass = (run: Run, evaluation: RuleEvaluation): void => void run.evaluations.push(evaluation);
 
-/** Records a BLOCK or ESCALATE evaluation; `predicate` tells what it says about the purchase, if the explanation names it. */
-function fail(run: Run, candidate: PolicyCandidate, evaluation: RuleEvaluation, predicate: () => string): void {
+/**
+ * Records a BLOCK or ESCALATE evaluation; `predicate` tells what it says about the purchase, if the
+ * explanation names it; `approvals` is the escalating rule's approvalsRequired.
+ */
+function fail(run: Run, candidate: PolicyCandidate, evaluation: RuleEvaluation, predicate: () => string, approvals = 1): void {
   run.evaluations.push(evaluation);
   const reason = evaluation.reasonCode!;
   const block = evaluation.outcome === 'BLOCK';
   (block ? run.blocking : run.escalating).push(reason);
+  if (!block && approvals > run.approvals) run.approvals = approvals;
   // The evaluation the explanation names: the first by reason order, then policy name, policy id and
   // rule/entry id, so that the sentence does not depend on the order the inputs arrive in.
   const sortKey = `${String(RANK.get(reason)).padStart(2, '0')}\u0000${candidate.policyName}\u0000${candidate.policyId}\u0000${evaluation.policyRuleId ?? evaluation.policyMerchantEntryId}`;
@@ -189,7 +195,7 @@ function checkPerPurchase(run: Run, candidate: PolicyCandidate, step: Step): voi
     null,
     rule.id,
   );
-  if (over) fail(run, candidate, evaluation, () => `${run.subject} ${amountPredicate(step.role, true, step.limit)}`);
+  if (over) fail(run, candidate, evaluation, () => `${run.subject} ${amountPredicate(step.role, true, step.limit)}`, rule.approvalsRequired);
   else pass(run, evaluation);
 }
 
@@ -264,7 +270,7 @@ function checkWindow(run: Run, candidate: PolicyCandidate, plan: Plan, step: Ste
   if (!over) return pass(run, evaluation);
   const projectedText = touch.projectedText;
   if (uncountable) return fail(run, candidate, evaluation, () => `${run.subject} ${uncountablePredicate(kind, projectedText)}`);
-  fail(run, candidate, evaluation, () => `${run.subject} ${spendPredicate(step.role, kind, true, projectedText, step.limit)}`);
+  fail(run, candidate, evaluation, () => `${run.subject} ${spendPredicate(step.role, kind, true, projectedText, step.limit)}`, rule.approvalsRequired);
 }
 
 function checkPolicy(run: Run, candidate: PolicyCandidate): void {
@@ -351,6 +357,7 @@ function evaluate(input: EngineInput): { decision: Decision; touches: WindowTouc
         simulated: input.mode !== 'CURRENT_POLICIES',
       }),
       escalationReasonCodes: [],
+      approvalsRequired: 0,
       policiesConsidered: [],
       ruleEvaluations: [],
       effects: { budget: [], crossings: [] },
@@ -372,6 +379,7 @@ function evaluate(input: EngineInput): { decision: Decision; touches: WindowTouc
     evaluations: [],
     blocking: [],
     escalating: [],
+    approvals: 1,
     primaryBlock: null,
     primaryEscalation: null,
     touches: [],
@@ -424,6 +432,7 @@ function evaluate(input: EngineInput): { decision: Decision; touches: WindowTouc
     reasonCodes,
     explanation,
     escalationReasonCodes,
+    approvalsRequired: outcome === 'REQUIRES_APPROVAL' ? run.approvals : 0,
     policiesConsidered: selection.covering.map(considered),
     ruleEvaluations: run.evaluations,
     effects: { budget, crossings },

@@ -142,6 +142,7 @@ export function reevaluate(input: EngineInput, request: ReevaluationRequest): Re
     reasonCodes,
     explanation,
     escalationReasonCodes: [],
+    approvalsRequired: 0,
     effects: { budget, crossings },
   };
 }

@@ -38,6 +38,8 @@ export interface Rule {
   amountMinor: bigint;
   /** Set: the rule applies only to purchases in this currency. Null: to every covered currency. */
   currency: string | null;
+  /** A REQUIRE_APPROVAL rule: how many distinct approvers must approve (1..5; absent means 1). */
+  approvalsRequired?: number;
 }
 
 export interface MerchantEntry {
@@ -276,6 +278,11 @@ export interface Decision {
   explanation: string;
   /** The reasons a person is asked about; empty unless outcome is REQUIRES_APPROVAL. */
   escalationReasonCodes: ReasonCode[];
+  /**
+   * How many distinct approvers must approve: the largest `approvalsRequired` of the rules that escalate
+   * (1..5); 0 unless outcome is REQUIRES_APPROVAL.
+   */
+  approvalsRequired: number;
   policiesConsidered: PolicyConsidered[];
   policiesExcludedByCurrencyScope: PolicyExcludedByCurrency[];
   ruleEvaluations: RuleEvaluation[];

@@ -19,6 +19,8 @@ export type Principal =
       scopes: Scope[];
       application: string;
       grantedBy: { name: string };
+      /** The person who authorised the connection: a purchase it submits counts as theirs (no self-approval). */
+      personId: string;
     };
 
 /** Resolves `cmp_oat_` access tokens; supplied by the OAuth capability. */

@@ -40,6 +40,8 @@ function versionContent(p: ManifestPolicy): VersionContent {
       periodKind: r.periodKind,
       amountMinor: toStored(parseMinor(r.amountMinor)!),
       currency: r.currency ?? null,
+      // Stored only above the default, so that a version written before quorum (or one asking for 1) hashes the same.
+      ...(r.effect === 'REQUIRE_APPROVAL' && (r.approvalsRequired ?? 1) > 1 ? { approvalsRequired: r.approvalsRequired } : {}),
     })),
     merchants: (p.merchants ?? []).map((m) => ({ listType: m.listType, merchantKey: merchantKey(m.label), label: m.label })),
   };
@@ -49,7 +51,9 @@ function versionContent(p: ManifestPolicy): VersionContent {
 function contentHash(c: VersionContent): string {
   const canonical = {
     currencies: [...c.currencies].sort(),
-    rules: c.rules.map((r) => JSON.stringify([r.ruleType, r.effect, r.periodKind, r.amountMinor, r.currency])).sort(),
+    rules: c.rules
+      .map((r) => JSON.stringify([r.ruleType, r.effect, r.periodKind, r.amountMinor, r.currency, ...((r.approvalsRequired ?? 1) > 1 ? [r.approvalsRequired] : [])]))
+      .sort(),
     merchants: c.merchants.map((m) => JSON.stringify([m.listType, m.merchantKey, m.label])).sort(),
   };
   return createHash('sha256').update(JSON.stringify(canonical)).digest('hex');

@@ -63,6 +63,9 @@ export function checkManifest(input: unknown, existingAgents: ReadonlySet<string
       if (r.ruleType === 'AMOUNT_LIMIT' && r.periodKind !== 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'AMOUNT_LIMIT rules are PER_REQUEST.' });
       if (r.ruleType === 'SPEND_LIMIT' && r.periodKind === 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'SPEND_LIMIT rules are DAY or MONTH.' });
       if (r.currency && !isIsoCurrency(r.currency)) issues.push({ path: `${at}.rules.${j}.currency`, code: 'CURRENCY_NOT_ISO_4217', message: `${r.currency} is not an ISO 4217 currency.` });
+      if (r.approvalsRequired !== undefined && r.effect !== 'REQUIRE_APPROVAL') {
+        issues.push({ path: `${at}.rules.${j}.approvalsRequired`, code: 'APPROVALS_REQUIRED_NOT_PERMITTED', message: 'Only a REQUIRE_APPROVAL rule asks for approvals; remove approvalsRequired from a BLOCK rule.' });
+      }
     });
     const keys = new Set<string>();
     (p.merchants ?? []).forEach((entry, j) => {

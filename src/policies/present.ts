@@ -32,6 +32,7 @@ export function versionFull(v: PolicyVersionDoc): Static<typeof PolicyVersion> {
       periodKind: r.periodKind,
       amountMinor: String(r.amountMinor),
       currency: r.currency,
+      ...(r.effect === 'REQUIRE_APPROVAL' ? { approvalsRequired: r.approvalsRequired ?? 1 } : {}),
     })),
     merchants: v.merchants.map(withCurrentKey).map((m) => ({ id: m.id, listType: m.listType, merchantKey: m.merchantKey, label: m.label })),
   };

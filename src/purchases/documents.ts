@@ -25,6 +25,12 @@ export interface PurchaseDoc {
    * is not kept here (this is the readback's shape): it is `submitterId`, see initiatorPersonId.
    */
   initiatedBy?: { name: string } | null;
+  /**
+   * The person behind the purchase, when one is: the maker of a DASHBOARD purchase, or the person who
+   * authorised the MCP connection that submitted it. They may not approve it (no self-approval).
+   * Absent on older documents: see initiatorPersonId.
+   */
+  initiatorPersonId?: string | null;
   merchant: string;
   merchantKey: string;
   merchantDomain: string | null;
@@ -48,11 +54,14 @@ export interface PurchaseDoc {
 }
 
 /**
- * The person who made a purchase from the dashboard, or null for a machine's purchase. A person submits
- * under their own id (submit.ts), so every dashboard purchase already recorded carries it: no new field,
- * and nothing added to the readback, whose `initiatedBy` is `{name}` only (contract.md §2.5).
+ * The person a purchase counts as made by, or null for a machine's purchase (an API key's): the maker of
+ * a dashboard purchase, or the person who authorised the MCP connection that submitted it. Recorded as
+ * `initiatorPersonId` since quorum approvals; a dashboard purchase recorded before carries it anyway as
+ * its `submitterId` (a person submits under their own id, submit.ts). Nothing of it is in the readback,
+ * whose `initiatedBy` is `{name}` only (docs/reference/contract.md §2.5).
  */
-export const initiatorPersonId = (p: Pick<PurchaseDoc, 'initiatedBy' | 'submitterId'>): string | null => (p.initiatedBy ? p.submitterId : null);
+export const initiatorPersonId = (p: Pick<PurchaseDoc, 'initiatedBy' | 'submitterId' | 'initiatorPersonId'>): string | null =>
+  p.initiatorPersonId ?? (p.initiatedBy ? p.submitterId : null);
 
 /** Stored in its wire shape: a decision's evidence is what was answered. */
 export type StoredRuleEvaluation = Static<typeof RuleEvaluation>;
@@ -73,6 +82,15 @@ export interface DecisionDoc {
 
 export type ApprovalState = 'PENDING' | 'APPROVED' | 'REJECTED' | 'EXPIRED' | 'CANCELLED';
 
+/** One person's answer to an approval, in the order given. */
+export interface ApprovalAnswer {
+  personId: string;
+  name: string;
+  answer: 'APPROVE' | 'REJECT';
+  comment: string | null;
+  answeredAt: Date;
+}
+
 export interface ApprovalDoc {
   _id: string;
   purchaseId: string;
@@ -84,14 +102,25 @@ export interface ApprovalDoc {
   expiresAt: Date;
   createdAt: Date;
   resolvedAt: Date | null;
+  /** The person whose answer resolved it (the last approver of a quorum, or the one who rejected). */
   resolvedBy: { name: string; personId: string } | null;
+  /** The resolving answer's comment. */
   comment: string | null;
-  version: number;
-  /** How many distinct approvers must approve (absent = 1). */
+  /**
+   * Distinct approvers who must approve (the largest approvalsRequired of the escalating rules). Absent on
+   * documents written before quorum approvals, meaning 1: read it through approvalsRequiredOf.
+   */
   approvalsRequired?: number;
-  /** The answers so far (absent = none). */
-  answers?: Array<{ personId: string; name: string; answer: 'APPROVE' | 'REJECT'; comment: string | null; answeredAt: Date }>;
+  /**
+   * Every answer so far, the resolving one included, in order. Absent on documents written before quorum
+   * approvals, meaning []: read it through answersOf.
+   */
+  answers?: ApprovalAnswer[];
+  version: number;
 }
+
+export const approvalsRequiredOf = (a: { approvalsRequired?: number }): number => a.approvalsRequired ?? 1;
+export const answersOf = (a: { answers?: ApprovalAnswer[] }): ApprovalAnswer[] => a.answers ?? [];
 
 export interface IdempotencyDoc {
   _id: string;

@@ -74,6 +74,7 @@ async function afterCommit(deps: AppDeps, outcome: PurchaseOutcome): Promise<voi
       decisionRecorded(outcome.decision, outcome.decision.kind);
       if (outcome.decision.kind === 'APPROVAL_EXPIRED') approvalExpired((outcome.decision.evaluatedAt.getTime() - outcome.approval.expiresAt.getTime()) / 1000);
       return;
+    case 'ANSWER_RECORDED':
     case 'UNCHANGED':
       return;
   }

@@ -7,6 +7,7 @@
 //
 //   (none) --SUBMIT--> APPROVED | REJECTED | PENDING_APPROVAL
 //   PENDING_APPROVAL --ANSWER--> APPROVED | REJECTED
+//   PENDING_APPROVAL --ANSWER--> PENDING_APPROVAL  (an approval below the quorum: the answer is recorded)
 //   PENDING_APPROVAL --EXPIRE--> EXPIRED      (nobody answered by expiresAt)
 //   PENDING_APPROVAL --CANCEL--> CANCELLED    (its agent was archived)
 import { Duration } from 'luxon';
@@ -22,7 +23,7 @@ import { hasRole } from '../identity/people/roles.ts';
 import { fromStored, toStored } from '../money.ts';
 import type { LoadedWindows } from '../budgets/window-state.ts';
 import { applyWindowWrites, policiesToFence, windowChanges, type WindowWrite } from '../budgets/window-writes.ts';
-import { initiatorPersonId, type ApprovalDoc, type DecisionDoc, type IdempotencyDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
+import { answersOf, approvalsRequiredOf, initiatorPersonId, type ApprovalAnswer, type ApprovalDoc, type DecisionDoc, type IdempotencyDoc, type Origin, type PurchaseDoc, type SubmittedVia } from './documents.ts';
 import { engineBase, type PurchaseInput } from './input.ts';
 import { policyVersionsOf, readback, ruleEvaluationWire, submissionResponse } from './present.ts';
 import { nextReceipt } from '../receipts/chain.ts';
@@ -55,6 +56,8 @@ export interface Submitter {
   via: SubmittedVia | null;
   /** The person behind a dashboard purchase (their id is `id`). */
   person: { name: string } | null;
+  /** The person the purchase counts as made by: the dashboard's person, or who authorised the connection. */
+  personId: string | null;
 }
 
 export type PurchaseCommand =
@@ -79,7 +82,11 @@ export interface PurchaseRecord {
   purchase: PurchaseDoc;
   /** The version it had before: null when the record creates it. */
   purchaseVersionRead: number | null;
-  decision: DecisionDoc;
+  /**
+   * Null for an approval below the quorum: the record is then the approval with the answer added, and
+   * nothing else is written (the purchase, its budgets and its decision stay as they are, no event).
+   */
+  decision: DecisionDoc | null;
   approval: ApprovalDoc | null;
   /** The approval's version before: null when the record creates it (or there is none). */
   approvalVersionRead: number | null;
@@ -112,6 +119,8 @@ export interface ReceiptWrite {
 export type PurchaseOutcome =
   | { kind: 'SUBMITTED'; body: ReturnType<typeof submissionResponse>; json: string | undefined; expiry: { approvalId: string; expiresAt: Date } | null; decision: DecisionDoc; receipt: string }
   | { kind: 'ANSWERED'; purchase: ReturnType<typeof readback>; decision: DecisionDoc; receipt: string }
+  /** An approval below the quorum, recorded: the purchase still waits for more approvers. */
+  | { kind: 'ANSWER_RECORDED'; purchaseId: string; approval: ApprovalDoc }
   | { kind: 'CLOSED'; approval: ApprovalDoc; decision: DecisionDoc }
   /** Nothing to do (an expiry of an approval answered meanwhile, or not yet due): no record. */
   | { kind: 'UNCHANGED' };
@@ -128,11 +137,16 @@ export const notAnApprover = (name: string) =>
   new ApiError(403, 'person_not_approver', `${name} does not have the approver role, so cannot answer approvals; nothing was changed.`);
 
 /**
- * Four eyes: the person who made a purchase from the dashboard cannot also approve it; another approver
- * must. Rejecting it stays open to them: withdrawing one's own purchase gives nobody anything.
+ * Four eyes: the person who made a purchase (from the dashboard, or through an MCP connection they
+ * authorised) cannot also approve it; another approver must. Rejecting it stays open to them:
+ * withdrawing one's own purchase gives nobody anything.
  */
 export const selfApproval = (name: string) =>
-  new ApiError(403, 'self_approval_forbidden', `${name} made this purchase, so cannot also approve it; another approver must. It is still waiting for an answer; nothing was changed.`);
+  new ApiError(403, 'self_approval_not_permitted', `${name} made this purchase, so cannot also approve it; another approver must. It is still waiting for an answer; nothing was changed.`);
+
+/** A quorum counts each person once: their second answer changes nothing. */
+export const alreadyAnswered = (name: string) =>
+  new ApiError(409, 'approval_already_answered_by_person', `${name} has already answered this approval; each person counts once, so another approver must answer. Nothing was changed.`);
 
 export function decidePurchase(state: PurchaseState, command: PurchaseCommand, now: Date): Decided {
   switch (command.kind) {
@@ -208,6 +222,7 @@ function submit(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'SUB
     submittedVia: cmd.submitter.via,
     origin: cmd.origin,
     initiatedBy: cmd.submitter.person,
+    initiatorPersonId: cmd.submitter.personId,
     merchant: cmd.purchase.merchant,
     merchantKey: cmd.purchase.merchantKey,
     merchantDomain: cmd.purchase.merchantDomain,
@@ -263,6 +278,12 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
   if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
   if (!hasRole(person, 'approver')) throw notAnApprover(person.name);
   if (cmd.answer === 'APPROVE' && initiatorPersonId(purchase) === person._id) throw selfApproval(person.name);
+  const answers = answersOf(approval);
+  if (answers.some((a) => a.personId === person._id)) throw alreadyAnswered(person.name);
+  const given: ApprovalAnswer = { personId: person._id, name: person.name, answer: cmd.answer, comment: cmd.comment, answeredAt: now };
+  const required = approvalsRequiredOf(approval);
+  // Every earlier answer approved (one rejection ends the approval), so this is approval number answers.length + 1.
+  if (cmd.answer === 'APPROVE' && answers.length + 1 < required) return recordAnswer(state, { ...approval, approvalsRequired: required, answers: [...answers, given], version: approval.version + 1 });
 
   const base = engineBase({
     mode: 'CURRENT_POLICIES',
@@ -288,6 +309,8 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     resolvedAt: now,
     resolvedBy: { name: person.name, personId: person._id },
     comment: cmd.comment,
+    approvalsRequired: required,
+    answers: [...answers, given],
     version: approval.version + 1,
   };
   const next: PurchaseDoc = {
@@ -315,6 +338,32 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     projection: { agent: agentView(agent), policyIds, timeZone: org.timezone, previousStatus: purchase.status },
   };
   return { outcome: { kind: 'ANSWERED', purchase: readback(next, agentView(agent), decision, resolved), decision, receipt: record.receipt!.jws }, record };
+}
+
+/**
+ * An approval below the quorum: only the approval changes (the answer added, at the version read, so
+ * that two answers racing each other cannot both count against one version), and the purchase's view.
+ */
+function recordAnswer(state: PurchaseState, recorded: ApprovalDoc): Decided {
+  const { organization: org, agent } = state;
+  const purchase = state.purchase!;
+  const record: PurchaseRecord = {
+    purchase,
+    purchaseVersionRead: purchase.version,
+    decision: null,
+    approval: recorded,
+    approvalVersionRead: state.approval!.version,
+    windows: [],
+    committedWindowIds: [],
+    fencedPolicyIds: [],
+    fenceAgent: false,
+    events: [],
+    idempotency: null,
+    // No decision, so no receipt: the chain counts decisions.
+    receipt: null,
+    projection: { agent: agentView(agent), policyIds: [], timeZone: org.timezone, previousStatus: purchase.status },
+  };
+  return { outcome: { kind: 'ANSWER_RECORDED', purchaseId: purchase._id, approval: recorded }, record };
 }
 
 function close(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'EXPIRE' | 'CANCEL' }>, now: Date): Decided {
@@ -412,6 +461,8 @@ function approvalDocument(decision: Decision, id: string, purchaseId: string, or
     resolvedAt: null,
     resolvedBy: null,
     comment: null,
+    approvalsRequired: decision.approvalsRequired,
+    answers: [],
     version: 1,
   };
 }

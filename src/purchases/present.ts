@@ -1,6 +1,6 @@
 // Wire shapes of docs/reference/contract.md §2.3-2.5 and §4.1, built from engine results and stored documents.
 import type { AgentStatus, Decision, RuleEvaluation } from '../engine/types.ts';
-import type { ApprovalDoc, DecisionDoc, PurchaseDoc } from './documents.ts';
+import { approvalsRequiredOf, type ApprovalDoc, type DecisionDoc, type PurchaseDoc } from './documents.ts';
 import { iso } from '../timestamps.ts';
 import type { Static } from 'typebox';
 import type { Approval, Decision as DecisionWire, PurchaseDecisionResponse, PurchaseReadback, RuleEvaluation as RuleEvaluationWire } from '../../schemas/decisions.ts';
@@ -60,7 +60,16 @@ export function approvalWire(a: ApprovalDoc | null): Static<typeof Approval> | n
     resolvedAt: iso(a.resolvedAt),
     resolvedBy: a.resolvedBy ? { name: a.resolvedBy.name } : null,
     comment: a.comment,
+    approvalsRequired: approvalsRequiredOf(a),
+    answers: answersWire(a),
   };
+}
+
+/** The answers so far; an approval resolved before quorum approvals had one, its resolution. */
+function answersWire(a: ApprovalDoc): Static<typeof Approval>['answers'] {
+  if (a.answers !== undefined) return a.answers.map((x) => ({ name: x.name, answer: x.answer, comment: x.comment, answeredAt: x.answeredAt.toISOString() }));
+  if (!a.resolvedBy || !a.resolvedAt || (a.state !== 'APPROVED' && a.state !== 'REJECTED')) return [];
+  return [{ name: a.resolvedBy.name, answer: a.state === 'APPROVED' ? 'APPROVE' : 'REJECT', comment: a.comment, answeredAt: a.resolvedAt.toISOString() }];
 }
 
 /** PurchaseReadback (docs/reference/contract.md §2.5), as stored in the purchase_views read model. */

@@ -7,7 +7,7 @@ import type { WriteBatch } from '../store/write-batch.ts';
 import { periodFor } from '../engine/periods.ts';
 import type { AgentStatus } from '../engine/types.ts';
 import type { ApprovalDoc, DecisionDoc, PurchaseDoc, PurchaseStatus } from './documents.ts';
-import { readback } from './present.ts';
+import { approvalWire, readback } from './present.ts';
 
 export interface PurchaseViewDoc {
   _id: string;
@@ -158,6 +158,11 @@ export function projectPurchase(
     },
     { upsert: true },
   );
+}
+
+/** An answer below the quorum changes only the approval shown in the purchase's readback. */
+export function projectAnswers(batch: WriteBatch, purchaseId: string, approval: ApprovalDoc): void {
+  batch.updateOne<PurchaseViewDoc>(PURCHASE_VIEWS, { _id: purchaseId }, { $set: { 'readback.approval': approvalWire(approval) } });
 }
 
 const MIGRATIONS = 'migrations';

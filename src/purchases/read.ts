@@ -18,7 +18,20 @@ export async function currentReadbacks(db: StoreDb, rows: PurchaseViewDoc[]): Pr
   if (ids.length === 0) return [];
   const agents = await collections(db).agents.find({ _id: { $in: ids } }, { projection: { status: 1 } }).toArray();
   const status = new Map(agents.map((a) => [a._id, a.status]));
-  return rows.map((r) => ({ ...r.readback, agent: { ...r.readback.agent, status: status.get(r.agentId) ?? r.readback.agent.status } }));
+  return rows.map((r) => ({ ...r.readback, agent: { ...r.readback.agent, status: status.get(r.agentId) ?? r.readback.agent.status }, approval: withAnswers(r.readback.approval) }));
+}
+
+type ApprovalView = PurchaseViewDoc['readback']['approval'];
+
+/** A view written before quorum approvals: one approver was needed, and its only answer was the resolution. */
+function withAnswers(a: ApprovalView): ApprovalView {
+  if (a === null || a.answers !== undefined) return a;
+  const resolved = a.resolvedBy !== null && a.resolvedAt !== null && (a.state === 'APPROVED' || a.state === 'REJECTED');
+  return {
+    ...a,
+    approvalsRequired: a.approvalsRequired ?? 1,
+    answers: resolved ? [{ name: a.resolvedBy!.name, answer: a.state === 'APPROVED' ? 'APPROVE' : 'REJECT', comment: a.comment, answeredAt: a.resolvedAt! }] : [],
+  };
 }
 
 export async function getPurchase(db: StoreDb, principal: Principal, purchaseId: string) {

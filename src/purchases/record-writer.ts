@@ -15,7 +15,7 @@ import type { StoreDb, StoreSession } from '../store/store.ts';
 import { WriteBatch } from '../store/write-batch.ts';
 import { PURCHASE_COLLECTIONS, type ApprovalDoc, type PurchaseDoc } from './documents.ts';
 import type { PurchaseRecord } from './lifecycle.ts';
-import { projectPurchase } from './projection.ts';
+import { projectAnswers, projectPurchase } from './projection.ts';
 import { RECEIPT_COLLECTIONS, type ReceiptChainDoc, type ReceiptDoc } from '../receipts/documents.ts';
 
 export interface PurchaseRecordPort {
@@ -57,22 +57,27 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
     }
   }
   for (const policyId of record.fencedPolicyIds) batch.updateOne<{ _id: string; fence?: number }>('policies', { _id: policyId }, { $inc: { fence: 1 } });
-  if (record.purchaseVersionRead === null) {
-    batch.insertOne(PURCHASE_COLLECTIONS.purchases, purchase);
-  } else {
-    const { _id, ...fields } = purchase;
-    batch.updateOne<PurchaseDoc>(PURCHASE_COLLECTIONS.purchases, { _id, version: record.purchaseVersionRead }, { $set: fields }, { unlessMatched: conflict(`purchase ${_id}`) });
+  if (record.decision !== null) {
+    if (record.purchaseVersionRead === null) {
+      batch.insertOne(PURCHASE_COLLECTIONS.purchases, purchase);
+    } else {
+      const { _id, ...fields } = purchase;
+      batch.updateOne<PurchaseDoc>(PURCHASE_COLLECTIONS.purchases, { _id, version: record.purchaseVersionRead }, { $set: fields }, { unlessMatched: conflict(`purchase ${_id}`) });
+    }
+    batch.insertOne(PURCHASE_COLLECTIONS.decisions, record.decision);
   }
-  batch.insertOne(PURCHASE_COLLECTIONS.decisions, record.decision);
   if (approval) {
     if (record.approvalVersionRead === null) {
       batch.insertOne(PURCHASE_COLLECTIONS.approvals, approval);
     } else {
+      // At the version read and still PENDING: of two answers racing, the second conflicts and is run again
+      // on what the first wrote, so neither a second decision nor one person counted twice can commit.
       const { _id, ...fields } = approval;
       batch.updateOne<ApprovalDoc>(PURCHASE_COLLECTIONS.approvals, { _id, version: record.approvalVersionRead, state: 'PENDING' }, { $set: fields }, { unlessMatched: conflict(`approval ${_id}`) });
     }
   }
   for (const event of record.events) await queueEvent(db, session, batch, event);
-  projectPurchase(batch, { purchase, decision: record.decision, approval, committedWindowIds: record.committedWindowIds, ...record.projection });
+  if (record.decision === null) projectAnswers(batch, purchase._id, approval!);
+  else projectPurchase(batch, { purchase, decision: record.decision, approval, committedWindowIds: record.committedWindowIds, ...record.projection });
   await batch.write(session);
 }

@@ -112,6 +112,7 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
       id: submitterOf(cmd.principal),
       via: submittedVia(cmd.principal),
       person: cmd.principal.kind === 'PERSON' ? { name: cmd.principal.name } : null,
+      personId: cmd.principal.kind === 'PERSON' || cmd.principal.kind === 'CONNECTION' ? cmd.principal.personId : null,
     },
     origin: cmd.origin,
     metadata: (cmd.body.metadata as Record<string, unknown> | null | undefined) ?? null,

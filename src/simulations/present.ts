@@ -58,6 +58,7 @@ export function simulationResponse(d: SimulatedDecision, purchase: PurchaseInput
     simulatedDecision: {
       outcome: d.outcome,
       wouldRequireApproval: d.outcome === 'REQUIRES_APPROVAL',
+      approvalsRequired: d.approvalsRequired,
       reasonCodes: d.reasonCodes,
       explanation: d.explanation,
     },

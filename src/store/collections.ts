@@ -61,6 +61,8 @@ export interface RuleDoc {
   periodKind: 'PER_REQUEST' | 'DAY' | 'MONTH';
   amountMinor: number;
   currency: string | null;
+  /** REQUIRE_APPROVAL rules only: distinct approvers needed, 2..5 (absent means 1, as on older versions). */
+  approvalsRequired?: number;
 }
 
 export interface MerchantEntryDoc {

@@ -6,6 +6,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
 import { Client, dashboardPurchase, setUpDashboardOrg } from '../helpers/dashboard.ts';
+import { quorumManifest } from '../helpers/quorum.ts';
 
 const run = promisify(execFile);
 let app: TestApp;
@@ -58,7 +59,7 @@ test('answer refuses to approve a purchase in the name of the person who made it
   const id = await dashboardPurchase(ana, org.agents.buyer.id, { merchant: 'Standing Desks Ltd', amount: '300.00' });
   const refused = await cli(['answer', id, 'approve', '--person', 'ana']);
   t.is(refused.code, 1);
-  t.regex(refused.stderr, /self_approval_forbidden/);
+  t.regex(refused.stderr, /self_approval_not_permitted/);
   t.is((await app.request(`/v1/purchase-requests/${id}`, { key: org.keys['buyer-key'] })).body.purchase.status, 'PENDING_APPROVAL');
   const approved = await cli(['answer', id, 'approve', '--person', 'bo']);
   t.is(approved.code, 0, approved.stderr);
@@ -102,4 +103,43 @@ test('a service that cannot be reached is one line naming SERVICE_URL, status 1'
   t.is(unreachable.code, 1);
   t.regex(unreachable.stderr, new RegExp(`^cannot reach the service at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\): set SERVICE_URL`));
   t.is(unreachable.stderr.trim().split('\n').length, 1);
+});
+
+test('a two-person rule through the CLI: the first answer is recorded and shown, the same person is refused, the second decides', async (t) => {
+  const applied = await app.admin('/admin/manifests', { body: quorumManifest('cli-quorum') });
+  t.is(applied.status, 200);
+  const submit = async (key: string) => (await app.request('/v1/purchase-requests', { key, body: { merchant: 'Paper Co', amountMinor: '30000', reason: 'two keys' } })).body.purchaseRequest.id as string;
+  const id = await submit(applied.body.apiKeys['buyer-key'].key);
+
+  const first = await cli(['answer', id, 'approve', '--person', 'ana', '--comment', 'one of two']);
+  t.is(first.code, 0, first.stderr);
+  t.is(JSON.parse(first.stdout).purchase.status, 'PENDING_APPROVAL');
+  const shown = await cli(['purchase', id]);
+  t.is(shown.code, 0, shown.stderr);
+  const approval = JSON.parse(shown.stdout).purchase.approval;
+  t.like(approval, { state: 'PENDING', approvalsRequired: 2 });
+  t.deepEqual(approval.answers.map((a: any) => [a.name, a.answer, a.comment]), [['Ana Approver', 'APPROVE', 'one of two']]);
+  t.regex(approval.answers[0].answeredAt, /^\d{4}-/);
+
+  const same = await cli(['answer', id, 'approve', '--person', 'ana']);
+  t.is(same.code, 1);
+  t.regex(same.stderr, /approval_already_answered_by_person/);
+  const second = await cli(['answer', id, 'approve', '--person', 'bob']);
+  t.is(second.code, 0, second.stderr);
+  const done = JSON.parse(second.stdout).purchase;
+  t.is(done.status, 'APPROVED');
+  t.is(done.decision.kind, 'APPROVAL_REEVALUATION');
+  t.deepEqual(done.approval.resolvedBy, { name: 'Bob Approver' });
+  const third = await cli(['answer', id, 'approve', '--person', 'cyd']);
+  t.is(third.code, 1);
+  t.regex(third.stderr, /approval_not_pending/);
+
+  const other = await submit(applied.body.apiKeys['buyer-key'].key);
+  t.is((await cli(['answer', other, 'approve', '--person', 'ana'])).code, 0);
+  const rejected = await cli(['answer', other, 'reject', '--person', 'cyd']);
+  t.is(JSON.parse(rejected.stdout).purchase.status, 'REJECTED');
+
+  const solo = await submit(applied.body.apiKeys['solo-key'].key);
+  t.is(JSON.parse((await cli(['answer', solo, 'approve', '--person', 'ana'])).stdout).purchase.status, 'APPROVED', 'a single-approver rule resolves on one approval');
+  t.is((await cli(['purchase', '0190aaaa-0000-7000-8000-000000000000'])).code, 1);
 });

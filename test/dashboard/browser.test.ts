@@ -14,6 +14,7 @@ let app: TestApp;
 let acme: DashboardOrg;
 let globex: DashboardOrg;
 let quick: DashboardOrg;
+let duo: DashboardOrg;
 const browsers: BrowserSession[] = [];
 
 test.before(async () => {
@@ -25,6 +26,19 @@ test.before(async () => {
   globex = await setUpDashboardOrg(app, 'globex', [{ handle: 'gus', name: 'Gus Globex', email: 'gus@globex.example' }]);
   // Approvals here expire after ten seconds, so that one can be watched expiring.
   quick = await setUpDashboardOrg(app, 'quick', [{ handle: 'quinn', name: 'Quinn Quick', email: 'quinn@quick.example' }], 'PT10S');
+  // A two-person rule: above 200 EUR two distinct approvers must approve.
+  duo = await setUpDashboardOrg(
+    app,
+    'duo',
+    [
+      { handle: 'dora', name: 'Dora Duo', email: 'dora@duo.example' },
+      { handle: 'eli', name: 'Eli Duo', email: 'eli@duo.example' },
+    ],
+    undefined,
+    (m) => {
+      (m.policies[0].rules[1] as Record<string, unknown>).approvalsRequired = 2;
+    },
+  );
 });
 
 test.after.always(async () => {
@@ -262,4 +276,78 @@ test.serial('sign out ends the session: the old cookie opens nothing', async (t)
   const replay = await fetch(`${app.url}/dashboard`, { redirect: 'manual', headers: { cookie: `cmp_dashboard=${cookie!.value}` } });
   t.is(replay.status, 303);
   t.is(replay.headers.get('location'), '/dashboard/sign-in');
+});
+
+test.serial('a two-person rule: the first approval is recorded and shown live to the second approver, whose approval decides', async (t) => {
+  const dora = (await browser()).page;
+  const eli = (await browser()).page;
+  await signIn(dora, duo.people.dora.email);
+  await signIn(eli, duo.people.eli.email);
+  await eli.evaluate('window.sameDocument = "yes"');
+  const id = await askForApproval(duo, 'Two Key Safes Ltd');
+  const doraCard = dora.locator(`li[data-id="${id}"]`);
+  const eliCard = eli.locator(`li[data-id="${id}"]`);
+  await doraCard.waitFor({ timeout: 20_000 });
+  await eliCard.waitFor({ timeout: 20_000 });
+  t.regex(await doraCard.innerText(), /0 of 2 approvals/);
+
+  await doraCard.getByLabel('Comment (optional)').fill('One key turned');
+  await doraCard.getByRole('button', { name: 'Approve' }).click();
+  await dora.waitForURL('**/dashboard?answered=PENDING_APPROVAL');
+  t.regex(await dora.getByRole('status').first().innerText(), /waits for more approvers/);
+  const stillThere = dora.locator(`li[data-id="${id}"]`);
+  t.regex(await stillThere.innerText(), /1 of 2 approvals/);
+  t.regex(await stillThere.innerText(), /Dora Duo approved .*: “One key turned”/);
+  t.is(await stillThere.getByRole('button', { name: 'Approve' }).count(), 0, 'who answered has nothing left to press');
+  t.is(await stillThere.getByRole('button', { name: 'Reject' }).count(), 0);
+  t.regex(await stillThere.innerText(), /You approved it/);
+  const pending = await readback(duo, id);
+  t.is(pending.status, 'PENDING_APPROVAL');
+  t.deepEqual(pending.approval.answers.map((a: any) => [a.name, a.answer, a.comment]), [['Dora Duo', 'APPROVE', 'One key turned']]);
+
+  // The same person again (a form still open elsewhere): the command refuses it.
+  const again = await dora.evaluate(`(async () => {
+    const csrf = document.querySelector('input[name=csrf]').value;
+    const res = await fetch('/dashboard/approvals/${id}/answer', { method: 'POST', body: new URLSearchParams({ csrf, answer: 'APPROVE' }) });
+    return res.status + ' ' + (await res.text());
+  })()`);
+  t.true(String(again).startsWith('409 '), String(again).slice(0, 100));
+  t.true(String(again).includes('data-code="approval_already_answered_by_person"'));
+
+  // Eli's inbox learns of Dora's answer without a reload.
+  await eliCard.getByText('1 of 2 approvals').waitFor({ timeout: 20_000 });
+  t.regex(await eliCard.innerText(), /Dora Duo approved/);
+  t.is(await eli.evaluate('window.sameDocument'), 'yes', 'the progress arrived without a reload');
+  await eliCard.getByRole('button', { name: 'Approve' }).click();
+  await eli.waitForURL('**/dashboard?answered=APPROVED');
+  const done = await readback(duo, id);
+  t.is(done.status, 'APPROVED');
+  t.is(done.decision.kind, 'APPROVAL_REEVALUATION');
+  t.deepEqual(done.approval.resolvedBy, { name: 'Eli Duo' });
+  t.deepEqual(done.approval.answers.map((a: any) => a.name), ['Dora Duo', 'Eli Duo']);
+  await eli.goto(`${app.url}/dashboard/purchases/${id}`);
+  t.regex(await eli.locator('main').innerText(), /2 of 2 approvals/);
+});
+
+test.serial('a two-person rule on a dashboard purchase: its maker is not offered Approve, and is refused 403 elsewhere', async (t) => {
+  const dora = (await browser()).page;
+  await signIn(dora, duo.people.dora.email);
+  await dora.getByRole('link', { name: 'New purchase' }).click();
+  await dora.getByLabel('Agent').selectOption({ label: 'Office buyer' });
+  await dora.getByLabel('Merchant').fill('Own Idea Ltd');
+  await dora.getByLabel('Amount').fill('300.00');
+  await dora.getByLabel('Reason').fill('My own request');
+  await dora.getByRole('button', { name: 'Request purchase' }).click();
+  await dora.waitForURL(/\/dashboard\/purchases\/[0-9a-f-]{36}$/);
+  const id = dora.url().split('/').pop()!;
+  await dora.goto(`${app.url}/dashboard`);
+  const card = dora.locator(`li[data-id="${id}"]`);
+  await card.waitFor();
+  t.is(await card.getByRole('button', { name: 'Approve' }).count(), 0, 'the maker is not offered Approve');
+  t.is(await card.getByRole('button', { name: 'Reject' }).count(), 1);
+  t.regex(await card.innerText(), /You made this purchase/);
+  const refused = await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person: 'dora' } });
+  t.is(refused.status, 403);
+  t.is(refused.body.error.code, 'self_approval_not_permitted');
+  t.is((await readback(duo, id)).approval.answers.length, 0);
 });

@@ -235,10 +235,10 @@ test('four eyes: whoever made a purchase on the dashboard cannot approve it ther
 
   const refused = await ana.post(`/dashboard/approvals/${own}/answer`, { answer: 'APPROVE', csrf: await ana.csrf() });
   t.is(refused.status, 403);
-  t.true(refused.text.includes('data-code="self_approval_forbidden"'));
+  t.true(refused.text.includes('data-code="self_approval_not_permitted"'));
   const operator = await app.admin(`/admin/purchase-requests/${own}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
   t.is(operator.status, 403);
-  t.is(operator.body.error.code, 'self_approval_forbidden');
+  t.is(operator.body.error.code, 'self_approval_not_permitted');
   t.true(refused.text.includes(operator.body.error.message));
   const after = await state(app, acme, own);
   t.is(after.status, 'PENDING_APPROVAL');

@@ -44,6 +44,9 @@ const ruleArb = fc.oneof(
   }),
 );
 
+// A REQUIRE_APPROVAL rule may ask for a quorum (absent: 1); a BLOCK rule never carries one.
+const quorumArb = fc.option(fc.integer({ min: 1, max: 5 }), { nil: undefined, freq: 2 });
+
 const mostly = <T, U>(usual: T, ...rare: U[]) =>
   fc.oneof({ arbitrary: fc.constant<T | U>(usual), weight: 6 }, { arbitrary: fc.constantFrom<T | U>(...rare), weight: 1 });
 
@@ -55,7 +58,10 @@ const policyArb = fc.record({
   scopeType: fc.constantFrom('ORGANIZATION' as const, 'ORGANIZATION' as const, 'AGENT' as const),
   listsAgent: fc.boolean(),
   currencies: fc.oneof({ arbitrary: fc.constant(['EUR']), weight: 3 }, { arbitrary: fc.subarray(CURRENCIES), weight: 2 }),
-  rules: fc.array(ruleArb, { maxLength: 4 }),
+  rules: fc.array(
+    fc.tuple(ruleArb, quorumArb).map(([r, approvalsRequired]) => (r.effect === 'REQUIRE_APPROVAL' && approvalsRequired !== undefined ? { ...r, approvalsRequired } : r)),
+    { maxLength: 4 },
+  ),
   merchants: fc.oneof({ arbitrary: fc.array(merchantArb, { maxLength: 0 }), weight: 2 }, { arbitrary: fc.array(merchantArb, { maxLength: 4 }), weight: 1 }),
 });
 
@@ -114,9 +120,9 @@ const inputArb = fc
   });
 
 /** The reference: docs/internals/design.md §4 read as plainly as possible. */
-function reference(input: EngineInput): { outcome: Decision['outcome']; reasons: ReasonCode[]; blockLimitsOk: (extra: bigint) => boolean } {
+function reference(input: EngineInput): { outcome: Decision['outcome']; reasons: ReasonCode[]; blockLimitsOk: (extra: bigint) => boolean; approvalsRequired: number } {
   const ordered = (codes: Set<ReasonCode>) => REASON_CODES.filter((code) => codes.has(code));
-  const refuse = (code: ReasonCode) => ({ outcome: 'REJECTED' as const, reasons: [code], blockLimitsOk: () => true });
+  const refuse = (code: ReasonCode) => ({ outcome: 'REJECTED' as const, reasons: [code], blockLimitsOk: () => true, approvalsRequired: 0 });
   const current = input.mode === 'CURRENT_POLICIES';
   if (current && input.agent?.status !== 'ENABLED') return refuse('AGENT_DISABLED');
   const applicable = input.policies.filter(
@@ -133,6 +139,8 @@ function reference(input: EngineInput): { outcome: Decision['outcome']; reasons:
   const blocks = new Set<ReasonCode>();
   const escalations = new Set<ReasonCode>();
   const spendBlocks: Array<{ used: bigint; limit: bigint }> = [];
+  // The quorum asked for by each REQUIRE_APPROVAL rule the purchase goes over.
+  const quorums: number[] = [];
   const local = DateTime.fromISO(input.now, { zone: input.timeZone });
   for (const p of covering) {
     const { merchants, rules } = p.version;
@@ -147,16 +155,20 @@ function reference(input: EngineInput): { outcome: Decision['outcome']; reasons:
         const state = input.windows.get(`${p.policyId}:${currency}:${r.periodKind}:${periodKey}`);
         const used = state ? state.committedMinor + state.heldMinor + state.openingBalanceMinor : 0n;
         if (r.effect === 'BLOCK') spendBlocks.push({ used, limit: r.amountMinor });
-        if (used + amountMinor > r.amountMinor) target.add(r.periodKind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED');
+        if (used + amountMinor > r.amountMinor) {
+          target.add(r.periodKind === 'DAY' ? 'DAILY_LIMIT_EXCEEDED' : 'MONTHLY_LIMIT_EXCEEDED');
+          if (r.effect === 'REQUIRE_APPROVAL') quorums.push(r.approvalsRequired ?? 1);
+        }
       } else if (amountMinor > r.amountMinor) {
         target.add(r.effect === 'BLOCK' ? 'AMOUNT_EXCEEDS_MAX' : 'APPROVAL_THRESHOLD_EXCEEDED');
+        if (r.effect === 'REQUIRE_APPROVAL') quorums.push(r.approvalsRequired ?? 1);
       }
     }
   }
   const blockLimitsOk = (extra: bigint) => spendBlocks.every(({ used, limit }) => used + extra <= limit);
-  if (blocks.size > 0) return { outcome: 'REJECTED', reasons: ordered(blocks), blockLimitsOk };
-  if (escalations.size > 0) return { outcome: 'REQUIRES_APPROVAL', reasons: ordered(escalations), blockLimitsOk };
-  return { outcome: 'APPROVED', reasons: ['WITHIN_POLICY'], blockLimitsOk };
+  if (blocks.size > 0) return { outcome: 'REJECTED', reasons: ordered(blocks), blockLimitsOk, approvalsRequired: 0 };
+  if (escalations.size > 0) return { outcome: 'REQUIRES_APPROVAL', reasons: ordered(escalations), blockLimitsOk, approvalsRequired: Math.max(...quorums) };
+  return { outcome: 'APPROVED', reasons: ['WITHIN_POLICY'], blockLimitsOk, approvalsRequired: 0 };
 }
 
 const RUNS = { numRuns: 600 };
@@ -171,6 +183,28 @@ test('property: decide agrees with the reference reading of docs/internals/desig
     RUNS,
   );
   t.pass();
+});
+
+test('property: a purchase needs the largest approvalsRequired of the escalating rules (0 when nobody is asked)', (t) => {
+  let asked = 0;
+  let quorum = 0;
+  fc.assert(
+    fc.property(inputArb, (input) => {
+      const decision = decide(input);
+      const expected = reference(input).approvalsRequired;
+      if (decision.outcome === 'REQUIRES_APPROVAL') asked++;
+      if (decision.approvalsRequired > 1) quorum++;
+      // What escalated, read from the decision's own evidence: each ESCALATE evaluation names its rule.
+      const rules = new Map(input.policies.flatMap((p) => p.version.rules.map((r) => [r.id, r] as const)));
+      const escalating = decision.ruleEvaluations.filter((e) => e.outcome === 'ESCALATE').map((e) => rules.get(e.policyRuleId!)!.approvalsRequired ?? 1);
+      const largest = decision.outcome === 'REQUIRES_APPROVAL' ? Math.max(...escalating) : 0;
+      return decision.approvalsRequired === expected && decision.approvalsRequired === largest;
+    }),
+    RUNS,
+  );
+  // The generator reaches the cases the property is about.
+  t.true(asked > 30, `${asked} escalations`);
+  t.true(quorum > 10, `${quorum} quorums`);
 });
 
 test('property: decide is decideWithBudgets without the budgets', (t) => {

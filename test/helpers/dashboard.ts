@@ -21,9 +21,17 @@ export interface DashboardOrg extends AppliedOrg {
   people: Record<string, { id: string; email: string; name: string }>;
 }
 
-/** Applies the manifest through the operator API and sets every person's password. */
-export async function setUpDashboardOrg(app: TestApp, handle: string, people: Person[], approvalTtl?: string): Promise<DashboardOrg> {
-  const org = await applyManifest(app, dashboardManifest(handle, people, approvalTtl));
+/** Applies the manifest (changed by `customise`, if given) through the operator API and sets every person's password. */
+export async function setUpDashboardOrg(
+  app: TestApp,
+  handle: string,
+  people: Person[],
+  approvalTtl?: string,
+  customise: (manifest: ReturnType<typeof dashboardManifest>) => void = () => {},
+): Promise<DashboardOrg> {
+  const manifest = dashboardManifest(handle, people, approvalTtl);
+  customise(manifest);
+  const org = await applyManifest(app, manifest);
   const ids = org.result.people as Record<string, { id: string }>;
   const out: DashboardOrg['people'] = {};
   for (const p of people) {

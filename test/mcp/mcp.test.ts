@@ -5,6 +5,7 @@ import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { TestApp } from '../helpers/app.ts';
+import { acmeManifest } from '../helpers/fixtures.ts';
 import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
 import { connect, fetchJson, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
 
@@ -230,4 +231,23 @@ test('malformed tools/call params are JSON-RPC -32602 Invalid params, not -32603
   t.is(answers.find((a: any) => a.id === 1).error.code, -32602);
   t.is(errorOf(answers.find((a: any) => a.id === 2).result).issues?.[0].code, 'UNKNOWN_FIELD');
   t.is(answers.find((a: any) => a.id === 3).result.tools.length, 4);
+});
+
+test('a purchase through a connection counts as made by the person who authorised it: they cannot approve it, another approver can', async (t) => {
+  // A second approver joins the organisation (the manifest creates people by handle).
+  const manifest = acmeManifest('acme');
+  const joined = await app.admin('/admin/manifests', { body: { ...manifest, people: [...manifest.people, { handle: 'ben', name: 'Ben Approver', email: 'ben@acme.example' }] } });
+  t.is(joined.status, 200, joined.text);
+  const c = await client(full.access_token);
+  const asked = (await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Standing Desks Ltd', amountMinor: '30000', reason: 'A desk' } })).structuredContent as any;
+  t.is(asked.decision.outcome, 'REQUIRES_APPROVAL');
+  const id = asked.purchaseRequest.id;
+  const own = await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
+  t.is(own.status, 403);
+  t.is(own.body.error.code, 'self_approval_not_permitted');
+  const other = await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person: 'ben' } });
+  t.is(other.status, 200, other.text);
+  t.is(other.body.purchase.status, 'APPROVED');
+  t.deepEqual(other.body.purchase.approval.answers.map((a: any) => a.name), ['Ben Approver']);
+  await c.close();
 });

@@ -46,6 +46,7 @@ export async function resolveConnectionToken(deps: { db: StoreDb; collections: C
       scopes: access.scopes.filter((s) => connection.scopes.includes(s)),
       application: connection.applicationName,
       grantedBy: { name: connection.grantedBy.name },
+      personId: connection.personId,
     },
   };
 }
