@@ -3,7 +3,8 @@ import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import type { Store } from './store/store.ts';
 import type { Collections } from './store/collections.ts';
-import type { Mailboxes } from './commands/mailboxes.ts';
+import type { OrganizationActors } from './commands/organization-actors.ts';
+import type { ChainHead } from './receipts/chain.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import type { ShadowQueue } from './simulations/shadow.ts';
@@ -14,12 +15,21 @@ export interface AppDeps {
   collections: Collections;
   log: Logger;
   now: () => Date;
-  /** One mailbox per agent in this process (docs/internals/design.md §1). */
-  mailboxes: Mailboxes;
+  /** The organisation actors of this process: one mailbox and a small memory each (docs/internals/design.md §1). */
+  actors: OrganizationActors<OrganizationMemory>;
   /** Puts one-off jobs on the schedule (approval expiry, webhook attempts). */
   scheduler: Scheduler;
   /** Readiness and shutdown state of this process (main.ts); absent in tests that need none. */
   lifecycle?: Lifecycle;
   /** Evaluates committed purchases against drafts in shadow, off the request path (src/simulations/shadow.ts). */
   shadows?: ShadowQueue;
+}
+
+/**
+ * What an organisation's actor remembers between its commands, each a guess the record's versioned
+ * write confirms (src/commands/organization-actors.ts).
+ */
+export interface OrganizationMemory {
+  /** The head of the organisation's receipt chain after its last committed decision. */
+  receiptChain: ChainHead;
 }

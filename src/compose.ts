@@ -11,7 +11,7 @@ import type { Logger } from './log.ts';
 import type { Store, StoreDb } from './store/store.ts';
 import { collections } from './store/collections.ts';
 import { createIndexes as createStoreIndexes, type StoreLayout } from './store/indexes.ts';
-import { Mailboxes } from './commands/mailboxes.ts';
+import { OrganizationActors } from './commands/organization-actors.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import { createApp } from './http/app.ts';
 import { startWorker } from './jobs/start-worker.ts';
@@ -52,7 +52,7 @@ export const createIndexes = (db: StoreDb): Promise<void> => createStoreIndexes(
 /** The dependencies, built once per process (DESIGN.md 6a). */
 export function composeDeps(parts: { config: Config; store: Store; log: Logger; scheduler: Scheduler; now?: () => Date }): AppDeps {
   const { config, store, log, scheduler } = parts;
-  const deps: AppDeps = { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), mailboxes: new Mailboxes(), scheduler };
+  const deps: AppDeps = { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), actors: new OrganizationActors(), scheduler };
   deps.shadows = shadowQueue(() => deps);
   return deps;
 }

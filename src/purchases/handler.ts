@@ -26,19 +26,31 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
   // Once per process: the key a decision's receipt is signed with exists (made outside any transaction).
   if (command.kind === 'SUBMIT' || command.kind === 'ANSWER') await ensureSigningKey(deps.store.db, deps.config.webhookEncryptionKey);
   let shadowed = false;
-  const outcome = await deps.mailboxes.run(organizationId, (applied) =>
+  const actors = deps.actors;
+  let attempts = 0;
+  const outcome = await actors.run(organizationId, (applied) =>
     runCommand(
       deps.store,
       async (session) => {
+        // A retry lost a race: what the actor remembered may be what it lost to.
+        if (attempts++ > 0) actors.forget(organizationId);
         const now = deps.now();
         const state = await load(session, now);
         shadowed = state.shadowed === true;
         const { outcome, record } = timeEngine(() => decidePurchase(state, command, now));
-        if (record !== null) await port.write(record, session);
+        if (record !== null) {
+          await port.write(record, session);
+          // Remembered once applied, so that the organisation's next command (which may start before this
+          // one's commit, in the same group) signs on from it; a commit that fails forgets it below.
+          if (record.receipt) actors.remember(organizationId, { receiptChain: { seq: record.receipt.seq, head: record.receipt.head } });
+        }
         return outcome;
       },
       { onApplied: applied },
-    ),
+    ).catch((error: unknown) => {
+      actors.forget(organizationId);
+      throw error;
+    }),
   );
   await afterCommit(deps, outcome);
   // A draft in shadow decides it again later, off the request path: queued, never awaited (src/simulations/shadow.ts).

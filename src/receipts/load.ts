@@ -1,7 +1,9 @@
-// What a command that records a decision reads for its receipt, inside its transaction: the
-// organisation's chain head (one read) and the signing key (cached at the configuration stamp the
-// command already read). The record writes the new head at the seq read (src/purchases/record-writer.ts):
-// a concurrent decision of the same organisation makes it a VersionConflict, and the command runs again.
+// What a command that records a decision needs for its receipt: the organisation's chain head, as its
+// actor remembers it from the last decision (src/commands/organization-actors.ts), else read in the
+// command's transaction; and the signing key (cached at the configuration stamp the command already
+// read). The record writes the new head at the seq it started from (src/purchases/record-writer.ts): a
+// decision of the organisation committed meanwhile by another process makes it a VersionConflict, and
+// the command runs again, reading the head from the store.
 import type { AppDeps } from '../app-deps.ts';
 import type { StoreSession } from '../store/store.ts';
 import { EMPTY_CHAIN, type ChainHead, type ReceiptKey } from './chain.ts';
@@ -16,7 +18,12 @@ export interface ReceiptContext {
 }
 
 export async function loadReceiptContext(deps: AppDeps, session: StoreSession, organizationId: string): Promise<ReceiptContext> {
-  const doc = await receiptCollections(deps.store.db).chains.findOne({ _id: organizationId }, { session });
+  const chain = deps.actors.memory(organizationId).receiptChain ?? (await readChain(deps, session, organizationId));
   const key = await currentSigningKey(deps.store.db, session, deps.config.webhookEncryptionKey);
-  return { chain: doc ? { seq: doc.seq, head: doc.head } : EMPTY_CHAIN, key, issuer: deps.config.baseUrl };
+  return { chain, key, issuer: deps.config.baseUrl };
+}
+
+async function readChain(deps: AppDeps, session: StoreSession, organizationId: string): Promise<ChainHead> {
+  const doc = await receiptCollections(deps.store.db).chains.findOne({ _id: organizationId }, { session });
+  return doc ? { seq: doc.seq, head: doc.head } : EMPTY_CHAIN;
 }

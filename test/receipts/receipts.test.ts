@@ -150,3 +150,21 @@ test('concurrent decisions of two agents form one chain on this store: seq 1..40
   t.deepEqual([...bySeq.keys()].sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => i + 1));
   for (let seq = 2; seq <= 40; seq++) t.is(part(bySeq.get(seq)!, 1).prev, hashOf(bySeq.get(seq - 1)!), `seq ${seq}`);
 });
+
+test('two instances on one store take turns deciding for one organisation: each signs on from the other\'s head, without a gap', async (t) => {
+  // Each instance's organisation actor remembers the head its own last decision left; the other's
+  // decisions make that memory stale, so every turn starts with a conflict the command retries.
+  const second = await startApp({ store: app.store });
+  t.teardown(() => second.close());
+  const org = await applyManifest(app, acmeManifest('receipt-two-instances'));
+  const receipts: string[] = [];
+  for (let i = 0; i < 12; i++) {
+    const instance = i % 3 === 0 ? second : app;
+    const r = await instance.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: `turn ${i}` } });
+    t.is(r.status, 201, r.text);
+    receipts.push(r.headers.get('decision-receipt')!);
+  }
+  const seqs = await Promise.all(receipts.map(async (jws) => (await verifiedPayload(jws)).payload.seq));
+  t.deepEqual(seqs, Array.from({ length: 12 }, (_, i) => i + 1));
+  for (let i = 1; i < receipts.length; i++) t.is(part(receipts[i], 1).prev, hashOf(receipts[i - 1]), `seq ${i + 1}`);
+});
