@@ -1,13 +1,14 @@
-// `npm run verify-receipts -- --jwks <file or URL> <export.jsonl>`: checks an export of an organisation's
-// decision receipts (`npm run admin -- export-log`) offline, with the service's public keys only
-// (docs/operate/auditors.md): every signature, seq without a gap or a change of order, and every prev
-// the hash of the receipt before. Exits 0 when all hold, 1 naming the first bad or missing seq, 2 on a
-// usage mistake or an unreadable input.
+// `npm run verify-receipts -- --jwks <file or URL> [--from <seq>] <export.jsonl>`: checks an export of an
+// organisation's decision receipts (`npm run admin -- export-log`) offline, with the service's public keys
+// only (docs/operate/auditors.md): every signature, seq from 1 (or from the --from the export was made
+// with) without a gap or a change of order, and every prev the hash of the receipt before. Exits 0 when
+// all hold, 1 naming the first bad or missing seq, 2 on a usage mistake or an unreadable input (a JWKS
+// with a private part included).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { keysOf, verifyChain, type LogLine } from '../src/receipts/verify.ts';
 
-const USAGE = 'Usage: npm run verify-receipts -- --jwks <jwks.json file or https URL> <export.jsonl>';
+const USAGE = 'Usage: npm run verify-receipts -- --jwks <jwks.json file or https URL> [--from <seq>] <export.jsonl>';
 
 function fail(code: number, message: string): never {
   process.stderr.write(message + '\n');
@@ -38,14 +39,17 @@ function* linesOf(text: string): Generator<LogLine> {
 }
 
 async function main(): Promise<void> {
-  let values: { jwks?: string };
+  let values: { jwks?: string; from?: string };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { jwks: { type: 'string' } } }));
+    ({ values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { jwks: { type: 'string' }, from: { type: 'string' } } }));
   } catch {
     fail(2, USAGE);
   }
-  if (!values.jwks || positionals.length !== 1) fail(2, USAGE);
+  // Where an export made with `export-log --from` starts; a whole export starts at 1, so a file that
+  // starts later without saying so has lost its first lines.
+  const from = values.from === undefined ? 1 : /^[1-9][0-9]*$/.test(values.from) ? Number(values.from) : NaN;
+  if (!values.jwks || positionals.length !== 1 || !Number.isSafeInteger(from)) fail(2, USAGE);
   let keys;
   try {
     keys = keysOf(await readJwks(values.jwks));
@@ -53,11 +57,11 @@ async function main(): Promise<void> {
     fail(2, `cannot read the keys from ${values.jwks}: ${(err as Error).message}`);
   }
   const text = await readFile(positionals[0], 'utf8').catch((err: NodeJS.ErrnoException) => fail(2, `cannot read ${positionals[0]}: ${err.code ?? err.message}`));
-  const result = verifyChain(linesOf(text), keys);
+  const result = verifyChain(linesOf(text), keys, undefined, from);
   if (!result.ok) fail(1, `seq ${result.seq}: ${result.reason}`);
   if (result.count === 0) fail(1, `${positionals[0]} holds no receipts`);
-  const from = result.first === 1 ? '' : ` (an export from seq ${result.first}: its first prev is taken as given)`;
-  process.stdout.write(`${result.count} receipt(s), seq ${result.first}..${result.last}, verified: signatures, order and chain hold${from}.\n`);
+  const partial = from === 1 ? '' : ` (an export from seq ${from}: its first prev is taken as given)`;
+  process.stdout.write(`${result.count} receipt(s), seq ${result.first}..${result.last}, verified: signatures, order and chain hold${partial}.\n`);
 }
 
 if (import.meta.main) await main();

@@ -13,12 +13,16 @@ export interface PublicJwk {
   use?: string;
 }
 
-/** The keys of a JWKS document by kid (Ed25519 ones only; others are ignored). */
+/**
+ * The keys of a JWKS document by kid (Ed25519 ones only; others are ignored). A key with a private part
+ * is refused: whoever read that document could have signed any receipt, so none would prove anything.
+ */
 export function keysOf(jwks: unknown): Map<string, KeyObject> {
   const keys = new Map<string, KeyObject>();
   const list = (jwks as { keys?: unknown })?.keys;
   if (!Array.isArray(list)) throw new Error('not a JWKS document: no "keys" array');
   for (const k of list as PublicJwk[]) {
+    if (k !== null && typeof k === 'object' && 'd' in k) throw new Error(`key ${String(k.kid)} has a private part ("d"): receipts signed with a published private key prove nothing`);
     if (k?.kty !== 'OKP' || k.crv !== 'Ed25519' || typeof k.x !== 'string' || typeof k.kid !== 'string') continue;
     keys.set(k.kid, createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: k.x }, format: 'jwk' }));
   }
@@ -27,22 +31,41 @@ export function keysOf(jwks: unknown): Map<string, KeyObject> {
 
 export class ReceiptError extends Error {}
 
+/**
+ * The bytes of a part of a compact JWS, only when it is spelled the one way base64url without padding
+ * spells them (RFC 7515 §2): Node's decoder also takes padding, characters outside the alphabet and
+ * set unused bits, and a receipt spelled another way than signed is another receipt (its hash, the
+ * next one's prev, differs) whose signature would still verify.
+ */
+function canonicalBase64url(part: string): Buffer | null {
+  if (!/^[A-Za-z0-9_-]*$/.test(part)) return null;
+  const bytes = Buffer.from(part, 'base64url');
+  return bytes.toString('base64url') === part ? bytes : null;
+}
+
+function jsonObject(bytes: Buffer | null): Record<string, unknown> | null {
+  if (bytes === null) return null;
+  try {
+    const value: unknown = JSON.parse(bytes.toString('utf8'));
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The payload of a receipt whose signature verifies under one of `keys`; throws ReceiptError otherwise. */
 export function verifyReceipt(jws: string, keys: Map<string, KeyObject>): ReceiptPayload {
   const parts = typeof jws === 'string' ? jws.split('.') : [];
   if (parts.length !== 3) throw new ReceiptError('not a compact JWS');
-  let header: { alg?: unknown; kid?: unknown; typ?: unknown };
-  let payload: ReceiptPayload;
-  try {
-    header = JSON.parse(Buffer.from(parts[0], 'base64url').toString('utf8'));
-    payload = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
-  } catch {
-    throw new ReceiptError('its header or payload is not base64url JSON');
-  }
+  const header = jsonObject(canonicalBase64url(parts[0]));
+  const payload = jsonObject(canonicalBase64url(parts[1])) as ReceiptPayload | null;
+  if (header === null || payload === null) throw new ReceiptError('its header or payload is not a JSON object in base64url');
   if (header.alg !== 'EdDSA' || header.typ !== RECEIPT_TYPE) throw new ReceiptError(`unexpected header (alg ${String(header.alg)}, typ ${String(header.typ)})`);
   const key = typeof header.kid === 'string' ? keys.get(header.kid) : undefined;
   if (!key) throw new ReceiptError(`signed with key ${String(header.kid)}, which is not in the JWKS`);
-  if (!verify(null, Buffer.from(`${parts[0]}.${parts[1]}`, 'ascii'), key, Buffer.from(parts[2], 'base64url'))) throw new ReceiptError('the signature does not verify');
+  const signature = canonicalBase64url(parts[2]);
+  if (signature === null) throw new ReceiptError('its signature is not spelled in base64url as signed (padding, other characters or unused bits set)');
+  if (!verify(null, Buffer.from(`${parts[0]}.${parts[1]}`, 'ascii'), key, signature)) throw new ReceiptError('the signature does not verify');
   return payload;
 }
 
@@ -54,23 +77,24 @@ export interface LogLine {
 export type ChainCheck = { ok: true; count: number; first: number | null; last: number | null } | { ok: false; seq: number; reason: string };
 
 /**
- * Checks receipts in file order as one chain: each signature, each `seq` the one after the last (from
- * 1, or from the first line's for an export made with --from), the line's seq the payload's, one
- * organisation throughout, and each `prev` the hash of the receipt before. Names the first bad seq.
+ * Checks receipts in file order as one chain: each signature, each `seq` the one after the last from
+ * `from` (1, or where an export made with --from starts: a file that starts later is missing its
+ * first lines), the line's seq the payload's, one organisation throughout, and each `prev` the hash of
+ * the receipt before. Names the first bad seq.
  */
-export function verifyChain(lines: Iterable<LogLine>, keys: Map<string, KeyObject>, check?: (payload: ReceiptPayload, line: LogLine) => string | null): ChainCheck {
-  let expected: number | null = null;
+export function verifyChain(
+  lines: Iterable<LogLine>,
+  keys: Map<string, KeyObject>,
+  check?: (payload: ReceiptPayload, line: LogLine) => string | null,
+  from = 1,
+): ChainCheck {
+  let expected = from;
   let previous: string | null = null;
   let organizationId: string | null = null;
   let count = 0;
-  let first: number | null = null;
   for (const line of lines) {
     const seq = line.seq;
-    if (expected === null) {
-      if (!Number.isSafeInteger(seq) || seq < 1) return { ok: false, seq: 1, reason: `the first line has no valid seq (${JSON.stringify(seq)})` };
-      expected = seq;
-      first = seq;
-    } else if (seq !== expected) {
+    if (seq !== expected) {
       return { ok: false, seq: expected, reason: `seq ${expected} was expected here, found ${JSON.stringify(seq)}: missing or out of order` };
     }
     let payload: ReceiptPayload;
@@ -90,5 +114,5 @@ export function verifyChain(lines: Iterable<LogLine>, keys: Map<string, KeyObjec
     expected = seq + 1;
     count++;
   }
-  return { ok: true, count, first, last: expected === null ? null : expected - 1 };
+  return { ok: true, count, first: count === 0 ? null : from, last: count === 0 ? null : expected - 1 };
 }

@@ -109,7 +109,9 @@ test('export-log prints the chain as JSON Lines, the receipts the service sent, 
   t.deepEqual(tail.stdout.trimEnd().split('\n').map((l) => JSON.parse(l).seq), [6, 7, 8]);
   const tailFile = join(dir, 'tail.jsonl');
   writeFileSync(tailFile, tail.stdout);
-  t.is((await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, tailFile])).code, 0);
+  const partial = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, '--from', '6', tailFile]);
+  t.is(partial.code, 0, partial.stderr);
+  t.regex(partial.stdout, /3 receipt\(s\), seq 6\.\.8, verified/);
   t.is((await cli('scripts/admin.ts', ['export-log'])).code, 2, 'no organisation: a usage mistake');
   t.is((await cli('scripts/admin.ts', ['export-log', org.organizationId, '--from', 'zero'])).code, 2);
 });
@@ -147,6 +149,47 @@ test('verify-receipts: a file with a line removed fails naming the missing seq',
   const again = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, relabelled]);
   t.is(again.code, 1);
   t.regex(again.stderr, /^seq 5: the receipt says seq 6/);
+});
+
+test('verify-receipts: a file without its first lines fails naming seq 1; an export from a later seq needs --from, and must start there', async (t) => {
+  // Without --from, a file that starts at seq 3 is the whole log with seq 1 and 2 removed.
+  const headless = variant('headless.jsonl', (ls) => ls.slice(2));
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, headless]);
+  t.is(res.code, 1, res.stdout);
+  t.regex(res.stderr, /^seq 1: seq 1 was expected here, found 3/);
+  // Told it starts at seq 2, the line of seq 2 is the one missing.
+  const wrongFrom = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, '--from', '2', headless]);
+  t.is(wrongFrom.code, 1, wrongFrom.stdout);
+  t.regex(wrongFrom.stderr, /^seq 2: seq 2 was expected here, found 3/);
+  t.is((await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, '--from', '0', headless])).code, 2, 'seq counts from 1');
+});
+
+test('verify-receipts: the last receipt with its signature spelled differently (non-canonical base64url) fails naming its seq', async (t) => {
+  // The bytes decode the same, so the signature would verify; but it is not the receipt that was signed
+  // and chained (its hash differs), and no receipt after it would show that.
+  const file = variant('malleable.jsonl', (ls) =>
+    ls.map((l, i) => {
+      if (i !== ls.length - 1) return l;
+      const line = JSON.parse(l);
+      // The last of the signature's 86 characters carries 2 bits of its 64 bytes and 4 unused ones (zero).
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const respelled = line.receipt.slice(0, -1) + alphabet[alphabet.indexOf(line.receipt.at(-1)) + 1];
+      return JSON.stringify({ seq: line.seq, receipt: respelled });
+    }),
+  );
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
+  t.is(res.code, 1, res.stdout);
+  t.regex(res.stderr, /^seq 8: its signature is not spelled in base64url as signed/);
+});
+
+test('verify-receipts: a JWKS that holds a private part is refused (exit 2): receipts under a published private key prove nothing', async (t) => {
+  const jwks = JSON.parse(readFileSync(jwksFile, 'utf8'));
+  jwks.keys[1].d = Buffer.alloc(32, 1).toString('base64url');
+  const leaky = join(dir, 'leaky-jwks.json');
+  writeFileSync(leaky, JSON.stringify(jwks));
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', leaky, exportFile]);
+  t.is(res.code, 2, res.stdout);
+  t.regex(res.stderr, /private/);
 });
 
 test('verify-receipts: usage mistakes and unreadable keys exit 2', async (t) => {
