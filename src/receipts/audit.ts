@@ -2,9 +2,10 @@
 // (`npm run admin -- export-log`), and the stored chain checked against the stored decisions
 // (`npm run admin -- verify-log`): every signature under the deployment's keys, seq from 1 without a
 // gap, every prev, the chain head, and each receipt's facts recomputed from the decision and purchase
-// stored now, so that a decision edited in the database after the fact is found.
+// stored now, so that a decision edited in the database after the fact is found; and every decision
+// that must have a receipt has one, so that a receipt deleted with the head set back is found too.
 import { isDeepStrictEqual } from 'node:util';
-import { purchaseCollections } from '../purchases/documents.ts';
+import { purchaseCollections, type DecisionDoc } from '../purchases/documents.ts';
 import type { StoreDb } from '../store/store.ts';
 import { receiptHash, type DecisionFacts } from './chain.ts';
 import { receiptCollections } from './documents.ts';
@@ -42,16 +43,20 @@ export async function verifyLog(db: StoreDb, organizationId: string): Promise<Lo
   // Read first (the store is asynchronous, the chain check is not): one organisation's chain, with its decisions and purchases.
   const lines: LogLine[] = [];
   const stored = new Map<number, DecisionFacts | string>();
+  const receipted = new Set<string>();
   for await (const doc of chainOf(db, organizationId)) {
     lines.push({ seq: doc.seq, receipt: doc.jws });
+    receipted.add(doc.decisionId);
     const decision = await pc.decisions.findOne({ _id: doc.decisionId });
     const purchase = await pc.purchases.findOne({ _id: doc.purchaseId });
     stored.set(doc.seq, !decision ? `its decision ${doc.decisionId} is not in the store` : !purchase ? `its purchase ${doc.purchaseId} is not in the store` : receiptFacts('', purchase, decision));
   }
   if (lines.length > 0 && lines[0].seq !== 1) return { ok: false, seq: 1, reason: `the stored chain starts at seq ${lines[0].seq}` };
+  const signedAt: { seq: number; evaluatedAt: string }[] = [];
   const result = verifyChain(lines, keys, (payload, line) => {
     const facts = stored.get(line.seq)!;
     if (typeof facts === 'string') return facts;
+    signedAt.push({ seq: line.seq, evaluatedAt: facts.evaluatedAt });
     for (const field of CHECKED) {
       if (!isDeepStrictEqual(payload[field], facts[field])) return `the stored ${field} is ${JSON.stringify(facts[field])}, the receipt says ${JSON.stringify(payload[field])}`;
     }
@@ -64,5 +69,43 @@ export async function verifyLog(db: StoreDb, organizationId: string): Promise<Lo
   if ((chain?.seq ?? 0) !== (last?.seq ?? 0) || (chain?.head ?? null) !== head) {
     return { ok: false, seq: (last?.seq ?? 0) + 1, reason: `the chain head says seq ${chain?.seq ?? 0}, the stored receipts end at ${last?.seq ?? 0} (or its hash differs)` };
   }
+  const unreceipted = await firstDecisionWithoutReceipt(db, organizationId, receipted, signedAt[0]?.evaluatedAt ?? null);
+  if (unreceipted !== null) {
+    const { decision, evaluatedAt } = unreceipted;
+    // Where its receipt would be: before the first receipt of a later decision, else after the last.
+    const seq = signedAt.find((r) => r.evaluatedAt > evaluatedAt)?.seq ?? (last?.seq ?? 0) + 1;
+    return { ok: false, seq, reason: `decision ${decision._id} of purchase ${decision.purchaseId} (${decision.kind}, ${evaluatedAt}) has no receipt` };
+  }
   return { ok: true, count: result.count, head };
+}
+
+const SIGNED_KINDS = new Set<DecisionDoc['kind']>(['INITIAL', 'APPROVAL_REEVALUATION']);
+
+/**
+ * The earliest decision of the organisation that should have a receipt and has none. Decisions made
+ * before receipts existed have none: a decision needs one when it was evaluated at or after the first
+ * receipt of the organisation, or the deployment's first signing key (made at the first start of a
+ * release with receipts), whichever is earlier.
+ */
+async function firstDecisionWithoutReceipt(
+  db: StoreDb,
+  organizationId: string,
+  receipted: ReadonlySet<string>,
+  firstReceiptAt: string | null,
+): Promise<{ decision: DecisionDoc; evaluatedAt: string } | null> {
+  const [firstKey] = await receiptCollections(db).keys.find({}, { sort: { createdAt: 1 }, limit: 1, projection: { createdAt: 1 } }).toArray();
+  const since = [firstReceiptAt, firstKey?.createdAt.toISOString()].filter((t): t is string => t !== undefined && t !== null).sort()[0];
+  if (since === undefined) return null;
+  const pc = purchaseCollections(db);
+  let missing: { decision: DecisionDoc; evaluatedAt: string } | null = null;
+  const purchaseIds = (await pc.purchases.find({ organizationId }, { projection: { _id: 1 } }).toArray()).map((p) => p._id);
+  for (let i = 0; i < purchaseIds.length; i += 500) {
+    const decisions = await pc.decisions.find({ purchaseId: { $in: purchaseIds.slice(i, i + 500) } }, { projection: { ruleEvaluations: 0 } }).toArray();
+    for (const decision of decisions) {
+      const evaluatedAt = decision.evaluatedAt.toISOString();
+      if (!SIGNED_KINDS.has(decision.kind) || evaluatedAt < since || receipted.has(decision._id)) continue;
+      if (missing === null || evaluatedAt < missing.evaluatedAt) missing = { decision, evaluatedAt };
+    }
+  }
+  return missing;
 }

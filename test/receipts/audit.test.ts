@@ -5,6 +5,7 @@
 // docs/operate/auditors.md run as written.
 import test from 'ava';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -222,6 +223,29 @@ test('the Python check of docs/operate/auditors.md verifies a receipt, and refus
   const forged = JSON.parse(Buffer.from(p, 'base64url').toString());
   forged.amountMinor = '1';
   t.not((await check(`${h}.${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${s}`)).code, 0);
+});
+
+test('verify-log: a decision whose receipt was deleted with the chain head rewound to the receipt before is found', async (t) => {
+  // An organisation of its own: this test edits the store too.
+  const tail = await applyManifest(app, acmeManifest('audited-tail'));
+  const receipts: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const res = await app.request('/v1/purchase-requests', { key: tail.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: String(100 + i), reason: 'paper' } });
+    t.is(res.status, 201, res.text);
+    receipts.push(res.headers.get('decision-receipt')!);
+  }
+  t.is((await cli('scripts/admin.ts', ['verify-log', tail.organizationId])).code, 0);
+  // The last receipt goes, and the head is set back to the one before: the chain that is left is whole.
+  const last = JSON.parse(Buffer.from(receipts[2].split('.')[1], 'base64url').toString());
+  t.is(last.seq, 3);
+  await store.db.collection<{ _id: string }>('receipts').deleteOne({ _id: `${tail.organizationId}:3` });
+  const rewound = await store.db
+    .collection<{ _id: string; seq: number; head: string }>('receipt_chains')
+    .updateOne({ _id: tail.organizationId }, { $set: { seq: 2, head: createHash('sha256').update(receipts[1]).digest('base64url') } });
+  t.is(rewound.modifiedCount, 1);
+  const found = await cli('scripts/admin.ts', ['verify-log', tail.organizationId]);
+  t.is(found.code, 1, found.stdout);
+  t.regex(found.stderr, new RegExp(`seq 3 is bad: decision ${last.decisionId} of purchase ${last.purchaseRequestId} .* has no receipt`));
 });
 
 // It edits the store; the other tests read only what was exported before.
