@@ -109,6 +109,8 @@ export interface PurchaseRecord {
 export interface ReceiptWrite {
   organizationId: string;
   seq: number;
+  /** The head it moves from (its `prev`): the head at `seq - 1` must still be this one. */
+  prev: string | null;
   /** The hash of this receipt: the chain's head once it is written. */
   head: string;
   purchaseId: string;
@@ -197,7 +199,7 @@ function signReceipt(state: PurchaseState, purchase: PurchaseDoc, decision: Deci
   const context = state.receipts;
   if (!context) throw new Error('a decision without its receipt: the load step did not read the receipt chain');
   const { jws, head } = nextReceipt(context.chain, receiptFacts(context.issuer, purchase, decision), context.key);
-  return { organizationId: purchase.organizationId, seq: head.seq, head: head.head!, purchaseId: purchase._id, decisionId: decision._id, jws };
+  return { organizationId: purchase.organizationId, seq: head.seq, prev: context.chain.head, head: head.head!, purchaseId: purchase._id, decisionId: decision._id, jws };
 }
 
 const committedInto = (effects: readonly BudgetEffect[]) => [...new Set(effects.filter((e) => e.operation === 'COMMIT' || e.operation === 'CONVERT_HOLD').map((e) => e.windowId))];

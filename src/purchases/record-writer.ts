@@ -4,8 +4,8 @@
 // MongoDB), budget windows and the purchase and approval at the version the command read (a matched
 // count of 0 is a VersionConflict, and the handler retries the whole command), the idempotency key
 // first, so that a request that raced this one to the key stops the batch there. A decision's receipt
-// goes in the same batch, and the organisation's chain head moves at the seq the command read: a
-// concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md).
+// goes in the same batch, and the organisation's chain head moves at the seq and head the command read:
+// a concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md).
 import type { BudgetWindowDoc } from '../budgets/window-state.ts';
 import { WINDOWS } from '../budgets/window-state.ts';
 import { fenceAgentIn } from '../agents/fence.ts';
@@ -38,12 +38,14 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
     batch.insertOne(PURCHASE_COLLECTIONS.idempotency, record.idempotency, { onDuplicate: () => new IdempotencyKeyTaken(`idempotency key ${record.idempotency!._id}`) });
   }
   if (record.receipt) {
-    const { organizationId, seq, head, purchaseId, decisionId, jws } = record.receipt;
+    const { organizationId, seq, prev, head, purchaseId, decisionId, jws } = record.receipt;
     const chain = conflict(`receipt chain of ${organizationId}`);
     if (seq === 1) {
       batch.updateOne<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains, { _id: organizationId, seq: { $exists: false } }, { $setOnInsert: { seq, head } }, { upsert: true, onDuplicate: chain });
     } else {
-      batch.updateOne<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains, { _id: organizationId, seq: seq - 1 }, { $set: { seq, head } }, { unlessMatched: chain });
+      // At the head signed on from, not only its seq: a head remembered from a chain since set back and
+      // rebuilt to the same seq (a restore while processes ran) would otherwise commit a broken link.
+      batch.updateOne<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains, { _id: organizationId, seq: seq - 1, head: prev! }, { $set: { seq, head } }, { unlessMatched: chain });
     }
     batch.insertOne<ReceiptDoc>(RECEIPT_COLLECTIONS.receipts, { _id: `${organizationId}:${seq}`, organizationId, seq, purchaseId, decisionId, jws }, { onDuplicate: chain });
   }

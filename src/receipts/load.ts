@@ -1,7 +1,7 @@
 // What a command that records a decision needs for its receipt: the organisation's chain head, as its
 // actor remembers it from the last decision (src/commands/organization-actors.ts), else read in the
 // command's transaction; and the signing key (cached at the configuration stamp the command already
-// read). The record writes the new head at the seq it started from (src/purchases/record-writer.ts): a
+// read). The record writes the new head at the seq and head it started from (src/purchases/record-writer.ts): a
 // decision of the organisation committed meanwhile by another process makes it a VersionConflict, and
 // the command runs again, reading the head from the store.
 import type { AppDeps } from '../app-deps.ts';

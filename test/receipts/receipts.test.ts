@@ -168,3 +168,22 @@ test('two instances on one store take turns deciding for one organisation: each 
   t.deepEqual(seqs, Array.from({ length: 12 }, (_, i) => i + 1));
   for (let i = 1; i < receipts.length; i++) t.is(part(receipts[i], 1).prev, hashOf(receipts[i - 1]), `seq ${i + 1}`);
 });
+
+test('an instance whose remembered chain head is stale at the same seq (the chain was set back and rebuilt meanwhile) still signs on from the stored head', async (t) => {
+  // Say the store was restored to before this organisation's receipts while both instances ran: this
+  // instance's actor remembers seq 1 of the old chain, and the other instance has made a new seq 1.
+  const second = await startApp({ store: app.store });
+  t.teardown(() => second.close());
+  const org = await applyManifest(app, acmeManifest('receipt-stale-head'));
+  const buy = (instance: TestApp, reason: string) =>
+    instance.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason } });
+  t.is((await buy(app, 'before the restore')).status, 201);
+  await app.store.db.collection<{ _id: string; organizationId: string }>('receipts').deleteMany({ organizationId: org.organizationId });
+  await app.store.db.collection<{ _id: string }>('receipt_chains').deleteOne({ _id: org.organizationId });
+  const rebuilt = await buy(second, 'after the restore');
+  const first = rebuilt.headers.get('decision-receipt')!;
+  t.like((await verifiedPayload(first)).payload, { seq: 1, prev: null });
+  const next = await buy(app, 'next');
+  t.is(next.status, 201, next.text);
+  t.like((await verifiedPayload(next.headers.get('decision-receipt')!)).payload, { seq: 2, prev: hashOf(first) }, 'prev is the hash of the stored seq 1, not of the one remembered');
+});
