@@ -1,8 +1,9 @@
 // The same source runs under Deno (docs/internals/design.md §7): boot the service with the `deno` npm package's
 // binary on the embedded engine with a file-backed DATA_DIR, apply a manifest, list agents and get a
-// real purchase decision.
+// real purchase decision, whose receipt verifies.
 import test from 'ava';
 import { spawn } from 'node:child_process';
+import { createPublicKey, verify } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +46,15 @@ test('under Deno: GET /v1/agents answers 200 and a purchase is decided', async (
     const body = (await decided.json()) as any;
     t.is(body.decision.outcome, 'APPROVED');
     t.deepEqual(body.decision.reasonCodes, ['WITHIN_POLICY']);
+    // The decision's receipt, signed under Deno's node:crypto, verifies with Node's against the JWKS it serves.
+    const jwks = (await fetch(`${base}/.well-known/jwks.json`).then((r) => r.json())) as { keys: { kid: string }[] };
+    const receipt = decided.headers.get('decision-receipt') ?? '';
+    const [header, payload, signature] = receipt.split('.');
+    const kid = JSON.parse(Buffer.from(header, 'base64url').toString()).kid;
+    const jwk = jwks.keys.find((k) => k.kid === kid);
+    t.truthy(jwk, 'the receipt names a key of the JWKS');
+    t.true(verify(null, Buffer.from(`${header}.${payload}`), createPublicKey({ key: jwk as never, format: 'jwk' }), Buffer.from(signature, 'base64url')));
+    t.is(JSON.parse(Buffer.from(payload, 'base64url').toString()).decisionId, body.decision.id);
     t.true(existsSync(join(dataDir, 'spend-control.db')), 'the store lives in DATA_DIR');
   } finally {
     child.kill('SIGTERM');
