@@ -6,7 +6,7 @@ import type { Collections } from './store/collections.ts';
 import type { Mailboxes } from './commands/mailboxes.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import type { Lifecycle } from './lifecycle.ts';
-import type { ShadowQueue } from './simulations/shadow.ts';
+import type { ShadowDrain } from './simulations/shadow.ts';
 
 export interface AppDeps {
   config: Config;
@@ -21,5 +21,5 @@ export interface AppDeps {
   /** Readiness and shutdown state of this process (main.ts); absent in tests that need none. */
   lifecycle?: Lifecycle;
   /** Evaluates committed purchases against drafts in shadow, off the request path (src/simulations/shadow.ts). */
-  shadows?: ShadowQueue;
+  shadows?: ShadowDrain;
 }

@@ -27,7 +27,7 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
       async (session) => {
         const now = deps.now();
         const state = await load(session, now);
-        shadowed = state.shadowed === true;
+        shadowed = (state.shadowIds?.length ?? 0) > 0;
         const { outcome, record } = timeEngine(() => decidePurchase(state, command, now));
         if (record !== null) await port.write(record, session);
         return outcome;
@@ -36,8 +36,9 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
     ),
   );
   await afterCommit(deps, outcome);
-  // A draft in shadow decides it again later, off the request path: queued, never awaited (src/simulations/shadow.ts).
-  if (shadowed && outcome.kind === 'SUBMITTED') deps.shadows?.queue(outcome.decision.organizationId, outcome.decision.purchaseId);
+  // A draft in shadow decides it again later, off the request path: the record left it to the shadow in
+  // the store; this only nudges this process's drain, never awaited (src/simulations/shadow.ts).
+  if (shadowed && outcome.kind === 'SUBMITTED') deps.shadows?.nudge(outcome.decision.organizationId);
   return outcome;
 }
 

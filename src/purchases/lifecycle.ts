@@ -39,8 +39,8 @@ export interface PurchaseState {
   approval: ApprovalDoc | null;
   /** The person answering (an ANSWER command): null when no such person is in the organisation. */
   person?: PersonDoc | null;
-  /** Whether the organisation has a draft in shadow (from the configuration cache): the handler queues the purchase for it after commit. */
-  shadowed?: boolean;
+  /** The organisation's drafts in shadow (from the configuration cache): a submission leaves its purchase to each (src/simulations/shadow.ts). */
+  shadowIds?: readonly string[];
 }
 
 /** Who submitted: a credential (API key or connection) or a person on the dashboard. */
@@ -87,6 +87,8 @@ export interface PurchaseRecord {
   fenceAgent: boolean;
   events: NewEvent[];
   idempotency: IdempotencyDoc | null;
+  /** Drafts in shadow that are to evaluate the purchase after the commit (a submission's record). */
+  shadowIds?: readonly string[];
   /** For the read models: the agent as shown, and the policies that governed the purchase. */
   projection: { agent: { id: string; name: string; status: AgentDoc['status'] }; policyIds: string[]; timeZone: string; previousStatus: PurchaseDoc['status'] | null };
 }
@@ -213,6 +215,7 @@ function submit(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'SUB
     fenceAgent: true,
     events: [...changes.events, purchaseEvent(purchase, decisionDoc, approval)],
     idempotency: cmd.idempotency === null ? null : { ...cmd.idempotency, purchaseId: purchase._id, responseJson: json },
+    shadowIds: state.shadowIds ?? [],
     projection: { agent: agentView(agent), policyIds, timeZone: org.timezone, previousStatus: null },
   };
   return {

@@ -144,5 +144,5 @@ async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: Subm
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session);
   // From the cache at this stamp: no query unless the configuration changed.
   const shadows = await shadowsOf(config, deps.store.db, org._id, session);
-  return { organization: org, agent, candidates, windows, purchase: null, approval: null, shadowed: shadows.length > 0 };
+  return { organization: org, agent, candidates, windows, purchase: null, approval: null, shadowIds: shadows };
 }

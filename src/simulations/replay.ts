@@ -107,14 +107,75 @@ export interface ReplayHold {
   approvalId: string | null;
 }
 
-/** The replayed budget windows (with the end of each one's period) and holds. */
+/**
+ * A recorded purchase requested before the replay's start and still waiting for a person then: its
+ * amount was held in the recorded windows at `from`, so it is held in the replayed windows of the
+ * policies that governed it (those whose period contains its request) until its recorded approval was
+ * answered or expired, then spent (when the purchase ended approved) or released.
+ */
+export interface CarriedHold {
+  purchaseId: string;
+  approvalId: string;
+  amountMinor: bigint;
+  currency: string;
+  requestedAt: Date;
+  policyIds: string[];
+  /** Whether the recorded purchase is approved now: the seed (the approved spend before `from`) counts it already. */
+  approvedNow: boolean;
+  /** The replayed windows it is held in, as each was first read. */
+  windowIds: string[];
+  /** Its fate once its recorded approval was answered or expired; null while it waits. */
+  settled: 'CONVERT' | 'RELEASE' | null;
+}
+
+/** The replayed budget windows (with the end of each one's period), holds, and the holds carried in from before the start. */
 export interface ReplayState {
   windows: Map<string, WindowState>;
   ends: Map<string, string>;
   holds: ReplayHold[];
+  carried: CarriedHold[];
 }
 
-export const emptyReplayState = (): ReplayState => ({ windows: new Map(), ends: new Map(), holds: [] });
+export const emptyReplayState = (carried: CarriedHold[] = []): ReplayState => ({ windows: new Map(), ends: new Map(), holds: [], carried });
+
+/**
+ * The organisation's purchases pending at `from` (requested before it, their approval answered or
+ * expired after it, or not yet), with their approvals: what a replay starting at `from` carries in.
+ */
+export async function loadCarried(deps: AppDeps, organizationId: string, from: Date): Promise<{ carried: CarriedHold[]; approvals: ApprovalDoc[] }> {
+  const approvals = await purchaseCollections(deps.store.db)
+    .approvals.find({ organizationId, createdAt: { $lt: from }, $or: [{ state: 'PENDING' }, { resolvedAt: { $gt: from } }] })
+    .toArray();
+  if (approvals.length === 0) return { carried: [], approvals };
+  const rows = new Map((await views(deps.store.db).analyticsPurchases.find({ _id: { $in: approvals.map((a) => a.purchaseId) } }).toArray()).map((r) => [r._id, r]));
+  const carried = approvals.flatMap((a): CarriedHold[] => {
+    const row = rows.get(a.purchaseId);
+    if (!row || row.requestedAt.getTime() >= from.getTime()) return [];
+    return [{ purchaseId: row._id, approvalId: a._id, amountMinor: BigInt(row.amountMinor), currency: row.currency, requestedAt: row.requestedAt, policyIds: row.policyIds, approvedNow: row.status === 'APPROVED', windowIds: [], settled: null }];
+  });
+  carried.sort((x, y) => x.requestedAt.getTime() - y.requestedAt.getTime() || (x.purchaseId < y.purchaseId ? -1 : 1));
+  return { carried, approvals };
+}
+
+const covers = (key: WindowKey, c: CarriedHold) =>
+  c.currency === key.currency && c.policyIds.includes(key.policyId) && new Date(key.periodStart).getTime() <= c.requestedAt.getTime() && c.requestedAt.getTime() < new Date(key.periodEnd).getTime();
+
+/** A window the replay reads first: its recorded state at the start, with the carried holds in it. */
+async function openWindow(ctx: ReplayContext, state: ReplayState, key: WindowKey, id: string): Promise<WindowState> {
+  let opening = await ctx.seed(key);
+  let held = 0n;
+  let committed = 0n;
+  for (const c of state.carried) {
+    if (!covers(key, c)) continue;
+    // The seed counted an approved purchase as spent before the start; it was only held then.
+    if (c.approvedNow && new Date(key.periodStart).getTime() < ctx.from.getTime()) opening -= c.amountMinor;
+    if (c.settled === null) {
+      held += c.amountMinor;
+      c.windowIds.push(id);
+    } else if (c.settled === 'CONVERT') committed += c.amountMinor;
+  }
+  return { budgetCounterId: null, committedMinor: committed, heldMinor: held, openingBalanceMinor: opening };
+}
 
 export interface ReplayContext {
   organization: OrganizationDoc;
@@ -123,6 +184,8 @@ export interface ReplayContext {
   seed(key: WindowKey): Promise<bigint>;
   /** The recorded approval with this id, as known now. */
   approval(id: string): ApprovalDoc | undefined;
+  /** Where the replayed windows start (the replay's `from`, the shadow's start). */
+  from: Date;
 }
 
 export interface ReplayedPurchase {
@@ -149,7 +212,7 @@ function adjust(state: ReplayState, id: string, held: bigint, committed: bigint)
  * silence would have brought.
  */
 function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
-  if (state.holds.length === 0) return;
+  if (state.holds.length === 0 && state.carried.length === 0) return;
   const kept: ReplayHold[] = [];
   for (const h of state.holds) {
     const a = h.approvalId === null ? undefined : ctx.approval(h.approvalId);
@@ -163,6 +226,14 @@ function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
     for (const id of h.windowIds) adjust(state, id, -h.amountMinor, settled === 'CONVERT' ? h.amountMinor : 0n);
   }
   state.holds = kept;
+  for (const c of state.carried) {
+    if (c.settled !== null) continue;
+    const a = ctx.approval(c.approvalId);
+    if (!a || a.state === 'PENDING' || a.resolvedAt === null || a.resolvedAt.getTime() > at) continue;
+    // Spent only when the recorded purchase ended approved (an approval re-evaluated into a refusal released it).
+    c.settled = a.state === 'APPROVED' && c.approvedNow ? 'CONVERT' : 'RELEASE';
+    for (const id of c.windowIds) adjust(state, id, -c.amountMinor, c.settled === 'CONVERT' ? c.amountMinor : 0n);
+  }
 }
 
 const sameCodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((c, i) => c === b[i]);
@@ -186,7 +257,7 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
   for (const key of windowKeysFor(base)) {
     const id = windowId(key);
     if (state.windows.has(id)) continue;
-    state.windows.set(id, { budgetCounterId: null, committedMinor: 0n, heldMinor: 0n, openingBalanceMinor: await ctx.seed(key) });
+    state.windows.set(id, await openWindow(ctx, state, key, id));
     state.ends.set(id, key.periodEnd);
   }
   const decision = decide({ ...base, windows: state.windows });
