@@ -56,13 +56,26 @@ function engineVersion(h: PolicyHistory, v: PolicyVersionDoc): PolicyVersionInpu
   return found;
 }
 
+/**
+ * A policy's status at an instant, from its recorded changes of status: before the first, the status it
+ * changed from. A policy with none recorded (none since the release that records them,
+ * docs/reference/decisions.md) is taken to have had its present status throughout.
+ */
+export function statusAt(p: PolicyDoc, t: number): PolicyDoc['status'] {
+  const changes = p.statusChanges ?? [];
+  let status = changes.length > 0 ? changes[0].from : p.status;
+  for (const c of changes) if (c.at.getTime() <= t) status = c.to;
+  return status;
+}
+
 const inForceAt = (v: PolicyVersionDoc, t: number) => v.activatedAt !== null && v.activatedAt.getTime() <= t && (v.archivedAt === null || v.archivedAt.getTime() > t);
 
 /**
  * The policies in force for the agent at the purchase's time, with the replayed version in its policy's
  * place. What the purchase's recorded decision says governed it is taken as written (its versions, and
  * the agent in an agent-scoped policy); any other policy is in force by its versions' activation times,
- * unless it was archived before or is disabled now (a policy's disabling has no recorded time).
+ * unless it was archived before or disabled then (statusAt). The replayed version stands in its policy's
+ * place while that policy was enabled: a disabled policy decided nothing, whatever its version.
  */
 export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, recorded: DecisionDoc | null): PolicyCandidate[] {
   const t = at.getTime();
@@ -73,16 +86,16 @@ export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, record
   }
   const chosen: { policy: PolicyDoc; version: PolicyVersionInput; addAgent: boolean }[] = [];
   for (const p of h.policies) {
+    const seen = evidence.get(p._id);
+    if (!seen && (statusAt(p, t) === 'DISABLED' || (p.archivedAt !== null && p.archivedAt.getTime() <= t))) continue;
     if (p._id === h.target.policyId) {
       chosen.push({ policy: p, version: h.target.version, addAgent: evidence.get(p._id)?.agentScope === true });
       continue;
     }
-    const seen = evidence.get(p._id);
     if (seen) {
       chosen.push({ policy: p, version: engineVersion(h, h.versionById.get(seen.versionId)!), addAgent: seen.agentScope });
       continue;
     }
-    if (p.status === 'DISABLED' || (p.archivedAt !== null && p.archivedAt.getTime() <= t)) continue;
     const v = h.versionsByPolicy.get(p._id)?.find((x) => inForceAt(x, t));
     if (v) chosen.push({ policy: p, version: engineVersion(h, v), addAgent: false });
   }
