@@ -55,6 +55,11 @@ export interface ShadowDrain {
 }
 
 const BATCH = 200;
+/**
+ * How long a nudge waits before the drain runs: the commits of that while are evaluated as one batch,
+ * whose cost (the shadow's state read and written once, the policies loaded once) is shared by all.
+ */
+const COALESCE_MS = 50;
 const ATTEMPTS = 20;
 
 const toCarried = (c: ShadowCarriedEntry): CarriedHold => ({ ...c, amountMinor: BigInt(c.amountMinor), windowIds: [...c.windowIds] });
@@ -206,7 +211,7 @@ export function shadowDrain(deps: () => AppDeps): ShadowDrain {
 
   const start = () => {
     if (running) return;
-    running = new Promise<void>((resolve) => setImmediate(resolve))
+    running = new Promise<void>((resolve) => setTimeout(resolve, COALESCE_MS))
       .then(drain)
       .finally(() => {
         running = null;

@@ -42,7 +42,7 @@ test.serial('a purchase pending at `from` holds its amount in the replayed windo
     { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '100000', currency: 'EUR' },
   ];
   const org = await applyManifest(app, manifest('replay-carried', [{ rules, merchants: [], activate: true }]));
-  const decided: Record<string, { outcome: string; reasonCodes: string[] }> = {};
+  const decided: Record<string, { id: string; outcome: string; reasonCodes: string[] }> = {};
   // Day 1: held at 09:00, rejected at 12:00.
   at(DAY1, '09:00');
   const p1 = await buy(org, 'Paper Co', 60000);
@@ -115,7 +115,7 @@ test.serial('a replay across a policy disabled for part of the range leaves that
   at('2026-08-03', '18:00');
   t.deepEqual(outcomes, ['REJECTED', 'APPROVED', 'REJECTED']);
 
-  const policy = await app.store.db.collection('policies').findOne({ _id: org.policies.blocklist.id });
+  const policy = await app.store.db.collection<{ _id: string; statusChanges: { from: string; to: string; at: Date }[] }>('policies').findOne({ _id: org.policies.blocklist.id });
   t.deepEqual(
     policy?.statusChanges.map((c: { from: string; to: string; at: Date }) => [c.from, c.to, c.at.toISOString()]),
     [

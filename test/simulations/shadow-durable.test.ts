@@ -69,6 +69,8 @@ test('purchases committed while no drain runs are all evaluated after a restart,
     ids.push(await buy(first, org, i));
   }
   t.like(await evaluations(store, draftId), { rows: 40, pending: 110 });
+  // The report says how far behind the shadow is.
+  t.like((await report(first, org, draftId)).body, { shadow: { pending: 110, pendingSince: new Date(START + 40 * 4 * 60_000).toISOString() }, summary: { evaluated: 40 } });
   await first.close();
 
   // Started again, the worker's start-up run evaluates what was left.
@@ -81,6 +83,7 @@ test('purchases committed while no drain runs are all evaluated after a restart,
   }
   t.is(counted, ids.length);
   t.deepEqual(await evaluations(store, draftId), { rows: ids.length, purchases: ids.length, pending: 0 });
+  t.like((await report(second, org, draftId)).body.shadow, { pending: 0, pendingSince: null });
   // Running it again counts nothing twice.
   t.is(await catchUpShadows(second.deps), 0);
   t.is(await drainShadow(second.deps, draftId), 0);
