@@ -6,6 +6,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
 import { Client, dashboardPurchase, setUpDashboardOrg } from '../helpers/dashboard.ts';
+import { applyManifest } from '../helpers/fixtures.ts';
+import { manifest, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
 
 const run = promisify(execFile);
 let app: TestApp;
@@ -102,4 +104,23 @@ test('a service that cannot be reached is one line naming SERVICE_URL, status 1'
   t.is(unreachable.code, 1);
   t.regex(unreachable.stderr, new RegExp(`^cannot reach the service at http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\): set SERVICE_URL`));
   t.is(unreachable.stderr.trim().split('\n').length, 1);
+});
+
+test('shadow puts a draft in shadow and takes it out; a version that is not a draft, or no on/off, is refused', async (t) => {
+  const org = await applyManifest(app, manifest('cli-shadow', [{ rules: V1_RULES, merchants: V1_MERCHANTS, activate: true }]));
+  const draftId = (await applyManifest(app, manifest('cli-shadow', [{ rules: V2_RULES, merchants: V2_MERCHANTS, activate: false }]))).policies.office.draftVersionId!;
+  const on = await cli(['shadow', draftId, 'on']);
+  t.is(on.code, 0, on.stderr);
+  t.like(JSON.parse(on.stdout).shadow, { policyVersionId: draftId, shadow: true, stoppedAt: null });
+  const report = await app.request(`/v1/policies/${org.policies.office.id}/versions/${draftId}/shadow`, { key: org.keys['org-key'] });
+  t.like(report.body.shadow, { shadow: true, pending: 0 });
+  const off = await cli(['shadow', draftId, 'OFF']);
+  t.is(off.code, 0, off.stderr);
+  t.like(JSON.parse(off.stdout).shadow, { shadow: false, stopReason: 'STOPPED' });
+  const active = await cli(['shadow', org.policies.office.activeVersionId!, 'on']);
+  t.is(active.code, 1);
+  t.regex(active.stderr, /version_not_draft/);
+  const usage = await cli(['shadow', draftId, 'maybe']);
+  t.is(usage.code, 2);
+  t.regex(usage.stderr, /Usage: npm run admin/);
 });
