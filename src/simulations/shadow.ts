@@ -1,5 +1,5 @@
 // The shadow's evaluation (docs/integrate/simulations.md#shadow, docs/operate/shadow.md,
-// docs/internals/design.md §13): a submission of an organisation with a draft in shadow leaves its purchase
+// docs/internals/design.md §9): a submission of an organisation with a draft in shadow leaves its purchase
 // to the shadow in its own transaction (a `shadow_pending` row, src/policies/shadows.ts), and the purchase
 // is decided again off the request path by the replay's step (replay.ts) with the draft in place, over
 // the shadow's own budget windows (kept in its document). The result is written to `shadow_decisions`,
