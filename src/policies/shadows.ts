@@ -84,7 +84,13 @@ export interface ShadowDoc {
   stopReason: 'STOPPED' | 'ACTIVATED' | null;
   /** The shadow's own budget windows and holds (the replay state, src/simulations/replay.ts). */
   windows: ShadowWindowEntry[];
-  holds: ShadowHoldEntry[];
+  /**
+   * The holds (ShadowHoldEntry) as one JSON text, grouped by the windows they hold (src/simulations/shadow.ts):
+   * there is one per purchase the draft escalated, until its answer or expiry, and the document is read
+   * and written whole by every evaluation; one string costs the stores far less to encode and decode
+   * than as many sub-documents.
+   */
+  holds: string;
   /** Holds pending at the start, carried in (loaded by the first evaluation: absent until then). */
   carried?: ShadowCarriedEntry[];
   /** The latest requestedAt evaluated (windows whose period ended a day before it are dropped). */
@@ -145,7 +151,7 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     stoppedAt: null,
     stopReason: null,
     windows: [],
-    holds: [],
+    holds: '[]',
     cursor: now,
     summary: EMPTY_SUMMARY,
     version: (existing?.version ?? 0) + 1,

@@ -72,8 +72,30 @@ function toState(doc: ShadowDoc, carried: CarriedHold[]): ReplayState {
     windows.set(w.id, { budgetCounterId: null, committedMinor: BigInt(w.committedMinor), heldMinor: BigInt(w.heldMinor), openingBalanceMinor: BigInt(w.openingBalanceMinor) });
     ends.set(w.id, w.periodEnd);
   }
-  const holds: ReplayHold[] = doc.holds.map((h) => ({ ...h, amountMinor: BigInt(h.amountMinor) }));
-  return { windows, ends, holds, carried };
+  return { windows, ends, holds: parseHolds(doc.holds), carried };
+}
+
+type HoldGroup = [windowIds: string[], holds: [purchaseId: string, amountMinor: string, expiresAtMs: number, approvalId: string | null][]];
+
+/**
+ * The holds as stored: grouped by the windows they hold (most of an organisation's share a few sets of
+ * windows), so each window id is written once per set rather than once per hold.
+ */
+function stringifyHolds(holds: readonly ReplayHold[]): string {
+  const groups = new Map<string, HoldGroup>();
+  for (const h of holds) {
+    const key = h.windowIds.join(' ');
+    let group = groups.get(key);
+    if (group === undefined) groups.set(key, (group = [h.windowIds, []]));
+    group[1].push([h.purchaseId, h.amountMinor.toString(), h.expiresAt.getTime(), h.approvalId]);
+  }
+  return JSON.stringify([...groups.values()]);
+}
+
+function parseHolds(text: string): ReplayHold[] {
+  return (JSON.parse(text) as HoldGroup[]).flatMap(([windowIds, holds]) =>
+    holds.map(([purchaseId, amountMinor, expiresAtMs, approvalId]) => ({ purchaseId, windowIds, amountMinor: BigInt(amountMinor), expiresAt: new Date(expiresAtMs), approvalId })),
+  );
 }
 
 /** The state to store: windows whose period ended a day before the newest purchase evaluated are dropped (no later purchase reads them). */
@@ -85,7 +107,7 @@ function fromState(state: ReplayState, newest: Date): Pick<ShadowDoc, 'windows' 
       ? []
       : [{ id, periodEnd, committedMinor: w.committedMinor.toString(), heldMinor: w.heldMinor.toString(), openingBalanceMinor: w.openingBalanceMinor.toString() }];
   });
-  return { windows, holds: state.holds.map((h) => ({ ...h, amountMinor: h.amountMinor.toString() })), carried: state.carried.map(fromCarried) };
+  return { windows, holds: stringifyHolds(state.holds), carried: state.carried.map(fromCarried) };
 }
 
 /**
