@@ -13,7 +13,10 @@
 // whatever else the machine runs) it prints the CPU time the serving process spent per request, from
 // /proc, and the ratio of the floor's to the decision's: the load-independent form of the same ratio. The service's environment is this one's, so
 // `MONGODB_URI=... WEB_CONCURRENCY=2 npm run bench` measures that configuration. BENCH_ONLY=32 runs one
-// connection count only (for profiling). The service runs with the V8 flags and environment of
+// connection count only (for profiling). After the 32-connection round the same service runs it once
+// more with a draft in shadow (BENCH_SHADOW=0 skips it): decisions per second, p99 and CPU per decision
+// beside the round without, and how far behind the shadow was when it ended (purchases pending, the age
+// of the oldest, and how long it took to catch up). The service runs with the V8 flags and environment of
 // `npm start` (scripts/start-command.ts; BENCH_V8_FLAGS overrides the flags).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -129,6 +132,45 @@ async function startService(env: Record<string, string> = {}) {
   return { svc, base, decisionRequests, sampleText, cleanUp: async () => void (dataRoot && (await rm(dataRoot, { recursive: true, force: true }))) };
 }
 
+/**
+ * A draft of the bench's first policy (a lower approval threshold) put in shadow, then the measured
+ * 32-connection round, then the shadow's lag as its report gives it, and how long it took to catch up.
+ */
+async function shadowRound(base: string, decisionRequests: autocannon.Request[], pid: number | undefined) {
+  const admin = { authorization: `Bearer ${BENCH_TOKEN}`, 'content-type': 'application/json' };
+  const manifest = benchManifest();
+  const policy = manifest.policies[0];
+  const stricter = { ...policy, activate: false, rules: policy.rules.map((r) => (r.effect === 'REQUIRE_APPROVAL' ? { ...r, amountMinor: '4000' } : r)) };
+  const applied = (await fetch(`${base}/admin/manifests`, { method: 'POST', headers: admin, body: JSON.stringify({ ...manifest, apiKeys: [...manifest.apiKeys, { handle: 'bench-org-key' }], policies: [stricter, ...manifest.policies.slice(1)] }) }).then((r) => r.json())) as {
+    policies: Record<string, { id: string; draftVersionId: string | null }>;
+    apiKeys: Record<string, { key?: string }>;
+  };
+  const orgKey = applied.apiKeys['bench-org-key']?.key;
+  if (!orgKey) throw new Error('the bench organisation key was not created');
+  const { id: policyId, draftVersionId } = applied.policies[policy.handle];
+  if (!draftVersionId) throw new Error('the bench draft was not created');
+  const started = await fetch(`${base}/admin/policy-versions/${draftVersionId}`, { method: 'PATCH', headers: admin, body: JSON.stringify({ shadow: true }) });
+  if (!started.ok) throw new Error(`could not start the shadow: ${started.status} ${await started.text()}`);
+  const decisions = await measured(pid, base, 32, decisionRequests);
+  const report = async () => {
+    const res = await fetch(`${base}/v1/policies/${policyId}/versions/${draftVersionId}/shadow`, { headers: { authorization: `Bearer ${orgKey}` } });
+    if (!res.ok) throw new Error(`shadow report: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { shadow: { pending: number; pendingSince: string | null }; summary: { evaluated: number } });
+  };
+  const ended = Date.now();
+  const atEnd = await report();
+  let last = atEnd;
+  while (last.shadow.pending > 0) {
+    await new Promise((r) => setTimeout(r, 100));
+    last = await report();
+  }
+  return {
+    decisions,
+    lag: { pending: atEnd.shadow.pending, seconds: atEnd.shadow.pendingSince === null ? null : Math.round((ended - Date.parse(atEnd.shadow.pendingSince)) / 100) / 10, caughtUpMs: Date.now() - ended },
+    evaluated: last.summary.evaluated,
+  };
+}
+
 async function main() {
   const service = await startService();
   const { svc, base, decisionRequests } = service;
@@ -173,6 +215,19 @@ async function main() {
       `${connections} connections: ${decisions.perSecond} decisions/s (p50 ${decisions.p50Ms} ms, p99 ${decisions.p99Ms} ms, non-2xx ${decisions.non2xx}, ${decisions.cpuUsPerRequest ?? '?'} us CPU each); ` +
         `floor ${floorRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, floorRoute.perSecond)}; ${floorRoute.cpuUsPerRequest ?? '?'} us CPU each, CPU ratio ${cpuRatioToFloor ?? '?'}), ` +
         `bare ${bareRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, bareRoute.perSecond)})\n`,
+    );
+  }
+  // The shadow's cost: the 32-connection round once more on the same service, with a draft of one policy in
+  // shadow (every decision is then also evaluated against it, off the request path), beside the run
+  // without; then how far behind the shadow was when the round ended (purchases it had yet to evaluate).
+  if (process.env.BENCH_SHADOW !== '0' && out.c32) {
+    const shadow = await shadowRound(base, decisionRequests, svc.pid);
+    const without = (out.c32 as { decisions: RunResult & { cpuUsPerRequest: number | null } }).decisions;
+    out.c32Shadow = shadow;
+    process.stderr.write(
+      `32 connections, a draft in shadow: ${shadow.decisions.perSecond} decisions/s (p50 ${shadow.decisions.p50Ms} ms, p99 ${shadow.decisions.p99Ms} ms, non-2xx ${shadow.decisions.non2xx}, ` +
+        `${shadow.decisions.cpuUsPerRequest ?? '?'} us CPU each) beside ${without.perSecond}/s (p99 ${without.p99Ms} ms, ${without.cpuUsPerRequest ?? '?'} us CPU each) without; ` +
+        `at the end the shadow had ${shadow.lag.pending} purchases to evaluate (oldest ${shadow.lag.seconds ?? 0} s old), caught up ${shadow.lag.caughtUpMs} ms later; ${shadow.evaluated} evaluated\n`,
     );
   }
   // The same at 32 connections with SQLITE_SYNCHRONOUS=FULL (an fsync per group commit: durable across a

@@ -7,7 +7,7 @@ import type { OrganizationActors } from './commands/organization-actors.ts';
 import type { ChainHead } from './receipts/chain.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import type { Lifecycle } from './lifecycle.ts';
-import type { ShadowQueue } from './simulations/shadow.ts';
+import type { ShadowDrain } from './simulations/shadow.ts';
 
 export interface AppDeps {
   config: Config;
@@ -22,7 +22,7 @@ export interface AppDeps {
   /** Readiness and shutdown state of this process (main.ts); absent in tests that need none. */
   lifecycle?: Lifecycle;
   /** Evaluates committed purchases against drafts in shadow, off the request path (src/simulations/shadow.ts). */
-  shadows?: ShadowQueue;
+  shadows?: ShadowDrain;
 }
 
 /**

@@ -17,6 +17,8 @@ export interface WorkerOptions {
   webhookDispatchEvery?: string | number;
   /** How often due webhook deliveries without a job are swept up (default 1 minute). */
   webhookSweepEvery?: string | number;
+  /** How often shadows with purchases left to evaluate are caught up (default 30 seconds). */
+  shadowCatchUpEvery?: string | number;
 }
 
 export interface Capability {

@@ -30,7 +30,7 @@ import { simulations } from './simulations/capability.ts';
 import { webhooks } from './webhooks/capability.ts';
 import { mcp } from './mcp/capability.ts';
 import { dashboard } from './dashboard/capability.ts';
-import { shadowQueue } from './simulations/shadow.ts';
+import { shadowDrain } from './simulations/shadow.ts';
 
 /**
  * In this order: middleware runs and routers are mounted in it (identity authenticates /v1 before
@@ -53,7 +53,7 @@ export const createIndexes = (db: StoreDb): Promise<void> => createStoreIndexes(
 export function composeDeps(parts: { config: Config; store: Store; log: Logger; scheduler: Scheduler; now?: () => Date }): AppDeps {
   const { config, store, log, scheduler } = parts;
   const deps: AppDeps = { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), actors: new OrganizationActors(), scheduler };
-  deps.shadows = shadowQueue(() => deps);
+  deps.shadows = shadowDrain(() => deps);
   return deps;
 }
 

@@ -194,8 +194,10 @@ async function applyPolicy(
     touched = true;
   } else if (changed(policy, fields)) {
     const archivedAt = status === 'ARCHIVED' ? (policy.archivedAt ?? now) : null;
-    await c.policies.updateOne({ _id: policy._id }, { $set: { ...fields, archivedAt, updatedAt: now } }, { session });
-    policy = { ...policy, ...fields, archivedAt, updatedAt: now };
+    // A change of status is kept with its time: a replay decides each purchase with the policies enabled then (src/simulations/replay.ts).
+    const statusChange = policy.status === status ? null : { from: policy.status, to: status, at: now };
+    await c.policies.updateOne({ _id: policy._id }, { $set: { ...fields, archivedAt, updatedAt: now }, ...(statusChange ? { $push: { statusChanges: statusChange } } : {}) }, { session });
+    policy = { ...policy, ...fields, archivedAt, updatedAt: now, ...(statusChange ? { statusChanges: [...(policy.statusChanges ?? []), statusChange] } : {}) };
     touched = true;
   }
 

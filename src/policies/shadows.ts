@@ -28,6 +28,44 @@ export interface ShadowHoldEntry {
   approvalId: string | null;
 }
 
+/** A purchase held before the shadow's start and still waiting then (src/simulations/replay.ts CarriedHold). */
+export interface ShadowCarriedEntry {
+  purchaseId: string;
+  approvalId: string;
+  amountMinor: string;
+  currency: string;
+  requestedAt: Date;
+  policyIds: string[];
+  approvedNow: boolean;
+  windowIds: string[];
+  settled: 'CONVERT' | 'RELEASE' | null;
+}
+
+/**
+ * A committed purchase the shadow has yet to evaluate: written in the purchase's own transaction (one more
+ * insert of its batch, src/purchases/record-writer.ts) for each shadow the submission saw running, and
+ * deleted in the transaction that records the shadow's evaluation. A transactional outbox: a purchase
+ * is in the shadow's report or here, whatever process stopped or was killed when.
+ */
+export const SHADOW_PENDING = 'shadow_pending';
+
+export interface ShadowPendingDoc {
+  /** `${shadowId}:${purchaseId}` */
+  _id: string;
+  shadowId: string;
+  organizationId: string;
+  purchaseId: string;
+  requestedAt: Date;
+}
+
+export const shadowPendingDoc = (shadowId: string, purchase: { _id: string; organizationId: string; requestedAt: Date }): ShadowPendingDoc => ({
+  _id: `${shadowId}:${purchase._id}`,
+  shadowId,
+  organizationId: purchase.organizationId,
+  purchaseId: purchase._id,
+  requestedAt: purchase.requestedAt,
+});
+
 export interface ShadowSummaryDoc {
   evaluated: number;
   changed: number;
@@ -46,10 +84,17 @@ export interface ShadowDoc {
   stopReason: 'STOPPED' | 'ACTIVATED' | null;
   /** The shadow's own budget windows and holds (the replay state, src/simulations/replay.ts). */
   windows: ShadowWindowEntry[];
-  holds: ShadowHoldEntry[];
-  /** The requestedAt up to which purchases were evaluated, and the ids evaluated in the lag before it. */
+  /**
+   * The holds (ShadowHoldEntry) as one JSON text, grouped by the windows they hold (src/simulations/shadow.ts):
+   * there is one per purchase the draft escalated, until its answer or expiry, and the document is read
+   * and written whole by every evaluation; one string costs the stores far less to encode and decode
+   * than as many sub-documents.
+   */
+  holds: string;
+  /** Holds pending at the start, carried in (loaded by the first evaluation: absent until then). */
+  carried?: ShadowCarriedEntry[];
+  /** The latest requestedAt evaluated (windows whose period ended a day before it are dropped). */
   cursor: Date;
-  recent: { id: string; at: Date }[];
   summary: ShadowSummaryDoc;
   version: number;
 }
@@ -106,15 +151,15 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     stoppedAt: null,
     stopReason: null,
     windows: [],
-    holds: [],
+    holds: '[]',
     cursor: now,
-    recent: [],
     summary: EMPTY_SUMMARY,
     version: (existing?.version ?? 0) + 1,
   };
   if (existing) await shadows.replaceOne({ _id: versionId, version: existing.version }, doc);
   else await shadows.insertOne(doc);
-  // The shadow's own evaluations of an earlier lifetime are not this one's.
+  // The shadow's own evaluations of an earlier lifetime are not this one's, nor is what it had yet to evaluate.
   await deps.store.db.collection('shadow_decisions').deleteMany({ versionId });
+  await deps.store.db.collection(SHADOW_PENDING).deleteMany({ shadowId: versionId, requestedAt: { $lt: now } });
   return presentShadow(doc, versionId);
 }

@@ -36,7 +36,7 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
         if (attempts++ > 0) actors.forget(organizationId);
         const now = deps.now();
         const state = await load(session, now);
-        shadowed = state.shadowed === true;
+        shadowed = (state.shadowIds?.length ?? 0) > 0;
         const { outcome, record } = timeEngine(() => decidePurchase(state, command, now));
         if (record !== null) {
           await port.write(record, session);
@@ -53,8 +53,9 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
     }),
   );
   await afterCommit(deps, outcome);
-  // A draft in shadow decides it again later, off the request path: queued, never awaited (src/simulations/shadow.ts).
-  if (shadowed && outcome.kind === 'SUBMITTED') deps.shadows?.queue(outcome.decision.organizationId, outcome.decision.purchaseId);
+  // A draft in shadow decides it again later, off the request path: the record left it to the shadow in
+  // the store; this only nudges this process's drain, never awaited (src/simulations/shadow.ts).
+  if (shadowed && outcome.kind === 'SUBMITTED') deps.shadows?.nudge(outcome.decision.organizationId);
   return outcome;
 }
 

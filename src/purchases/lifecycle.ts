@@ -43,8 +43,8 @@ export interface PurchaseState {
   approval: ApprovalDoc | null;
   /** The person answering (an ANSWER command): null when no such person is in the organisation. */
   person?: PersonDoc | null;
-  /** Whether the organisation has a draft in shadow (from the configuration cache): the handler queues the purchase for it after commit. */
-  shadowed?: boolean;
+  /** The organisation's drafts in shadow (from the configuration cache): a submission leaves its purchase to each (src/simulations/shadow.ts). */
+  shadowIds?: readonly string[];
   /** The organisation's receipt chain and the signing key: loaded for the commands that decide (SUBMIT, ANSWER). */
   receipts?: ReceiptContext;
 }
@@ -101,6 +101,8 @@ export interface PurchaseRecord {
   idempotency: IdempotencyDoc | null;
   /** The decision's signed receipt and the chain's new head (an INITIAL or APPROVAL_REEVALUATION decision), else null. */
   receipt: ReceiptWrite | null;
+  /** Drafts in shadow that are to evaluate the purchase after the commit (a submission's record). */
+  shadowIds?: readonly string[];
   /** For the read models: the agent as shown, and the policies that governed the purchase. */
   projection: { agent: { id: string; name: string; status: AgentDoc['status'] }; policyIds: string[]; timeZone: string; previousStatus: PurchaseDoc['status'] | null };
 }
@@ -262,6 +264,7 @@ function submit(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'SUB
     events: [...changes.events, purchaseEvent(purchase, decisionDoc, approval)],
     idempotency: cmd.idempotency === null ? null : { ...cmd.idempotency, purchaseId: purchase._id, responseJson: json, receipt: receipt.jws },
     receipt,
+    shadowIds: state.shadowIds ?? [],
     projection: { agent: agentView(agent), policyIds, timeZone: org.timezone, previousStatus: null },
   };
   return {

@@ -13,6 +13,7 @@ import { queueEvent } from '../events/outbox.ts';
 import { VersionConflict } from '../http/errors.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { WriteBatch } from '../store/write-batch.ts';
+import { SHADOW_PENDING, shadowPendingDoc } from '../policies/shadows.ts';
 import { PURCHASE_COLLECTIONS, type ApprovalDoc, type PurchaseDoc } from './documents.ts';
 import type { PurchaseRecord } from './lifecycle.ts';
 import { projectAnswers, projectPurchase } from './projection.ts';
@@ -79,6 +80,8 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
     }
   }
   for (const event of record.events) await queueEvent(db, session, batch, event);
+  // What each draft in shadow has yet to evaluate, committed with the purchase (no round trip of its own).
+  for (const shadowId of record.shadowIds ?? []) batch.insertOne(SHADOW_PENDING, shadowPendingDoc(shadowId, purchase));
   if (record.decision === null) projectAnswers(batch, purchase._id, approval!);
   else projectPurchase(batch, { purchase, decision: record.decision, approval, committedWindowIds: record.committedWindowIds, ...record.projection });
   await batch.write(session);

@@ -150,5 +150,5 @@ async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: Subm
   // From the cache at this stamp: no query unless the configuration changed.
   const shadows = await shadowsOf(config, deps.store.db, org._id, session);
   const receipts = await loadReceiptContext(deps, session, org._id);
-  return { organization: org, agent, candidates, windows, purchase: null, approval: null, shadowed: shadows.length > 0, receipts };
+  return { organization: org, agent, candidates, windows, purchase: null, approval: null, shadowIds: shadows, receipts };
 }

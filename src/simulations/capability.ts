@@ -1,10 +1,12 @@
 // What simulations contribute: the routes under /v1/simulations and the shadow report, the replay job,
-// and the collections of replays and of shadow evaluations (none of which a decision reads).
+// the shadow's catch-up job, and the collections of replays and of shadow evaluations (none of which a
+// decision reads).
 import type { Capability } from '../capability.ts';
+import { every } from '../jobs/agenda.ts';
 import { REPLAY_CHANGES, REPLAY_JOB, REPLAYS, runReplayJob } from './replay-run.ts';
 import { simulationRoutes, shadowRoutes } from './routes.ts';
-import { SHADOW_DECISIONS } from './shadow.ts';
-import { SHADOWS } from '../policies/shadows.ts';
+import { catchUpShadows, SHADOW_CATCH_UP, SHADOW_DECISIONS } from './shadow.ts';
+import { SHADOW_PENDING, SHADOWS } from '../policies/shadows.ts';
 
 export const simulations: Capability = {
   name: 'simulations',
@@ -14,6 +16,16 @@ export const simulations: Capability = {
       const { replayId } = job.attrs.data as { replayId: string };
       await runReplayJob(deps, replayId);
     });
+    // Evaluates what shadows have left pending (a process stopped or killed before its drain ran): idempotent.
+    agenda.define(SHADOW_CATCH_UP, async () => {
+      const count = await catchUpShadows(deps);
+      if (count > 0) deps.log.info('shadows caught up', { count });
+    });
+  },
+  scheduleJobs: async (agenda, options) => {
+    await every(agenda, options.shadowCatchUpEvery ?? '30 seconds', SHADOW_CATCH_UP);
+    // And once as the worker starts, whenever the recurring run is next due.
+    await agenda.now(SHADOW_CATCH_UP);
   },
   collections: [SHADOWS],
   indexes: [
@@ -21,5 +33,6 @@ export const simulations: Capability = {
     { collection: REPLAY_CHANGES, keys: { replayId: 1, requestedAt: 1, purchaseId: 1 } },
     { collection: SHADOW_DECISIONS, keys: { versionId: 1, changed: 1, requestedAt: 1, purchaseId: 1 } },
     { collection: SHADOWS, keys: { organizationId: 1, status: 1 } },
+    { collection: SHADOW_PENDING, keys: { shadowId: 1, requestedAt: 1, purchaseId: 1 } },
   ],
 };

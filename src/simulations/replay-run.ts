@@ -12,7 +12,7 @@ import type { ApprovalDoc } from '../purchases/documents.ts';
 import { views } from '../purchases/projection.ts';
 import type { OrganizationDoc, PolicyVersionDoc } from '../store/collections.ts';
 import type { StoreDb } from '../store/store.ts';
-import { count, emptyReplayState, emptySummary, loadHistory, recordedPage, replayPurchase, seedFrom, type ReplayedPurchase, type Summary } from './replay.ts';
+import { count, emptyReplayState, emptySummary, loadCarried, loadHistory, recordedPage, replayPurchase, seedFrom, type ReplayedPurchase, type Summary } from './replay.ts';
 
 export const REPLAY_JOB = 'simulations.replay';
 export const REPLAYS = 'simulation_replays';
@@ -106,9 +106,11 @@ export async function replayRange(
   onProgress?: (evaluated: number) => Promise<void>,
 ): Promise<Summary> {
   const history = await loadHistory(deps, org._id, req.version);
-  const approvals = new Map<string, ApprovalDoc>();
-  const state = emptyReplayState();
-  const ctx = { organization: org, history, seed: seedFrom(deps, req.from), approval: (id: string) => approvals.get(id) };
+  // Purchases still waiting for a person at `from` hold their amounts in the replayed windows until their recorded answer.
+  const carried = await loadCarried(deps, org._id, req.from);
+  const approvals = new Map<string, ApprovalDoc>(carried.approvals.map((a) => [a._id, a]));
+  const state = emptyReplayState(carried.carried);
+  const ctx = { organization: org, history, seed: seedFrom(deps, req.from), approval: (id: string) => approvals.get(id), from: req.from };
   const summary = emptySummary();
   let after: { requestedAt: Date; id: string } | null = null;
   let seen = 0;

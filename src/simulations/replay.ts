@@ -56,13 +56,26 @@ function engineVersion(h: PolicyHistory, v: PolicyVersionDoc): PolicyVersionInpu
   return found;
 }
 
+/**
+ * A policy's status at an instant, from its recorded changes of status: before the first, the status it
+ * changed from. A policy with none recorded (none since the release that records them,
+ * docs/reference/decisions.md) is taken to have had its present status throughout.
+ */
+export function statusAt(p: PolicyDoc, t: number): PolicyDoc['status'] {
+  const changes = p.statusChanges ?? [];
+  let status = changes.length > 0 ? changes[0].from : p.status;
+  for (const c of changes) if (c.at.getTime() <= t) status = c.to;
+  return status;
+}
+
 const inForceAt = (v: PolicyVersionDoc, t: number) => v.activatedAt !== null && v.activatedAt.getTime() <= t && (v.archivedAt === null || v.archivedAt.getTime() > t);
 
 /**
  * The policies in force for the agent at the purchase's time, with the replayed version in its policy's
  * place. What the purchase's recorded decision says governed it is taken as written (its versions, and
  * the agent in an agent-scoped policy); any other policy is in force by its versions' activation times,
- * unless it was archived before or is disabled now (a policy's disabling has no recorded time).
+ * unless it was archived before or disabled then (statusAt). The replayed version stands in its policy's
+ * place while that policy was enabled: a disabled policy decided nothing, whatever its version.
  */
 export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, recorded: DecisionDoc | null): PolicyCandidate[] {
   const t = at.getTime();
@@ -73,16 +86,16 @@ export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, record
   }
   const chosen: { policy: PolicyDoc; version: PolicyVersionInput; addAgent: boolean }[] = [];
   for (const p of h.policies) {
+    const seen = evidence.get(p._id);
+    if (!seen && (statusAt(p, t) === 'DISABLED' || (p.archivedAt !== null && p.archivedAt.getTime() <= t))) continue;
     if (p._id === h.target.policyId) {
       chosen.push({ policy: p, version: h.target.version, addAgent: evidence.get(p._id)?.agentScope === true });
       continue;
     }
-    const seen = evidence.get(p._id);
     if (seen) {
       chosen.push({ policy: p, version: engineVersion(h, h.versionById.get(seen.versionId)!), addAgent: seen.agentScope });
       continue;
     }
-    if (p.status === 'DISABLED' || (p.archivedAt !== null && p.archivedAt.getTime() <= t)) continue;
     const v = h.versionsByPolicy.get(p._id)?.find((x) => inForceAt(x, t));
     if (v) chosen.push({ policy: p, version: engineVersion(h, v), addAgent: false });
   }
@@ -107,14 +120,75 @@ export interface ReplayHold {
   approvalId: string | null;
 }
 
-/** The replayed budget windows (with the end of each one's period) and holds. */
+/**
+ * A recorded purchase requested before the replay's start and still waiting for a person then: its
+ * amount was held in the recorded windows at `from`, so it is held in the replayed windows of the
+ * policies that governed it (those whose period contains its request) until its recorded approval was
+ * answered or expired, then spent (when the purchase ended approved) or released.
+ */
+export interface CarriedHold {
+  purchaseId: string;
+  approvalId: string;
+  amountMinor: bigint;
+  currency: string;
+  requestedAt: Date;
+  policyIds: string[];
+  /** Whether the recorded purchase is approved now: the seed (the approved spend before `from`) counts it already. */
+  approvedNow: boolean;
+  /** The replayed windows it is held in, as each was first read. */
+  windowIds: string[];
+  /** Its fate once its recorded approval was answered or expired; null while it waits. */
+  settled: 'CONVERT' | 'RELEASE' | null;
+}
+
+/** The replayed budget windows (with the end of each one's period), holds, and the holds carried in from before the start. */
 export interface ReplayState {
   windows: Map<string, WindowState>;
   ends: Map<string, string>;
   holds: ReplayHold[];
+  carried: CarriedHold[];
 }
 
-export const emptyReplayState = (): ReplayState => ({ windows: new Map(), ends: new Map(), holds: [] });
+export const emptyReplayState = (carried: CarriedHold[] = []): ReplayState => ({ windows: new Map(), ends: new Map(), holds: [], carried });
+
+/**
+ * The organisation's purchases pending at `from` (requested before it, their approval answered or
+ * expired after it, or not yet), with their approvals: what a replay starting at `from` carries in.
+ */
+export async function loadCarried(deps: AppDeps, organizationId: string, from: Date): Promise<{ carried: CarriedHold[]; approvals: ApprovalDoc[] }> {
+  const approvals = await purchaseCollections(deps.store.db)
+    .approvals.find({ organizationId, createdAt: { $lt: from }, $or: [{ state: 'PENDING' }, { resolvedAt: { $gt: from } }] })
+    .toArray();
+  if (approvals.length === 0) return { carried: [], approvals };
+  const rows = new Map((await views(deps.store.db).analyticsPurchases.find({ _id: { $in: approvals.map((a) => a.purchaseId) } }).toArray()).map((r) => [r._id, r]));
+  const carried = approvals.flatMap((a): CarriedHold[] => {
+    const row = rows.get(a.purchaseId);
+    if (!row || row.requestedAt.getTime() >= from.getTime()) return [];
+    return [{ purchaseId: row._id, approvalId: a._id, amountMinor: BigInt(row.amountMinor), currency: row.currency, requestedAt: row.requestedAt, policyIds: row.policyIds, approvedNow: row.status === 'APPROVED', windowIds: [], settled: null }];
+  });
+  carried.sort((x, y) => x.requestedAt.getTime() - y.requestedAt.getTime() || (x.purchaseId < y.purchaseId ? -1 : 1));
+  return { carried, approvals };
+}
+
+const covers = (key: WindowKey, c: CarriedHold) =>
+  c.currency === key.currency && c.policyIds.includes(key.policyId) && new Date(key.periodStart).getTime() <= c.requestedAt.getTime() && c.requestedAt.getTime() < new Date(key.periodEnd).getTime();
+
+/** A window the replay reads first: its recorded state at the start, with the carried holds in it. */
+async function openWindow(ctx: ReplayContext, state: ReplayState, key: WindowKey, id: string): Promise<WindowState> {
+  let opening = await ctx.seed(key);
+  let held = 0n;
+  let committed = 0n;
+  for (const c of state.carried) {
+    if (!covers(key, c)) continue;
+    // The seed counted an approved purchase as spent before the start; it was only held then.
+    if (c.approvedNow && new Date(key.periodStart).getTime() < ctx.from.getTime()) opening -= c.amountMinor;
+    if (c.settled === null) {
+      held += c.amountMinor;
+      c.windowIds.push(id);
+    } else if (c.settled === 'CONVERT') committed += c.amountMinor;
+  }
+  return { budgetCounterId: null, committedMinor: committed, heldMinor: held, openingBalanceMinor: opening };
+}
 
 export interface ReplayContext {
   organization: OrganizationDoc;
@@ -123,6 +197,8 @@ export interface ReplayContext {
   seed(key: WindowKey): Promise<bigint>;
   /** The recorded approval with this id, as known now. */
   approval(id: string): ApprovalDoc | undefined;
+  /** Where the replayed windows start (the replay's `from`, the shadow's start). */
+  from: Date;
 }
 
 export interface ReplayedPurchase {
@@ -149,7 +225,7 @@ function adjust(state: ReplayState, id: string, held: bigint, committed: bigint)
  * silence would have brought.
  */
 function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
-  if (state.holds.length === 0) return;
+  if (state.holds.length === 0 && state.carried.length === 0) return;
   const kept: ReplayHold[] = [];
   for (const h of state.holds) {
     const a = h.approvalId === null ? undefined : ctx.approval(h.approvalId);
@@ -163,6 +239,14 @@ function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
     for (const id of h.windowIds) adjust(state, id, -h.amountMinor, settled === 'CONVERT' ? h.amountMinor : 0n);
   }
   state.holds = kept;
+  for (const c of state.carried) {
+    if (c.settled !== null) continue;
+    const a = ctx.approval(c.approvalId);
+    if (!a || a.state === 'PENDING' || a.resolvedAt === null || a.resolvedAt.getTime() > at) continue;
+    // Spent only when the recorded purchase ended approved (an approval re-evaluated into a refusal released it).
+    c.settled = a.state === 'APPROVED' && c.approvedNow ? 'CONVERT' : 'RELEASE';
+    for (const id of c.windowIds) adjust(state, id, -c.amountMinor, c.settled === 'CONVERT' ? c.amountMinor : 0n);
+  }
 }
 
 const sameCodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((c, i) => c === b[i]);
@@ -186,7 +270,7 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
   for (const key of windowKeysFor(base)) {
     const id = windowId(key);
     if (state.windows.has(id)) continue;
-    state.windows.set(id, { budgetCounterId: null, committedMinor: 0n, heldMinor: 0n, openingBalanceMinor: await ctx.seed(key) });
+    state.windows.set(id, await openWindow(ctx, state, key, id));
     state.ends.set(id, key.periodEnd);
   }
   const decision = decide({ ...base, windows: state.windows });

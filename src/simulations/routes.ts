@@ -31,7 +31,7 @@ import {
   storedPage,
   versionOf,
 } from './replay-run.ts';
-import { shadowDecisions } from './shadow.ts';
+import { shadowDecisions, shadowLag } from './shadow.ts';
 
 const replayBody = compile(ReplayBody);
 const PAGE_PARAMS = ['limit', 'cursor'];
@@ -135,9 +135,10 @@ export function shadowRoutes(deps: AppDeps): Router {
       (row) => row.change,
     );
     const { policyVersionId, ...state } = presentShadow(shadow, versionId);
+    const lag = shadow?.status === 'RUNNING' ? await shadowLag(deps.store.db, versionId) : { pending: 0, oldestRequestedAt: null };
     ctx.body = {
       simulation: replaySimulation('SHADOW', deps.now(), SHADOW_DISCLAIMER),
-      shadow: { policyId, policyVersionId, versionNumber: version.versionNumber, ...state },
+      shadow: { policyId, policyVersionId, versionNumber: version.versionNumber, ...state, pending: lag.pending, pendingSince: lag.oldestRequestedAt?.toISOString() ?? null },
       summary,
       ...changes,
     };

@@ -1,20 +1,37 @@
-// The shadow's evaluation (docs/integrate/simulations.md#shadow, docs/operate/shadow.md): after a submission
-// of an organisation with a draft in shadow has committed, its purchase is queued here, in this process,
-// and decided again off the request path by the replay's step (replay.ts) with the draft in place, over
-// the shadow's own budget windows (kept in its document, src/policies/shadows.ts). The result is written
-// to `shadow_decisions`, beside the real decision and never instead of it: no budget window, purchase,
-// decision, event or read model is written, so nothing a decision reads changes.
+// The shadow's evaluation (docs/integrate/simulations.md#shadow, docs/operate/shadow.md,
+// docs/internals/design.md §9): a submission of an organisation with a draft in shadow leaves its purchase
+// to the shadow in its own transaction (a `shadow_pending` row, src/policies/shadows.ts), and the purchase
+// is decided again off the request path by the replay's step (replay.ts) with the draft in place, over
+// the shadow's own budget windows (kept in its document). The result is written to `shadow_decisions`,
+// beside the real decision and never instead of it: no budget window, purchase, decision, event or read
+// model is written, so nothing a decision reads changes.
+//
+// Durable and exactly once. The pending row commits with the purchase, so no purchase can be committed
+// and missed, whatever order purchases commit in and whatever process stops or dies when: no checkpoint
+// on requestedAt (a transaction that read its clock first can commit after one that read it later, and
+// would fall behind such a checkpoint). The evaluation of a batch commits in one transaction that
+// checks the shadow document's version, writes its state and the decisions (keyed by shadow and
+// purchase) and deletes those pending rows: of two processes evaluating the same rows one commits, the
+// other finds its version stale and starts again from the new state, where those rows are gone.
+// Rows are evaluated in the order (requestedAt, purchase id) among those visible: purchases committed
+// concurrently are evaluated in the order their commits became visible, which is also the order the
+// live decisions saw each other's budget effects in.
+//
+// What drives it: after a commit, the handler nudges this process's drain (setImmediate; never awaited by
+// a request); the worker's recurring job and its start-up run (`simulations.shadow-catch-up`) drain every
+// shadow with rows left, those of a process stopped or killed before its drain ran included.
 import type { AppDeps } from '../app-deps.ts';
 import { runCommand } from '../commands/run-command.ts';
 import type { ApprovalDoc } from '../purchases/documents.ts';
 import { purchaseCollections } from '../purchases/documents.ts';
-import { shadowCollection, SHADOWS, type ShadowDoc } from '../policies/shadows.ts';
+import { SHADOW_PENDING, SHADOWS, type ShadowCarriedEntry, type ShadowDoc, type ShadowPendingDoc } from '../policies/shadows.ts';
 import type { WindowState } from '../engine/types.ts';
 import type { StoreDb } from '../store/store.ts';
 import { changeWire } from './replay-run.ts';
-import { loadHistory, loadRecorded, replayPurchase, seedFrom, type ReplayHold, type ReplayState, type ReplayedPurchase } from './replay.ts';
+import { loadCarried, loadHistory, loadRecorded, replayPurchase, seedFrom, type CarriedHold, type ReplayHold, type ReplayState, type ReplayedPurchase } from './replay.ts';
 
 export const SHADOW_DECISIONS = 'shadow_decisions';
+export const SHADOW_CATCH_UP = 'simulations.shadow-catch-up';
 
 export interface ShadowDecisionDoc {
   /** `${versionId}:${purchaseId}`: a purchase is evaluated once per shadow. */
@@ -28,30 +45,61 @@ export interface ShadowDecisionDoc {
 }
 
 export const shadowDecisions = (db: StoreDb) => db.collection<ShadowDecisionDoc>(SHADOW_DECISIONS);
+export const shadowPending = (db: StoreDb) => db.collection<ShadowPendingDoc>(SHADOW_PENDING);
 
-/** What a shadow drain hands the handler: queue a committed purchase of an organisation. */
-export interface ShadowQueue {
-  queue(organizationId: string, purchaseId: string): void;
-  /** Resolves once everything queued so far is evaluated (tests, the bench and shutdown). */
+/** This process's drain: the handler nudges it after a commit of an organisation with a shadow. */
+export interface ShadowDrain {
+  nudge(organizationId: string): void;
+  /** Resolves once every nudge so far has been drained (tests, the bench and shutdown). */
   idle(): Promise<void>;
 }
 
 const BATCH = 200;
-const ATTEMPTS = 5;
+/**
+ * How long a nudge waits before the drain runs: the commits of that while are evaluated as one batch,
+ * whose cost (the shadow's state read and written once, the policies loaded once) is shared by all.
+ */
+const COALESCE_MS = 50;
+const ATTEMPTS = 20;
 
-function toState(doc: ShadowDoc): ReplayState {
+const toCarried = (c: ShadowCarriedEntry): CarriedHold => ({ ...c, amountMinor: BigInt(c.amountMinor), windowIds: [...c.windowIds] });
+const fromCarried = (c: CarriedHold): ShadowCarriedEntry => ({ ...c, amountMinor: c.amountMinor.toString() });
+
+function toState(doc: ShadowDoc, carried: CarriedHold[]): ReplayState {
   const windows = new Map<string, WindowState>();
   const ends = new Map<string, string>();
   for (const w of doc.windows) {
     windows.set(w.id, { budgetCounterId: null, committedMinor: BigInt(w.committedMinor), heldMinor: BigInt(w.heldMinor), openingBalanceMinor: BigInt(w.openingBalanceMinor) });
     ends.set(w.id, w.periodEnd);
   }
-  const holds: ReplayHold[] = doc.holds.map((h) => ({ ...h, amountMinor: BigInt(h.amountMinor) }));
-  return { windows, ends, holds };
+  return { windows, ends, holds: parseHolds(doc.holds), carried };
+}
+
+type HoldGroup = [windowIds: string[], holds: [purchaseId: string, amountMinor: string, expiresAtMs: number, approvalId: string | null][]];
+
+/**
+ * The holds as stored: grouped by the windows they hold (most of an organisation's share a few sets of
+ * windows), so each window id is written once per set rather than once per hold.
+ */
+function stringifyHolds(holds: readonly ReplayHold[]): string {
+  const groups = new Map<string, HoldGroup>();
+  for (const h of holds) {
+    const key = h.windowIds.join(' ');
+    let group = groups.get(key);
+    if (group === undefined) groups.set(key, (group = [h.windowIds, []]));
+    group[1].push([h.purchaseId, h.amountMinor.toString(), h.expiresAt.getTime(), h.approvalId]);
+  }
+  return JSON.stringify([...groups.values()]);
+}
+
+function parseHolds(text: string): ReplayHold[] {
+  return (JSON.parse(text) as HoldGroup[]).flatMap(([windowIds, holds]) =>
+    holds.map(([purchaseId, amountMinor, expiresAtMs, approvalId]) => ({ purchaseId, windowIds, amountMinor: BigInt(amountMinor), expiresAt: new Date(expiresAtMs), approvalId })),
+  );
 }
 
 /** The state to store: windows whose period ended a day before the newest purchase evaluated are dropped (no later purchase reads them). */
-function fromState(state: ReplayState, newest: Date): Pick<ShadowDoc, 'windows' | 'holds'> {
+function fromState(state: ReplayState, newest: Date): Pick<ShadowDoc, 'windows' | 'holds' | 'carried'> {
   const keepAfter = new Date(newest.getTime() - 86_400_000).toISOString();
   const windows = [...state.windows].flatMap(([id, w]) => {
     const periodEnd = state.ends.get(id)!;
@@ -59,28 +107,44 @@ function fromState(state: ReplayState, newest: Date): Pick<ShadowDoc, 'windows' 
       ? []
       : [{ id, periodEnd, committedMinor: w.committedMinor.toString(), heldMinor: w.heldMinor.toString(), openingBalanceMinor: w.openingBalanceMinor.toString() }];
   });
-  return { windows, holds: state.holds.map((h) => ({ ...h, amountMinor: h.amountMinor.toString() })) };
+  return { windows, holds: stringifyHolds(state.holds), carried: state.carried.map(fromCarried) };
 }
 
-/** Evaluates the purchases with these ids for one shadow: at most once each, in the order given. */
-async function evaluateFor(deps: AppDeps, shadowId: string, ids: string[]): Promise<void> {
+/**
+ * Evaluates the next batch of one shadow's pending purchases and commits it; returns how many pending rows
+ * it consumed (0: none left, or the shadow is not running).
+ */
+async function drainBatch(deps: AppDeps, shadowId: string): Promise<number> {
   const db = deps.store.db;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const doc = await db.collection<ShadowDoc>(SHADOWS).findOne({ _id: shadowId });
-    if (!doc || doc.status !== 'RUNNING') return;
+    if (!doc || doc.status !== 'RUNNING') {
+      // A stopped shadow evaluates nothing more: what it had yet to evaluate goes.
+      await shadowPending(db).deleteMany({ shadowId });
+      return 0;
+    }
+    const rows = await shadowPending(db).find({ shadowId }).sort({ requestedAt: 1, purchaseId: 1 }).limit(BATCH).toArray();
+    if (rows.length === 0) return 0;
+    // Rows of an earlier lifetime (written by a submission in flight as it restarted) are not this one's.
+    const ids = rows.filter((r) => r.requestedAt.getTime() >= doc.startedAt.getTime()).map((r) => r.purchaseId);
     const done = new Set((await shadowDecisions(db).find({ _id: { $in: ids.map((id) => `${shadowId}:${id}`) } }, { projection: { purchaseId: 1 } }).toArray()).map((d) => d.purchaseId));
     const recorded = await loadRecorded(deps, ids.filter((id) => !done.has(id)));
-    const todo = recorded.purchases.filter(({ purchase }) => purchase.requestedAt.getTime() >= doc.startedAt.getTime());
-    if (todo.length === 0) return;
     const [org, version] = await Promise.all([deps.collections.organizations.findOne({ _id: doc.organizationId }), deps.collections.policyVersions.findOne({ _id: shadowId })]);
-    if (!org || !version) return;
-    const state = toState(doc);
+    if (!org || !version) return 0;
     const approvals = new Map<string, ApprovalDoc>(recorded.approvals.map((a) => [a._id, a]));
-    const waiting = state.holds.flatMap((h) => (h.approvalId !== null && !approvals.has(h.approvalId) ? [h.approvalId] : []));
+    // The holds pending at the start are carried in once, by the first evaluation, as a replay from the start carries them.
+    let carried: CarriedHold[];
+    if (doc.carried === undefined) {
+      const loaded = await loadCarried(deps, org._id, doc.startedAt);
+      carried = loaded.carried;
+      for (const a of loaded.approvals) approvals.set(a._id, a);
+    } else carried = doc.carried.map(toCarried);
+    const state = toState(doc, carried);
+    const waiting = [...state.holds.flatMap((h) => (h.approvalId !== null ? [h.approvalId] : [])), ...state.carried.flatMap((c) => (c.settled === null ? [c.approvalId] : []))].filter((id) => !approvals.has(id));
     if (waiting.length > 0) for (const a of await purchaseCollections(db).approvals.find({ _id: { $in: waiting } }).toArray()) approvals.set(a._id, a);
-    const ctx = { organization: org, history: await loadHistory(deps, org._id, version), seed: seedFrom(deps, doc.startedAt), approval: (id: string) => approvals.get(id) };
+    const ctx = { organization: org, history: await loadHistory(deps, org._id, version), seed: seedFrom(deps, doc.startedAt), approval: (id: string) => approvals.get(id), from: doc.startedAt };
     const results: ReplayedPurchase[] = [];
-    for (const { purchase, initial } of todo) results.push(await replayPurchase(ctx, state, purchase, initial));
+    for (const { purchase, initial } of recorded.purchases) results.push(await replayPurchase(ctx, state, purchase, initial));
 
     const summary = structuredClone(doc.summary);
     for (const r of results) {
@@ -92,7 +156,7 @@ async function evaluateFor(deps: AppDeps, shadowId: string, ids: string[]): Prom
       for (const code of r.replayed.reasonCodes) summary.byReasonCode[code] = (summary.byReasonCode[code] ?? 0) + 1;
     }
     const newest = results.reduce((m, r) => (r.requestedAt > m ? r.requestedAt : m), doc.cursor);
-    const rows: ShadowDecisionDoc[] = results.map((r) => ({
+    const decisions: ShadowDecisionDoc[] = results.map((r) => ({
       _id: `${shadowId}:${r.purchaseId}`,
       versionId: shadowId,
       organizationId: doc.organizationId,
@@ -101,58 +165,85 @@ async function evaluateFor(deps: AppDeps, shadowId: string, ids: string[]): Prom
       changed: r.changed,
       change: changeWire(r),
     }));
-    // The state and the rows together, at the version read: a process that evaluated meanwhile wins, and this batch is evaluated again from its state.
+    // The state, the decisions and the consumed rows together, at the version read: a process that evaluated
+    // meanwhile wins, and this one reads its state and the rows still pending again.
     const won = await runCommand(deps.store, async (session) => {
       const current = await db.collection<ShadowDoc>(SHADOWS).findOne({ _id: shadowId }, { session });
       if (!current || current.version !== doc.version || current.status !== 'RUNNING') return false;
       // Not through the stamped collection: the state changes on every evaluation and is no configuration.
-      await db.collection<ShadowDoc>(SHADOWS).updateOne({ _id: shadowId, version: doc.version }, { $set: { ...fromState(state, newest), summary, cursor: newest }, $inc: { version: 1 } }, { session });
-      await shadowDecisions(db).insertMany(rows, { session });
+      const updated = await db
+        .collection<ShadowDoc>(SHADOWS)
+        .updateOne({ _id: shadowId, version: doc.version }, { $set: { ...fromState(state, newest), summary, cursor: newest }, $inc: { version: 1 } }, { session });
+      if (updated.matchedCount === 0) return false;
+      if (decisions.length > 0) await shadowDecisions(db).insertMany(decisions, { session });
+      await shadowPending(db).deleteMany({ _id: { $in: rows.map((r) => r._id) } }, { session });
       return true;
     });
-    if (won) return;
+    if (won) return rows.length;
   }
-  deps.log.warn('shadow evaluation gave up after repeated races; the purchases stay unevaluated', { shadowId, count: ids.length });
+  deps.log.warn('shadow evaluation gave up after repeated races; the purchases stay pending for the next run', { shadowId });
+  return 0;
+}
+
+/** Evaluates everything one shadow has pending. */
+export async function drainShadow(deps: AppDeps, shadowId: string): Promise<number> {
+  let total = 0;
+  for (let n = await drainBatch(deps, shadowId); n > 0; n = await drainBatch(deps, shadowId)) total += n;
+  return total;
+}
+
+/** The recurring job and the start-up run: every shadow with purchases pending, stopped ones (whose rows go) included. */
+export async function catchUpShadows(deps: AppDeps): Promise<number> {
+  const ids: string[] = await shadowPending(deps.store.db).distinct('shadowId', {});
+  let total = 0;
+  for (const id of ids.sort()) total += await drainShadow(deps, id);
+  return total;
+}
+
+/** How far behind a shadow is: the purchases it has yet to evaluate, and the request time of the oldest. */
+export async function shadowLag(db: StoreDb, shadowId: string): Promise<{ pending: number; oldestRequestedAt: Date | null }> {
+  const [pending, oldest] = await Promise.all([
+    shadowPending(db).countDocuments({ shadowId }),
+    shadowPending(db).find({ shadowId }).sort({ requestedAt: 1, purchaseId: 1 }).limit(1).toArray(),
+  ]);
+  return { pending, oldestRequestedAt: oldest[0]?.requestedAt ?? null };
 }
 
 /**
- * A per-process queue of committed purchases per organisation, drained one organisation at a time in
- * the order the purchases committed, on a later turn of the event loop: never awaited by a request.
+ * This process's drain: organisations nudged are drained one at a time, on a later turn of the event
+ * loop, never awaited by a request. A failure leaves the rows pending for the next nudge or the worker.
  */
-export function shadowQueue(deps: () => AppDeps): ShadowQueue {
-  const pending = new Map<string, string[]>();
+export function shadowDrain(deps: () => AppDeps): ShadowDrain {
+  const nudged = new Set<string>();
   let running: Promise<void> | null = null;
 
   const drain = async () => {
-    while (pending.size > 0) {
-      const [orgId, ids] = pending.entries().next().value!;
-      const batch = ids.splice(0, BATCH);
-      if (ids.length === 0) pending.delete(orgId);
+    while (nudged.size > 0) {
+      const orgId: string = nudged.values().next().value!;
+      nudged.delete(orgId);
       try {
         const d = deps();
-        const shadows = await shadowCollection(d.store.db).find({ organizationId: orgId, status: 'RUNNING' }, { projection: { _id: 1 } }).toArray();
-        for (const s of shadows) await evaluateFor(d, s._id, batch);
+        const shadows = await d.store.db.collection<ShadowDoc>(SHADOWS).find({ organizationId: orgId, status: 'RUNNING' }, { projection: { _id: 1 } }).toArray();
+        for (const s of shadows) await drainShadow(d, s._id);
       } catch (err) {
-        deps().log.warn('shadow evaluation failed; those purchases stay unevaluated', { organizationId: orgId, err: String(err) });
+        deps().log.warn('shadow evaluation failed; the purchases stay pending for the next run', { organizationId: orgId, err: String(err) });
       }
     }
   };
 
   const start = () => {
     if (running) return;
-    running = new Promise<void>((resolve) => setImmediate(resolve))
+    running = new Promise<void>((resolve) => setTimeout(resolve, COALESCE_MS))
       .then(drain)
       .finally(() => {
         running = null;
-        if (pending.size > 0) start();
+        if (nudged.size > 0) start();
       });
   };
 
   return {
-    queue(organizationId, purchaseId) {
-      const list = pending.get(organizationId);
-      if (list) list.push(purchaseId);
-      else pending.set(organizationId, [purchaseId]);
+    nudge(organizationId) {
+      nudged.add(organizationId);
       start();
     },
     async idle() {

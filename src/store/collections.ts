@@ -86,6 +86,11 @@ export interface PolicyDoc {
   createdAt: Date;
   updatedAt: Date;
   archivedAt: Date | null;
+  /**
+   * Each change of status, when it happened (src/manifests/apply.ts): replay finds the status a policy had at
+   * an instant here. Absent on policies not changed since this was first recorded.
+   */
+  statusChanges?: { from: PolicyStatus; to: PolicyStatus; at: Date }[];
   /** Written by approvals that leave the policy's budget windows untouched (src/budgets/windows.ts). Never read. */
   fence?: number;
 }

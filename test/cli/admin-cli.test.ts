@@ -7,6 +7,8 @@ import { promisify } from 'node:util';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
 import { Client, dashboardPurchase, setUpDashboardOrg } from '../helpers/dashboard.ts';
 import { quorumManifest } from '../helpers/quorum.ts';
+import { applyManifest } from '../helpers/fixtures.ts';
+import { manifest, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
 
 const run = promisify(execFile);
 let app: TestApp;
@@ -142,4 +144,23 @@ test('a two-person rule through the CLI: the first answer is recorded and shown,
   const solo = await submit(applied.body.apiKeys['solo-key'].key);
   t.is(JSON.parse((await cli(['answer', solo, 'approve', '--person', 'ana'])).stdout).purchase.status, 'APPROVED', 'a single-approver rule resolves on one approval');
   t.is((await cli(['purchase', '0190aaaa-0000-7000-8000-000000000000'])).code, 1);
+});
+
+test('shadow puts a draft in shadow and takes it out; a version that is not a draft, or no on/off, is refused', async (t) => {
+  const org = await applyManifest(app, manifest('cli-shadow', [{ rules: V1_RULES, merchants: V1_MERCHANTS, activate: true }]));
+  const draftId = (await applyManifest(app, manifest('cli-shadow', [{ rules: V2_RULES, merchants: V2_MERCHANTS, activate: false }]))).policies.office.draftVersionId!;
+  const on = await cli(['shadow', draftId, 'on']);
+  t.is(on.code, 0, on.stderr);
+  t.like(JSON.parse(on.stdout).shadow, { policyVersionId: draftId, shadow: true, stoppedAt: null });
+  const report = await app.request(`/v1/policies/${org.policies.office.id}/versions/${draftId}/shadow`, { key: org.keys['org-key'] });
+  t.like(report.body.shadow, { shadow: true, pending: 0 });
+  const off = await cli(['shadow', draftId, 'OFF']);
+  t.is(off.code, 0, off.stderr);
+  t.like(JSON.parse(off.stdout).shadow, { shadow: false, stopReason: 'STOPPED' });
+  const active = await cli(['shadow', org.policies.office.activeVersionId!, 'on']);
+  t.is(active.code, 1);
+  t.regex(active.stderr, /version_not_draft/);
+  const usage = await cli(['shadow', draftId, 'maybe']);
+  t.is(usage.code, 2);
+  t.regex(usage.stderr, /Usage: npm run admin/);
 });

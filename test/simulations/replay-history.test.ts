@@ -1,0 +1,133 @@
+// Replay over what stood at its start and what changed within it (docs/integrate/simulations.md#replay):
+// a purchase still waiting for a person at `from` holds its amount in the replayed windows until its
+// recorded answer, and a policy disabled for part of the range decides nothing in that part. Both are
+// proven by replays of the active version itself, which must change nothing: without the carried hold
+// or the status history, a purchase in the range would be replayed otherwise than it was decided.
+import test from 'ava';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { manifest } from '../helpers/replay.ts';
+
+const DAY1 = '2026-07-06';
+const DAY2 = '2026-07-07';
+let clock = Date.parse(`${DAY1}T06:00:00.000Z`);
+const now = () => new Date(clock);
+const at = (day: string, time: string) => (clock = Date.parse(`${day}T${time}:00.000Z`));
+
+let app: TestApp;
+test.before(async () => {
+  app = await startApp({ now });
+});
+test.after.always(() => app?.close());
+
+async function buy(org: AppliedOrg, merchant: string, amountMinor: number) {
+  const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant, amountMinor: String(amountMinor), reason: 'replay history' } });
+  if (res.status !== 201) throw new Error(`${res.status} ${res.text}`);
+  return { id: res.body.purchaseRequest.id as string, outcome: res.body.decision.outcome as string, reasonCodes: res.body.decision.reasonCodes as string[] };
+}
+
+const answer = async (purchaseId: string, verdict: 'APPROVE' | 'REJECT') => {
+  const res = await app.admin(`/admin/purchase-requests/${purchaseId}/answer`, { body: { answer: verdict, person: 'ana' } });
+  if (res.status !== 200) throw new Error(`${res.status} ${res.text}`);
+};
+
+const replay = (org: AppliedOrg, from: string, to: string, policyVersionId = org.policies.office.activeVersionId) =>
+  app.request('/v1/simulations/replay', { key: org.keys['org-key'], body: { policyVersionId, from, to } });
+
+test.serial('a purchase pending at `from` holds its amount in the replayed windows until its recorded answer', async (t) => {
+  at(DAY1, '06:00');
+  // Approval above 50,000; 100,000 a day.
+  const rules = [
+    { ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '50000' },
+    { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '100000', currency: 'EUR' },
+  ];
+  const org = await applyManifest(app, manifest('replay-carried', [{ rules, merchants: [], activate: true }]));
+  const decided: Record<string, { id: string; outcome: string; reasonCodes: string[] }> = {};
+  // Day 1: held at 09:00, rejected at 12:00.
+  at(DAY1, '09:00');
+  const p1 = await buy(org, 'Paper Co', 60000);
+  at(DAY1, '10:00');
+  decided.p2 = await buy(org, 'Paper Co', 30000);
+  at(DAY1, '11:00');
+  decided.p3 = await buy(org, 'Paper Co', 30000);
+  at(DAY1, '12:00');
+  await answer(p1.id, 'REJECT');
+  at(DAY1, '13:00');
+  decided.p4 = await buy(org, 'Paper Co', 30000);
+  // Day 2: held at 09:00, approved at 11:00.
+  at(DAY2, '09:00');
+  const q1 = await buy(org, 'Paper Co', 60000);
+  at(DAY2, '10:00');
+  decided.q2 = await buy(org, 'Paper Co', 30000);
+  at(DAY2, '11:00');
+  await answer(q1.id, 'APPROVE');
+  at(DAY2, '12:00');
+  decided.q3 = await buy(org, 'Paper Co', 30000);
+  at(DAY2, '13:00');
+  decided.q4 = await buy(org, 'Paper Co', 5000);
+  at(DAY2, '18:00');
+
+  t.is(p1.outcome, 'REQUIRES_APPROVAL');
+  t.is(q1.outcome, 'REQUIRES_APPROVAL');
+  t.deepEqual(
+    Object.fromEntries(Object.entries(decided).map(([k, d]) => [k, d.outcome])),
+    { p2: 'APPROVED', p3: 'REJECTED', p4: 'APPROVED', q2: 'APPROVED', q3: 'REJECTED', q4: 'APPROVED' },
+    'p3 and q3 were refused only because the held or spent 60,000 counted',
+  );
+  t.true(decided.p3.reasonCodes.includes('DAILY_LIMIT_EXCEEDED'));
+
+  // From 09:30 on day 1: p1's hold is carried in until its rejection; without it p3 would be approved.
+  const day1 = await replay(org, `${DAY1}T09:30:00.000Z`, `${DAY1}T18:00:00.000Z`);
+  t.is(day1.status, 200, day1.text);
+  t.like(day1.body.summary, { evaluated: 3, changed: 0, unchanged: 3 });
+  // From 09:30 on day 2: q1, approved later, is counted once (held, then spent), not as spent and held.
+  const day2 = await replay(org, `${DAY2}T09:30:00.000Z`, `${DAY2}T18:00:00.000Z`);
+  t.like(day2.body.summary, { evaluated: 3, changed: 0 });
+  // Across both days: the carried hold of day 1 and the replay's own hold of day 2.
+  const both = await replay(org, `${DAY1}T09:30:00.000Z`, `${DAY2}T18:00:00.000Z`);
+  t.like(both.body.summary, { evaluated: 7, changed: 0 });
+
+  // A draft with a smaller budget: p1's carried hold makes p2 refused too (60,000 + 30,000 > 80,000).
+  const smaller = [rules[0], { ...rules[1], amountMinor: '80000' }];
+  const draftId = (await applyManifest(app, manifest('replay-carried', [{ rules: smaller, merchants: [], activate: false }]))).policies.office.draftVersionId!;
+  const draft = await replay(org, `${DAY1}T09:30:00.000Z`, `${DAY1}T18:00:00.000Z`, draftId);
+  t.like(draft.body.summary, { evaluated: 3, changed: 1, byTransition: { 'APPROVED->REJECTED': 1 } });
+  t.is(draft.body.changes[0].purchaseRequestId, decided.p2.id);
+});
+
+test.serial('a replay across a policy disabled for part of the range leaves that policy out of that part only', async (t) => {
+  at('2026-08-03', '06:00');
+  const office = { rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '50000' }], merchants: [], activate: true };
+  const blocklist = (status: string) => ({ handle: 'blocklist', name: 'Blocklist', status, rules: [], merchants: [{ listType: 'BLOCK', label: 'Cheap Stuff' }], activate: true });
+  const withBlocklist = (status: string) => manifest('replay-disable', [office, blocklist(status) as unknown as typeof office]);
+  const org = await applyManifest(app, withBlocklist('ACTIVE'));
+  const outcomes: string[] = [];
+  at('2026-08-03', '09:00');
+  outcomes.push((await buy(org, 'Cheap Stuff', 1000)).outcome);
+  at('2026-08-03', '10:00');
+  await applyManifest(app, withBlocklist('DISABLED'));
+  at('2026-08-03', '11:00');
+  outcomes.push((await buy(org, 'Cheap Stuff', 1000)).outcome);
+  at('2026-08-03', '12:00');
+  await applyManifest(app, withBlocklist('ACTIVE'));
+  at('2026-08-03', '13:00');
+  outcomes.push((await buy(org, 'Cheap Stuff', 1000)).outcome);
+  at('2026-08-03', '18:00');
+  t.deepEqual(outcomes, ['REJECTED', 'APPROVED', 'REJECTED']);
+
+  const policy = await app.store.db.collection<{ _id: string; statusChanges: { from: string; to: string; at: Date }[] }>('policies').findOne({ _id: org.policies.blocklist.id });
+  t.deepEqual(
+    policy?.statusChanges.map((c: { from: string; to: string; at: Date }) => [c.from, c.to, c.at.toISOString()]),
+    [
+      ['ACTIVE', 'DISABLED', '2026-08-03T10:00:00.000Z'],
+      ['DISABLED', 'ACTIVE', '2026-08-03T12:00:00.000Z'],
+    ],
+  );
+  // Enabled now: the purchase of 11:00 is still replayed without it, as it was decided.
+  const res = await replay(org, '2026-08-03T08:00:00.000Z', '2026-08-03T18:00:00.000Z');
+  t.is(res.status, 200, res.text);
+  t.like(res.body.summary, { evaluated: 3, changed: 0 });
+  // A replay of the blocklist's own version across the disable: it decides nothing while disabled.
+  const own = await replay(org, '2026-08-03T08:00:00.000Z', '2026-08-03T18:00:00.000Z', org.policies.blocklist.activeVersionId);
+  t.like(own.body.summary, { evaluated: 3, changed: 0 });
+});
