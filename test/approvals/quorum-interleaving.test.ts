@@ -1,0 +1,120 @@
+// Two answers to one approval interleaved the way two processes on MongoDB interleave them (issue #32):
+// an answer whose state was read BEFORE another answer committed, and written after it. The embedded
+// store runs one transaction at a time, so two live requests never interleave there; this test makes
+// them: it reads one answer's state in a transaction of its own, lets the other answer commit through
+// the operator API, then hands the stale state to the one handler (handlePurchaseCommand) as the first
+// attempt's load. The record writer must refuse that record (the approval, and the purchase, at the
+// versions read) so that the handler runs the command again on what the other answer wrote. Without
+// the version filters these tests fail: an answer is lost below the quorum, or a second decision commits.
+import test from 'ava';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { quorumManifest } from '../helpers/quorum.ts';
+import { newId } from '../../src/ids.ts';
+import { ApiError } from '../../src/http/errors.ts';
+import { handlePurchaseCommand } from '../../src/purchases/handler.ts';
+import { loadPurchaseState } from '../../src/purchases/load.ts';
+import type { PurchaseState } from '../../src/purchases/lifecycle.ts';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startApp();
+});
+test.after.always(() => app?.close());
+
+let orgs = 0;
+const quorumOrg = () => applyManifest(app, quorumManifest(`interleave-${++orgs}`));
+
+async function submit(org: AppliedOrg, amountMinor: number): Promise<string> {
+  const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: String(amountMinor), reason: 'A big order' } });
+  if (res.status !== 201 || res.body.decision.outcome !== 'REQUIRES_APPROVAL') throw new Error(res.text);
+  return res.body.purchaseRequest.id;
+}
+const answer = (id: string, person: string) => app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person } });
+const read = async (org: AppliedOrg, id: string) => (await app.request(`/v1/purchase-requests/${id}`, { key: org.keys['buyer-key'] })).body.purchase;
+const decisionKinds = async (id: string) => (await app.store.db.collection('decisions').find({ purchaseId: id }).toArray()).map((d: any) => d.kind).sort();
+const approvedEvents = (id: string) => app.store.db.collection('events').countDocuments({ type: 'purchase.approved', 'data.purchaseRequestId': id });
+
+/** The state `person`'s answer reads now, in a transaction of its own (as another process would read it). */
+const readNow = (id: string, person: string) => app.store.withTransaction((session) => loadPurchaseState(app.deps, session, id, app.deps.now(), { answeredBy: person }));
+
+/** `person` approves with the state read earlier as the first attempt's, and a fresh read on any retry. */
+async function approveWithStale(org: AppliedOrg, id: string, person: string, stale: PurchaseState) {
+  const loads: Array<'stale' | 'fresh'> = [];
+  const run = handlePurchaseCommand(
+    app.deps,
+    org.organizationId,
+    async (session, now) => {
+      if (loads.length === 0) {
+        loads.push('stale');
+        return stale;
+      }
+      loads.push('fresh');
+      return loadPurchaseState(app.deps, session, id, now, { answeredBy: person });
+    },
+    { kind: 'ANSWER', ids: { decisionId: newId() }, answer: 'APPROVE', personHandle: person, comment: null },
+  );
+  return { run, loads };
+}
+
+test('below the quorum: an approval read before another committed is run again, so neither answer is lost and the second decides', async (t) => {
+  const org = await quorumOrg();
+  const id = await submit(org, 30000); // two approvers
+  const stale = await readNow(id, 'ana');
+  t.deepEqual(stale.approval!.answers, []);
+
+  // Bob's approval commits between Ana's read and Ana's write.
+  const bob = await answer(id, 'bob');
+  t.is(bob.status, 200, bob.text);
+  t.is(bob.body.purchase.status, 'PENDING_APPROVAL');
+
+  const { run, loads } = await approveWithStale(org, id, 'ana', stale);
+  const outcome = await run;
+  t.deepEqual(loads, ['stale', 'fresh'], 'the stale record was refused and the command run again');
+  t.is(outcome.kind, 'ANSWERED', 'on what Bob wrote, Ana\'s approval is the second: it decides');
+  const done = await read(org, id);
+  t.is(done.status, 'APPROVED');
+  t.deepEqual(done.approval.answers.map((a: any) => a.name), ['Bob Approver', 'Ana Approver'], 'Bob\'s answer was not overwritten');
+  t.deepEqual(await decisionKinds(id), ['APPROVAL_REEVALUATION', 'INITIAL']);
+  t.is(await approvedEvents(id), 1);
+});
+
+test('below the quorum: the same person answering twice at once counts once', async (t) => {
+  const org = await quorumOrg();
+  const id = await submit(org, 150000); // three approvers
+  const stale = await readNow(id, 'ana');
+  t.is((await answer(id, 'ana')).status, 200);
+  t.is((await answer(id, 'bob')).status, 200);
+
+  const { run, loads } = await approveWithStale(org, id, 'ana', stale);
+  const error = await t.throwsAsync(run, { instanceOf: ApiError });
+  t.is(error!.code, 'approval_already_answered_by_person');
+  t.deepEqual(loads, ['stale', 'fresh']);
+  const pending = await read(org, id);
+  t.is(pending.status, 'PENDING_APPROVAL');
+  t.deepEqual(pending.approval.answers.map((a: any) => a.name), ['Ana Approver', 'Bob Approver'], 'Ana once, and Bob\'s answer kept');
+  t.deepEqual(await decisionKinds(id), ['INITIAL']);
+});
+
+test('at the quorum: the same person reaching it twice at once makes one decision', async (t) => {
+  const org = await quorumOrg();
+  const id = await submit(org, 30000); // two approvers
+  t.is((await answer(id, 'cyd')).status, 200);
+  const stale = await readNow(id, 'ana');
+  t.is(stale.approval!.answers!.length, 1, 'read with one approval in: Ana\'s would reach the quorum');
+  const ana = await answer(id, 'ana');
+  t.is(ana.status, 200);
+  t.is(ana.body.purchase.status, 'APPROVED');
+
+  const { run, loads } = await approveWithStale(org, id, 'ana', stale);
+  const error = await t.throwsAsync(run, { instanceOf: ApiError });
+  t.is(error!.code, 'approval_not_pending');
+  t.deepEqual(loads, ['stale', 'fresh']);
+  t.deepEqual(await decisionKinds(id), ['APPROVAL_REEVALUATION', 'INITIAL'], 'one decision');
+  t.is(await approvedEvents(id), 1, 'one purchase.approved');
+  const done = await read(org, id);
+  t.deepEqual(done.approval.answers.map((a: any) => a.name), ['Cyd Approver', 'Ana Approver']);
+  const window: any = await app.store.db.collection('budget_windows').findOne({ policyId: org.policies['two-person'].id, periodKind: 'DAY' });
+  t.is(window.committedMinor, 30000, 'the amount is spent once');
+  t.is(window.heldMinor, 0);
+});
