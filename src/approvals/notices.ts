@@ -155,11 +155,17 @@ export async function sendDueNotice(deps: AppDeps, approvalId: string): Promise<
   const purchase = await pc.purchases.findOne({ _id: approval.purchaseId });
   const org = await deps.collections.organizations.findOne({ _id: approval.organizationId });
   if (!purchase || !org) return 0;
-  const answered = new Set((approval.answers ?? []).map((a) => a.personId));
-  const initiator = initiatorPersonId(purchase);
-  const people = (await deps.collections.people.find({ organizationId: approval.organizationId }).sort({ _id: 1 }).toArray()).filter(
-    (p) => hasRole(p, 'approver') && p.email && !answered.has(p._id) && p._id !== initiator,
-  );
+  // By address: one human listed under two handles (one email) is one person, emailed once, and not at
+  // all once they answered or when they made the purchase (docs/reference/decisions.md).
+  const everyone = await deps.collections.people.find({ organizationId: approval.organizationId }).sort({ _id: 1 }).toArray();
+  const emailOf = new Map(everyone.map((p) => [p._id, p.email]));
+  const done = new Set([...(approval.answers ?? []).map((a) => a.personId), initiatorPersonId(purchase)].map((id) => (id === null ? undefined : emailOf.get(id))));
+  const addresses = new Set<string>();
+  const people = everyone.filter((p) => {
+    if (!hasRole(p, 'approver') || !p.email || done.has(p.email) || addresses.has(p.email)) return false;
+    addresses.add(p.email);
+    return true;
+  });
   const agent = await deps.collections.agents.findOne({ _id: approval.agentId });
   const decision = await pc.decisions.findOne({ _id: purchase.decisionId });
   const windows = await windowsHeldBy(deps, approval.organizationId, purchase.windowIds);

@@ -43,6 +43,12 @@ export interface PurchaseState {
   approval: ApprovalDoc | null;
   /** The person answering (an ANSWER command): null when no such person is in the organisation. */
   person?: PersonDoc | null;
+  /**
+   * An ANSWER command: every person of the organisation with the answering person's email, theirs
+   * included. One human listed under two handles is one person: they count once in a quorum, and may
+   * not approve what either record made (docs/reference/decisions.md).
+   */
+  personIds?: readonly string[];
   /** The organisation's drafts in shadow (from the configuration cache): a submission leaves its purchase to each (src/simulations/shadow.ts). */
   shadowIds?: readonly string[];
   /** The organisation's receipt chain and the signing key: loaded for the commands that decide (SUBMIT, ANSWER). */
@@ -282,9 +288,11 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
   const person = state.person;
   if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
   if (!hasRole(person, 'approver')) throw notAnApprover(person.name);
-  if (cmd.answer === 'APPROVE' && initiatorPersonId(purchase) === person._id) throw selfApproval(person.name);
+  const self = new Set([person._id, ...(state.personIds ?? [])]);
+  const initiator = initiatorPersonId(purchase);
+  if (cmd.answer === 'APPROVE' && initiator !== null && self.has(initiator)) throw selfApproval(person.name);
   const answers = answersOf(approval);
-  if (answers.some((a) => a.personId === person._id)) throw alreadyAnswered(person.name);
+  if (answers.some((a) => self.has(a.personId))) throw alreadyAnswered(person.name);
   const given: ApprovalAnswer = { personId: person._id, name: person.name, answer: cmd.answer, comment: cmd.comment, answeredAt: now };
   const required = approvalsRequiredOf(approval);
   // Every earlier answer approved (one rejection ends the approval), so this is approval number answers.length + 1.

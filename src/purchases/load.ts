@@ -26,6 +26,8 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
     return { organization, agent, candidates: [], windows, purchase, approval };
   }
   const person = await deps.collections.people.findOne({ organizationId: organization._id, handle: answeredBy }, { session });
+  // One human listed under several handles with one email is one person (docs/reference/decisions.md).
+  const sameEmail = person ? await deps.collections.people.find({ organizationId: organization._id, email: person.email }, { session }).toArray() : [];
   const candidates = await candidatesFor(deps.collections, organization._id, agent._id, session);
   const base = engineBase({
     mode: 'CURRENT_POLICIES',
@@ -39,5 +41,5 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds);
   // An answer is a decision: its receipt is the organisation's next.
   const receipts = await loadReceiptContext(deps, session, organization._id);
-  return { organization, agent, candidates, windows, purchase, approval, person, receipts };
+  return { organization, agent, candidates, windows, purchase, approval, person, personIds: sameEmail.map((p) => p._id), receipts };
 }

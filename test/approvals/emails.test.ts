@@ -122,6 +122,23 @@ test.serial('the person who made a dashboard purchase is not emailed about it; t
   t.is(await app.store.db.collection('notifications').countDocuments({ approvalId }), 1);
 });
 
+test.serial('one human listed under two handles (one email) is emailed once, and not about their own purchase', async (t) => {
+  const handle = `mail-${++orgs}`;
+  const o = await setUpDashboardOrg(app, handle, [...people(handle), { handle: 'ana-finance', name: 'Ana (finance)', email: `ANA@${handle}.example`, roles: ['approver'] }]);
+  const p = await pending(app, o);
+  await smtp.until((r) => of(p.approvalId, 'REQUEST')(r).length >= 2);
+  t.is((await noticeOf(app, p.approvalId))!.next, 'REMINDER', 'the job finished the step');
+  t.deepEqual(recipients(of(p.approvalId, 'REQUEST')(smtp.received)), [`ana@${handle}.example`, `bo@${handle}.example`], 'each address once');
+
+  const client = new Client(app.url);
+  await client.signIn(`ana@${handle}.example`);
+  const id = await dashboardPurchase(client, o.agents.buyer.id, { merchant: 'Chairs AG', amount: '300.00', reason: 'Chairs' });
+  const approvalId = String((await app.store.db.collection('approvals').findOne({ purchaseId: id }))!._id);
+  await smtp.until((r) => of(approvalId, 'REQUEST')(r).length >= 1);
+  t.is((await noticeOf(app, approvalId))!.next, 'REMINDER');
+  t.deepEqual(recipients(of(approvalId, 'REQUEST')(smtp.received)), [`bo@${handle}.example`], 'not the maker under their other handle');
+});
+
 test.serial('a relay that fails once: the job is retried, and each approver receives the message once', async (t) => {
   const { handle, org: o } = await org(app);
   const refusedBefore = smtp.refused;

@@ -257,3 +257,24 @@ test('two instances on one store answering at the same moment: one decision, eac
   t.is(window.heldMinor, 0);
   t.is(window.committedMinor, 30000 * 100);
 });
+
+test('two person records with one email are one person: the second answers as the first already did', async (t) => {
+  // A manifest may list one person twice under two handles (a renamed handle, a second role): one
+  // human, who signs in with the one email. Counting both would let one person meet a two-person rule.
+  const handle = `quorum-${++orgs}`;
+  const manifest: any = quorumManifest(handle);
+  manifest.people.push({ handle: 'ana-again', name: 'Ana (finance)', email: `ANA@${handle}.example` });
+  const org = await applyManifest(app, manifest);
+  const key = org.keys['buyer-key'];
+  const id = (await submit(key, 30000)).purchaseRequest.id;
+  t.is((await answer(id, 'ana')).body.purchase.status, 'PENDING_APPROVAL');
+  for (const verdict of ['APPROVE', 'REJECT'] as const) {
+    const twice = await answer(id, 'ana-again', verdict);
+    t.is(twice.status, 409, twice.text);
+    t.is(twice.body.error.code, 'approval_already_answered_by_person');
+  }
+  const pending = await read(key, id);
+  t.is(pending.status, 'PENDING_APPROVAL');
+  t.deepEqual(pending.approval.answers.map((a: any) => a.name), ['Ana Approver']);
+  t.is((await answer(id, 'bob')).body.purchase.status, 'APPROVED', 'another person meets the rule');
+});

@@ -259,6 +259,23 @@ test('four eyes: whoever made a purchase on the dashboard cannot approve it ther
   t.is((await state(app, acme, withdrawn)).status, 'REJECTED');
 });
 
+test('four eyes: a second person record with the maker\'s email cannot approve the purchase either', async (t) => {
+  // One human listed twice in the manifest (two handles, one email): the purchase is theirs under both.
+  const app = await startDashboardApp();
+  t.teardown(() => app.close());
+  const twice = { handle: 'ana-finance', name: 'Ana (finance)', email: 'ANA@acme.example', roles: ['approver'] };
+  const acme = await setUpDashboardOrg(app, 'acme', [ANA, PAM, twice]);
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const own = await dashboardPurchase(ana, acme.agents.buyer.id, { merchant: 'Standing Desks Ltd', amount: '300.00' });
+  const refused = await app.admin(`/admin/purchase-requests/${own}/answer`, { body: { answer: 'APPROVE', person: 'ana-finance' } });
+  t.is(refused.status, 403, refused.text);
+  t.is(refused.body.error.code, 'self_approval_not_permitted');
+  t.is((await state(app, acme, own)).status, 'PENDING_APPROVAL');
+  t.is((await app.admin(`/admin/purchase-requests/${own}/answer`, { body: { answer: 'APPROVE', person: 'pam' } })).status, 200);
+  t.is((await state(app, acme, own)).status, 'APPROVED');
+});
+
 test('another organisation\'s purchases, keys and approvals are indistinguishable from ones that do not exist', async (t) => {
   const { app, acme } = await setUp(t);
   const globex = await setUpDashboardOrg(app, 'globex', [{ handle: 'ana', name: 'Ana of Globex', email: 'ana@globex.example', roles: ['approver', 'admin'] }]);
