@@ -139,6 +139,34 @@ test.serial('one human listed under two handles (one email) is emailed once, and
   t.deepEqual(recipients(of(approvalId, 'REQUEST')(smtp.received)), [`bo@${handle}.example`], 'not the maker under their other handle');
 });
 
+test.serial('what the agent wrote cannot add a header, a recipient or markup to the email', async (t) => {
+  const { handle, org: o } = await org(app);
+  const merchant = 'Evil <b>Co</b>\r\nBcc: victim@attacker.example\r\n\r\n<a href="https://attacker.example">Approve here</a>';
+  const res = await app.request('/v1/purchase-requests', {
+    key: o.keys['buyer-key'],
+    body: { merchant, amountMinor: '30000', reason: '<img src=x onerror="alert(1)"> & <script>steal()</script>' },
+  });
+  t.is(res.status, 201, res.text);
+  const approvalId = String((await app.store.db.collection('approvals').findOne({ purchaseId: res.body.purchaseRequest.id }))!._id);
+  await smtp.until((r) => of(approvalId, 'REQUEST')(r).length >= 2);
+  t.is((await noticeOf(app, approvalId))!.next, 'REMINDER', 'the job finished the step');
+  const mails = of(approvalId, 'REQUEST')(smtp.received);
+  t.deepEqual(recipients(mails), [`ana@${handle}.example`, `bo@${handle}.example`], 'no recipient added');
+  for (const { mail } of mails) {
+    t.is(mail.bcc, undefined);
+    t.false(mail.headers.has('bcc'));
+    t.notRegex(mail.subject!, /[\r\n]/, 'the subject stays one line');
+    t.true(mail.subject!.startsWith('Approval needed: €300.00 at Evil <b>Co</b>'), mail.subject);
+    const body = mail.html as string;
+    t.false(body.includes('<b>Co</b>'));
+    t.false(body.includes('<a href="https://attacker.example">'));
+    t.false(body.includes('<img'));
+    t.false(body.includes('<script>'));
+    t.true(body.includes('Evil &lt;b&gt;Co&lt;/b&gt;'));
+    t.true(body.includes('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; &lt;script&gt;'));
+  }
+});
+
 test.serial('a relay that fails once: the job is retried, and each approver receives the message once', async (t) => {
   const { handle, org: o } = await org(app);
   const refusedBefore = smtp.refused;
