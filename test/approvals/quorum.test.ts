@@ -12,6 +12,7 @@ import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
 import type { AttemptResult, SendInput } from '../../src/webhooks/send.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
+import { expireApproval } from '../../src/approvals/close.ts';
 
 const HOOKS = 'hooks.quorum-test.com';
 const sent: Array<{ path: string; body: any }> = [];
@@ -277,4 +278,47 @@ test('two person records with one email are one person: the second answers as th
   t.is(pending.status, 'PENDING_APPROVAL');
   t.deepEqual(pending.approval.answers.map((a: any) => a.name), ['Ana Approver']);
   t.is((await answer(id, 'bob')).body.purchase.status, 'APPROVED', 'another person meets the rule');
+});
+
+test('after one of two approvals, expiry, archive and a policy change end the purchase as they do with one approver', async (t) => {
+  const org = await quorumOrg();
+  const key = org.keys['buyer-key'];
+  const kinds = async (id: string) => (await decisionsOf(id)).map((d: any) => d.kind);
+
+  const expiring = (await submit(key, 30000)).purchaseRequest.id;
+  t.is((await answer(expiring, 'ana')).body.purchase.status, 'PENDING_APPROVAL');
+  const approval = await app.store.db.collection('approvals').findOne({ purchaseId: expiring });
+  t.true(await expireApproval({ ...app.deps, now: () => new Date(approval!.expiresAt.getTime() + 1) }, String(approval!._id)));
+  const expired = await read(key, expiring);
+  t.is(expired.status, 'EXPIRED');
+  t.like(expired.approval, { state: 'EXPIRED', approvalsRequired: 2 });
+  t.deepEqual(expired.approval.answers.map((a: any) => a.name), ['Ana Approver'], 'the answer given stays on record');
+  t.deepEqual(await kinds(expiring), ['INITIAL', 'APPROVAL_EXPIRED']);
+  t.is((await answer(expiring, 'bob')).body.error.code, 'approval_not_pending');
+
+  // A new version of the escalating policy while one approval is in: the second approval re-evaluates
+  // against it and refuses, as a single approval does.
+  const changing = (await submit(key, 30000)).purchaseRequest.id;
+  t.is((await answer(changing, 'ana')).status, 200);
+  const manifest: any = quorumManifest(org.result.organization.handle);
+  manifest.policies[0].rules[0].amountMinor = '25000';
+  manifest.policies[0].activate = true;
+  t.is((await app.admin('/admin/manifests', { body: manifest })).status, 200);
+  const second = await answer(changing, 'bob');
+  t.is(second.status, 200, second.text);
+  t.is(second.body.purchase.status, 'REJECTED');
+  t.true(second.body.purchase.decision.reasonCodes.includes('POLICY_CHANGED_SINCE_ESCALATION'));
+  t.deepEqual(await kinds(changing), ['INITIAL', 'APPROVAL_REEVALUATION']);
+  t.is((await webhooksFor(org.hookPath, changing, 'purchase.rejected')).length, 1);
+
+  const archived = (await submit(key, 30000)).purchaseRequest.id;
+  t.is((await answer(archived, 'ana')).status, 200);
+  t.is((await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } })).status, 200);
+  const cancelled = await read(key, archived);
+  t.is(cancelled.status, 'CANCELLED');
+  t.like(cancelled.approval, { state: 'CANCELLED' });
+  t.deepEqual(await kinds(archived), ['INITIAL', 'APPROVAL_CANCELLED']);
+  const window = (await dayWindow(org))!;
+  t.is(window.heldMinor, 0, 'every hold released');
+  t.is(window.committedMinor, 0);
 });
