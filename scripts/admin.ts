@@ -165,6 +165,10 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
   const code = await withStore(async (store, config) => {
     switch (command) {
       case 'rotate-signing-key': {
+        if (config.decisionSigningKey !== null) {
+          process.stderr.write('rotate-signing-key: the signing key is the one DECISION_SIGNING_KEY gives: to rotate it, give a new key there and restart the service; the old public key stays in /.well-known/jwks.json.\n');
+          return 1;
+        }
         // The key that seals it is the service's: WEBHOOK_ENCRYPTION_KEY, or the one the embedded store generated.
         let raw = config.webhookEncryptionKey;
         if (raw === null && store instanceof EmbeddedStore) raw = (await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'))).value;

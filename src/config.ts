@@ -1,7 +1,16 @@
 // Configuration comes from the environment only, checked once at start (docs/internals/design.md §6a: composition root).
 // A bad value stops the process with a message naming the variable.
 import { Duration } from 'luxon';
+import { createPrivateKey } from 'node:crypto';
 import { parseEncryptionKey } from './webhooks/secrets.ts';
+
+function isEd25519PrivateKey(pem: string): boolean {
+  try {
+    return createPrivateKey({ key: pem, format: 'pem' }).asymmetricKeyType === 'ed25519';
+  } catch {
+    return false;
+  }
+}
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -33,6 +42,11 @@ export interface Config {
   adminToken: string | null;
   /** Raw WEBHOOK_ENCRYPTION_KEY (parsed by the webhook module), or null. */
   webhookEncryptionKey: string | null;
+  /**
+   * DECISION_SIGNING_KEY: the Ed25519 private key (PKCS#8 PEM) that signs decision receipts, when the
+   * operator keeps it (a secret manager) rather than the store; null: generated and sealed in the store.
+   */
+  decisionSigningKey: string | null;
   webhookUnsafeAllowLocal: boolean;
   webhookEndpointLimit: number;
   /** REPLAY_INLINE_LIMIT: a replay of at most this many purchases answers in the request; a larger one runs as a job. */
@@ -228,6 +242,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError('WEBHOOK_ENCRYPTION_KEY', 'must be 32 bytes written as 64 hex characters or base64 (e.g. `openssl rand -hex 32`)');
     }
   }
+  const decisionSigningKey = env.DECISION_SIGNING_KEY?.trim() ? env.DECISION_SIGNING_KEY.trim().replace(/\\n/g, '\n') : null;
+  if (decisionSigningKey !== null && !isEd25519PrivateKey(decisionSigningKey)) {
+    throw new ConfigError('DECISION_SIGNING_KEY', 'must be an Ed25519 private key in PKCS#8 PEM (e.g. `openssl genpkey -algorithm ed25519`); line breaks may be written as \\n');
+  }
   const metricsToken = env.METRICS_TOKEN || null;
   if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
   return {
@@ -245,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runJobs: flag(env, 'RUN_JOBS', mongodbUri === null),
     adminToken,
     webhookEncryptionKey,
+    decisionSigningKey,
     webhookUnsafeAllowLocal,
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
     replayInlineLimit: integer(env, 'REPLAY_INLINE_LIMIT', 5000, 0, 1_000_000),

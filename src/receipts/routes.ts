@@ -8,7 +8,7 @@ import { ensureSigningKey, publicKeys } from './keys.ts';
 export function receiptRoutes(deps: AppDeps): Router {
   const router = newRouter();
   router.get('/.well-known/jwks.json', async (ctx) => {
-    await ensureSigningKey(deps.store.db, deps.config.webhookEncryptionKey);
+    await ensureSigningKey(deps.store.db, deps.config);
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = await publicKeys(deps.store.db);
   });
