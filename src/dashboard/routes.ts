@@ -37,6 +37,18 @@ import * as views from './views.ts';
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const SAFE_METHODS = new Set(['GET', 'HEAD']);
+
+/**
+ * Where to go after signing in: a dashboard page of this site only (a path under /dashboard, with its
+ * query), never another site or the sign-in page itself; anything else is null (the inbox).
+ */
+function returnPath(value: string | null): string | null {
+  if (value === null || value.length > 512) return null;
+  // No dots or escapes in the path: a browser would resolve `..` (or `%2e%2e`) to a page off the dashboard.
+  if (!/^\/dashboard(?:\/[A-Za-z0-9_\-/]*)?(?:\?[A-Za-z0-9._~\-%=&+]*)?$/.test(value)) return null;
+  if (value.includes('//') || value.startsWith('/dashboard/sign-in')) return null;
+  return value;
+}
 const purchaseBody = compile(PurchaseRequestBody);
 // A Map: a query value looked up on an object literal reaches its prototype (?answered=constructor).
 const ANSWERED = new Map([
@@ -105,7 +117,9 @@ export function dashboardRoutes(deps: AppDeps): Router {
     if (!s) {
       if (!SAFE_METHODS.has(ctx.method)) throw new ApiError(403, 'session_ended', 'You are signed out (or your session ended), so nothing was changed. Sign in again.');
       ctx.status = 303;
-      ctx.redirect('/dashboard/sign-in');
+      // Back to this page once signed in (an approval's link in an email, say).
+      const next = returnPath(ctx.url);
+      ctx.redirect(next === null || next === '/dashboard' ? '/dashboard/sign-in' : `/dashboard/sign-in?next=${encodeURIComponent(next)}`);
       return null;
     }
     ctx.state.signedIn = s;
@@ -125,15 +139,17 @@ export function dashboardRoutes(deps: AppDeps): Router {
   }
 
   router.get('/sign-in', async (ctx) => {
-    if (await currentSession(deps, ctx)) return ctx.redirect('/dashboard');
-    send(ctx, 200, views.signInPage({ token: signInToken(ctx, deps.config) }));
+    const next = returnPath(typeof ctx.query.next === 'string' ? ctx.query.next : null);
+    if (await currentSession(deps, ctx)) return ctx.redirect(next ?? '/dashboard');
+    send(ctx, 200, views.signInPage({ token: signInToken(ctx, deps.config), next }));
   });
 
   router.post('/sign-in', async (ctx) => {
     const form = await readForm(ctx);
     if (!form.ok) throw new ApiError(400, 'invalid_form', `This form could not be read: ${form.detail}.`);
     const email = form.get('email') ?? '';
-    const again = (status: number, error: string) => send(ctx, status, views.signInPage({ token: signInToken(ctx, deps.config), email, error }));
+    const next = returnPath(form.get('next') ?? null);
+    const again = (status: number, error: string) => send(ctx, status, views.signInPage({ token: signInToken(ctx, deps.config), email, error, next }));
     if (!signInTokenMatches(ctx, deps.config, form.get('token'))) return again(403, 'This sign-in form expired or did not come from this site. Try again.');
     const result = await signIn(deps, email, form.get('password') ?? '', ctx.ip);
     if (!result.ok) {
@@ -147,7 +163,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
     if (!org || org.status !== 'ACTIVE') return again(403, 'Your organisation is suspended, so its dashboard is closed.');
     await startSession(deps, ctx, result.person);
     ctx.status = 303;
-    ctx.redirect('/dashboard');
+    ctx.redirect(next ?? '/dashboard');
   });
 
   router.post('/sign-out', async (ctx) => {

@@ -65,7 +65,7 @@ const alert = (message: string | undefined, code?: string) =>
 const notice = (message: string | undefined) => (message ? html`<div class="notice" role="status">${message}</div>` : '');
 const badge = (value: string) => html`<span class="badge ${value}">${value.replace(/_/g, ' ').toLowerCase()}</span>`;
 
-export function signInPage(v: { token: string; email?: string; error?: string }): string {
+export function signInPage(v: { token: string; email?: string; error?: string; next?: string | null }): string {
   const described = v.error ? html` aria-describedby="sign-in-error" aria-invalid="true"` : '';
   return layout(
     'Sign in',
@@ -74,6 +74,7 @@ export function signInPage(v: { token: string; email?: string; error?: string })
 ${v.error ? html`<div class="alert" role="alert" id="sign-in-error">${v.error}</div>` : ''}
 <form method="post" action="/dashboard/sign-in">
 <input type="hidden" name="token" value="${v.token}">
+${v.next ? html`<input type="hidden" name="next" value="${v.next}">` : ''}
 <label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="username" required value="${v.email ?? ''}"${described}>
 <label for="password">Password</label>

@@ -6,7 +6,7 @@
 import test from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestApp } from '../helpers/app.ts';
-import { Client, dashboardPurchase, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
+import { Client, dashboardPurchase, field, PASSWORD, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
 import { startSmtp, type ReceivedMail, type TestSmtp } from '../helpers/smtp.ts';
 import { when } from '../../src/dashboard/html.ts';
 import { reminderAt, sendDueNotice, sendDueNotices } from '../../src/approvals/notices.ts';
@@ -87,10 +87,15 @@ test.serial('every approver is emailed what they need to decide, and the link op
   const decisions = await app.store.db.collection('decisions').countDocuments({ purchaseId: p.id });
   const anonymous = await fetch(link, { redirect: 'manual' });
   t.is(anonymous.status, 303);
-  t.is(anonymous.headers.get('location'), '/dashboard/sign-in');
+  const signInAt = anonymous.headers.get('location')!;
+  t.is(signInAt, `/dashboard/sign-in?next=${encodeURIComponent(new URL(link).pathname)}`);
+  // Signing in from there lands on the approval itself.
   const client = new Client(app.url);
-  await client.signIn(`ana@${handle}.example`);
-  const page = await client.get(new URL(link).pathname);
+  const form = await client.get(signInAt);
+  const signedIn = await client.post('/dashboard/sign-in', { token: field(form.text, 'token'), next: field(form.text, 'next'), email: `ana@${handle}.example`, password: PASSWORD });
+  t.is(signedIn.status, 303);
+  t.is(signedIn.location, new URL(link).pathname);
+  const page = await client.get(signedIn.location!);
   t.is(page.status, 200);
   t.regex(page.text, /€300\.00 at Standing Desks GmbH/);
   t.regex(page.text, /pending approval/);

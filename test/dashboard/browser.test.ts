@@ -272,7 +272,7 @@ test.serial('sign out ends the session: the old cookie opens nothing', async (t)
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.waitForURL('**/dashboard/sign-in');
   await page.goto(`${app.url}/dashboard/purchases`);
-  t.true(page.url().endsWith('/dashboard/sign-in'));
+  t.true(page.url().endsWith('/dashboard/sign-in?next=%2Fdashboard%2Fpurchases'));
   const replay = await fetch(`${app.url}/dashboard`, { redirect: 'manual', headers: { cookie: `cmp_dashboard=${cookie!.value}` } });
   t.is(replay.status, 303);
   t.is(replay.headers.get('location'), '/dashboard/sign-in');

@@ -72,7 +72,7 @@ test('signed out: pages send you to sign in, and a change is refused without doi
   for (const path of ['/dashboard', '/dashboard/purchases', '/dashboard/budgets', '/dashboard/policies', '/dashboard/keys', `/dashboard/purchases/${id}`]) {
     const res = await client.get(path);
     t.is(res.status, 303, path);
-    t.is(res.location, '/dashboard/sign-in', path);
+    t.is(res.location, path === '/dashboard' ? '/dashboard/sign-in' : `/dashboard/sign-in?next=${encodeURIComponent(path)}`, path);
   }
   const unknown = await client.get('/dashboard/no/such/page');
   t.is(unknown.status, 404);
@@ -102,7 +102,7 @@ test('sessions end after 30 idle minutes, and after 12 hours however active', as
     t.is((await busy.get('/dashboard/budgets')).status, 200);
   }
   c.advance(40 * 60 * 1000);
-  t.is((await busy.get('/dashboard/budgets')).location, '/dashboard/sign-in');
+  t.is((await busy.get('/dashboard/budgets')).location, '/dashboard/sign-in?next=%2Fdashboard%2Fbudgets');
 });
 
 test('failed sign-ins are throttled per account and per address, for 15 minutes', async (t) => {
@@ -446,5 +446,27 @@ test('the inbox notice comes only from its own two answers: a query value never 
     t.is(page.status, 200);
     t.false(/class="notice"/.test(page.text), value);
     t.false(page.text.includes('native code'), value);
+  }
+});
+
+test('signing in from a page\'s link returns to that page; a return address off the dashboard is ignored', async (t) => {
+  const { app, acme } = await setUp(t);
+  const id = await pending(app, acme);
+  const client = new Client(app.url);
+  const sent = await client.get(`/dashboard/purchases/${id}`);
+  t.is(sent.location, `/dashboard/sign-in?next=${encodeURIComponent(`/dashboard/purchases/${id}`)}`);
+  const form = await client.get(sent.location!);
+  const back = await client.post('/dashboard/sign-in', { token: field(form.text, 'token'), next: field(form.text, 'next'), email: acme.people.ana.email, password: PASSWORD });
+  t.is(back.status, 303);
+  t.is(back.location, `/dashboard/purchases/${id}`);
+  // Signed in already, the sign-in page sends you on.
+  t.is((await client.get(`/dashboard/sign-in?next=${encodeURIComponent('/dashboard/budgets')}`)).location, '/dashboard/budgets');
+  for (const elsewhere of ['https://evil.example/dashboard', '//evil.example/dashboard', '/dashboard//evil.example', '/\\evil.example', '/dashboard/sign-in', '/dashboard/../oauth/consent', '/dashboard/%2e%2e/oauth/consent', 'javascript:alert(1)', '/dashboard/"><script>']) {
+    const other = new Client(app.url);
+    const page = await other.get(`/dashboard/sign-in?next=${encodeURIComponent(elsewhere)}`);
+    t.is(page.status, 200, elsewhere);
+    t.false(page.text.includes('name="next"'), elsewhere);
+    const res = await other.post('/dashboard/sign-in', { token: field(page.text, 'token'), next: elsewhere, email: acme.people.ana.email, password: PASSWORD });
+    t.is(res.location, '/dashboard', elsewhere);
   }
 });

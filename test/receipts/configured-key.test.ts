@@ -37,7 +37,7 @@ test('the configured key signs; only its public half is stored; a replaced key a
   const a = (await buy(first, 'under A')).headers.get('decision-receipt')!;
   t.is(header(a).kid, kidOfPem(pemA));
   t.true(await verifiesAgainstJwks(first, a));
-  const stored = await store.db.collection('signing_keys').findOne({ _id: kidOfPem(pemA) });
+  const stored = await store.db.collection<{ _id: string; privateKey: string }>('signing_keys').findOne({ _id: kidOfPem(pemA) });
   t.is(stored?.privateKey, 'configured', 'the private half given by configuration is never stored');
   const pemBody = pemA.replace(/-----[^-]+-----|\s/g, '');
   t.false(JSON.stringify(await store.db.collection('signing_keys').find({}).toArray()).includes(pemBody.slice(-24)));
