@@ -4,21 +4,22 @@
 // node:http to the real app on a port. Each answer is checked: never a 5xx; every error carries the
 // error body its surface documents, with a known code; a refused request writes nothing.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import fc from 'fast-check';
 import { ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 import { connect, setUpOrg, startConnectionsApp, startMetadataServer } from '../oauth/helpers.ts';
 import { STORE_LAYOUT } from '../../src/compose.ts';
 
-/** docs/reference/contract.md §7, plus the additions docs/integrate/rest-api.md lists. */
+/** docs/reference/contract.md §7, plus the additions docs/integrate/rest-api.md lists (read from its table, so the two cannot drift). */
+const LISTED_ADDITIONS = [...readFileSync(new URL('../../docs/integrate/rest-api.md', import.meta.url), 'utf8').matchAll(/^\| error code \| \d{3} `([a-z_]+)` \|/gm)].map((m) => m[1]);
 export const KNOWN_CODES = new Set([
+  ...LISTED_ADDITIONS,
   'invalid_request', 'malformed_json', 'webhook_url_not_permitted', 'unauthorized', 'invalid_api_key', 'api_key_revoked',
   'api_key_expired', 'wrong_environment', 'invalid_token', 'connection_unauthorized', 'organization_suspended',
   'api_key_not_bound_to_agent', 'api_key_not_organization_scoped', 'api_key_not_permitted', 'insufficient_scope',
   'oauth_not_permitted', 'not_found', 'idempotency_key_reuse', 'webhook_limit_reached', 'webhook_endpoint_revoked',
   'payload_too_large', 'unsupported_media_type', 'internal_error', 'webhook_not_configured',
-  // additions
-  'method_not_allowed', 'request_timeout', 'approval_not_pending', 'origin_not_allowed',
 ]);
 
 /** RFC 6749 5.2 / RFC 7009 error codes of the token and revocation endpoints. */
@@ -84,6 +85,11 @@ const ROUTES: [string, string][] = [
   ['POST', '/v1/simulations/current-policies'],
   ['POST', '/v1/simulations/draft-policy'],
   ['POST', '/v1/simulations/policy-version'],
+  ['POST', '/v1/simulations/replay'],
+  ['GET', '/v1/simulations/replay/{any}'],
+  ['GET', '/v1/policies/{policy}/versions/{version}/shadow'],
+  ['GET', '/v1/purchase-requests/{purchase}/receipts'],
+  ['GET', '/.well-known/jwks.json'],
   ['GET', '/v1/policies'],
   ['GET', '/v1/policies/{policy}'],
   ['GET', '/v1/policies/{policy}/versions/{version}'],
@@ -103,6 +109,8 @@ const ROUTES: [string, string][] = [
   ['PATCH', '/admin/organizations/{organization}'],
   ['DELETE', '/admin/api-keys/{apiKey}'],
   ['POST', '/admin/purchase-requests/{purchase}/answer'],
+  ['GET', '/admin/purchase-requests/{purchase}'],
+  ['PATCH', '/admin/policy-versions/{version}'],
   ['PUT', '/admin/people/{person}/password'],
   ['GET', '/admin/connections'],
   ['DELETE', '/admin/connections/{any}'],
@@ -299,7 +307,18 @@ export function requestArb(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
       'mcp-protocol-version': sometimes(fc.constantFrom('2025-06-18', '1999-01-01', 'x')),
     })
     .map((headers) => Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string>);
-  const bodyFor = (path: string) => (PURCHASE_SHAPED.test(path) ? purchaseBodyArb : path === '/mcp' ? mcpBodyArb : bodyArb);
+  // A replay: near-valid, with hostile ids, timestamps, ranges and paging.
+  const instant = fc.oneof(fc.date({ min: new Date('1970-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('2026-02-30T00:00:00Z', '2026-13-01', 'yesterday', '', '2026-11-27T00:00:00+25:00'), hostileString);
+  const replayBody = fc
+    .record(
+      { policyVersionId: fc.oneof(fc.constant(ids.version), fc.uuid(), hostileString), from: instant, to: instant, agentId: fc.oneof(fc.constant(ids.agent), fc.uuid(), hostileString), limit: hostileNumber, cursor: hostileString },
+      { requiredKeys: ['policyVersionId', 'from', 'to'] },
+    )
+    .map((o) => JSON.stringify(o));
+  const replayBodyArb = fc.oneof({ arbitrary: replayBody, weight: 5 }, { arbitrary: bodyArb, weight: 2 });
+  const shadowBodyArb = fc.oneof({ arbitrary: fc.constantFrom('{"shadow":true}', '{"shadow":false}', '{"shadow":"yes"}', '{"shadow":true,"x":1}', '{}'), weight: 3 }, { arbitrary: bodyArb, weight: 1 });
+  const bodyFor = (path: string) =>
+    path === '/v1/simulations/replay' ? replayBodyArb : path.startsWith('/admin/policy-versions/') ? shadowBodyArb : PURCHASE_SHAPED.test(path) ? purchaseBodyArb : path === '/mcp' ? mcpBodyArb : bodyArb;
   const routeAndBody = path.chain((route) => bodyFor(route.path).map((body) => ({ route, body })));
   return fc.record({ rb: routeAndBody, method, query: queryArb, authorization, contentType, extra: extraHeaders }).map(({ rb, ...rest }) => ({ ...rest, ...rb })).map((r) => {
     const headers: Record<string, string> = { ...r.extra };

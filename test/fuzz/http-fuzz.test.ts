@@ -19,7 +19,7 @@ test('hostile requests to every route: never a 5xx, always the documented error 
       const code = await check(target, r);
       if (code) codes.add(code);
     }),
-    { numRuns: Number(process.env.FUZZ_TEST_RUNS ?? 1000), endOnFailure: true },
+    { numRuns: Number(process.env.FUZZ_TEST_RUNS ?? 1000), endOnFailure: true, ...(process.env.FUZZ_SEED ? { seed: Number(process.env.FUZZ_SEED), verbose: 2 } : {}) },
   );
   // The generator reaches the error paths it is meant to, not just one of them.
   for (const code of ['invalid_request', 'malformed_json', 'unauthorized', 'not_found', 'unsupported_media_type']) t.true(codes.has(code), `${code} among ${[...codes].join(', ')}`);
