@@ -7,7 +7,6 @@ import type { OrganizationActors } from './commands/organization-actors.ts';
 import type { ChainHead } from './receipts/chain.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import type { Lifecycle } from './lifecycle.ts';
-import type { ShadowDrain } from './simulations/shadow.ts';
 
 export interface AppDeps {
   config: Config;
@@ -32,4 +31,11 @@ export interface AppDeps {
 export interface OrganizationMemory {
   /** The head of the organisation's receipt chain after its last committed decision. */
   receiptChain: ChainHead;
+}
+
+/** This process's shadow drain (src/simulations/shadow.ts): the handler nudges it after a commit of an organisation with a shadow. */
+export interface ShadowDrain {
+  nudge(organizationId: string): void;
+  /** Resolves once every nudge so far has been drained (tests, the bench and shutdown). */
+  idle(): Promise<void>;
 }

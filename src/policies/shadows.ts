@@ -3,6 +3,7 @@
 // document and the two operator commands (start, stop); the evaluation itself is src/simulations/shadow.ts.
 // The collection is stamped (src/cache/config-cache.ts): a submission learns whether its organisation
 // has a shadow from the configuration cache, never from a query of its own.
+import type { ShadowStatusDoc } from '../store/collections.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { stamped, type ConfigView } from '../cache/config-cache.ts';
 import { ApiError, notFound } from '../http/errors.ts';
@@ -73,7 +74,7 @@ export interface ShadowSummaryDoc {
   byReasonCode: Record<string, number>;
 }
 
-export interface ShadowDoc {
+export interface ShadowDoc extends ShadowStatusDoc {
   /** The shadowed version's id: a version is in shadow at most once. */
   _id: string;
   organizationId: string;

@@ -20,7 +20,7 @@
 // What drives it: after a commit, the handler nudges this process's drain (setImmediate; never awaited by
 // a request); the worker's recurring job and its start-up run (`simulations.shadow-catch-up`) drain every
 // shadow with rows left, those of a process stopped or killed before its drain ran included.
-import type { AppDeps } from '../app-deps.ts';
+import type { AppDeps, ShadowDrain } from '../app-deps.ts';
 import { runCommand } from '../commands/run-command.ts';
 import type { ApprovalDoc } from '../purchases/documents.ts';
 import { purchaseCollections } from '../purchases/documents.ts';
@@ -47,12 +47,6 @@ export interface ShadowDecisionDoc {
 export const shadowDecisions = (db: StoreDb) => db.collection<ShadowDecisionDoc>(SHADOW_DECISIONS);
 export const shadowPending = (db: StoreDb) => db.collection<ShadowPendingDoc>(SHADOW_PENDING);
 
-/** This process's drain: the handler nudges it after a commit of an organisation with a shadow. */
-export interface ShadowDrain {
-  nudge(organizationId: string): void;
-  /** Resolves once every nudge so far has been drained (tests, the bench and shutdown). */
-  idle(): Promise<void>;
-}
 
 const BATCH = 200;
 /**

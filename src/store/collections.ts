@@ -3,7 +3,6 @@
 // Amounts are stored as plain integers of minor units (at most 2^53-1); timestamps as Date.
 import type { StoreDb, StoreCollection } from './store.ts';
 import { stamped } from '../cache/config-cache.ts';
-import type { ShadowDoc } from '../policies/shadows.ts';
 
 export type PersonRole = 'approver' | 'viewer' | 'admin';
 export type OrganizationStatus = 'ACTIVE' | 'SUSPENDED';
@@ -149,7 +148,16 @@ export interface Collections {
   apiKeys: StoreCollection<ApiKeyDoc>;
   policyViews: StoreCollection<PolicyViewDoc>;
   /** Drafts in shadow (src/policies/shadows.ts); cached, so stamped. */
-  policyShadows: StoreCollection<ShadowDoc>;
+  policyShadows: StoreCollection<ShadowStatusDoc>;
+}
+
+/** Whether a draft runs in shadow: the part of its document (ShadowDoc, src/policies/shadows.ts) that activating the draft ends. */
+export interface ShadowStatusDoc {
+  _id: string;
+  status: 'RUNNING' | 'STOPPED';
+  stoppedAt: Date | null;
+  stopReason: 'STOPPED' | 'ACTIVATED' | null;
+  version: number;
 }
 
 export function collections(db: StoreDb): Collections {
@@ -162,6 +170,6 @@ export function collections(db: StoreDb): Collections {
     policyVersions: stamped(db, db.collection<PolicyVersionDoc>('policy_versions')),
     apiKeys: stamped(db, db.collection<ApiKeyDoc>('api_keys')),
     policyViews: db.collection<PolicyViewDoc>('policy_views'),
-    policyShadows: stamped(db, db.collection<ShadowDoc>('policy_shadows')),
+    policyShadows: stamped(db, db.collection<ShadowStatusDoc>('policy_shadows')),
   };
 }
