@@ -136,9 +136,9 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
  * What a submission reads: the configuration stamp, then the budget windows, then the receipt chain
  * head (the signing key is cached at the stamp); everything else comes
  * from the cache at that stamp (the agent too: the record's fence write makes a concurrent status
- * change conflict).
+ * change conflict). Exported for the command-level store conformance suite (test/store/command-conformance.ts).
  */
-async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: SubmitCommand, now: Date): Promise<PurchaseState> {
+export async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: SubmitCommand, now: Date): Promise<PurchaseState> {
   const agentId = cmd.principal.agentId!;
   const org = cmd.organization;
   const config = await configView(deps.store.db, session);

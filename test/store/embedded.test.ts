@@ -11,8 +11,10 @@ import { DATABASE_FILE, SCHEMA_VERSION } from '../../src/store/embedded/database
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { canonicalKey, decode, encode } from '../../src/store/embedded/values.ts';
 import { registerStoreConformance } from './conformance.ts';
+import { registerCommandConformance } from './command-conformance.ts';
 
 registerStoreConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded :memory:' });
+registerCommandConformance(() => openEmbeddedStore({ ttlSweepIntervalMs: 25 }), { name: 'embedded :memory:' });
 
 /** A store on a database file in a fresh directory, removed again when the store is closed. */
 async function fileStore() {
@@ -27,6 +29,7 @@ async function fileStore() {
   });
 }
 registerStoreConformance(fileStore, { name: 'embedded file' });
+registerCommandConformance(fileStore, { name: 'embedded file' });
 
 test('embedded: an operation without { session } inside a transaction throws instead of deadlocking', async (t) => {
   const store = await openEmbeddedStore();

@@ -14,6 +14,7 @@ import { BSON, MongoClient, MongoServerError } from 'mongodb';
 import { MONGODB_8_WIRE_VERSION, openMongoStore } from '../../src/store/mongo.ts';
 import type { Store } from '../../src/store/store.ts';
 import { registerStoreConformance } from './conformance.ts';
+import { registerCommandConformance } from './command-conformance.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
 import { LANE_TIMEOUT_MS } from '../helpers/store.ts';
 
@@ -40,6 +41,7 @@ async function wireStore(): Promise<Store> {
 }
 
 registerStoreConformance(wireStore, { name: 'wire listener' });
+registerCommandConformance(wireStore, { name: 'wire listener' });
 
 async function client(t: { teardown(fn: () => unknown): void }, url: string): Promise<MongoClient> {
   const c = await MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
