@@ -7,6 +7,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { stamped, type ConfigView } from '../cache/config-cache.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import type { StoreCollection, StoreDb, StoreSession } from '../store/store.ts';
+import type { ApplicabilityReason, Outcome, ReasonCode } from '../engine/types.ts';
 
 export const SHADOWS = 'policy_shadows';
 
@@ -46,6 +47,9 @@ export interface ShadowCarriedEntry {
  * insert of its batch, src/purchases/record-writer.ts) for each shadow the submission saw running, and
  * deleted in the transaction that records the shadow's evaluation. A transactional outbox: a purchase
  * is in the shadow's report or here, whatever process stopped or was killed when.
+ *
+ * It carries what the evaluation reads of the purchase and of its recorded decision (a few hundred
+ * bytes, where the decision document is kilobytes), so the evaluation reads nothing else per purchase.
  */
 export const SHADOW_PENDING = 'shadow_pending';
 
@@ -56,15 +60,58 @@ export interface ShadowPendingDoc {
   organizationId: string;
   purchaseId: string;
   requestedAt: Date;
+  agentId: string;
+  merchant: string;
+  amountMinor: number;
+  currency: string;
+  category: string | null;
+  approvalId: string | null;
+  /** The recorded decision's outcome, reasons and the versions it names (src/simulations/replay.ts RecordedDecision). */
+  outcome: Outcome;
+  reasonCodes: ReasonCode[];
+  policyVersions: { policyVersionId: string; applicabilityReason: ApplicabilityReason }[];
 }
 
-export const shadowPendingDoc = (shadowId: string, purchase: { _id: string; organizationId: string; requestedAt: Date }): ShadowPendingDoc => ({
+type PendingPurchase = Pick<ShadowPendingDoc, 'organizationId' | 'requestedAt' | 'agentId' | 'merchant' | 'amountMinor' | 'currency' | 'category' | 'approvalId'> & { _id: string };
+type PendingDecision = Pick<ShadowPendingDoc, 'outcome' | 'reasonCodes' | 'policyVersions'>;
+
+export const shadowPendingDoc = (shadowId: string, purchase: PendingPurchase, decision: PendingDecision): ShadowPendingDoc => ({
   _id: `${shadowId}:${purchase._id}`,
   shadowId,
   organizationId: purchase.organizationId,
   purchaseId: purchase._id,
   requestedAt: purchase.requestedAt,
+  agentId: purchase.agentId,
+  merchant: purchase.merchant,
+  amountMinor: purchase.amountMinor,
+  currency: purchase.currency,
+  category: purchase.category,
+  approvalId: purchase.approvalId,
+  outcome: decision.outcome,
+  reasonCodes: decision.reasonCodes,
+  policyVersions: decision.policyVersions.map(({ policyVersionId, applicabilityReason }) => ({ policyVersionId, applicabilityReason })),
 });
+
+/**
+ * The shadow's holds that end only by expiry (those of purchases the draft escalated and the recorded
+ * decision did not): a chunk per evaluation that made some, kept out of the shadow's document so that
+ * an evaluation reads and writes only its own and those whose first expiry has come
+ * (src/simulations/shadow.ts). A draft that escalates most purchases makes one per purchase for
+ * `approvalTtl`; the holds that follow a recorded approval stay in the document (as many as the
+ * organisation's pending approvals).
+ */
+export const SHADOW_HOLDS = 'shadow_holds';
+
+export interface ShadowHoldChunkDoc {
+  _id: string;
+  shadowId: string;
+  /** The lifetime it belongs to (the shadow's startedAt): a chunk of an earlier one is never read. */
+  startedAt: Date;
+  /** The earliest expiry among its holds: the chunk is read by the first evaluation that reaches it. */
+  expiresFrom: Date;
+  /** Its holds, as the document's (grouped by windows, one JSON text). */
+  holds: string;
+}
 
 export interface ShadowSummaryDoc {
   evaluated: number;
@@ -85,10 +132,9 @@ export interface ShadowDoc {
   /** The shadow's own budget windows and holds (the replay state, src/simulations/replay.ts). */
   windows: ShadowWindowEntry[];
   /**
-   * The holds (ShadowHoldEntry) as one JSON text, grouped by the windows they hold (src/simulations/shadow.ts):
-   * there is one per purchase the draft escalated, until its answer or expiry, and the document is read
-   * and written whole by every evaluation; one string costs the stores far less to encode and decode
-   * than as many sub-documents.
+   * The holds (ShadowHoldEntry) that follow a recorded approval, as one JSON text grouped by the windows
+   * they hold (src/simulations/shadow.ts): one per purchase both escalated, until its answer or expiry.
+   * The holds that end only by expiry are in `shadow_holds` (SHADOW_HOLDS).
    */
   holds: string;
   /** Holds pending at the start, carried in (loaded by the first evaluation: absent until then). */
@@ -160,6 +206,7 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
   else await shadows.insertOne(doc);
   // The shadow's own evaluations of an earlier lifetime are not this one's, nor is what it had yet to evaluate.
   await deps.store.db.collection('shadow_decisions').deleteMany({ versionId });
+  await deps.store.db.collection(SHADOW_HOLDS).deleteMany({ shadowId: versionId });
   await deps.store.db.collection(SHADOW_PENDING).deleteMany({ shadowId: versionId, requestedAt: { $lt: now } });
   return presentShadow(doc, versionId);
 }

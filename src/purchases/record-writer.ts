@@ -81,7 +81,7 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
   }
   for (const event of record.events) await queueEvent(db, session, batch, event);
   // What each draft in shadow has yet to evaluate, committed with the purchase (no round trip of its own).
-  for (const shadowId of record.shadowIds ?? []) batch.insertOne(SHADOW_PENDING, shadowPendingDoc(shadowId, purchase));
+  if (record.decision !== null) for (const shadowId of record.shadowIds ?? []) batch.insertOne(SHADOW_PENDING, shadowPendingDoc(shadowId, purchase, record.decision));
   if (record.decision === null) projectAnswers(batch, purchase._id, approval!);
   else projectPurchase(batch, { purchase, decision: record.decision, approval, committedWindowIds: record.committedWindowIds, ...record.projection });
   await batch.write(session);

@@ -24,11 +24,14 @@ import type { AppDeps } from '../app-deps.ts';
 import { runCommand } from '../commands/run-command.ts';
 import type { ApprovalDoc } from '../purchases/documents.ts';
 import { purchaseCollections } from '../purchases/documents.ts';
-import { SHADOW_PENDING, SHADOWS, type ShadowCarriedEntry, type ShadowDoc, type ShadowPendingDoc } from '../policies/shadows.ts';
+import { SHADOW_HOLDS, SHADOW_PENDING, SHADOWS, type ShadowCarriedEntry, type ShadowDoc, type ShadowHoldChunkDoc, type ShadowPendingDoc } from '../policies/shadows.ts';
+import { newId } from '../ids.ts';
 import type { WindowState } from '../engine/types.ts';
 import type { StoreDb } from '../store/store.ts';
 import { changeWire } from './replay-run.ts';
-import { loadCarried, loadHistory, loadRecorded, replayPurchase, seedFrom, type CarriedHold, type ReplayHold, type ReplayState, type ReplayedPurchase } from './replay.ts';
+import { loadCarried, loadHistory, replayPurchase, seedFrom, type CarriedHold, type PolicyHistory, type RecordedPurchase, type ReplayHold, type ReplayState, type ReplayedPurchase } from './replay.ts';
+import { configView } from '../cache/config-cache.ts';
+import type { OrganizationDoc } from '../store/collections.ts';
 
 export const SHADOW_DECISIONS = 'shadow_decisions';
 export const SHADOW_CATCH_UP = 'simulations.shadow-catch-up';
@@ -46,6 +49,7 @@ export interface ShadowDecisionDoc {
 
 export const shadowDecisions = (db: StoreDb) => db.collection<ShadowDecisionDoc>(SHADOW_DECISIONS);
 export const shadowPending = (db: StoreDb) => db.collection<ShadowPendingDoc>(SHADOW_PENDING);
+const shadowHolds = (db: StoreDb) => db.collection<ShadowHoldChunkDoc>(SHADOW_HOLDS);
 
 /** This process's drain: the handler nudges it after a commit of an organisation with a shadow. */
 export interface ShadowDrain {
@@ -54,25 +58,25 @@ export interface ShadowDrain {
   idle(): Promise<void>;
 }
 
-const BATCH = 200;
+const BATCH = 500;
 /**
  * How long a nudge waits before the drain runs: the commits of that while are evaluated as one batch,
  * whose cost (the shadow's state read and written once, the policies loaded once) is shared by all.
  */
-const COALESCE_MS = 50;
+const COALESCE_MS = 200;
 const ATTEMPTS = 20;
 
 const toCarried = (c: ShadowCarriedEntry): CarriedHold => ({ ...c, amountMinor: BigInt(c.amountMinor), windowIds: [...c.windowIds] });
 const fromCarried = (c: CarriedHold): ShadowCarriedEntry => ({ ...c, amountMinor: c.amountMinor.toString() });
 
-function toState(doc: ShadowDoc, carried: CarriedHold[]): ReplayState {
+function toState(doc: ShadowDoc, carried: CarriedHold[], chunks: readonly ShadowHoldChunkDoc[]): ReplayState {
   const windows = new Map<string, WindowState>();
   const ends = new Map<string, string>();
   for (const w of doc.windows) {
     windows.set(w.id, { budgetCounterId: null, committedMinor: BigInt(w.committedMinor), heldMinor: BigInt(w.heldMinor), openingBalanceMinor: BigInt(w.openingBalanceMinor) });
     ends.set(w.id, w.periodEnd);
   }
-  return { windows, ends, holds: parseHolds(doc.holds), carried };
+  return { windows, ends, holds: [...parseHolds(doc.holds), ...chunks.flatMap((c) => parseHolds(c.holds))], carried };
 }
 
 type HoldGroup = [windowIds: string[], holds: [purchaseId: string, amountMinor: string, expiresAtMs: number, approvalId: string | null][]];
@@ -98,8 +102,12 @@ function parseHolds(text: string): ReplayHold[] {
   );
 }
 
-/** The state to store: windows whose period ended a day before the newest purchase evaluated are dropped (no later purchase reads them). */
-function fromState(state: ReplayState, newest: Date): Pick<ShadowDoc, 'windows' | 'holds' | 'carried'> {
+/**
+ * The state to store: windows whose period ended a day before the newest purchase evaluated are dropped
+ * (no later purchase reads them); the holds that follow a recorded approval stay in the document, and
+ * those that end only by expiry go to a chunk of their own (null: none).
+ */
+function fromState(state: ReplayState, newest: Date): { set: Pick<ShadowDoc, 'windows' | 'holds' | 'carried'>; expiring: ReplayHold[] } {
   const keepAfter = new Date(newest.getTime() - 86_400_000).toISOString();
   const windows = [...state.windows].flatMap(([id, w]) => {
     const periodEnd = state.ends.get(id)!;
@@ -107,7 +115,33 @@ function fromState(state: ReplayState, newest: Date): Pick<ShadowDoc, 'windows' 
       ? []
       : [{ id, periodEnd, committedMinor: w.committedMinor.toString(), heldMinor: w.heldMinor.toString(), openingBalanceMinor: w.openingBalanceMinor.toString() }];
   });
-  return { windows, holds: stringifyHolds(state.holds), carried: state.carried.map(fromCarried) };
+  const following = state.holds.filter((h) => h.approvalId !== null);
+  const expiring = state.holds.filter((h) => h.approvalId === null);
+  return { set: { windows, holds: stringifyHolds(following), carried: state.carried.map(fromCarried) }, expiring };
+}
+
+/** The purchase a pending row carries, as the replay's step reads it. */
+const recordedPurchase = (row: ShadowPendingDoc): RecordedPurchase => ({
+  _id: row.purchaseId,
+  agentId: row.agentId,
+  merchant: row.merchant,
+  amountMinor: row.amountMinor,
+  currency: row.currency,
+  category: row.category,
+  requestedAt: row.requestedAt,
+  approvalId: row.approvalId,
+});
+
+/**
+ * The organisation and its policies' history with the draft in place, from the configuration cache
+ * (src/cache/config-cache.ts): loaded again only when the configuration changed, not by every batch.
+ */
+async function shadowSetting(deps: AppDeps, doc: ShadowDoc): Promise<{ organization: OrganizationDoc; history: PolicyHistory } | null> {
+  const config = await configView(deps.store.db);
+  return config.get(`shadow-setting:${doc._id}`, async () => {
+    const [organization, version] = await Promise.all([deps.collections.organizations.findOne({ _id: doc.organizationId }), deps.collections.policyVersions.findOne({ _id: doc._id })]);
+    return organization && version ? { organization, history: await loadHistory(deps, organization._id, version) } : null;
+  });
 }
 
 /**
@@ -126,25 +160,33 @@ async function drainBatch(deps: AppDeps, shadowId: string): Promise<number> {
     const rows = await shadowPending(db).find({ shadowId }).sort({ requestedAt: 1, purchaseId: 1 }).limit(BATCH).toArray();
     if (rows.length === 0) return 0;
     // Rows of an earlier lifetime (written by a submission in flight as it restarted) are not this one's.
-    const ids = rows.filter((r) => r.requestedAt.getTime() >= doc.startedAt.getTime()).map((r) => r.purchaseId);
-    const done = new Set((await shadowDecisions(db).find({ _id: { $in: ids.map((id) => `${shadowId}:${id}`) } }, { projection: { purchaseId: 1 } }).toArray()).map((d) => d.purchaseId));
-    const recorded = await loadRecorded(deps, ids.filter((id) => !done.has(id)));
-    const [org, version] = await Promise.all([deps.collections.organizations.findOne({ _id: doc.organizationId }), deps.collections.policyVersions.findOne({ _id: shadowId })]);
-    if (!org || !version) return 0;
-    const approvals = new Map<string, ApprovalDoc>(recorded.approvals.map((a) => [a._id, a]));
+    const live = rows.filter((r) => r.requestedAt.getTime() >= doc.startedAt.getTime());
+    const setting = await shadowSetting(deps, doc);
+    if (setting === null) return 0;
+    const approvals = new Map<string, ApprovalDoc>();
     // The holds pending at the start are carried in once, by the first evaluation, as a replay from the start carries them.
     let carried: CarriedHold[];
     if (doc.carried === undefined) {
-      const loaded = await loadCarried(deps, org._id, doc.startedAt);
+      const loaded = await loadCarried(deps, doc.organizationId, doc.startedAt);
       carried = loaded.carried;
       for (const a of loaded.approvals) approvals.set(a._id, a);
     } else carried = doc.carried.map(toCarried);
-    const state = toState(doc, carried);
-    const waiting = [...state.holds.flatMap((h) => (h.approvalId !== null ? [h.approvalId] : [])), ...state.carried.flatMap((c) => (c.settled === null ? [c.approvalId] : []))].filter((id) => !approvals.has(id));
-    if (waiting.length > 0) for (const a of await purchaseCollections(db).approvals.find({ _id: { $in: waiting } }).toArray()) approvals.set(a._id, a);
-    const ctx = { organization: org, history: await loadHistory(deps, org._id, version), seed: seedFrom(deps, doc.startedAt), approval: (id: string) => approvals.get(id), from: doc.startedAt };
+    // The chunks of holds whose first expiry comes by the newest purchase of the batch: the others cannot settle in it.
+    const until = live.reduce((m, r) => (r.requestedAt > m ? r.requestedAt : m), new Date(0));
+    const chunks = live.length === 0 ? [] : (await shadowHolds(db).find({ shadowId, expiresFrom: { $lte: until } }).toArray()).filter((c) => c.startedAt.getTime() === doc.startedAt.getTime());
+    const state = toState(doc, carried, chunks);
+    // The approvals whose answers the holds follow, as known now: those of the holds kept, of the holds carried
+    // in, and of the purchases of this batch that were escalated (a hold of the draft follows the recorded one).
+    const waiting = new Set([
+      ...state.holds.flatMap((h) => (h.approvalId !== null ? [h.approvalId] : [])),
+      ...state.carried.flatMap((c) => (c.settled === null ? [c.approvalId] : [])),
+      ...live.flatMap((r) => (r.outcome === 'REQUIRES_APPROVAL' && r.approvalId !== null ? [r.approvalId] : [])),
+    ]);
+    for (const id of approvals.keys()) waiting.delete(id);
+    if (waiting.size > 0) for (const a of await purchaseCollections(db).approvals.find({ _id: { $in: [...waiting] } }).toArray()) approvals.set(a._id, a);
+    const ctx = { organization: setting.organization, history: setting.history, seed: seedFrom(deps, doc.startedAt), approval: (id: string) => approvals.get(id), from: doc.startedAt };
     const results: ReplayedPurchase[] = [];
-    for (const { purchase, initial } of recorded.purchases) results.push(await replayPurchase(ctx, state, purchase, initial));
+    for (const row of live) results.push(await replayPurchase(ctx, state, recordedPurchase(row), row));
 
     const summary = structuredClone(doc.summary);
     for (const r of results) {
@@ -156,7 +198,15 @@ async function drainBatch(deps: AppDeps, shadowId: string): Promise<number> {
       for (const code of r.replayed.reasonCodes) summary.byReasonCode[code] = (summary.byReasonCode[code] ?? 0) + 1;
     }
     const newest = results.reduce((m, r) => (r.requestedAt > m ? r.requestedAt : m), doc.cursor);
-    const decisions: ShadowDecisionDoc[] = results.map((r) => ({
+    const { set, expiring } = fromState(state, newest);
+    // The holds of the chunks read that are still held, and those the batch made, go to one new chunk.
+    const chunk: ShadowHoldChunkDoc | null =
+      expiring.length === 0
+        ? null
+        : { _id: newId(), shadowId, startedAt: doc.startedAt, expiresFrom: new Date(expiring.reduce((m, h) => Math.min(m, h.expiresAt.getTime()), Infinity)), holds: stringifyHolds(expiring) };
+    // Only the changed purchases are kept, for the report's list: the summary counts the others, and a
+    // purchase is evaluated once because its pending row goes in the same transaction.
+    const decisions: ShadowDecisionDoc[] = results.filter((r) => r.changed).map((r) => ({
       _id: `${shadowId}:${r.purchaseId}`,
       versionId: shadowId,
       organizationId: doc.organizationId,
@@ -168,14 +218,15 @@ async function drainBatch(deps: AppDeps, shadowId: string): Promise<number> {
     // The state, the decisions and the consumed rows together, at the version read: a process that evaluated
     // meanwhile wins, and this one reads its state and the rows still pending again.
     const won = await runCommand(deps.store, async (session) => {
-      const current = await db.collection<ShadowDoc>(SHADOWS).findOne({ _id: shadowId }, { session });
-      if (!current || current.version !== doc.version || current.status !== 'RUNNING') return false;
       // Not through the stamped collection: the state changes on every evaluation and is no configuration.
+      // A stop moves the version too, so a stopped shadow matches nothing here.
       const updated = await db
         .collection<ShadowDoc>(SHADOWS)
-        .updateOne({ _id: shadowId, version: doc.version }, { $set: { ...fromState(state, newest), summary, cursor: newest }, $inc: { version: 1 } }, { session });
+        .updateOne({ _id: shadowId, version: doc.version }, { $set: { ...set, summary, cursor: newest }, $inc: { version: 1 } }, { session });
       if (updated.matchedCount === 0) return false;
       if (decisions.length > 0) await shadowDecisions(db).insertMany(decisions, { session });
+      if (chunks.length > 0) await shadowHolds(db).deleteMany({ _id: { $in: chunks.map((c) => c._id) } }, { session });
+      if (chunk !== null) await shadowHolds(db).insertOne(chunk, { session });
       await shadowPending(db).deleteMany({ _id: { $in: rows.map((r) => r._id) } }, { session });
       return true;
     });
