@@ -69,11 +69,16 @@ export interface ShadowPendingDoc {
   /** The recorded decision's outcome, reasons and the versions it names (src/simulations/replay.ts RecordedDecision). */
   outcome: Outcome;
   reasonCodes: ReasonCode[];
-  policyVersions: { policyVersionId: string; applicabilityReason: ApplicabilityReason }[];
+  /**
+   * The versions, space-separated, each followed by `+` when its policy applied by the agent's scope (a
+   * live decision's others applied by the organisation's): one text costs the stores less than as many
+   * sub-documents, on the submission's write and the evaluation's read.
+   */
+  policyVersions: string;
 }
 
 type PendingPurchase = Pick<ShadowPendingDoc, 'organizationId' | 'requestedAt' | 'agentId' | 'merchant' | 'amountMinor' | 'currency' | 'category' | 'approvalId'> & { _id: string };
-type PendingDecision = Pick<ShadowPendingDoc, 'outcome' | 'reasonCodes' | 'policyVersions'>;
+type PendingDecision = Pick<ShadowPendingDoc, 'outcome' | 'reasonCodes'> & { policyVersions: { policyVersionId: string; applicabilityReason: ApplicabilityReason }[] };
 
 export const shadowPendingDoc = (shadowId: string, purchase: PendingPurchase, decision: PendingDecision): ShadowPendingDoc => ({
   _id: `${shadowId}:${purchase._id}`,
@@ -89,7 +94,17 @@ export const shadowPendingDoc = (shadowId: string, purchase: PendingPurchase, de
   approvalId: purchase.approvalId,
   outcome: decision.outcome,
   reasonCodes: decision.reasonCodes,
-  policyVersions: decision.policyVersions.map(({ policyVersionId, applicabilityReason }) => ({ policyVersionId, applicabilityReason })),
+  policyVersions: decision.policyVersions.map(({ policyVersionId, applicabilityReason }) => (applicabilityReason === 'AGENT_SCOPE' ? `${policyVersionId}+` : policyVersionId)).join(' '),
+});
+
+/** The recorded decision a pending row carries, as src/simulations/replay.ts reads it. */
+export const pendingDecision = (row: ShadowPendingDoc): PendingDecision => ({
+  outcome: row.outcome,
+  reasonCodes: row.reasonCodes,
+  policyVersions:
+    row.policyVersions === ''
+      ? []
+      : row.policyVersions.split(' ').map((v) => (v.endsWith('+') ? { policyVersionId: v.slice(0, -1), applicabilityReason: 'AGENT_SCOPE' } : { policyVersionId: v, applicabilityReason: 'ORGANIZATION_SCOPE' })),
 });
 
 /**

@@ -267,6 +267,17 @@ function settlesAt(ctx: ReplayContext, h: ReplayHold): number {
   return Math.min(answered, h.expiresAt.getTime());
 }
 
+const ttls = new Map<string, number>();
+/** An approval TTL in milliseconds (parsed once per distinct text: a draft may escalate every purchase). */
+function ttlMsOf(ttl: string): number {
+  let ms = ttls.get(ttl);
+  if (ms === undefined) {
+    if (ttls.size > 1000) ttls.clear();
+    ttls.set(ttl, (ms = Duration.fromISO(ttl).as('milliseconds')));
+  }
+  return ms;
+}
+
 const sameCodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((c, i) => c === b[i]);
 
 /** What a replay reads of a recorded purchase: its request (a purchase's own fields). */
@@ -306,7 +317,7 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
     }
   }
   if (decision.outcome === 'REQUIRES_APPROVAL') {
-    const ttlMs = Duration.fromISO(ctx.organization.approvalTtl).as('milliseconds');
+    const ttlMs = ttlMsOf(ctx.organization.approvalTtl);
     const followsRecorded = recorded.outcome === 'REQUIRES_APPROVAL' && p.approvalId !== null;
     const hold: ReplayHold = { purchaseId: p._id, windowIds: held, amountMinor, expiresAt: new Date(at.getTime() + ttlMs), approvalId: followsRecorded ? p.approvalId : null };
     state.holds.push(hold);

@@ -24,7 +24,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { runCommand } from '../commands/run-command.ts';
 import type { ApprovalDoc } from '../purchases/documents.ts';
 import { purchaseCollections } from '../purchases/documents.ts';
-import { SHADOW_HOLDS, SHADOW_PENDING, SHADOWS, type ShadowCarriedEntry, type ShadowDoc, type ShadowHoldChunkDoc, type ShadowPendingDoc } from '../policies/shadows.ts';
+import { pendingDecision, SHADOW_HOLDS, SHADOW_PENDING, SHADOWS, type ShadowCarriedEntry, type ShadowDoc, type ShadowHoldChunkDoc, type ShadowPendingDoc } from '../policies/shadows.ts';
 import { newId } from '../ids.ts';
 import type { WindowState } from '../engine/types.ts';
 import type { StoreDb } from '../store/store.ts';
@@ -63,7 +63,7 @@ const BATCH = 500;
  * How long a nudge waits before the drain runs: the commits of that while are evaluated as one batch,
  * whose cost (the shadow's state read and written once, the policies loaded once) is shared by all.
  */
-const COALESCE_MS = 200;
+const COALESCE_MS = 250;
 const ATTEMPTS = 20;
 
 const toCarried = (c: ShadowCarriedEntry): CarriedHold => ({ ...c, amountMinor: BigInt(c.amountMinor), windowIds: [...c.windowIds] });
@@ -186,7 +186,7 @@ async function drainBatch(deps: AppDeps, shadowId: string): Promise<number> {
     if (waiting.size > 0) for (const a of await purchaseCollections(db).approvals.find({ _id: { $in: [...waiting] } }).toArray()) approvals.set(a._id, a);
     const ctx = { organization: setting.organization, history: setting.history, seed: seedFrom(deps, doc.startedAt), approval: (id: string) => approvals.get(id), from: doc.startedAt };
     const results: ReplayedPurchase[] = [];
-    for (const row of live) results.push(await replayPurchase(ctx, state, recordedPurchase(row), row));
+    for (const row of live) results.push(await replayPurchase(ctx, state, recordedPurchase(row), pendingDecision(row)));
 
     const summary = structuredClone(doc.summary);
     for (const r of results) {

@@ -51,7 +51,7 @@ async function reportAndReplay(app: TestApp, org: AppliedOrg, draftId: string, t
  */
 async function evaluations(store: Store, draftId: string) {
   const rows = await store.db.collection('shadow_decisions').find({ versionId: draftId }).project({ purchaseId: 1 }).toArray();
-  const shadow = await store.db.collection('policy_shadows').findOne({ _id: draftId });
+  const shadow = await store.db.collection<{ _id: string; summary: { evaluated: number; changed: number } }>('policy_shadows').findOne({ _id: draftId });
   const changed = new Set(rows.map((r) => r.purchaseId)).size;
   return { evaluated: shadow!.summary.evaluated, changedRowsCounted: rows.length === changed && changed === shadow!.summary.changed, pending: await store.db.collection('shadow_pending').countDocuments({ shadowId: draftId }) };
 }
