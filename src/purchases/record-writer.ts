@@ -13,7 +13,7 @@ import { queueEvent } from '../events/outbox.ts';
 import { VersionConflict } from '../http/errors.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { WriteBatch } from '../store/write-batch.ts';
-import { SHADOW_PENDING, shadowPendingDoc } from '../policies/shadows.ts';
+import { shadowInput } from '../policies/shadows.ts';
 import { PURCHASE_COLLECTIONS, type ApprovalDoc, type PurchaseDoc } from './documents.ts';
 import type { PurchaseRecord } from './lifecycle.ts';
 import { projectAnswers, projectPurchase } from './projection.ts';
@@ -48,7 +48,10 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
       // rebuilt to the same seq (a restore while processes ran) would otherwise commit a broken link.
       batch.updateOne<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains, { _id: organizationId, seq: seq - 1, head: prev! }, { $set: { seq, head } }, { unlessMatched: chain });
     }
-    batch.insertOne<ReceiptDoc>(RECEIPT_COLLECTIONS.receipts, { _id: `${organizationId}:${seq}`, organizationId, seq, purchaseId, decisionId, jws }, { onDuplicate: chain });
+    const receipt: ReceiptDoc = { _id: `${organizationId}:${seq}`, organizationId, seq, purchaseId, decisionId, jws };
+    // What each draft in shadow will evaluate, with the receipt that orders it (no write of its own).
+    if ((record.shadowIds?.length ?? 0) > 0 && record.decision !== null && record.purchaseVersionRead === null) receipt.shadow = shadowInput(purchase, record.decision);
+    batch.insertOne<ReceiptDoc>(RECEIPT_COLLECTIONS.receipts, receipt, { onDuplicate: chain });
   }
   if (record.fenceAgent) fenceAgentIn(batch, purchase.agentId);
   for (const w of record.windows) {
@@ -80,8 +83,6 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
     }
   }
   for (const event of record.events) await queueEvent(db, session, batch, event);
-  // What each draft in shadow has yet to evaluate, committed with the purchase (no round trip of its own).
-  if (record.decision !== null) for (const shadowId of record.shadowIds ?? []) batch.insertOne(SHADOW_PENDING, shadowPendingDoc(shadowId, purchase, record.decision));
   if (record.decision === null) projectAnswers(batch, purchase._id, approval!);
   else projectPurchase(batch, { purchase, decision: record.decision, approval, committedWindowIds: record.committedWindowIds, ...record.projection });
   await batch.write(session);

@@ -6,7 +6,7 @@ import test from 'ava';
 import { openStore } from '../../src/store/open-store.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import type { Store } from '../../src/store/store.ts';
-import { catchUpShadows, drainShadow } from '../../src/simulations/shadow.ts';
+import { catchUpShadows, drainShadow, shadowLag } from '../../src/simulations/shadow.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { allChanges, manifest, request, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
@@ -46,14 +46,18 @@ async function reportAndReplay(app: TestApp, org: AppliedOrg, draftId: string, t
 }
 
 /**
- * What the shadow evaluated (its summary), the purchases it keeps as changed (one row each, for the
- * report's list: unchanged ones are only counted) and what it has yet to evaluate.
+ * What the shadow evaluated (its summary), whether the changes it keeps for the report's list are each
+ * purchase it counted as changed, once, and how far behind it is.
  */
 async function evaluations(store: Store, draftId: string) {
-  const rows = await store.db.collection('shadow_decisions').find({ versionId: draftId }).project({ purchaseId: 1 }).toArray();
-  const shadow = await store.db.collection<{ _id: string; summary: { evaluated: number; changed: number } }>('policy_shadows').findOne({ _id: draftId });
-  const changed = new Set(rows.map((r) => r.purchaseId)).size;
-  return { evaluated: shadow!.summary.evaluated, changedRowsCounted: rows.length === changed && changed === shadow!.summary.changed, pending: await store.db.collection('shadow_pending').countDocuments({ shadowId: draftId }) };
+  const chunks = await store.db.collection<{ _id: string; versionId: string; changes: string }>('shadow_decisions').find({ versionId: draftId }).toArray();
+  const changed = chunks.flatMap((c) => (JSON.parse(c.changes) as { purchaseRequestId: string }[]).map((x) => x.purchaseRequestId));
+  const shadow = await store.db.collection<{ _id: string; organizationId: string; receiptSeq: number; summary: { evaluated: number; changed: number } }>('policy_shadows').findOne({ _id: draftId });
+  return {
+    evaluated: shadow!.summary.evaluated,
+    changedRowsCounted: new Set(changed).size === changed.length && changed.length === shadow!.summary.changed,
+    pending: (await shadowLag(store.db, shadow!)).pending,
+  };
 }
 
 test('purchases committed while no drain runs are all evaluated after a restart, each once, and the report equals a replay over the lifetime', async (t) => {
