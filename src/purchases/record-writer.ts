@@ -5,7 +5,9 @@
 // count of 0 is a VersionConflict, and the handler retries the whole command), the idempotency key
 // first, so that a request that raced this one to the key stops the batch there. A decision's receipt
 // goes in the same batch, and the organisation's chain head moves at the seq and head the command read:
-// a concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md).
+// a concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md). While the
+// organisation has a draft in shadow, a submission's receipt also carries what the shadow reads of it
+// (src/policies/shadows.ts): the shadow follows the receipts and writes nothing of its own here.
 import type { BudgetWindowDoc } from '../budgets/window-state.ts';
 import { WINDOWS } from '../budgets/window-state.ts';
 import { fenceAgentIn } from '../agents/fence.ts';

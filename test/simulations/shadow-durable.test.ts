@@ -25,10 +25,14 @@ async function startShadow(app: TestApp, handle: string, v1: { rules: unknown[];
 }
 
 async function buy(app: TestApp, org: AppliedOrg, i: number): Promise<string> {
+  return (await buyAndSee(app, org, i)).id;
+}
+
+async function buyAndSee(app: TestApp, org: AppliedOrg, i: number): Promise<{ id: string; outcome: string }> {
   const { agent, body } = request(i);
   const res = await app.request('/v1/purchase-requests', { key: org.keys[agent], body });
   if (res.status !== 201) throw new Error(`${i}: ${res.status} ${res.text}`);
-  return res.body.purchaseRequest.id;
+  return { id: res.body.purchaseRequest.id, outcome: res.body.decision.outcome };
 }
 
 const report = (app: TestApp, org: AppliedOrg, draftId: string, query = '') =>
@@ -69,18 +73,36 @@ test('purchases committed while no drain runs are all evaluated after a restart,
   const first = await startApp({ store, now });
   const { org, draftId } = await startShadow(first, 'shadow-restart', { rules: V1_RULES, merchants: V1_MERCHANTS }, { rules: V2_RULES, merchants: V2_MERCHANTS });
   const ids: string[] = [];
-  // Some evaluated as they come; then the drain stops running, and the process goes.
+  const escalated: string[] = [];
+  let answered = 0;
+  // Some evaluated as they come; then the drain stops running, and the process goes. Meanwhile people
+  // answer some of the earlier approvals: those decisions have receipts too, which the shadow passes over.
   for (let i = 0; i < 150; i++) {
     clock = START + i * 4 * 60_000;
     if (i === 40) {
       await first.deps.shadows!.idle();
       first.deps.shadows = noDrain;
     }
-    ids.push(await buy(first, org, i));
+    if (i >= 40 && answered < 4) {
+      const res = await first.admin(`/admin/purchase-requests/${escalated[answered]}/answer`, { body: { answer: answered % 2 === 0 ? 'REJECT' : 'APPROVE', person: 'ana' } });
+      if (res.status !== 200) throw new Error(res.text);
+      answered++;
+    }
+    const { id, outcome } = await buyAndSee(first, org, i);
+    ids.push(id);
+    if (outcome === 'REQUIRES_APPROVAL') escalated.push(id);
   }
-  t.deepEqual(await evaluations(store, draftId), { evaluated: 40, changedRowsCounted: true, pending: 110 });
+  t.is(answered, 4);
+  // Submissions that read the configuration before the shadow started carry nothing for it on their
+  // receipts: the shadow reads those purchases from their records (here, one in three of those pending).
+  const carrying = await store.db.collection<{ _id: string; seq: number; shadow?: string }>('receipts').find({ organizationId: org.organizationId, shadow: { $exists: true } }).sort({ seq: 1 }).toArray();
+  const bare = carrying.slice(40).filter((_, k) => k % 3 === 0).map((r) => r._id);
+  t.true(bare.length > 30);
+  await store.db.collection<{ _id: string; shadow?: string }>('receipts').updateMany({ _id: { $in: bare } }, { $unset: { shadow: '' } });
+  // 110 purchases and the 4 answers' decisions.
+  t.deepEqual(await evaluations(store, draftId), { evaluated: 40, changedRowsCounted: true, pending: 114 });
   // The report says how far behind the shadow is.
-  t.like((await report(first, org, draftId)).body, { shadow: { pending: 110, pendingSince: new Date(START + 40 * 4 * 60_000).toISOString() }, summary: { evaluated: 40 } });
+  t.like((await report(first, org, draftId)).body, { shadow: { pending: 114, pendingSince: new Date(START + 40 * 4 * 60_000).toISOString() }, summary: { evaluated: 40 } });
   await first.close();
 
   // Started again, the worker's start-up run evaluates what was left.
