@@ -374,7 +374,7 @@ export async function shadowChangesPage(db: StoreDb, versionId: string, q: PageQ
 
 /**
  * This process's drain: organisations nudged are drained one at a time, on a later turn of the event
- * loop, never awaited by a request. A failure leaves the rows pending for the next nudge or the worker.
+ * loop, never awaited by a request. A failure leaves the purchases pending for the next nudge or the worker.
  */
 export function shadowDrain(deps: () => AppDeps): ShadowDrain {
   const nudged = new Set<string>();
