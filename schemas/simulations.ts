@@ -165,8 +165,11 @@ export const ShadowResponse = Type.Object({
     startedAt: Nullable(Timestamp),
     stoppedAt: Nullable(Timestamp),
     stopReason: Nullable(Type.Enum(['STOPPED', 'ACTIVATED'])),
-    pending: Type.Integer({ minimum: 0, description: 'Purchases committed since the start that the shadow has yet to evaluate: how far behind live traffic it is.' }),
-    pendingSince: Type.Union([Timestamp, Type.Null()], { description: 'When the oldest of those was requested; null when none is pending.' }),
+    pending: Type.Integer({
+      minimum: 0,
+      description: "Decisions of the organisation committed after the shadow's last evaluation (its purchases, and answers' re-evaluations, which it passes over): how far behind live traffic it is.",
+    }),
+    pendingSince: Type.Union([Timestamp, Type.Null()], { description: 'When the first of those was made; null when none is pending.' }),
   }),
   summary: ReplaySummary,
   changes: Type.Array(ReplayChange),

@@ -149,14 +149,31 @@ async function shadowRound(base: string, decisionRequests: autocannon.Request[],
   if (!orgKey) throw new Error('the bench organisation key was not created');
   const { id: policyId, draftVersionId } = applied.policies[policy.handle];
   if (!draftVersionId) throw new Error('the bench draft was not created');
-  const started = await fetch(`${base}/admin/policy-versions/${draftVersionId}`, { method: 'PATCH', headers: admin, body: JSON.stringify({ shadow: true }) });
-  if (!started.ok) throw new Error(`could not start the shadow: ${started.status} ${await started.text()}`);
-  const decisions = await measured(pid, base, 32, decisionRequests);
   const report = async () => {
     const res = await fetch(`${base}/v1/policies/${policyId}/versions/${draftVersionId}/shadow`, { headers: { authorization: `Bearer ${orgKey}` } });
     if (!res.ok) throw new Error(`shadow report: ${res.status} ${await res.text()}`);
     return ((await res.json()) as { shadow: { pending: number; pendingSince: string | null }; summary: { evaluated: number } });
   };
+  // The shadow's start: its first evaluations read the recorded spend of every budget window they open (once
+  // per window and lifetime; more the busier the period so far) and the holds pending then. One purchase
+  // of each agent opens them all (agent-scoped policies have windows of their own). Timed apart, with the
+  // CPU it took, and not in the round: the round measures the live decisions beside a running shadow.
+  const cpuAtStart = await cpuUs(pid);
+  const startedAt = Date.now();
+  const started = await fetch(`${base}/admin/policy-versions/${draftVersionId}`, { method: 'PATCH', headers: admin, body: JSON.stringify({ shadow: true }) });
+  if (!started.ok) throw new Error(`could not start the shadow: ${started.status} ${await started.text()}`);
+  for (const r of decisionRequests) {
+    const first = await fetch(`${base}${r.path}`, { method: 'POST', headers: r.headers as Record<string, string>, body: r.body as string });
+    if (first.status !== 201) throw new Error(`first decisions in shadow: ${first.status} ${await first.text()}`);
+  }
+  while ((await report()).summary.evaluated < decisionRequests.length) await new Promise((r) => setTimeout(r, 20));
+  const cpuAfterStart = await cpuUs(pid);
+  const start = { ms: Date.now() - startedAt, cpuMs: cpuAtStart === null || cpuAfterStart === null ? null : Math.round((cpuAfterStart - cpuAtStart) / 1000) };
+  // Warm-up (not measured), as the decisions' own: the JIT compiles the shadow's evaluation first.
+  await autocannon({ url: base, connections: 8, duration: 3, requests: decisionRequests });
+  // The CPU of the round counts the shadow's evaluation of every purchase of it: up to its catching up.
+  const before = await cpuUs(pid);
+  const result = await run(base, 32, decisionRequests);
   const ended = Date.now();
   const atEnd = await report();
   let last = atEnd;
@@ -164,7 +181,11 @@ async function shadowRound(base: string, decisionRequests: autocannon.Request[],
     await new Promise((r) => setTimeout(r, 100));
     last = await report();
   }
+  const after = await cpuUs(pid);
+  const served = result.perSecond * SECONDS;
+  const decisions = { ...result, cpuUsPerRequest: before === null || after === null || served === 0 ? null : Math.round((after - before) / served) };
   return {
+    start,
     decisions,
     lag: { pending: atEnd.shadow.pending, seconds: atEnd.shadow.pendingSince === null ? null : Math.round((ended - Date.parse(atEnd.shadow.pendingSince)) / 100) / 10, caughtUpMs: Date.now() - ended },
     evaluated: last.summary.evaluated,
@@ -227,7 +248,9 @@ async function main() {
     process.stderr.write(
       `32 connections, a draft in shadow: ${shadow.decisions.perSecond} decisions/s (p50 ${shadow.decisions.p50Ms} ms, p99 ${shadow.decisions.p99Ms} ms, non-2xx ${shadow.decisions.non2xx}, ` +
         `${shadow.decisions.cpuUsPerRequest ?? '?'} us CPU each) beside ${without.perSecond}/s (p99 ${without.p99Ms} ms, ${without.cpuUsPerRequest ?? '?'} us CPU each) without; ` +
-        `at the end the shadow had ${shadow.lag.pending} purchases to evaluate (oldest ${shadow.lag.seconds ?? 0} s old), caught up ${shadow.lag.caughtUpMs} ms later; ${shadow.evaluated} evaluated\n`,
+        `at the end the shadow had ${shadow.lag.pending} purchases to evaluate (oldest ${shadow.lag.seconds ?? 0} s old), caught up ${shadow.lag.caughtUpMs} ms later; ${shadow.evaluated} evaluated; ` +
+        `CPU per decision ${without.cpuUsPerRequest && shadow.decisions.cpuUsPerRequest ? `${Math.round((shadow.decisions.cpuUsPerRequest / without.cpuUsPerRequest - 1) * 1000) / 10} %` : '?'} beside the round without; ` +
+        `its start (one purchase per agent, evaluated) took ${shadow.start.ms} ms, ${shadow.start.cpuMs ?? '?'} ms CPU\n`,
     );
   }
   // The same at 32 connections with SQLITE_SYNCHRONOUS=FULL (an fsync per group commit: durable across a

@@ -8,6 +8,8 @@ import type { AppDeps } from '../app-deps.ts';
 import { stamped, type ConfigView } from '../cache/config-cache.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import type { StoreCollection, StoreDb, StoreSession } from '../store/store.ts';
+import type { ApplicabilityReason, Outcome, ReasonCode } from '../engine/types.ts';
+import { RECEIPT_COLLECTIONS, type ReceiptChainDoc } from '../receipts/documents.ts';
 
 export const SHADOWS = 'policy_shadows';
 
@@ -43,29 +45,110 @@ export interface ShadowCarriedEntry {
 }
 
 /**
- * A committed purchase the shadow has yet to evaluate: written in the purchase's own transaction (one more
- * insert of its batch, src/purchases/record-writer.ts) for each shadow the submission saw running, and
- * deleted in the transaction that records the shadow's evaluation. A transactional outbox: a purchase
- * is in the shadow's report or here, whatever process stopped or was killed when.
+ * What a draft in shadow reads of a decision, written with the decision's receipt (src/purchases/record-writer.ts,
+ * `shadow` on the receipt document) when its organisation has a shadow: the purchase's request and the
+ * recorded decision's outcome, reasons and policy versions, as one JSON text. The receipts of an
+ * organisation are numbered without gaps in the order their decisions committed (docs/integrate/receipts.md),
+ * so a shadow's place in them (`receiptSeq`) is all it keeps of what it has evaluated: no row of its own
+ * is written or deleted per purchase, and a purchase is evaluated once, in the order the live decisions
+ * saw each other's budget effects (src/simulations/shadow.ts).
  */
-export const SHADOW_PENDING = 'shadow_pending';
+export type ShadowInput = [
+  agentId: string,
+  merchant: string,
+  amountMinor: number,
+  currency: string,
+  category: string | null,
+  approvalId: string | null,
+  requestedAtMs: number,
+  outcome: Outcome,
+  reasonCodes: ReasonCode[],
+  /** The versions, space-separated, each followed by `+` when its policy applied by the agent's scope (a live decision's others applied by the organisation's). */
+  policyVersions: string,
+];
 
-export interface ShadowPendingDoc {
-  /** `${shadowId}:${purchaseId}` */
-  _id: string;
-  shadowId: string;
-  organizationId: string;
-  purchaseId: string;
+interface InputPurchase {
+  agentId: string;
+  merchant: string;
+  amountMinor: number;
+  currency: string;
+  category: string | null;
+  approvalId: string | null;
   requestedAt: Date;
 }
+interface InputDecision {
+  outcome: Outcome;
+  reasonCodes: ReasonCode[];
+  policyVersions: { policyVersionId: string; applicabilityReason: ApplicabilityReason }[];
+}
 
-export const shadowPendingDoc = (shadowId: string, purchase: { _id: string; organizationId: string; requestedAt: Date }): ShadowPendingDoc => ({
-  _id: `${shadowId}:${purchase._id}`,
-  shadowId,
-  organizationId: purchase.organizationId,
-  purchaseId: purchase._id,
-  requestedAt: purchase.requestedAt,
-});
+export const shadowInput = (purchase: InputPurchase, decision: InputDecision): string =>
+  JSON.stringify([
+    purchase.agentId,
+    purchase.merchant,
+    purchase.amountMinor,
+    purchase.currency,
+    purchase.category,
+    purchase.approvalId,
+    purchase.requestedAt.getTime(),
+    decision.outcome,
+    decision.reasonCodes,
+    decision.policyVersions.map(({ policyVersionId, applicabilityReason }) => (applicabilityReason === 'AGENT_SCOPE' ? `${policyVersionId}+` : policyVersionId)).join(' '),
+  ] satisfies ShadowInput);
+
+/** The purchase and recorded decision a receipt's shadow input holds, as src/simulations/replay.ts reads them. */
+export function parseShadowInput(purchaseId: string, text: string): { purchase: InputPurchase & { _id: string }; decision: InputDecision } {
+  const [agentId, merchant, amountMinor, currency, category, approvalId, requestedAtMs, outcome, reasonCodes, versions] = JSON.parse(text) as ShadowInput;
+  return {
+    purchase: { _id: purchaseId, agentId, merchant, amountMinor, currency, category, approvalId, requestedAt: new Date(requestedAtMs) },
+    decision: {
+      outcome,
+      reasonCodes,
+      policyVersions:
+        versions === ''
+          ? []
+          : versions.split(' ').map((v) => (v.endsWith('+') ? { policyVersionId: v.slice(0, -1), applicabilityReason: 'AGENT_SCOPE' } : { policyVersionId: v, applicabilityReason: 'ORGANIZATION_SCOPE' })),
+    },
+  };
+}
+
+/**
+ * The shadow's holds that end only by expiry (those of purchases the draft escalated and the recorded
+ * decision did not), kept out of the shadow's document: each evaluation writes those it made, by the second
+ * they expire in, and reads only the seconds its purchases reach (by `due`, `${shadowId}:${startedAtMs}:${second}`).
+ * A draft that escalates most purchases makes one per purchase for `approvalTtl`; the holds that follow a
+ * recorded approval stay in the document (as many as the organisation's pending approvals).
+ */
+export const SHADOW_HOLDS = 'shadow_holds';
+
+export interface ShadowHoldChunkDoc {
+  /** `${due}:${seq}`: the seq of the first receipt of the evaluation that wrote it. */
+  _id: string;
+  shadowId: string;
+  /** The shadow, its lifetime (startedAt) and the second (Unix time) the holds expire in. */
+  due: string;
+  /** Its holds, as the document's (grouped by windows, one JSON text). */
+  holds: string;
+}
+
+export const holdsDue = (shadowId: string, startedAt: Date, second: number) => `${shadowId}:${startedAt.getTime()}:${second}`;
+
+/**
+ * The changes a shadow found (the purchases whose outcome or reasons the draft changes, for its report's
+ * list): a chunk per evaluation that found some, its changes in the report's order (requestedAt, then
+ * purchase id), with the first and last of them as keys (`${requestedAt ISO}|${purchaseId}`) to page by.
+ */
+export const SHADOW_DECISIONS = 'shadow_decisions';
+
+export interface ShadowChangesDoc {
+  _id: string;
+  versionId: string;
+  organizationId: string;
+  fromKey: string;
+  toKey: string;
+  /** The changes (as the report lists them) as one JSON text. */
+  changes: string;
+}
 
 export interface ShadowSummaryDoc {
   evaluated: number;
@@ -86,16 +169,19 @@ export interface ShadowDoc extends ShadowStatusDoc {
   /** The shadow's own budget windows and holds (the replay state, src/simulations/replay.ts). */
   windows: ShadowWindowEntry[];
   /**
-   * The holds (ShadowHoldEntry) as one JSON text, grouped by the windows they hold (src/simulations/shadow.ts):
-   * there is one per purchase the draft escalated, until its answer or expiry, and the document is read
-   * and written whole by every evaluation; one string costs the stores far less to encode and decode
-   * than as many sub-documents.
+   * The holds (ShadowHoldEntry) that follow a recorded approval, as one JSON text grouped by the windows
+   * they hold (src/simulations/shadow.ts): one per purchase both escalated, until its answer or expiry.
+   * The holds that end only by expiry are in `shadow_holds` (SHADOW_HOLDS).
    */
   holds: string;
   /** Holds pending at the start, carried in (loaded by the first evaluation: absent until then). */
   carried?: ShadowCarriedEntry[];
   /** The latest requestedAt evaluated (windows whose period ended a day before it are dropped). */
   cursor: Date;
+  /** The organisation's receipts evaluated so far: the shadow's next purchase is in the receipt after this seq. */
+  receiptSeq: number;
+  /** The first second whose holds (SHADOW_HOLDS) may not have expired yet: those of every earlier one have. */
+  holdsDue: number;
   summary: ShadowSummaryDoc;
   version: number;
 }
@@ -143,6 +229,11 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     throw new ApiError(409, 'version_not_draft', `Version ${version.versionNumber} is ${version.status}; only a DRAFT version can run in shadow.`);
   }
   if (existing?.status === 'RUNNING') return presentShadow(existing, versionId);
+  // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped).
+  await deps.store.db.collection(SHADOW_DECISIONS).deleteMany({ versionId });
+  await deps.store.db.collection(SHADOW_HOLDS).deleteMany({ shadowId: versionId });
+  // It evaluates the purchases whose receipts come after the organisation's last one now (those requested from now on).
+  const chain = await deps.store.db.collection<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains).findOne({ _id: version.organizationId });
   const doc: ShadowDoc = {
     _id: versionId,
     organizationId: version.organizationId,
@@ -154,13 +245,12 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     windows: [],
     holds: '[]',
     cursor: now,
+    receiptSeq: chain?.seq ?? 0,
+    holdsDue: Math.floor(now.getTime() / 1000),
     summary: EMPTY_SUMMARY,
     version: (existing?.version ?? 0) + 1,
   };
   if (existing) await shadows.replaceOne({ _id: versionId, version: existing.version }, doc);
   else await shadows.insertOne(doc);
-  // The shadow's own evaluations of an earlier lifetime are not this one's, nor is what it had yet to evaluate.
-  await deps.store.db.collection('shadow_decisions').deleteMany({ versionId });
-  await deps.store.db.collection(SHADOW_PENDING).deleteMany({ shadowId: versionId, requestedAt: { $lt: now } });
   return presentShadow(doc, versionId);
 }

@@ -5,7 +5,9 @@
 // count of 0 is a VersionConflict, and the handler retries the whole command), the idempotency key
 // first, so that a request that raced this one to the key stops the batch there. A decision's receipt
 // goes in the same batch, and the organisation's chain head moves at the seq and head the command read:
-// a concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md).
+// a concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md). While the
+// organisation has a draft in shadow, a submission's receipt also carries what the shadow reads of it
+// (src/policies/shadows.ts): the shadow follows the receipts and writes nothing of its own here.
 import type { BudgetWindowDoc } from '../budgets/window-state.ts';
 import { WINDOWS } from '../budgets/window-state.ts';
 import { fenceAgentIn } from '../agents/fence.ts';
@@ -13,7 +15,7 @@ import { queueEvent } from '../events/outbox.ts';
 import { VersionConflict } from '../http/errors.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { WriteBatch } from '../store/write-batch.ts';
-import { SHADOW_PENDING, shadowPendingDoc } from '../policies/shadows.ts';
+import { shadowInput } from '../policies/shadows.ts';
 import { PURCHASE_COLLECTIONS, type ApprovalDoc, type PurchaseDoc } from './documents.ts';
 import type { PurchaseRecord } from './lifecycle.ts';
 import { projectAnswers, projectPurchase } from './projection.ts';
@@ -48,7 +50,10 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
       // rebuilt to the same seq (a restore while processes ran) would otherwise commit a broken link.
       batch.updateOne<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains, { _id: organizationId, seq: seq - 1, head: prev! }, { $set: { seq, head } }, { unlessMatched: chain });
     }
-    batch.insertOne<ReceiptDoc>(RECEIPT_COLLECTIONS.receipts, { _id: `${organizationId}:${seq}`, organizationId, seq, purchaseId, decisionId, jws }, { onDuplicate: chain });
+    const receipt: ReceiptDoc = { _id: `${organizationId}:${seq}`, organizationId, seq, purchaseId, decisionId, jws };
+    // What each draft in shadow will evaluate, with the receipt that orders it (no write of its own).
+    if ((record.shadowIds?.length ?? 0) > 0 && record.decision !== null && record.purchaseVersionRead === null) receipt.shadow = shadowInput(purchase, record.decision);
+    batch.insertOne<ReceiptDoc>(RECEIPT_COLLECTIONS.receipts, receipt, { onDuplicate: chain });
   }
   if (record.fenceAgent) fenceAgentIn(batch, purchase.agentId);
   for (const w of record.windows) {
@@ -80,8 +85,6 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
     }
   }
   for (const event of record.events) await queueEvent(db, session, batch, event);
-  // What each draft in shadow has yet to evaluate, committed with the purchase (no round trip of its own).
-  for (const shadowId of record.shadowIds ?? []) batch.insertOne(SHADOW_PENDING, shadowPendingDoc(shadowId, purchase));
   if (record.decision === null) projectAnswers(batch, purchase._id, approval!);
   else projectPurchase(batch, { purchase, decision: record.decision, approval, committedWindowIds: record.committedWindowIds, ...record.projection });
   await batch.write(session);

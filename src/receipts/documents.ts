@@ -32,6 +32,11 @@ export interface ReceiptDoc {
   purchaseId: string;
   decisionId: string;
   jws: string;
+  /**
+   * Not signed: what drafts in shadow read of the decision (src/policies/shadows.ts ShadowInput), present
+   * on a purchase's first decision while its organisation had a shadow.
+   */
+  shadow?: string;
 }
 
 export const receiptCollections = (db: StoreDb) => ({

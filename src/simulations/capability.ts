@@ -5,8 +5,8 @@ import type { Capability } from '../capability.ts';
 import { every } from '../jobs/agenda.ts';
 import { REPLAY_CHANGES, REPLAY_JOB, REPLAYS, runReplayJob } from './replay-run.ts';
 import { simulationRoutes, shadowRoutes } from './routes.ts';
-import { catchUpShadows, SHADOW_CATCH_UP, SHADOW_DECISIONS } from './shadow.ts';
-import { SHADOW_PENDING, SHADOWS } from '../policies/shadows.ts';
+import { catchUpShadows, SHADOW_CATCH_UP } from './shadow.ts';
+import { SHADOW_DECISIONS, SHADOW_HOLDS, SHADOWS } from '../policies/shadows.ts';
 
 export const simulations: Capability = {
   name: 'simulations',
@@ -31,8 +31,9 @@ export const simulations: Capability = {
   indexes: [
     { collection: REPLAYS, keys: { organizationId: 1, createdAt: -1 } },
     { collection: REPLAY_CHANGES, keys: { replayId: 1, requestedAt: 1, purchaseId: 1 } },
-    { collection: SHADOW_DECISIONS, keys: { versionId: 1, changed: 1, requestedAt: 1, purchaseId: 1 } },
+    { collection: SHADOW_DECISIONS, keys: { versionId: 1, fromKey: 1 } },
     { collection: SHADOWS, keys: { organizationId: 1, status: 1 } },
-    { collection: SHADOW_PENDING, keys: { shadowId: 1, requestedAt: 1, purchaseId: 1 } },
+    { collection: SHADOW_HOLDS, keys: { due: 1 } },
+    { collection: SHADOW_HOLDS, keys: { shadowId: 1 } },
   ],
 };

@@ -77,7 +77,7 @@ const inForceAt = (v: PolicyVersionDoc, t: number) => v.activatedAt !== null && 
  * unless it was archived before or disabled then (statusAt). The replayed version stands in its policy's
  * place while that policy was enabled: a disabled policy decided nothing, whatever its version.
  */
-export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, recorded: DecisionDoc | null): PolicyCandidate[] {
+export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, recorded: Pick<DecisionDoc, 'policyVersions'> | null): PolicyCandidate[] {
   const t = at.getTime();
   const evidence = new Map<string, { versionId: string; agentScope: boolean }>();
   for (const pv of recorded?.policyVersions ?? []) {
@@ -147,6 +147,12 @@ export interface ReplayState {
   ends: Map<string, string>;
   holds: ReplayHold[];
   carried: CarriedHold[];
+  /**
+   * The earliest instant at which a hold can settle (its approval's answer, or its expiry), when known:
+   * a purchase before it leaves the holds as they are without going through them (a draft that
+   * escalates every purchase keeps one per purchase for a day).
+   */
+  nextSettle?: number;
 }
 
 export const emptyReplayState = (carried: CarriedHold[] = []): ReplayState => ({ windows: new Map(), ends: new Map(), holds: [], carried });
@@ -226,19 +232,24 @@ function adjust(state: ReplayState, id: string, held: bigint, committed: bigint)
  */
 function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
   if (state.holds.length === 0 && state.carried.length === 0) return;
-  const kept: ReplayHold[] = [];
-  for (const h of state.holds) {
-    const a = h.approvalId === null ? undefined : ctx.approval(h.approvalId);
-    let settled: 'CONVERT' | 'RELEASE' | null = null;
-    if (a && a.state !== 'PENDING' && a.resolvedAt !== null && a.resolvedAt.getTime() <= at) settled = a.state === 'APPROVED' ? 'CONVERT' : 'RELEASE';
-    else if (h.expiresAt.getTime() <= at) settled = 'RELEASE';
-    if (settled === null) {
-      kept.push(h);
-      continue;
+  if (state.nextSettle === undefined || state.nextSettle <= at) {
+    let next = Infinity;
+    const kept: ReplayHold[] = [];
+    for (const h of state.holds) {
+      const a = h.approvalId === null ? undefined : ctx.approval(h.approvalId);
+      let settled: 'CONVERT' | 'RELEASE' | null = null;
+      if (a && a.state !== 'PENDING' && a.resolvedAt !== null && a.resolvedAt.getTime() <= at) settled = a.state === 'APPROVED' ? 'CONVERT' : 'RELEASE';
+      else if (h.expiresAt.getTime() <= at) settled = 'RELEASE';
+      if (settled === null) {
+        kept.push(h);
+        next = Math.min(next, settlesAt(ctx, h));
+        continue;
+      }
+      for (const id of h.windowIds) adjust(state, id, -h.amountMinor, settled === 'CONVERT' ? h.amountMinor : 0n);
     }
-    for (const id of h.windowIds) adjust(state, id, -h.amountMinor, settled === 'CONVERT' ? h.amountMinor : 0n);
+    state.holds = kept;
+    state.nextSettle = next;
   }
-  state.holds = kept;
   for (const c of state.carried) {
     if (c.settled !== null) continue;
     const a = ctx.approval(c.approvalId);
@@ -249,10 +260,33 @@ function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
   }
 }
 
+/** The earliest instant a hold can settle at: its approval's answer when known, else its expiry. */
+function settlesAt(ctx: ReplayContext, h: ReplayHold): number {
+  const a = h.approvalId === null ? undefined : ctx.approval(h.approvalId);
+  const answered = a && a.state !== 'PENDING' && a.resolvedAt !== null ? a.resolvedAt.getTime() : Infinity;
+  return Math.min(answered, h.expiresAt.getTime());
+}
+
+const ttls = new Map<string, number>();
+/** An approval TTL in milliseconds (parsed once per distinct text: a draft may escalate every purchase). */
+function ttlMsOf(ttl: string): number {
+  let ms = ttls.get(ttl);
+  if (ms === undefined) {
+    if (ttls.size > 1000) ttls.clear();
+    ttls.set(ttl, (ms = Duration.fromISO(ttl).as('milliseconds')));
+  }
+  return ms;
+}
+
 const sameCodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((c, i) => c === b[i]);
 
+/** What a replay reads of a recorded purchase: its request (a purchase's own fields). */
+export type RecordedPurchase = Pick<PurchaseDoc, '_id' | 'agentId' | 'merchant' | 'amountMinor' | 'currency' | 'category' | 'requestedAt' | 'approvalId'>;
+/** What a replay reads of a recorded purchase's initial decision. */
+export type RecordedDecision = Pick<DecisionDoc, 'outcome' | 'reasonCodes' | 'policyVersions'>;
+
 /** Decides one recorded purchase again and applies the replayed decision to the replayed windows. */
-export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: PurchaseDoc, recorded: DecisionDoc): Promise<ReplayedPurchase> {
+export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: RecordedPurchase, recorded: RecordedDecision): Promise<ReplayedPurchase> {
   const at = p.requestedAt;
   settleHolds(ctx, state, at.getTime());
   const policies = candidatesAt(ctx.history, at, p.agentId, recorded);
@@ -283,9 +317,11 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
     }
   }
   if (decision.outcome === 'REQUIRES_APPROVAL') {
-    const ttlMs = Duration.fromISO(ctx.organization.approvalTtl).as('milliseconds');
+    const ttlMs = ttlMsOf(ctx.organization.approvalTtl);
     const followsRecorded = recorded.outcome === 'REQUIRES_APPROVAL' && p.approvalId !== null;
-    state.holds.push({ purchaseId: p._id, windowIds: held, amountMinor, expiresAt: new Date(at.getTime() + ttlMs), approvalId: followsRecorded ? p.approvalId : null });
+    const hold: ReplayHold = { purchaseId: p._id, windowIds: held, amountMinor, expiresAt: new Date(at.getTime() + ttlMs), approvalId: followsRecorded ? p.approvalId : null };
+    state.holds.push(hold);
+    if (state.nextSettle !== undefined) state.nextSettle = Math.min(state.nextSettle, settlesAt(ctx, hold));
   }
   const replayed = { outcome: decision.outcome, reasonCodes: decision.reasonCodes };
   return {

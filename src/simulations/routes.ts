@@ -31,7 +31,7 @@ import {
   storedPage,
   versionOf,
 } from './replay-run.ts';
-import { shadowDecisions, shadowLag } from './shadow.ts';
+import { shadowChangesPage, shadowLag } from './shadow.ts';
 
 const replayBody = compile(ReplayBody);
 const PAGE_PARAMS = ['limit', 'cursor'];
@@ -128,14 +128,9 @@ export function shadowRoutes(deps: AppDeps): Router {
     const shadow = await deps.store.db.collection<ShadowDoc>(SHADOWS).findOne({ _id: versionId });
     const s = shadow?.summary;
     const summary = s ? { evaluated: s.evaluated, unchanged: s.evaluated - s.changed, changed: s.changed, byTransition: s.byTransition, byReasonCode: s.byReasonCode } : emptySummary();
-    const changes = await storedPage(
-      (f, limit) => shadowDecisions(deps.store.db).find(f).sort({ requestedAt: 1, purchaseId: 1 }).limit(limit).toArray(),
-      { versionId, changed: true },
-      page,
-      (row) => row.change,
-    );
+    const changes = await shadowChangesPage(deps.store.db, versionId, page);
     const { policyVersionId, ...state } = presentShadow(shadow, versionId);
-    const lag = shadow?.status === 'RUNNING' ? await shadowLag(deps.store.db, versionId) : { pending: 0, oldestRequestedAt: null };
+    const lag = shadow?.status === 'RUNNING' ? await shadowLag(deps.store.db, shadow) : { pending: 0, oldestRequestedAt: null };
     ctx.body = {
       simulation: replaySimulation('SHADOW', deps.now(), SHADOW_DISCLAIMER),
       shadow: { policyId, policyVersionId, versionNumber: version.versionNumber, ...state, pending: lag.pending, pendingSince: lag.oldestRequestedAt?.toISOString() ?? null },

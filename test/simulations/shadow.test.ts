@@ -117,6 +117,13 @@ test.serial('the shadow holds no budget and records no decision, event or purcha
   t.is(events, await plainDb.collection('events').countDocuments({}));
   const windows = await db.collection('budget_windows').find({}).sort({ periodKey: 1 }).project({ _id: 0, periodKey: 1, committedMinor: 1, heldMinor: 1 }).toArray();
   t.deepEqual(windows, await plainDb.collection('budget_windows').find({}).sort({ periodKey: 1 }).project({ _id: 0, periodKey: 1, committedMinor: 1, heldMinor: 1 }).toArray());
+  // Its own holds (of purchases only the draft escalated: 41 hours of purchases, holds of 24) are kept
+  // until they expire and no longer: what is left holds only what expires after the newest evaluated.
+  const shadow = await db.collection<{ _id: string; cursor: Date }>('policy_shadows').findOne({ _id: draftId });
+  const chunks = await db.collection('shadow_holds').find({ shadowId: draftId }).toArray();
+  const expiries = chunks.flatMap((c) => (JSON.parse(c.holds) as [string[], [string, string, number, null][]][]).flatMap(([, holds]) => holds.map((h) => h[2])));
+  t.true(expiries.length > 0);
+  t.true(expiries.every((at) => at > shadow!.cursor.getTime()));
 });
 
 test.serial('stopping the shadow ends it; activating the draft ends it too; only drafts run in shadow', async (t) => {
