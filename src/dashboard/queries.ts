@@ -79,9 +79,7 @@ export async function pendingApprovals(deps: AppDeps, organizationId: string, no
   const heldBy = new Map(purchases.map((p) => [p._id, p.windowIds]));
   const initiators = new Map(purchases.map((p) => [p._id, initiatorPersonId(p)]));
   const windowIds = [...new Set(purchases.flatMap((p) => p.windowIds))];
-  const windowDocs = await windowsCollection(deps.store.db).find({ _id: { $in: windowIds }, organizationId }).toArray();
-  const policies = await policiesWithActive(deps, organizationId, [...new Set(windowDocs.map((w) => w.policyId))]);
-  const windows = new Map(windowDocs.map((w) => [w._id, windowView(w, policies.get(w.policyId)?.policy, policies.get(w.policyId)?.active ?? null)]));
+  const windows = new Map((await heldWindowViews(deps, organizationId, windowIds)).map((w) => [w.id, w]));
   return approvals.flatMap((approval) => {
     const purchase = readbacks.get(approval.purchaseId);
     if (!purchase) return [];
@@ -215,10 +213,28 @@ export async function purchaseDetail(deps: AppDeps, organizationId: string, purc
 
 /** The windows one purchase's amount is held in (or committed to), with their policies' limits: what an approver is told. */
 export async function windowsHeldBy(deps: AppDeps, organizationId: string, windowIds: string[]): Promise<WindowView[]> {
+  return (await heldWindowViews(deps, organizationId, windowIds)).sort((a, b) => a.policyName.localeCompare(b.policyName) || a.periodKind.localeCompare(b.periodKind));
+}
+
+/**
+ * Windows that pending purchases hold, as the answer's decision will read them (loadWindows): one last
+ * written under another version than its policy's active one shows the reconciled opening balance,
+ * not the stored one. A window whose policy has no active version shows what is stored.
+ */
+async function heldWindowViews(deps: AppDeps, organizationId: string, windowIds: string[]): Promise<WindowView[]> {
   if (windowIds.length === 0) return [];
   const docs = await windowsCollection(deps.store.db).find({ _id: { $in: windowIds }, organizationId }).toArray();
   const policies = await policiesWithActive(deps, organizationId, [...new Set(docs.map((w) => w.policyId))]);
-  return docs
-    .map((w) => windowView(w, policies.get(w.policyId)?.policy, policies.get(w.policyId)?.active ?? null))
-    .sort((a, b) => a.policyName.localeCompare(b.policyName) || a.periodKind.localeCompare(b.periodKind));
+  const keys = docs.flatMap((w) => {
+    const active = policies.get(w.policyId)?.active;
+    if (!active) return [];
+    const { policyId, currency, periodKind, periodKey } = w;
+    return [{ policyId, currency, periodKind, periodKey, periodStart: w.periodStart.toISOString(), periodEnd: w.periodEnd.toISOString(), policyVersionId: active._id }];
+  });
+  const loaded = await loadWindows(deps.store.db, keys);
+  return docs.map((w) => {
+    const state = loaded.states.get(w._id);
+    const shown = state === undefined ? w : { ...w, committedMinor: toStored(state.committedMinor), heldMinor: toStored(state.heldMinor), openingBalanceMinor: toStored(state.openingBalanceMinor) };
+    return windowView(shown, policies.get(w.policyId)?.policy, policies.get(w.policyId)?.active ?? null);
+  });
 }

@@ -5,7 +5,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
-import { currentWindows } from '../../src/dashboard/queries.ts';
+import { currentWindows, pendingApprovals, windowsHeldBy } from '../../src/dashboard/queries.ts';
 import { backfillCommittedWindowIds } from '../../src/purchases/projection.ts';
 
 // 21:03 UTC: the 26th in Berlin, the 27th on Kiritimati (UTC+14, whose 27th began at 10:00 UTC on the 26th).
@@ -222,4 +222,25 @@ test('analytics rows written before committedWindowIds are completed at start, a
   await applyManifest(app, changed);
   t.is((await buy(key, '30000')).outcome, 'APPROVED', '60,000 + 30,000 fits in 100,000');
   t.is((await buy(key, '10001')).outcome, 'REJECTED');
+});
+
+test('a held purchase\'s windows, on the inbox and its page, show what its answer will count against, not the stored window', async (t) => {
+  // A person is asked above 50,000; the daily limit is dropped and given back while the purchase waits.
+  const withApproval = (dailyLimit: boolean) => {
+    const m = manifest('held-shown', { dailyLimit });
+    m.policies[0].rules.push({ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '50000' });
+    return m;
+  };
+  const org = await applyManifest(app, withApproval(true));
+  const key = org.keys['buyer-key'];
+  t.is((await buy(key, '60000')).outcome, 'REQUIRES_APPROVAL');
+  const held = (await app.store.db.collection<{ _id: string; windowIds: string[] }>('purchases').findOne({ organizationId: org.organizationId }))!;
+  await applyManifest(app, withApproval(false));
+  t.is((await buy(key, '30000')).outcome, 'APPROVED', 'no daily limit in force: its window is not written');
+  await applyManifest(app, withApproval(true));
+  // Stored: opening 0, held 60,000. The answer's decision counts the 30,000 approved meanwhile too.
+  const [onPage] = await windowsHeldBy(app.deps, org.organizationId, held.windowIds);
+  t.like(onPage, { openingBalanceMinor: 30000n, heldMinor: 60000n, committedMinor: 0n });
+  const [item] = await pendingApprovals(app.deps, org.organizationId, NOW);
+  t.like(item.windows[0], { openingBalanceMinor: 30000n, heldMinor: 60000n });
 });
