@@ -13,12 +13,12 @@
 //   but for that (docs/reference/decisions.md).
 //
 // Nobody is emailed once the approval is no longer pending or has expired, nor is a person who has
-// already answered it, nor the person who made the purchase from the dashboard (they know, and may not
-// approve it).
+// already answered it, nor the person who made the purchase (on the dashboard, or through a connection
+// they authorised: they know, and may not approve it), one email address counting as one person.
 import type { AppDeps } from '../app-deps.ts';
 import { isDuplicateKeyError, type StoreDb } from '../store/store.ts';
 import { hasRole } from '../identity/people/roles.ts';
-import { initiatorPersonId, purchaseCollections, type ApprovalDoc } from '../purchases/documents.ts';
+import { answersOf, approvalsRequiredOf, initiatorPersonId, purchaseCollections, type ApprovalDoc } from '../purchases/documents.ts';
 import { NOTIFY_APPROVAL } from '../purchases/handler.ts';
 import { windowsHeldBy } from '../dashboard/queries.ts';
 import { sendMail, smtpRefusal } from '../mail/smtp.ts';
@@ -159,7 +159,7 @@ export async function sendDueNotice(deps: AppDeps, approvalId: string): Promise<
   // all once they answered or when they made the purchase (docs/reference/decisions.md).
   const everyone = await deps.collections.people.find({ organizationId: approval.organizationId }).sort({ _id: 1 }).toArray();
   const emailOf = new Map(everyone.map((p) => [p._id, p.email]));
-  const done = new Set([...(approval.answers ?? []).map((a) => a.personId), initiatorPersonId(purchase)].map((id) => (id === null ? undefined : emailOf.get(id))));
+  const done = new Set([...answersOf(approval).map((a) => a.personId), initiatorPersonId(purchase)].map((id) => (id === null ? undefined : emailOf.get(id))));
   const addresses = new Set<string>();
   const people = everyone.filter((p) => {
     if (!hasRole(p, 'approver') || !p.email || done.has(p.email) || addresses.has(p.email)) return false;
@@ -169,8 +169,8 @@ export async function sendDueNotice(deps: AppDeps, approvalId: string): Promise<
   const agent = await deps.collections.agents.findOne({ _id: approval.agentId });
   const decision = await pc.decisions.findOne({ _id: purchase.decisionId });
   const windows = await windowsHeldBy(deps, approval.organizationId, purchase.windowIds);
-  const required = approval.approvalsRequired ?? 1;
-  const approved = (approval.answers ?? []).filter((a) => a.answer === 'APPROVE').length;
+  const required = approvalsRequiredOf(approval);
+  const approved = answersOf(approval).filter((a) => a.answer === 'APPROVE').length;
 
   let sent = 0;
   let busy = false;

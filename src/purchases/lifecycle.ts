@@ -171,7 +171,7 @@ export function decidePurchase(state: PurchaseState, command: PurchaseCommand, n
 }
 
 /**
- * The state after a record: what the same agent's next command would read. The windows the record
+ * The state after a record: what the same organisation's next command would read. The windows the record
  * wrote are as it wrote them (no longer missing, reconciled or moved); the others as they were read.
  */
 export function evolve(state: PurchaseState, record: PurchaseRecord): PurchaseState {

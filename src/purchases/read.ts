@@ -6,6 +6,7 @@ import type { StoreDb } from '../store/store.ts';
 import type { Principal } from '../identity/auth.ts';
 import { notFound } from '../http/errors.ts';
 import { collections } from '../store/collections.ts';
+import { approvalsRequiredOf } from './documents.ts';
 import { views, type PurchaseViewDoc } from './projection.ts';
 
 /**
@@ -29,7 +30,7 @@ function withAnswers(a: ApprovalView): ApprovalView {
   const resolved = a.resolvedBy !== null && a.resolvedAt !== null && (a.state === 'APPROVED' || a.state === 'REJECTED');
   return {
     ...a,
-    approvalsRequired: a.approvalsRequired ?? 1,
+    approvalsRequired: approvalsRequiredOf(a),
     answers: resolved ? [{ name: a.resolvedBy!.name, answer: a.state === 'APPROVED' ? 'APPROVE' : 'REJECT', comment: a.comment, answeredAt: a.resolvedAt! }] : [],
   };
 }

@@ -2,8 +2,9 @@
 // surface (REST, MCP, the dashboard). A key already recorded replays its decision; otherwise the
 // submission is a SUBMIT command of the purchase lifecycle (lifecycle.ts), run by the one handler:
 // load the configuration stamp and the budget windows (the agent and the policies in force come from
-// the cache at that stamp) and the organisation's receipt chain head, decide (and sign the receipt),
-// write the record in one transaction. On MongoDB that is five round trips inside the transaction.
+// the cache at that stamp; the organisation's receipt chain head as its actor remembers it), decide (and
+// sign the receipt), write the record in one transaction. On MongoDB that is four round trips inside the
+// transaction (a fifth, the chain head, only when the actor remembers none).
 import { createHash } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
 import type { Principal } from '../identity/auth.ts';
@@ -133,8 +134,8 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
 }
 
 /**
- * What a submission reads: the configuration stamp, then the budget windows, then the receipt chain
- * head (the signing key is cached at the stamp); everything else comes
+ * What a submission reads: the configuration stamp, then the budget windows, and the receipt chain head
+ * unless the organisation's actor remembers it (the signing key is cached at the stamp); everything else comes
  * from the cache at that stamp (the agent too: the record's fence write makes a concurrent status
  * change conflict). Exported for the command-level store conformance suite (test/store/command-conformance.ts).
  */

@@ -1,6 +1,6 @@
 // The receipt of one decision and the hash chain of an organisation's receipts (docs/integrate/receipts.md):
-// pure, so that it runs wherever the chain's head is kept (today: read and written in the command's
-// transaction, src/receipts/load.ts and src/purchases/record-writer.ts). A receipt is a compact JWS
+// pure, so that it runs wherever the chain's head is kept (today: remembered by the organisation's actor,
+// else read in the command's transaction, src/receipts/load.ts, and moved by src/purchases/record-writer.ts). A receipt is a compact JWS
 // (RFC 7515) signed with Ed25519 (RFC 8037, alg EdDSA); `prev` is the base64url SHA-256 of the previous
 // receipt's compact JWS, null for the first, and `seq` counts from 1 without gaps.
 import { createHash, sign, type KeyObject } from 'node:crypto';
