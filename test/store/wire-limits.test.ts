@@ -190,7 +190,7 @@ test.serial('drivers keep working with short timeouts: monitoring connections (n
 // Unauthenticated connections are limited apart from authenticated ones, and the latter per user.
 
 test.serial('250 password-less connections sending hello every 3 s do not keep the analyst out', async (t) => {
-  const wire = await startListener();
+  const wire = await startListener({ maxUnauthenticated: 32 });
   t.teardown(() => wire.close());
   const sockets: Socket[] = [];
   const timers: NodeJS.Timeout[] = [];
