@@ -1,7 +1,9 @@
-// What one capability contributes to the service: its HTTP routes, its jobs, the collections and indexes
-// it needs in the store. Each capability says so in its own `capability.ts`; the composition root
-// (src/compose.ts) lists them, and the HTTP app, the worker and index creation read only that list, so
-// none of them names a capability.
+// What one capability contributes to the service: its jobs, its gauges, the collections and indexes it
+// needs in the store (its `capability.ts`), and apart from those its HTTP routes and middleware (its
+// `surface.ts`). The composition root (src/compose.ts) lists the capabilities and src/service-app.ts the
+// surfaces, and the HTTP app, the worker and index creation read only those lists, so none of them names
+// a capability. Kept apart so that a process that only runs jobs (the jobs thread, `npm run worker`)
+// loads no HTTP code: the routes, the dashboard and the MCP SDK.
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { Agenda } from 'agenda';
@@ -21,12 +23,17 @@ export interface WorkerOptions {
   shadowCatchUpEvery?: string | number;
 }
 
-export interface Capability {
+/** What a capability contributes to the HTTP app. */
+export interface HttpSurface {
   readonly name: string;
-  /** Middleware that runs before any capability's routes (authentication on /v1, say), in the list's order. */
+  /** Middleware that runs before any surface's routes (authentication on /v1, say), in the list's order. */
   readonly middleware?: (deps: AppDeps) => Middleware[];
   /** Its routers, mounted in the list's order. */
   readonly routes?: (deps: AppDeps) => Router[];
+}
+
+export interface Capability {
+  readonly name: string;
   /** Says how its gauges are measured (when /metrics is scraped); called as the app is made. */
   readonly metrics?: (deps: AppDeps) => void;
   /** Defines its jobs, in every process that runs jobs. */

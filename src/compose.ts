@@ -2,7 +2,8 @@
 // dependencies are built. The web process (src/main.ts), the worker (src/worker/), index creation
 // (scripts/create-indexes.ts, the Procfile's release step) and the tests (test/helpers/app.ts) all start
 // from here; the HTTP app, the worker and the store's set-up read the list and name no capability.
-import type Koa from 'koa';
+// What each capability serves over HTTP is listed apart, in src/service-app.ts, so that a process that
+// only runs jobs (the jobs thread, `npm run worker`) loads none of it (src/capability.ts).
 import type { Agenda } from 'agenda';
 import type { AppDeps } from './app-deps.ts';
 import type { Capability, WorkerOptions } from './capability.ts';
@@ -13,12 +14,10 @@ import { collections } from './store/collections.ts';
 import { createIndexes as createStoreIndexes, type StoreLayout } from './store/indexes.ts';
 import { OrganizationActors } from './commands/organization-actors.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
-import { createApp } from './http/app.ts';
 import { startWorker } from './jobs/start-worker.ts';
 import { jobs } from './jobs/capability.ts';
 import { configCache } from './cache/capability.ts';
 import { events } from './events/capability.ts';
-import { admin } from './admin/capability.ts';
 import { identity } from './identity/capability.ts';
 import { agents } from './agents/capability.ts';
 import { policies } from './policies/capability.ts';
@@ -28,15 +27,10 @@ import { approvals } from './approvals/capability.ts';
 import { receipts } from './receipts/capability.ts';
 import { simulations } from './simulations/capability.ts';
 import { webhooks } from './webhooks/capability.ts';
-import { mcp } from './mcp/capability.ts';
-import { dashboard } from './dashboard/capability.ts';
 import { shadowDrain } from './simulations/shadow.ts';
 
-/**
- * In this order: middleware runs and routers are mounted in it (identity authenticates /v1 before
- * policies refuses authoring there), jobs are defined and declared in it.
- */
-export const CAPABILITIES: readonly Capability[] = [jobs, configCache, events, admin, identity, agents, policies, budgets, purchases, approvals, receipts, simulations, webhooks, mcp, dashboard];
+/** In this order jobs are defined and declared. */
+export const CAPABILITIES: readonly Capability[] = [jobs, configCache, events, identity, agents, policies, budgets, purchases, approvals, receipts, simulations, webhooks];
 
 /** What the store needs, gathered from every capability. */
 export const STORE_LAYOUT: StoreLayout = {
@@ -56,9 +50,6 @@ export function composeDeps(parts: { config: Config; store: Store; log: Logger; 
   deps.shadows = shadowDrain(() => deps);
   return deps;
 }
-
-/** The service's Koa application. */
-export const serviceApp = (deps: AppDeps): Koa => createApp(deps, CAPABILITIES);
 
 /** Runs every capability's jobs on this Agenda; returns the function that stops them. */
 export const startJobs = (deps: AppDeps, agenda: Agenda, options: WorkerOptions = {}): Promise<() => Promise<void>> => startWorker(deps, agenda, CAPABILITIES, options);

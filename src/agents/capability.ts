@@ -1,10 +1,8 @@
-// What agents contribute: GET /v1/agents and the agents collection's indexes.
+// What agents contribute to the store: the agents collection's indexes (GET /v1/agents is surface.ts).
 import type { Capability } from '../capability.ts';
-import { agentRoutes } from './routes.ts';
 
 export const agents: Capability = {
   name: 'agents',
-  routes: (deps) => [agentRoutes(deps)],
   indexes: [
     { collection: 'agents', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
     // Archives whose follow-up is unfinished (src/approvals/close.ts finishInterruptedArchives).

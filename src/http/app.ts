@@ -1,11 +1,11 @@
-// createApp(deps, capabilities): the Koa application. No I/O happens here. The platform's own routes
-// (probes, metrics, the API reference) and middleware are here; everything else comes from the
-// capabilities that the composition root (src/compose.ts) hands in.
+// createApp(deps, capabilities, surfaces): the Koa application. No I/O happens here. The platform's own
+// routes (probes, metrics, the API reference) and middleware are here; everything else comes from the
+// capabilities' gauges and HTTP surfaces that src/service-app.ts hands in.
 import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
-import type { Capability } from '../capability.ts';
+import type { Capability, HttpSurface } from '../capability.ts';
 import { withRequestId } from '../log.ts';
 import { errorMiddleware } from './error-middleware.ts';
 import { markStorageFull } from '../store/storage-space.ts';
@@ -31,7 +31,7 @@ function requestContext(deps: AppDeps) {
   };
 }
 
-export function createApp(deps: AppDeps, capabilities: readonly Capability[]): Koa {
+export function createApp(deps: AppDeps, capabilities: readonly Capability[], surfaces: readonly HttpSurface[]): Koa {
   // One proxy hop (the platform router) appends the caller's address to X-Forwarded-For: trust only that
   // rightmost entry, so a caller cannot choose its own address (the sign-in and registration limits key
   // on it). Without a proxy in front (TRUST_PROXY=0) the caller would write that entry itself.
@@ -43,11 +43,11 @@ export function createApp(deps: AppDeps, capabilities: readonly Capability[]): K
   // Probes, metrics and the API reference answer without /v1 credentials.
   for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
   for (const capability of capabilities) capability.metrics?.(deps);
-  // What the capabilities contribute, in the order of their list (src/compose.ts): first every
-  // capability's middleware (authentication on /v1 among them), then their routers.
-  for (const capability of capabilities) for (const mw of capability.middleware?.(deps) ?? []) app.use(mw);
-  for (const capability of capabilities) {
-    for (const router of capability.routes?.(deps) ?? []) {
+  // What the surfaces contribute, in the order of their list (src/service-app.ts): first every
+  // surface's middleware (authentication on /v1 among them), then their routers.
+  for (const surface of surfaces) for (const mw of surface.middleware?.(deps) ?? []) app.use(mw);
+  for (const surface of surfaces) {
+    for (const router of surface.routes?.(deps) ?? []) {
       app.use(router.routes());
       app.use(router.allowedMethods());
     }

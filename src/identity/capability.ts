@@ -1,19 +1,11 @@
-// What identity contributes: the /v1 credential check (API keys, and OAuth access tokens through the
-// connections), the authorization server and client registration, the operator API for connections,
-// passwords and clients, and the collections of organisations, people, keys, connections, OAuth and
-// sign-in sessions.
+// What identity contributes to the store: the collections of organisations, people, keys, connections,
+// OAuth and sign-in sessions. Its HTTP part (surface.ts): the /v1 credential check (API keys, and OAuth
+// access tokens through the connections), the authorization server and client registration, and the
+// operator API for connections, passwords and clients.
 import type { Capability } from '../capability.ts';
-import { under } from '../http/router.ts';
-import { authenticate } from './auth.ts';
-import { connectionTokenResolver } from './connections/resolve-token.ts';
-import { connectionAdminRoutes } from './oauth/admin-routes.ts';
-import { registrationRoutes } from './oauth/registration-routes.ts';
-import { oauthRoutes } from './oauth/routes.ts';
 
 export const identity: Capability = {
   name: 'identity',
-  middleware: (deps) => [under('/v1', authenticate({ db: deps.store.db, collections: deps.collections, now: deps.now, resolveAccessToken: connectionTokenResolver(deps) }))],
-  routes: (deps) => [oauthRoutes(deps), registrationRoutes(deps), connectionAdminRoutes(deps)],
   indexes: [
     { collection: 'organizations', keys: { handle: 1 }, options: { unique: true } },
     { collection: 'people', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },

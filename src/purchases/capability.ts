@@ -1,12 +1,10 @@
-// What purchases contribute: the purchase-request routes, and the indexes of purchases, decisions,
-// idempotency keys and the read models (purchase_views, analytics_*).
+// What purchases contribute to the store: the indexes of purchases, decisions, idempotency keys and the
+// read models (purchase_views, analytics_*). Their routes are surface.ts.
 import type { Capability } from '../capability.ts';
 import { backfillCommittedWindowIds } from './projection.ts';
-import { purchaseRoutes } from './routes.ts';
 
 export const purchases: Capability = {
   name: 'purchases',
-  routes: (deps) => [purchaseRoutes(deps)],
   // The markers of finished data upgrades.
   collections: ['migrations'],
   // Analytics rows of an older release get the windows their purchase committed into.

@@ -1,16 +1,14 @@
-// What simulations contribute: the routes under /v1/simulations and the shadow report, the replay job,
+// What simulations contribute (their routes, under /v1/simulations and the shadow report, are surface.ts): the replay job,
 // the shadow's catch-up job, and the collections of replays and of shadow evaluations (none of which a
 // decision reads).
 import type { Capability } from '../capability.ts';
 import { every } from '../jobs/agenda.ts';
 import { REPLAY_CHANGES, REPLAY_JOB, REPLAYS, runReplayJob } from './replay-run.ts';
-import { simulationRoutes, shadowRoutes } from './routes.ts';
 import { catchUpShadows, SHADOW_CATCH_UP } from './shadow.ts';
 import { SHADOW_DECISIONS, SHADOW_HOLDS, SHADOWS } from '../policies/shadows.ts';
 
 export const simulations: Capability = {
   name: 'simulations',
-  routes: (deps) => [simulationRoutes(deps), shadowRoutes(deps)],
   defineJobs: (agenda, deps) => {
     agenda.define(REPLAY_JOB, async (job) => {
       const { replayId } = job.attrs.data as { replayId: string };

@@ -3,7 +3,7 @@
 // operator token, and /V1/... reached handlers with no credential (a 500).
 import test from 'ava';
 import type Router from '@koa/router';
-import { serviceApp } from '../../src/compose.ts';
+import { serviceApp } from '../../src/service-app.ts';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
 
 let app: TestApp;
