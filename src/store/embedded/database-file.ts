@@ -135,7 +135,10 @@ export function openDatabase(dataDir: string, synchronous: Synchronous): { db: D
       db.exec('PRAGMA journal_size_limit = 67108864');
     }
     db.exec(`PRAGMA synchronous = ${synchronous}`);
-    db.exec('PRAGMA cache_size = -16000');
+    // 4 MB of pages per connection: the hot path's rows are few and stay in the engine's own row cache
+    // during a group; with 16 MB the soak ended 28 MB higher, and the bench's CPU per decision did not
+    // tell the two apart (docs/internals/performance.md, "Memory: the soak").
+    db.exec('PRAGMA cache_size = -4000');
     // Savepoint sub-journals (one per write inside a transaction) in memory, not in temporary files.
     db.exec('PRAGMA temp_store = MEMORY');
     db.exec('BEGIN IMMEDIATE');
