@@ -11,13 +11,12 @@
 //      RFC 6750 3.1 say so, and it is what makes a client sign in again by itself.
 //   3. A tools/call for a tool the connection's scopes do not reach is a 403 insufficient_scope
 //      challenge naming the scope (RFC 6750 3.1), so a client can ask the person for more.
-//   4. The JSON-RPC message goes to a fresh server + transport; both are closed with the response.
-//      A tools/call the SDK would answer wrongly is answered before it reaches the server.
+//   4. The JSON-RPC message goes to a fresh server + transport (serve.ts, loaded with the first call);
+//      both are closed with the response. A tools/call the SDK would answer wrongly is answered before
+//      it reaches the server.
 import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context } from 'koa';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, forbidden } from '../http/errors.ts';
 import { corsPreflight, openCors } from '../identity/oauth/cors.ts';
@@ -25,7 +24,7 @@ import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidToken, resolveConnectionToken } from '../identity/connections/resolve-token.ts';
 import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../identity/oauth/issuer.ts';
 import { SCOPES } from '../identity/oauth/scopes.ts';
-import { buildMcpServer, rawArgumentsError, TOOL_SCOPES, toolError } from './tools.ts';
+import { TOOL_SCOPES } from './tool-scopes.ts';
 
 /** RFC 9728 3.3: `resource` is the URL the document's well-known address was built from. */
 export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>, resource = mcpResourceOf(deps.config)) {
@@ -83,49 +82,6 @@ function missingScope(body: unknown, scopes: readonly string[]): string | null {
   return null;
 }
 
-/**
- * The answer to a tools/call the SDK's server would get wrong, if any:
- * - params its own schema refuses (`arguments: null`, a `name` that is not a string): its request
- *   parse throws a plain validation error, answered -32603 Internal error with the validator's dump;
- *   JSON-RPC 2.0 says -32602 Invalid params.
- * - raw arguments whose `__proto__` keys its parsing would drop (rawArgumentsError): a tool error.
- */
-function screenToolCall(message: JSONRPCRequest, rawArguments: unknown): JSONRPCMessage | null {
-  const parsed = CallToolRequestSchema.safeParse(message);
-  if (!parsed.success) return invalidParams(message, parsed.error.issues, 'tools/call takes params {name: string, arguments?: object}.');
-  const refused = rawArgumentsError(parsed.data.params.name, rawArguments);
-  return refused ? { jsonrpc: '2.0', id: message.id, result: toolError(refused) } : null;
-}
-
-/** The SDK's schema of each request the server answers, by method (any other is -32601, as the SDK says). */
-const ANSWERED = new Set(['initialize', 'ping', 'tools/list']);
-const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.filter((schema) => ANSWERED.has(schema.shape.method.value)).map((schema) => [schema.shape.method.value as string, schema] as const));
-
-/** -32602 for a known method whose params its schema refuses (the SDK's server would answer -32603 with the dump). */
-function screenRequest(message: JSONRPCRequest): JSONRPCMessage | null {
-  const parsed = REQUEST_SCHEMAS.get(message.method)?.safeParse(message);
-  return parsed && !parsed.success ? invalidParams(message, parsed.error.issues, `see the params of ${message.method} in the MCP specification.`) : null;
-}
-
-function invalidParams(message: JSONRPCRequest, issues: ReadonlyArray<{ path: PropertyKey[] }>, hint: string): JSONRPCMessage {
-  const at = [...new Set(issues.map((i) => i.path.map(String).join('.')))].join(', ');
-  return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params at ${at}: ${hint}` } };
-}
-
-/** Puts screenToolCall (screenRequest for other requests) between the transport and the server, for every message of `body` (a batch too). */
-function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown, deps: AppDeps): void {
-  // The transport hands the body's messages on one by one, in order: `sent` holds them as parsed.
-  const sent: unknown[] = Array.isArray(body) ? body : [body];
-  let next = 0;
-  const deliver = transport.onmessage!;
-  transport.onmessage = (message, extra) => {
-    const raw = sent[next++] as { params?: { arguments?: unknown } } | null | undefined;
-    const answer = !isJSONRPCRequest(message) ? null : message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : screenRequest(message);
-    if (answer) transport.send(answer).catch((err: unknown) => deps.log.warn('mcp answer not sent', { err: String(err) }));
-    else deliver(message, extra);
-  };
-}
-
 export function mcpRoutes(deps: AppDeps): Router {
   const router = newRouter();
 
@@ -152,17 +108,10 @@ export function mcpRoutes(deps: AppDeps): Router {
     if (lacking) {
       throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking} scope.`, undefined, challenge(deps, 'insufficient_scope', lacking));
     }
-    const server = buildMcpServer({ deps, principal, organization });
-    // Stateless (no session id) and plain JSON responses: every call is one HTTP exchange.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    ctx.res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    screenToolCalls(transport, ctx.state.body, deps);
-    ctx.respond = false;
-    await transport.handleRequest(ctx.req, ctx.res, ctx.state.body);
+    // The SDK (and zod) load with the first MCP call, not with the process: most deployments never
+    // connect an assistant, and the web process then keeps about 7 MB less heap.
+    const { serveMcp } = await import('./serve.ts');
+    await serveMcp(ctx, deps, principal, organization);
   });
 
   // Stateless: there is no server-initiated stream to GET and no session to DELETE.

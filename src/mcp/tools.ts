@@ -20,13 +20,8 @@ import { getPurchase } from '../purchases/read.ts';
 import { simulateCurrentPolicies } from '../simulations/simulate.ts';
 import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
 import { LIST_LIMIT_MAX, LIST_LIMIT_MIN, listConnectionPurchases } from './list-purchases.ts';
+import { TOOL_SCOPES } from './tool-scopes.ts';
 
-export const TOOL_SCOPES: Record<string, Scope> = {
-  list_purchases: 'purchase:read',
-  get_purchase: 'purchase:read',
-  check_purchase: 'purchase:check',
-  request_purchase: 'purchase:request',
-};
 
 const submissionBody = compile(PurchaseRequestBody);
 const simulationBody = compile(CurrentPoliciesSimulationBody);

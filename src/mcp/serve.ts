@@ -1,0 +1,69 @@
+// One MCP exchange (routes.ts step 4): a fresh McpServer and stateless Streamable HTTP transport of the
+// official SDK for the request, bridged into Koa, with the tools/call answers the SDK would get wrong
+// given first. Loaded by routes.ts with the first MCP call, so that a process that serves none never
+// loads the SDK.
+import type { Context } from 'koa';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { AppDeps } from '../app-deps.ts';
+import type { OrganizationDoc } from '../store/collections.ts';
+import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
+import { buildMcpServer, rawArgumentsError, toolError } from './tools.ts';
+
+/** Answers the request's JSON-RPC body (parsed in ctx.state.body) for an authenticated connection. */
+export async function serveMcp(ctx: Context, deps: AppDeps, principal: ConnectionPrincipal, organization: OrganizationDoc): Promise<void> {
+  const server = buildMcpServer({ deps, principal, organization });
+  // Stateless (no session id) and plain JSON responses: every call is one HTTP exchange.
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  ctx.res.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  await server.connect(transport);
+  screenToolCalls(transport, ctx.state.body, deps);
+  ctx.respond = false;
+  await transport.handleRequest(ctx.req, ctx.res, ctx.state.body);
+}
+
+/**
+ * The answer to a tools/call the SDK's server would get wrong, if any:
+ * - params its own schema refuses (`arguments: null`, a `name` that is not a string): its request
+ *   parse throws a plain validation error, answered -32603 Internal error with the validator's dump;
+ *   JSON-RPC 2.0 says -32602 Invalid params.
+ * - raw arguments whose `__proto__` keys its parsing would drop (rawArgumentsError): a tool error.
+ */
+function screenToolCall(message: JSONRPCRequest, rawArguments: unknown): JSONRPCMessage | null {
+  const parsed = CallToolRequestSchema.safeParse(message);
+  if (!parsed.success) return invalidParams(message, parsed.error.issues, 'tools/call takes params {name: string, arguments?: object}.');
+  const refused = rawArgumentsError(parsed.data.params.name, rawArguments);
+  return refused ? { jsonrpc: '2.0', id: message.id, result: toolError(refused) } : null;
+}
+
+/** The SDK's schema of each request the server answers, by method (any other is -32601, as the SDK says). */
+const ANSWERED = new Set(['initialize', 'ping', 'tools/list']);
+const REQUEST_SCHEMAS = new Map(ClientRequestSchema.options.filter((schema) => ANSWERED.has(schema.shape.method.value)).map((schema) => [schema.shape.method.value as string, schema] as const));
+
+/** -32602 for a known method whose params its schema refuses (the SDK's server would answer -32603 with the dump). */
+function screenRequest(message: JSONRPCRequest): JSONRPCMessage | null {
+  const parsed = REQUEST_SCHEMAS.get(message.method)?.safeParse(message);
+  return parsed && !parsed.success ? invalidParams(message, parsed.error.issues, `see the params of ${message.method} in the MCP specification.`) : null;
+}
+
+function invalidParams(message: JSONRPCRequest, issues: ReadonlyArray<{ path: PropertyKey[] }>, hint: string): JSONRPCMessage {
+  const at = [...new Set(issues.map((i) => i.path.map(String).join('.')))].join(', ');
+  return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params at ${at}: ${hint}` } };
+}
+
+/** Puts screenToolCall (screenRequest for other requests) between the transport and the server, for every message of `body` (a batch too). */
+function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown, deps: AppDeps): void {
+  // The transport hands the body's messages on one by one, in order: `sent` holds them as parsed.
+  const sent: unknown[] = Array.isArray(body) ? body : [body];
+  let next = 0;
+  const deliver = transport.onmessage!;
+  transport.onmessage = (message, extra) => {
+    const raw = sent[next++] as { params?: { arguments?: unknown } } | null | undefined;
+    const answer = !isJSONRPCRequest(message) ? null : message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : screenRequest(message);
+    if (answer) transport.send(answer).catch((err: unknown) => deps.log.warn('mcp answer not sent', { err: String(err) }));
+    else deliver(message, extra);
+  };
+}
