@@ -19,6 +19,8 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
 
   apply <manifest.yaml|manifest.json>          apply an organisation manifest (keys are printed once)
   answer <purchaseRequestId> approve|reject --person <handle> [--comment <text>]
+                                               prints {purchase}, and the decision's signed "receipt"
+                                               when the answer decided (not below a quorum)
   purchase <purchaseRequestId>                 a purchase as its agent reads it, with its approval's answers so far
   agent-status <agentId> ENABLED|DISABLED|ARCHIVED
   org-status <organizationId> ACTIVE|SUSPENDED
@@ -236,9 +238,14 @@ async function main() {
     process.exit(1);
   });
   const text = await res.text();
+  // A decision's receipt (an answer that decided) comes as the Decision-Receipt header: printed in the
+  // same JSON, as "receipt", so that stdout stays one document (docs/operate/cli.md).
+  const receipt = res.headers.get('decision-receipt');
   let out = text;
   try {
-    out = JSON.stringify(JSON.parse(text), null, 2);
+    const parsed: unknown = JSON.parse(text);
+    const withReceipt = receipt !== null && parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? { ...parsed, receipt } : parsed;
+    out = JSON.stringify(withReceipt, null, 2);
   } catch {
     // not JSON: print as is
   }

@@ -70,7 +70,11 @@ export function adminRoutes(deps: AppDeps): Router {
   router.post('/purchase-requests/:purchaseRequestId/answer', jsonBody(LIMITS.standard), async (ctx) => {
     const id = uuidParam(ctx, 'purchaseRequestId', 'purchase request');
     const body = Answer.parse(ctx.state.body);
-    ctx.body = await answerApproval(deps, { purchaseId: id, answer: body.answer, personHandle: body.person, comment: body.comment ?? null });
+    const { purchase, receipt } = await answerApproval(deps, { purchaseId: id, answer: body.answer, personHandle: body.person, comment: body.comment ?? null });
+    // The answer that decided sends its decision's receipt, as a submission does (docs/integrate/receipts.md);
+    // one recorded below the quorum decided nothing, so it has none.
+    if (receipt !== undefined) ctx.set('Decision-Receipt', receipt);
+    ctx.body = { purchase };
   });
 
   // A DRAFT version in shadow, or out of it (docs/operate/shadow.md).

@@ -21,7 +21,17 @@ export interface AnswerCommand {
   organizationId?: string;
 }
 
-export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
+export interface AnswerResult {
+  /** The purchase as its agent reads it back, after the answer. */
+  purchase: Awaited<ReturnType<typeof currentReadbacks>>[number];
+  /**
+   * The receipt of the decision the answer made (APPROVAL_REEVALUATION, docs/integrate/receipts.md): the
+   * operator API's Decision-Receipt header. Absent when the answer was only recorded below the quorum.
+   */
+  receipt?: string;
+}
+
+export async function answerApproval(deps: AppDeps, cmd: AnswerCommand): Promise<AnswerResult> {
   const pc = purchaseCollections(deps.store.db);
   const first = await pc.purchases.findOne({ _id: cmd.purchaseId, ...(cmd.organizationId ? { organizationId: cmd.organizationId } : {}) });
   if (!first) throw notFound('purchase request');
@@ -31,7 +41,7 @@ export async function answerApproval(deps: AppDeps, cmd: AnswerCommand) {
     (session, now) => loadPurchaseState(deps, session, first._id, now, { answeredBy: cmd.personHandle }),
     { kind: 'ANSWER', ids: { decisionId: newId() }, answer: cmd.answer, personHandle: cmd.personHandle, comment: cmd.comment },
   );
-  if (outcome.kind === 'ANSWERED') return { purchase: outcome.purchase };
+  if (outcome.kind === 'ANSWERED') return { purchase: outcome.purchase, receipt: outcome.receipt };
   if (outcome.kind !== 'ANSWER_RECORDED') throw new Error(`an answer ended ${outcome.kind}`);
   // Below the quorum nothing but the approval changed: the purchase's view, as the answer's record wrote it.
   const view = await views(deps.store.db).purchaseViews.findOne({ _id: first._id });

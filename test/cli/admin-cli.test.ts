@@ -116,6 +116,7 @@ test('a two-person rule through the CLI: the first answer is recorded and shown,
   const first = await cli(['answer', id, 'approve', '--person', 'ana', '--comment', 'one of two']);
   t.is(first.code, 0, first.stderr);
   t.is(JSON.parse(first.stdout).purchase.status, 'PENDING_APPROVAL');
+  t.deepEqual(Object.keys(JSON.parse(first.stdout)), ['purchase'], 'recorded below the quorum: no decision, so no receipt');
   const shown = await cli(['purchase', id]);
   t.is(shown.code, 0, shown.stderr);
   const approval = JSON.parse(shown.stdout).purchase.approval;
@@ -128,8 +129,12 @@ test('a two-person rule through the CLI: the first answer is recorded and shown,
   t.regex(same.stderr, /approval_already_answered_by_person/);
   const second = await cli(['answer', id, 'approve', '--person', 'bob']);
   t.is(second.code, 0, second.stderr);
-  const done = JSON.parse(second.stdout).purchase;
+  const printed = JSON.parse(second.stdout);
+  const done = printed.purchase;
   t.is(done.status, 'APPROVED');
+  const receipts = (await app.request(`/v1/purchase-requests/${id}/receipts`, { key: applied.body.apiKeys['buyer-key'].key })).body.receipts;
+  t.is(printed.receipt, receipts.at(-1).receipt, 'the decision\'s receipt, printed in the same JSON');
+  t.like(JSON.parse(Buffer.from(printed.receipt.split('.')[1], 'base64url').toString('utf8')), { kind: 'APPROVAL_REEVALUATION', decisionId: done.decision.id });
   t.is(done.decision.kind, 'APPROVAL_REEVALUATION');
   t.deepEqual(done.approval.resolvedBy, { name: 'Bob Approver' });
   const third = await cli(['answer', id, 'approve', '--person', 'cyd']);
@@ -140,6 +145,7 @@ test('a two-person rule through the CLI: the first answer is recorded and shown,
   t.is((await cli(['answer', other, 'approve', '--person', 'ana'])).code, 0);
   const rejected = await cli(['answer', other, 'reject', '--person', 'cyd']);
   t.is(JSON.parse(rejected.stdout).purchase.status, 'REJECTED');
+  t.regex(JSON.parse(rejected.stdout).receipt, /^[\w-]+\.[\w-]+\.[\w-]+$/, 'a rejection that decides prints its receipt too');
 
   const solo = await submit(applied.body.apiKeys['solo-key'].key);
   t.is(JSON.parse((await cli(['answer', solo, 'approve', '--person', 'ana'])).stdout).purchase.status, 'APPROVED', 'a single-approver rule resolves on one approval');

@@ -5,6 +5,7 @@ import test from 'ava';
 import { createHash, createPublicKey, verify } from 'node:crypto';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { quorumManifest } from '../helpers/quorum.ts';
 
 let app: TestApp;
 test.before(async () => {
@@ -186,4 +187,82 @@ test('an instance whose remembered chain head is stale at the same seq (the chai
   const next = await buy(app, 'next');
   t.is(next.status, 201, next.text);
   t.like((await verifiedPayload(next.headers.get('decision-receipt')!)).payload, { seq: 2, prev: hashOf(first) }, 'prev is the hash of the stored seq 1, not of the one remembered');
+});
+
+// The operator API's answer (POST /admin/purchase-requests/{id}/answer): the answer that decides sends
+// the receipt of the APPROVAL_REEVALUATION decision it made; one recorded below the quorum sends none.
+const answerAs = (id: string, person: string, answer: 'APPROVE' | 'REJECT') =>
+  app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer, person, comment: null } });
+
+async function heldPurchase(org: Awaited<ReturnType<typeof applyManifest>>, key: string) {
+  const held = await app.request('/v1/purchase-requests', { key: org.keys[key], body: { merchant: 'Paper Co', amountMinor: '30000', reason: 'a big order' } });
+  if (held.status !== 201 || held.body.decision.outcome !== 'REQUIRES_APPROVAL') throw new Error(held.text);
+  return { id: held.body.purchaseRequest.id as string, receipt: held.headers.get('decision-receipt')! };
+}
+
+/** The receipt an answer sent, checked against the decision the purchase now has and the receipts listed for it. */
+async function answerReceipt(t: import('ava').ExecutionContext, org: Awaited<ReturnType<typeof applyManifest>>, key: string, id: string, answered: { headers: Headers }, before: string) {
+  const jws = answered.headers.get('decision-receipt');
+  if (!jws) throw new Error('the answer that decided sent no Decision-Receipt');
+  const { header, payload } = await verifiedPayload(jws);
+  t.is(header.typ, 'decision-receipt+jwt');
+  const read = await app.request(`/v1/purchase-requests/${id}`, { key: org.keys[key] });
+  const previous = part(before, 1);
+  t.like(payload, {
+    kind: 'APPROVAL_REEVALUATION',
+    purchaseRequestId: id,
+    organizationId: org.organizationId,
+    decisionId: read.body.purchase.decision.id,
+    seq: previous.seq + 1,
+    prev: hashOf(before),
+  });
+  t.not(payload.decisionId, previous.decisionId, 'a new decision, not the one that asked');
+  const listed = await app.request(`/v1/purchase-requests/${id}/receipts`, { key: org.keys[key] });
+  t.is(listed.body.receipts.at(-1).receipt, jws, 'the same receipt as the last one listed for the purchase');
+  return payload;
+}
+
+test('an answer that decides sends its decision\'s receipt in Decision-Receipt: it verifies, names the new decision and is the last one listed', async (t) => {
+  const org = await applyManifest(app, quorumManifest('receipt-answer-header'));
+  const held = await heldPurchase(org, 'solo-key');
+  const answered = await answerAs(held.id, 'ana', 'APPROVE');
+  t.is(answered.status, 200, answered.text);
+  t.is(answered.body.purchase.status, 'APPROVED');
+  t.deepEqual(Object.keys(answered.body), ['purchase'], 'the receipt is a header, the body as before');
+  const payload = await answerReceipt(t, org, 'solo-key', held.id, answered, held.receipt);
+  t.like(payload, { outcome: 'APPROVED', decisionId: answered.body.purchase.decision.id });
+
+  const again = await answerAs(held.id, 'bob', 'APPROVE');
+  t.is(again.status, 409);
+  t.is(again.headers.get('decision-receipt'), null, 'a refused answer decided nothing');
+});
+
+test('with approvalsRequired 2 the first approval is only recorded and sends no Decision-Receipt; the second decides and sends it', async (t) => {
+  const org = await applyManifest(app, quorumManifest('receipt-answer-quorum'));
+  const held = await heldPurchase(org, 'buyer-key');
+  const first = await answerAs(held.id, 'ana', 'APPROVE');
+  t.is(first.status, 200, first.text);
+  t.is(first.body.purchase.status, 'PENDING_APPROVAL');
+  t.is(first.headers.get('decision-receipt'), null);
+  const listed = await app.request(`/v1/purchase-requests/${held.id}/receipts`, { key: org.keys['buyer-key'] });
+  t.deepEqual(listed.body.receipts, [{ seq: 1, receipt: held.receipt }], 'no decision, no receipt');
+
+  const second = await answerAs(held.id, 'bob', 'APPROVE');
+  t.is(second.status, 200, second.text);
+  t.is(second.body.purchase.status, 'APPROVED');
+  t.like(await answerReceipt(t, org, 'buyer-key', held.id, second, held.receipt), { seq: 2, outcome: 'APPROVED' });
+});
+
+test('a rejection that decides sends its receipt too, even as the first answer of a two-person rule', async (t) => {
+  const org = await applyManifest(app, quorumManifest('receipt-answer-reject'));
+  const held = await heldPurchase(org, 'buyer-key');
+  const rejected = await answerAs(held.id, 'ana', 'REJECT');
+  t.is(rejected.status, 200, rejected.text);
+  t.is(rejected.body.purchase.status, 'REJECTED');
+  t.like(await answerReceipt(t, org, 'buyer-key', held.id, rejected, held.receipt), { seq: 2, outcome: 'REJECTED' });
+
+  const solo = await heldPurchase(org, 'solo-key');
+  const soloRejected = await answerAs(solo.id, 'cyd', 'REJECT');
+  t.is(soloRejected.status, 200, soloRejected.text);
+  t.like(await answerReceipt(t, org, 'solo-key', solo.id, soloRejected, solo.receipt), { seq: 4, outcome: 'REJECTED' });
 });
