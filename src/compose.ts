@@ -1,5 +1,5 @@
-// The composition root: the one list of what the service is made of, and the one place where its
-// dependencies are built. The web process (src/main.ts), the worker (src/worker/), index creation
+// The composition root: the one list of the capabilities the service is made of, and the one place
+// where its dependencies are built. The web process (src/main.ts), the worker (src/worker/), index creation
 // (scripts/create-indexes.ts, the Procfile's release step) and the tests (test/helpers/app.ts) all start
 // from here; the HTTP app, the worker and the store's set-up read the list and name no capability.
 // What each capability serves over HTTP is listed apart, in src/service-app.ts, so that a process that

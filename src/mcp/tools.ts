@@ -22,7 +22,6 @@ import type { ConnectionPrincipal } from '../identity/connections/resolve-token.
 import { LIST_LIMIT_MAX, LIST_LIMIT_MIN, listConnectionPurchases } from './list-purchases.ts';
 import { TOOL_SCOPES } from './tool-scopes.ts';
 
-
 const submissionBody = compile(PurchaseRequestBody);
 const simulationBody = compile(CurrentPoliciesSimulationBody);
 
