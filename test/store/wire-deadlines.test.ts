@@ -147,3 +147,27 @@ test('a result far past the user\'s cursor budget is refused on the query thread
   // And the thread is there for the next read.
   t.is(await analyst.db().collection('analytics_purchases').countDocuments({}), 2);
 });
+
+test.serial('an analyst who disconnects during a read frees the query thread at once: the next analyst is not kept waiting for its deadline', async (t) => {
+  const users = new MemoryUsers();
+  const password = users.set(ANALYST_USER);
+  // One thread (the default) and a deadline far longer than the test may take.
+  const own = await WireListener.start({ databases: singleDatabase(store), users, port: 0, queryThreads: { maxTimeMs: 120_000 } });
+  t.teardown(() => own.close());
+  const url = mongoUrl(own.host, own.port, ANALYST_USER, password, store.db.raw.databaseName);
+  const leaving = await MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
+  const stuck = failure(leaving.db().collection('purchase_views').find({ 'readback.reason': { $regex: '^(a+)+$' } }).toArray());
+  // Queued behind it on the one thread, from the same connection pool: dropped with it.
+  const queued = failure(leaving.db().collection('purchase_views').find({ 'readback.reason': { $regex: '^(a+)+$' } }).toArray());
+  await sleep(500);
+  await leaving.close(true);
+  // Both fail on the client as its sockets close; what matters is the thread (below).
+  await Promise.all([stuck, queued]);
+  const next = await MongoClient.connect(url, { serverSelectionTimeoutMS: 5000 });
+  t.teardown(() => next.close());
+  const answered = await Promise.race([
+    next.db().collection('purchase_views').find({ 'readback.reason': 'office' }).toArray().then((docs) => docs.length),
+    sleep(20_000).then(() => 'still waiting after 20 s'),
+  ]);
+  t.is(answered, 1, 'the next analyst\'s read was answered while the abandoned one would still hold the thread');
+});

@@ -18,5 +18,5 @@ export async function analystRead<T>(call: Call, request: QueryRequest, here: ()
   if (!store || typeof location !== 'string' || location === ':memory:') return here();
   // A result is bounded where it is built: decoded here whole, one past the user's cursor budget would
   // be refused anyway, and one far past it would take the web process's memory first.
-  return fromThread(await threads.run(location, store.db.raw.databaseName, request, deadline, call.server.cursors.limits.bytesPerUser));
+  return fromThread(await threads.run(location, store.db.raw.databaseName, request, deadline, call.server.cursors.limits.bytesPerUser, call.conn.closed));
 }

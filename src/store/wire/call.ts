@@ -35,6 +35,8 @@ export interface Connection {
   user?: UserRecord;
   scram?: ScramConversation;
   appName?: string;
+  /** Aborted when the connection closes: what runs for it alone may stop (an analyst's read). */
+  closed?: AbortSignal;
 }
 
 export interface Call {

@@ -22,6 +22,7 @@ export const CODES = {
   TransactionTooOld: 225,
   OperationNotSupportedInTransaction: 263,
   MechanismUnavailable: 334,
+  ClientDisconnect: 279,
   DuplicateKey: 11000,
 } as const;
 

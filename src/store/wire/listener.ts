@@ -115,7 +115,8 @@ export class WireListener {
   #serve(socket: Socket, id: number): void {
     this.#sockets.add(socket);
     socket.setNoDelay(true);
-    const conn: Connection = { id, remote: `${socket.remoteAddress}:${socket.remotePort}` };
+    const closed = new AbortController();
+    const conn: Connection = { id, remote: `${socket.remoteAddress}:${socket.remotePort}`, closed: closed.signal };
     const reader = new FrameReader();
     const queue: Buffer[] = [];
     let queuedBytes = 0;
@@ -230,6 +231,8 @@ export class WireListener {
       this.#sockets.delete(socket);
       // A cursor's whole result is held in memory: it goes with the connection that last used it.
       this.#context.cursors.closeConnection(id);
+      // And an analyst's read still queued or running for it (query-threads.ts).
+      closed.abort();
     });
     waitForAuthentication();
   }

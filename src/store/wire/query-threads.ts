@@ -5,7 +5,8 @@
 // the one way to stop a regular expression that backtracks for ever inside V8. The web process's
 // HTTP requests never wait for an analyst. A few threads are kept (one by default: on a 2-core
 // machine a second busy thread would take the request thread's core); reads beyond them queue,
-// their deadlines running.
+// their deadlines running. A read whose connection closes is dropped from the queue, or its thread
+// ended, at once: nobody is left to read its answer, and the thread is the other analysts' too.
 import { BSON, type Document } from 'bson';
 import { Worker } from 'node:worker_threads';
 import { CommandError } from './errors.ts';
@@ -72,6 +73,10 @@ function decodeDocs(bytes: Uint8Array): Document[] {
   return docs;
 }
 
+function disconnected(): CommandError {
+  return new CommandError('ClientDisconnect', 'the connection that sent the read closed; it was stopped');
+}
+
 function expired(ms: number): CommandError {
   return new CommandError('MaxTimeMSExpired', `operation exceeded time limit: ${ms} ms (the analyst's reads are stopped at their maxTimeMS, and at the listener's limit)`);
 }
@@ -96,11 +101,26 @@ export class QueryThreads {
     return ms === 0 ? this.options.maxTimeMs : Math.min(ms, this.options.maxTimeMs);
   }
 
-  run(location: string, dbName: string, request: QueryRequest, deadlineMs: number, maxBytes: number): Promise<QueryResult> {
+  /** Runs a read; `gone` is its connection's: once aborted, the read is dropped (ClientDisconnect). */
+  run(location: string, dbName: string, request: QueryRequest, deadlineMs: number, maxBytes: number, gone?: AbortSignal): Promise<QueryResult> {
     if (this.#closed) return Promise.reject(new CommandError('InternalError', 'the listener is closing'));
+    if (gone?.aborted) return Promise.reject(disconnected());
     return new Promise<QueryResult>((resolve, reject) => {
-      const job: Job = { id: ++this.#ids, location, dbName, request: BSON.serialize(request as unknown as Document, { ignoreUndefined: true }), maxBytes, resolve, reject, deadlineMs, timer: undefined as unknown as NodeJS.Timeout };
-      job.timer = setTimeout(() => this.#expire(job), deadlineMs);
+      const drop = () => this.#expire(job, disconnected());
+      const settled = () => gone?.removeEventListener('abort', drop);
+      const job: Job = {
+        id: ++this.#ids,
+        location,
+        dbName,
+        request: BSON.serialize(request as unknown as Document, { ignoreUndefined: true }),
+        maxBytes,
+        resolve: (result) => (settled(), resolve(result)),
+        reject: (error) => (settled(), reject(error)),
+        deadlineMs,
+        timer: undefined as unknown as NodeJS.Timeout,
+      };
+      job.timer = setTimeout(() => this.#expire(job, expired(deadlineMs)), deadlineMs);
+      gone?.addEventListener('abort', drop, { once: true });
       this.#queue.push(job);
       this.#dispatch();
     });
@@ -115,15 +135,17 @@ export class QueryThreads {
     await Promise.all([...this.#threads].map((thread) => this.#end(thread, new CommandError('InternalError', 'the listener is closing'))));
   }
 
-  #expire(job: Job): void {
+  /** Stops a read that is queued or running (its deadline passed, or its connection closed). */
+  #expire(job: Job, why: CommandError): void {
     const queued = this.#queue.indexOf(job);
     if (queued >= 0) {
       this.#queue.splice(queued, 1);
-      job.reject(expired(job.deadlineMs));
+      clearTimeout(job.timer);
+      job.reject(why);
       return;
     }
     // Running: only ending its thread stops it.
-    if (job.thread) void this.#end(job.thread, expired(job.deadlineMs));
+    if (job.thread && job.thread.job === job) void this.#end(job.thread, why);
   }
 
   #dispatch(): void {
