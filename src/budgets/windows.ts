@@ -31,23 +31,57 @@ export function attributableSpend(
  * Approved spend in a period that committed into window `id`, whichever policies governed it: what
  * the window's `committedMinor` counts, recomputed over new bounds when a change of zone moves them.
  */
-function committedInto(db: StoreDb, id: string, key: { periodStart: string | Date; periodEnd: string | Date }, session?: StoreSession): Promise<bigint> {
+function committedInto(db: StoreDb, id: string, key: { policyId: string; periodStart: string | Date; periodEnd: string | Date }, session?: StoreSession): Promise<bigint> {
   return approvedSpend(db, key, { committedWindowIds: id }, session);
 }
 
-/** The sum of the approved purchases of the analysts' read model that match, requested within the period. */
-async function approvedSpend(db: StoreDb, period: { periodStart: string | Date; periodEnd: string | Date }, match: Record<string, unknown>, session?: StoreSession): Promise<bigint> {
-  const rows = await db
-    .collection('analytics_purchases')
-    .aggregate(
-      [
-        { $match: { ...match, status: 'APPROVED', requestedAt: { $gte: new Date(period.periodStart), $lt: new Date(period.periodEnd) } } },
-        { $group: { _id: null, total: { $sum: '$amountMinor' } } },
-      ],
-      session ? { session } : {},
-    )
-    .toArray();
-  return BigInt(rows[0]?.total ?? 0);
+const HOUR_MS = 60 * 60 * 1000;
+
+/**
+ * The month labels (`yyyy-MM`) that analytics rows of requests made in [start, end) can carry: a row is
+ * labelled in the zone its organisation had then, and a zone is at most 12 hours behind UTC or 14 ahead.
+ */
+export function monthLabelsOver(start: Date, end: Date): string[] {
+  const from = new Date(start.getTime() - 12 * HOUR_MS);
+  const to = new Date(end.getTime() + 14 * HOUR_MS - 1);
+  const labels: string[] = [];
+  for (let y = from.getUTCFullYear(), m = from.getUTCMonth(); y < to.getUTCFullYear() || (y === to.getUTCFullYear() && m <= to.getUTCMonth()); m === 11 ? ((m = 0), y++) : m++) {
+    labels.push(`${String(y).padStart(4, '0')}-${String(m + 1).padStart(2, '0')}`);
+  }
+  return labels;
+}
+
+/**
+ * The sum of the approved purchases of `policyId`'s organisation in the analysts' read model that match,
+ * requested within the period. Read through the organisation's month index, one month label at a time:
+ * a decision writes no index key per policy or window for these reads (which only a window opened or
+ * reconciled makes), and a month of one organisation bounds what they scan.
+ */
+async function approvedSpend(
+  db: StoreDb,
+  period: { policyId: string; periodStart: string | Date; periodEnd: string | Date },
+  match: Record<string, unknown>,
+  session?: StoreSession,
+): Promise<bigint> {
+  const policy = await db.collection<{ _id: string; organizationId: string }>('policies').findOne({ _id: period.policyId }, { projection: { organizationId: 1 }, ...(session ? { session } : {}) });
+  if (!policy) return 0n;
+  const start = new Date(period.periodStart);
+  const end = new Date(period.periodEnd);
+  let total = 0n;
+  for (const monthKey of monthLabelsOver(start, end)) {
+    const rows = await db
+      .collection('analytics_purchases')
+      .aggregate(
+        [
+          { $match: { organizationId: policy.organizationId, monthKey, ...match, status: 'APPROVED', requestedAt: { $gte: start, $lt: end } } },
+          { $group: { _id: null, total: { $sum: '$amountMinor' } } },
+        ],
+        session ? { session } : {},
+      )
+      .toArray();
+    total += BigInt(rows[0]?.total ?? 0);
+  }
+  return total;
 }
 
 /** A window cannot count more than MAX_WINDOW_MINOR (what storage holds exactly); past every limit either way. */
