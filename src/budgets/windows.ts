@@ -36,26 +36,44 @@ function committedInto(db: StoreDb, id: string, key: { policyId: string; periodS
 }
 
 const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
 
-/**
- * The month labels (`yyyy-MM`) that analytics rows of requests made in [start, end) can carry: a row is
- * labelled in the zone its organisation had then, and a zone is at most 12 hours behind UTC or 14 ahead.
- */
+// A row is labelled in the zone its organisation had when it was decided, at most 12 hours behind UTC or 14 ahead.
+const widened = (start: Date, end: Date) => ({ from: new Date(start.getTime() - 12 * HOUR_MS), to: new Date(end.getTime() + 14 * HOUR_MS - 1) });
+const yearMonth = (d: Date) => `${String(d.getUTCFullYear()).padStart(4, '0')}-${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
+
+/** The month labels (`yyyy-MM`, monthKey) that analytics rows of requests made in [start, end) can carry. */
 export function monthLabelsOver(start: Date, end: Date): string[] {
-  const from = new Date(start.getTime() - 12 * HOUR_MS);
-  const to = new Date(end.getTime() + 14 * HOUR_MS - 1);
+  const { from, to } = widened(start, end);
   const labels: string[] = [];
   for (let y = from.getUTCFullYear(), m = from.getUTCMonth(); y < to.getUTCFullYear() || (y === to.getUTCFullYear() && m <= to.getUTCMonth()); m === 11 ? ((m = 0), y++) : m++) {
-    labels.push(`${String(y).padStart(4, '0')}-${String(m + 1).padStart(2, '0')}`);
+    labels.push(yearMonth(new Date(Date.UTC(y, m, 1))));
   }
   return labels;
 }
 
+/** The day labels (`yyyy-MM-dd`, dayKey) that analytics rows of requests made in [start, end) can carry. */
+export function dayLabelsOver(start: Date, end: Date): string[] {
+  const { from, to } = widened(start, end);
+  const labels: string[] = [];
+  for (let day = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate()); day <= to.getTime(); day += DAY_MS) {
+    const d = new Date(day);
+    labels.push(`${yearMonth(d)}-${String(d.getUTCDate()).padStart(2, '0')}`);
+  }
+  return labels;
+}
+
+/** How a period's rows are found: by day label for a day (23 to 25 hours), by month label otherwise. */
+function labelsOver(start: Date, end: Date): Array<{ dayKey: string } | { monthKey: string }> {
+  return end.getTime() - start.getTime() <= 26 * HOUR_MS ? dayLabelsOver(start, end).map((dayKey) => ({ dayKey })) : monthLabelsOver(start, end).map((monthKey) => ({ monthKey }));
+}
+
 /**
  * The sum of the approved purchases of `policyId`'s organisation in the analysts' read model that match,
- * requested within the period. Read through the organisation's month index, one month label at a time:
+ * requested within the period. Read through the organisation's day or month index, one label at a time:
  * a decision writes no index key per policy or window for these reads (which only a window opened or
- * reconciled makes), and a month of one organisation bounds what they scan.
+ * reconciled makes), and what they scan is bounded by the organisation's rows of a few days (a day's
+ * window) or months (a month's).
  */
 async function approvedSpend(
   db: StoreDb,
@@ -68,12 +86,12 @@ async function approvedSpend(
   const start = new Date(period.periodStart);
   const end = new Date(period.periodEnd);
   let total = 0n;
-  for (const monthKey of monthLabelsOver(start, end)) {
+  for (const label of labelsOver(start, end)) {
     const rows = await db
       .collection('analytics_purchases')
       .aggregate(
         [
-          { $match: { organizationId: policy.organizationId, monthKey, ...match, status: 'APPROVED', requestedAt: { $gte: start, $lt: end } } },
+          { $match: { organizationId: policy.organizationId, ...label, ...match, status: 'APPROVED', requestedAt: { $gte: start, $lt: end } } },
           { $group: { _id: null, total: { $sum: '$amountMinor' } } },
         ],
         session ? { session } : {},

@@ -15,15 +15,16 @@ export const purchases: Capability = {
     { collection: 'idempotency_keys', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     { collection: 'purchase_views', keys: { submitterId: 1, requestedAt: -1, _id: -1 } },
     { collection: 'purchase_views', keys: { organizationId: 1, requestedAt: -1, _id: -1 } },
-    // Also a policy's approved spend in a period, and what committed into a window, month label by month label
-    // (src/budgets/windows.ts approvedSpend): read only when a window is opened or reconciled.
+    // Also, with the next, a policy's approved spend in a period and what committed into a window, label by
+    // label (src/budgets/windows.ts approvedSpend): read only when a window is opened or reconciled.
     { collection: 'analytics_purchases', keys: { organizationId: 1, monthKey: 1, agentId: 1 } },
+    { collection: 'analytics_purchases', keys: { organizationId: 1, dayKey: 1 } },
     { collection: 'analytics_daily_spend', keys: { organizationId: 1, dayKey: 1 } },
   ],
   retiredIndexes: [
     // Multikey, one key per policy and per window of every purchase (20 keys a decision at the bench's 10
     // policies): 150 us of CPU a decision on the embedded store, for reads only a window opened or reconciled
-    // makes, now through { organizationId, monthKey, agentId }.
+    // makes, now through { organizationId, dayKey } and { organizationId, monthKey, agentId }.
     { collection: 'analytics_purchases', name: 'policyIds_1_currency_1_status_1_requestedAt_1' },
     { collection: 'analytics_purchases', name: 'committedWindowIds_1_requestedAt_1' },
     // Replaced by { policyIds, currency, status, monthKey, dayKey }: a day's query fixes its month too.
