@@ -61,41 +61,59 @@ test('start-up replaces the index on an endpoint\'s deliveries by status with on
   }
 });
 
-test('start-up replaces the analytics indexes of earlier versions by the one on request times, also when two start-ups run at once', async (t) => {
+test('start-up replaces the analytics indexes of earlier versions by the organisation\'s day and month indexes, also when two start-ups run at once', async (t) => {
   const store = await testStore();
   try {
     const purchases = store.db.collection('analytics_purchases');
+    // Every earlier one, in the order the retired list names them.
+    await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, requestedAt: 1 });
+    await purchases.createIndex({ committedWindowIds: 1, requestedAt: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, dayKey: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1, dayKey: 1 });
     t.deepEqual((await purchases.indexes()).map((i) => i.name), ['_id_', ...RETIRED_INDEXES.filter((r) => r.collection === 'analytics_purchases').map((r) => r.name)], 'the names MongoDB gives those keys');
-    const row = { policyIds: ['p1', 'p2'], currency: 'EUR', status: 'APPROVED', amountMinor: 700, requestedAt: new Date('2026-11-18T10:00:00.000Z') };
+    await store.db.collection('policies').insertOne({ _id: 'p2', organizationId: 'o1' } as never);
+    // Labelled as the service labels them, in the organisation's zone then (Berlin): 23:30 UTC on the 17th is the 18th there.
+    const row = { organizationId: 'o1', agentId: 'a1', policyIds: ['p1', 'p2'], currency: 'EUR', status: 'APPROVED', amountMinor: 700, requestedAt: new Date('2026-11-18T10:00:00.000Z'), dayKey: '2026-11-18', monthKey: '2026-11' };
     await purchases.insertMany([{ _id: 'a', ...row }, { _id: 'b', ...row, requestedAt: new Date('2026-11-17T23:30:00.000Z'), amountMinor: 50 }] as never);
     await Promise.all([createIndexes(store.db), createIndexes(store.db)]);
-    const expected = ['_id_', 'committedWindowIds_1_requestedAt_1', 'organizationId_1_monthKey_1_agentId_1', 'policyIds_1_currency_1_status_1_requestedAt_1'];
+    const expected = ['_id_', 'organizationId_1_dayKey_1', 'organizationId_1_monthKey_1_agentId_1'];
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);
     await createIndexes(store.db); // and again: nothing left to drop
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);
-    // A period is its bounds: 23:30 UTC on the 17th is the 18th in Berlin.
+    // A period is its bounds, whatever the labels say.
     const spend = (periodStart: string, periodEnd: string) => attributableSpend(store.db, { policyId: 'p2', currency: 'EUR', periodStart, periodEnd });
     t.is(await spend('2026-11-17T23:00:00.000Z', '2026-11-18T23:00:00.000Z'), 750n);
     t.is(await spend('2026-11-18T00:00:00.000Z', '2026-11-19T00:00:00.000Z'), 700n);
     t.is(await spend('2026-10-31T23:00:00.000Z', '2026-11-17T23:00:00.000Z'), 0n);
+    t.is(await spend('2026-10-31T23:00:00.000Z', '2026-11-30T23:00:00.000Z'), 750n);
   } finally {
     await store.close();
   }
 });
 
-test('the query of attributable spend fixes, by equality, a prefix of an index and ranges over the next field', async (t) => {
+test('the query of attributable spend fixes by equality the organisation and a day or month label: a whole index, or the leading fields of one', async (t) => {
   const matches: Array<Record<string, unknown>> = [];
-  const db = { collection: () => ({ aggregate: (pipeline: Array<{ $match?: Record<string, unknown> }>) => (matches.push(pipeline[0].$match!), { toArray: async () => [] }) }) } as unknown as StoreDb;
-  await attributableSpend(db, { policyId: 'p', currency: 'EUR', periodStart: '2026-11-17T23:00:00.000Z', periodEnd: '2026-11-18T23:00:00.000Z' });
+  const db = {
+    collection: (name: string) =>
+      name === 'policies'
+        ? { findOne: async () => ({ _id: 'p', organizationId: 'o' }) }
+        : { aggregate: (pipeline: Array<{ $match?: Record<string, unknown> }>) => (matches.push(pipeline[0].$match!), { toArray: async () => [] }) },
+  } as unknown as StoreDb;
   const indexed = INDEXES.filter((i) => i.collection === 'analytics_purchases').map((i) => Object.keys(i.keys));
-  for (const match of matches) {
-    const equalities = Object.keys(match).filter((k) => typeof match[k] === 'string');
-    const ranged = Object.keys(match).filter((k) => typeof match[k] !== 'string');
-    t.deepEqual(ranged, ['requestedAt']);
-    t.true(indexed.some((keys) => keys.slice(0, equalities.length).sort().join() === [...equalities].sort().join() && keys[equalities.length] === 'requestedAt'), equalities.join());
+  for (const [periodStart, periodEnd, label] of [
+    ['2026-11-17T23:00:00.000Z', '2026-11-18T23:00:00.000Z', 'dayKey'],
+    ['2026-10-31T23:00:00.000Z', '2026-11-30T23:00:00.000Z', 'monthKey'],
+  ] as const) {
+    matches.length = 0;
+    await attributableSpend(db, { policyId: 'p', currency: 'EUR', periodStart, periodEnd });
+    t.true(matches.length >= 1 && matches.length <= 3, `${matches.length} queries for one ${label} period`);
+    for (const match of matches) {
+      t.is(match.organizationId, 'o');
+      t.is(typeof match[label], 'string');
+      const equalities = Object.keys(match).filter((k) => typeof match[k] === 'string');
+      t.true(indexed.some((keys) => keys[0] === 'organizationId' && keys[1] === label && equalities.includes(keys[0]) && equalities.includes(keys[1])), equalities.join());
+    }
   }
 });
 
