@@ -1,8 +1,8 @@
 // Loading budget windows (docs/reference/contract.md §2.6, docs/internals/design.md §1): one per (policy, currency, DAY|MONTH period).
 // A command reads the windows it needs here, reconciled with the spend they do not count; its decision
 // says how they change (window-writes.ts) and the storage port writes them, each at the version read.
-import type { WindowKey } from '../engine/types.ts';
-import { windowId } from '../engine/periods.ts';
+import type { WindowKey, WindowPeriodKind } from '../engine/types.ts';
+import { periodFor, windowId } from '../engine/periods.ts';
 import { MAX_WINDOW_MINOR } from '../engine/budgets.ts';
 import { fromStored } from '../money.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
@@ -36,36 +36,28 @@ function committedInto(db: StoreDb, id: string, key: { policyId: string; periodS
 }
 
 const HOUR_MS = 60 * 60 * 1000;
-const DAY_MS = 24 * HOUR_MS;
 
-// A row is labelled in the zone its organisation had when it was decided, at most 12 hours behind UTC or 14 ahead.
-const widened = (start: Date, end: Date) => ({ from: new Date(start.getTime() - 12 * HOUR_MS), to: new Date(end.getTime() + 14 * HOUR_MS - 1) });
-const yearMonth = (d: Date) => `${String(d.getUTCFullYear()).padStart(4, '0')}-${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
-
-/** The month labels (`yyyy-MM`, monthKey) that analytics rows of requests made in [start, end) can carry. */
-export function monthLabelsOver(start: Date, end: Date): string[] {
-  const { from, to } = widened(start, end);
+/**
+ * The labels (dayKey or monthKey: periodFor's periodKey) that analytics rows of requests made in
+ * [start, end) can carry: a row is labelled in the zone its organisation had when it was decided, at most
+ * 12 hours behind UTC or 14 ahead, so the labels are those of the UTC periods over those widened bounds.
+ */
+export function periodLabelsOver(kind: WindowPeriodKind, start: Date, end: Date): string[] {
   const labels: string[] = [];
-  for (let y = from.getUTCFullYear(), m = from.getUTCMonth(); y < to.getUTCFullYear() || (y === to.getUTCFullYear() && m <= to.getUTCMonth()); m === 11 ? ((m = 0), y++) : m++) {
-    labels.push(yearMonth(new Date(Date.UTC(y, m, 1))));
-  }
-  return labels;
-}
-
-/** The day labels (`yyyy-MM-dd`, dayKey) that analytics rows of requests made in [start, end) can carry. */
-export function dayLabelsOver(start: Date, end: Date): string[] {
-  const { from, to } = widened(start, end);
-  const labels: string[] = [];
-  for (let day = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate()); day <= to.getTime(); day += DAY_MS) {
-    const d = new Date(day);
-    labels.push(`${yearMonth(d)}-${String(d.getUTCDate()).padStart(2, '0')}`);
+  const last = end.getTime() + 14 * HOUR_MS;
+  for (let at = start.getTime() - 12 * HOUR_MS; at < last; ) {
+    const period = periodFor(kind, new Date(at).toISOString(), 'UTC');
+    labels.push(period.periodKey);
+    at = Date.parse(period.periodEnd);
   }
   return labels;
 }
 
 /** How a period's rows are found: by day label for a day (23 to 25 hours), by month label otherwise. */
 function labelsOver(start: Date, end: Date): Array<{ dayKey: string } | { monthKey: string }> {
-  return end.getTime() - start.getTime() <= 26 * HOUR_MS ? dayLabelsOver(start, end).map((dayKey) => ({ dayKey })) : monthLabelsOver(start, end).map((monthKey) => ({ monthKey }));
+  return end.getTime() - start.getTime() <= 26 * HOUR_MS
+    ? periodLabelsOver('DAY', start, end).map((dayKey) => ({ dayKey }))
+    : periodLabelsOver('MONTH', start, end).map((monthKey) => ({ monthKey }));
 }
 
 /**

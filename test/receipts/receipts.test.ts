@@ -4,7 +4,7 @@
 import test from 'ava';
 import { createHash, createPublicKey, verify } from 'node:crypto';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { quorumManifest } from '../helpers/quorum.ts';
 
 let app: TestApp;
@@ -194,14 +194,14 @@ test('an instance whose remembered chain head is stale at the same seq (the chai
 const answerAs = (id: string, person: string, answer: 'APPROVE' | 'REJECT') =>
   app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer, person, comment: null } });
 
-async function heldPurchase(org: Awaited<ReturnType<typeof applyManifest>>, key: string) {
+async function heldPurchase(org: AppliedOrg, key: string) {
   const held = await app.request('/v1/purchase-requests', { key: org.keys[key], body: { merchant: 'Paper Co', amountMinor: '30000', reason: 'a big order' } });
   if (held.status !== 201 || held.body.decision.outcome !== 'REQUIRES_APPROVAL') throw new Error(held.text);
   return { id: held.body.purchaseRequest.id as string, receipt: held.headers.get('decision-receipt')! };
 }
 
 /** The receipt an answer sent, checked against the decision the purchase now has and the receipts listed for it. */
-async function answerReceipt(t: import('ava').ExecutionContext, org: Awaited<ReturnType<typeof applyManifest>>, key: string, id: string, answered: { headers: Headers }, before: string) {
+async function answerReceipt(t: import('ava').ExecutionContext, org: AppliedOrg, key: string, id: string, answered: { headers: Headers }, before: string) {
   const jws = answered.headers.get('decision-receipt');
   if (!jws) throw new Error('the answer that decided sent no Decision-Receipt');
   const { header, payload } = await verifiedPayload(jws);

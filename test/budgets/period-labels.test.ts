@@ -1,9 +1,9 @@
-// The labels a window's spend is read under (src/budgets/windows.ts dayLabelsOver, monthLabelsOver): every
+// The labels a window's spend is read under (src/budgets/windows.ts periodLabelsOver): every
 // analytics row of a request made within the period carries one of them, in whatever zone its
 // organisation had when it was decided (its dayKey and monthKey are periodFor('DAY' | 'MONTH', requestedAt, zone)).
 import test from 'ava';
 import fc from 'fast-check';
-import { dayLabelsOver, monthLabelsOver } from '../../src/budgets/windows.ts';
+import { periodLabelsOver } from '../../src/budgets/windows.ts';
 import { periodFor } from '../../src/engine/periods.ts';
 
 // The zones furthest from UTC either way, and some between (with half hours and summer time).
@@ -24,8 +24,8 @@ test('a request made within a period is labelled, in any zone, with one of the p
         const requestedAt = new Date(start.getTime() + Math.floor(where * (end.getTime() - start.getTime() - 1)));
         const month = periodFor('MONTH', requestedAt.toISOString(), requestZone).periodKey;
         const day = periodFor('DAY', requestedAt.toISOString(), requestZone).periodKey;
-        const months = monthLabelsOver(start, end);
-        const days = dayLabelsOver(start, end);
+        const months = periodLabelsOver('MONTH', start, end);
+        const days = periodLabelsOver('DAY', start, end);
         return months.includes(month) && months.length <= 3 && days.includes(day) && (kind === 'MONTH' || days.length <= 4);
       },
     ),
@@ -35,8 +35,8 @@ test('a request made within a period is labelled, in any zone, with one of the p
 });
 
 test('the labels of a day and of a month, at the turn of a year', (t) => {
-  t.deepEqual(monthLabelsOver(new Date('2026-06-15T00:00:00Z'), new Date('2026-06-16T00:00:00Z')), ['2026-06']);
-  t.deepEqual(monthLabelsOver(new Date('2026-12-31T10:00:00Z'), new Date('2027-01-01T10:00:00Z')), ['2026-12', '2027-01']);
-  t.deepEqual(monthLabelsOver(new Date('2026-03-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z')), ['2026-02', '2026-03', '2026-04']);
-  t.deepEqual(dayLabelsOver(new Date('2026-12-31T10:00:00Z'), new Date('2027-01-01T10:00:00Z')), ['2026-12-30', '2026-12-31', '2027-01-01']);
+  t.deepEqual(periodLabelsOver('MONTH', new Date('2026-06-15T00:00:00Z'), new Date('2026-06-16T00:00:00Z')), ['2026-06']);
+  t.deepEqual(periodLabelsOver('MONTH', new Date('2026-12-31T10:00:00Z'), new Date('2027-01-01T10:00:00Z')), ['2026-12', '2027-01']);
+  t.deepEqual(periodLabelsOver('MONTH', new Date('2026-03-01T00:00:00Z'), new Date('2026-04-01T00:00:00Z')), ['2026-02', '2026-03', '2026-04']);
+  t.deepEqual(periodLabelsOver('DAY', new Date('2026-12-31T10:00:00Z'), new Date('2027-01-01T10:00:00Z')), ['2026-12-30', '2026-12-31', '2027-01-01']);
 });
