@@ -34,3 +34,14 @@ test.serial('starting one shadow several times at once starts it once, and every
   t.like(restarted, { shadow: true, startedAt: new Date(clock).toISOString() });
   for (const r of again) t.like(r.body.shadow, { shadow: true, startedAt: restarted.startedAt });
 });
+
+test.serial('a replay refuses an offset that is no offset (hours past 23, minutes past 59) as it refuses 30 February', async (t) => {
+  for (const offset of ['+99:99', '+24:00', '-05:60']) {
+    const res = await app.request('/v1/simulations/replay', { key: org.keys['org-key'], body: { policyVersionId: draftId, from: `2026-03-01T00:00${offset}`, to: '2026-03-02T00:00:00Z' } });
+    t.is(res.status, 400, `${offset}: ${res.text}`);
+    t.deepEqual(res.body.error?.issues?.map((i: { path: string; code: string }) => `${i.path}:${i.code}`), ['from:INVALID_TIMESTAMP'], offset);
+  }
+  const widest = await app.request('/v1/simulations/replay', { key: org.keys['org-key'], body: { policyVersionId: draftId, from: '2026-03-01T00:00+14:00', to: '2026-03-02T00:00-12:00' } });
+  t.is(widest.status, 200, widest.text);
+  t.like(widest.body.replay, { from: '2026-02-28T10:00:00.000Z', to: '2026-03-02T12:00:00.000Z' });
+});
