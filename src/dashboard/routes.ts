@@ -432,7 +432,8 @@ async function dashboardReplay(deps: AppDeps, s: SignedIn, row: views.PolicyRow,
   const start = from.startOf('day').toJSDate();
   const end = to.plus({ days: 1 }).startOf('day').toJSDate();
   if (end <= start) return { ...asked, result: { error: 'The last day comes before the first.' } };
-  if (end.getTime() - start.getTime() > 92 * 86_400_000) return { ...asked, result: { error: 'A replay covers at most 92 days.' } };
+  // Days of the organisation's calendar: one of them is 23 or 25 hours long where the clocks change.
+  if (to.startOf('day').diff(from.startOf('day'), 'days').days + 1 > 92) return { ...asked, result: { error: 'A replay covers at most 92 days.' } };
   if ((await countInRange(deps, s.organization._id, start, end)) > deps.config.replayInlineLimit) {
     return { ...asked, result: { error: `More than ${deps.config.replayInlineLimit} purchases in that range: replay it through the API (POST /v1/simulations/replay), which runs it as a job.` } };
   }

@@ -6,8 +6,9 @@
 import type { ShadowStatusDoc } from '../store/collections.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { stamped, type ConfigView } from '../cache/config-cache.ts';
-import { ApiError, notFound } from '../http/errors.ts';
-import type { StoreCollection, StoreDb, StoreSession } from '../store/store.ts';
+import { ApiError, notFound, VersionConflict } from '../http/errors.ts';
+import { runCommand } from '../commands/run-command.ts';
+import { isDuplicateKeyError, type StoreCollection, type StoreDb, type StoreSession } from '../store/store.ts';
 import type { ApplicabilityReason, Outcome, ReasonCode } from '../engine/types.ts';
 import { RECEIPT_COLLECTIONS, type ReceiptChainDoc } from '../receipts/documents.ts';
 
@@ -229,28 +230,41 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     throw new ApiError(409, 'version_not_draft', `Version ${version.versionNumber} is ${version.status}; only a DRAFT version can run in shadow.`);
   }
   if (existing?.status === 'RUNNING') return presentShadow(existing, versionId);
-  // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped).
-  await deps.store.db.collection(SHADOW_DECISIONS).deleteMany({ versionId });
-  await deps.store.db.collection(SHADOW_HOLDS).deleteMany({ shadowId: versionId });
-  // It evaluates the purchases whose receipts come after the organisation's last one now (those requested from now on).
-  const chain = await deps.store.db.collection<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains).findOne({ _id: version.organizationId });
-  const doc: ShadowDoc = {
-    _id: versionId,
-    organizationId: version.organizationId,
-    policyId: version.policyId,
-    status: 'RUNNING',
-    startedAt: now,
-    stoppedAt: null,
-    stopReason: null,
-    windows: [],
-    holds: '[]',
-    cursor: now,
-    receiptSeq: chain?.seq ?? 0,
-    holdsDue: Math.floor(now.getTime() / 1000),
-    summary: EMPTY_SUMMARY,
-    version: (existing?.version ?? 0) + 1,
-  };
-  if (existing) await shadows.replaceOne({ _id: versionId, version: existing.version }, doc);
-  else await shadows.insertOne(doc);
-  return presentShadow(doc, versionId);
+  // In one transaction, at the version read: of two starts at once one begins the lifetime and the other,
+  // retried, finds it running (and its deletions cannot drop what the new lifetime already evaluated).
+  const started = await runCommand(deps.store, async (session) => {
+    const stored = await shadows.findOne({ _id: versionId }, { session });
+    if (stored?.status === 'RUNNING') return stored;
+    // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped).
+    await deps.store.db.collection(SHADOW_DECISIONS).deleteMany({ versionId }, { session });
+    await deps.store.db.collection(SHADOW_HOLDS).deleteMany({ shadowId: versionId }, { session });
+    // It evaluates the purchases whose receipts come after the organisation's last one now (those requested from now on).
+    const chain = await deps.store.db.collection<ReceiptChainDoc>(RECEIPT_COLLECTIONS.chains).findOne({ _id: version.organizationId }, { session });
+    const doc: ShadowDoc = {
+      _id: versionId,
+      organizationId: version.organizationId,
+      policyId: version.policyId,
+      status: 'RUNNING',
+      startedAt: now,
+      stoppedAt: null,
+      stopReason: null,
+      windows: [],
+      holds: '[]',
+      cursor: now,
+      receiptSeq: chain?.seq ?? 0,
+      holdsDue: Math.floor(now.getTime() / 1000),
+      summary: EMPTY_SUMMARY,
+      version: (stored?.version ?? 0) + 1,
+    };
+    try {
+      if (stored) {
+        if ((await shadows.replaceOne({ _id: versionId, version: stored.version }, doc, { session })).matchedCount === 0) throw new VersionConflict(`shadow ${versionId}`);
+      } else await shadows.insertOne(doc, { session });
+    } catch (err) {
+      if (isDuplicateKeyError(err)) throw new VersionConflict(`shadow ${versionId}`);
+      throw err;
+    }
+    return doc;
+  });
+  return presentShadow(started, versionId);
 }

@@ -70,8 +70,11 @@ export interface ReplayRequest {
 /** Parses the instants and the range rules; the schema has already accepted the shapes. */
 export function rangeOf(body: { from: string; to: string }): { from: Date; to: Date } {
   const issues: ErrorIssue[] = [];
-  // Luxon refuses a date that does not exist (Date would roll 30 February over into March).
+  // Luxon refuses a date that does not exist (Date would roll 30 February over into March), but reads any
+  // two-digit offset ("+99:99" as 99 hours and 99 minutes): an offset is hours 00-23 and minutes 00-59 (RFC 3339).
   const instant = (s: string) => {
+    const offset = /([+-])(\d{2}):(\d{2})$/.exec(s);
+    if (offset && (Number(offset[2]) > 23 || Number(offset[3]) > 59)) return new Date(Number.NaN);
     const at = DateTime.fromISO(s, { setZone: true });
     return at.isValid ? at.toJSDate() : new Date(Number.NaN);
   };

@@ -72,32 +72,38 @@ const inForceAt = (v: PolicyVersionDoc, t: number) => v.activatedAt !== null && 
 
 /**
  * The policies in force for the agent at the purchase's time, with the replayed version in its policy's
- * place. What the purchase's recorded decision says governed it is taken as written (its versions, and
- * the agent in an agent-scoped policy); any other policy is in force by its versions' activation times,
- * unless it was archived before or disabled then (statusAt). The replayed version stands in its policy's
- * place while that policy was enabled: a disabled policy decided nothing, whatever its version.
+ * place. What the purchase's recorded decision says governed it is taken as written: its versions, and
+ * the purchase in each one's scope, whatever the policy's scope or agents became since. When it names
+ * any, a policy it does not name did not cover the purchase then (out of its scope, or not of its
+ * currency), whatever its scope now: it is left out, and so is the replayed version's policy when a
+ * version of it covering the purchase's currency was in force (the purchase was out of its scope). A
+ * decision that names none (refused before any policy governed it) leaves every policy in force by its
+ * versions' activation times, in its present scope. A policy archived before or disabled then
+ * (statusAt) takes no part, the replayed version's included: a disabled policy decided nothing.
  */
-export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, recorded: Pick<DecisionDoc, 'policyVersions'> | null): PolicyCandidate[] {
+export function candidatesAt(h: PolicyHistory, at: Date, agentId: string, currency: string, recorded: Pick<DecisionDoc, 'policyVersions'> | null): PolicyCandidate[] {
   const t = at.getTime();
-  const evidence = new Map<string, { versionId: string; agentScope: boolean }>();
+  const evidence = new Map<string, { versionId: string }>();
   for (const pv of recorded?.policyVersions ?? []) {
     const v = h.versionById.get(pv.policyVersionId);
-    if (v) evidence.set(v.policyId, { versionId: v._id, agentScope: pv.applicabilityReason === 'AGENT_SCOPE' });
+    if (v) evidence.set(v.policyId, { versionId: v._id });
   }
+  const named = evidence.size > 0;
   const chosen: { policy: PolicyDoc; version: PolicyVersionInput; addAgent: boolean }[] = [];
   for (const p of h.policies) {
     const seen = evidence.get(p._id);
     if (!seen && (statusAt(p, t) === 'DISABLED' || (p.archivedAt !== null && p.archivedAt.getTime() <= t))) continue;
+    const inForce = seen ? undefined : h.versionsByPolicy.get(p._id)?.find((x) => inForceAt(x, t));
     if (p._id === h.target.policyId) {
-      chosen.push({ policy: p, version: h.target.version, addAgent: evidence.get(p._id)?.agentScope === true });
+      if (!seen && named && inForce?.currencies.includes(currency)) continue;
+      chosen.push({ policy: p, version: h.target.version, addAgent: seen !== undefined });
       continue;
     }
     if (seen) {
-      chosen.push({ policy: p, version: engineVersion(h, h.versionById.get(seen.versionId)!), addAgent: seen.agentScope });
+      chosen.push({ policy: p, version: engineVersion(h, h.versionById.get(seen.versionId)!), addAgent: true });
       continue;
     }
-    const v = h.versionsByPolicy.get(p._id)?.find((x) => inForceAt(x, t));
-    if (v) chosen.push({ policy: p, version: engineVersion(h, v), addAgent: false });
+    if (inForce && !named) chosen.push({ policy: p, version: engineVersion(h, inForce), addAgent: false });
   }
   const key = `${agentId}|${chosen.map((c) => `${c.version.id}${c.addAgent ? '+' : ''}`).join(',')}`;
   let array = h.arrays.get(key);
@@ -289,7 +295,7 @@ export type RecordedDecision = Pick<DecisionDoc, 'outcome' | 'reasonCodes' | 'po
 export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: RecordedPurchase, recorded: RecordedDecision): Promise<ReplayedPurchase> {
   const at = p.requestedAt;
   settleHolds(ctx, state, at.getTime());
-  const policies = candidatesAt(ctx.history, at, p.agentId, recorded);
+  const policies = candidatesAt(ctx.history, at, p.agentId, p.currency, recorded);
   // The agent's status at the time is what the recorded decision says: refused as not enabled before any policy was read.
   const disabled = recorded.reasonCodes.includes('AGENT_DISABLED') && recorded.policyVersions.length === 0;
   const amountMinor = fromStored(p.amountMinor);

@@ -28,6 +28,11 @@ test('a replay on the policy page lists the changes; an admin starts and stops t
   t.regex(page.text, /<td><a href="\/dashboard\/purchases\/[^"]+">Paper Co<\/a><\/td><td>€150\.00<\/td><td><span class="badge APPROVED">/);
   const bad = await ana.get(`/dashboard/policies?replay=${policyId}&version=${draftId}&from=2026-06-10&to=2026-01-01`);
   t.regex(bad.text, /The last day comes before the first/);
+  // At most 92 days, counted in the organisation's days: 1 September to 1 December is 92 of them, one an hour longer (DST ends).
+  const longest = await ana.get(`/dashboard/policies?replay=${policyId}&version=${draftId}&from=2026-09-01&to=2026-12-01`);
+  t.regex(longest.text, /0 purchases replayed, 0 changed/);
+  const tooLong = await ana.get(`/dashboard/policies?replay=${policyId}&version=${draftId}&from=2026-09-01&to=2026-12-02`);
+  t.regex(tooLong.text, /A replay covers at most 92 days/);
 
   t.regex(page.text, /Run in shadow/);
   const csrf = (/name="csrf" value="([^"]+)"/.exec(page.text) ?? [])[1];

@@ -131,3 +131,29 @@ test.serial('a replay across a policy disabled for part of the range leaves that
   const own = await replay(org, '2026-08-03T08:00:00.000Z', '2026-08-03T18:00:00.000Z', org.policies.blocklist.activeVersionId);
   t.like(own.body.summary, { evaluated: 3, changed: 0 });
 });
+
+test.serial('a replay of an active version over its own period changes nothing after a policy\'s scope changed since', async (t) => {
+  at('2026-08-10', '06:00');
+  const office = { rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '100000' }], merchants: [], activate: true };
+  // Escalates above 10.00: the buyer's only, then the travel booker's too.
+  const strict = (agents: string[]) => ({ handle: 'strict', name: 'Strict', scope: 'AGENT', agents, rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '1000' }], merchants: [], activate: true });
+  // Blocks Cheap Stuff: everyone's, then the buyer's only.
+  const blocklist = (scope: string, agents: string[]) => ({ handle: 'blocklist', name: 'Blocklist', scope, agents, rules: [], merchants: [{ listType: 'BLOCK', label: 'Cheap Stuff' }], activate: true });
+  const org = await applyManifest(app, manifest('replay-scope', [office, strict(['buyer']), blocklist('ORGANIZATION', [])] as (typeof office)[]));
+  const travel = async (merchant: string, amountMinor: number) => {
+    const res = await app.request('/v1/purchase-requests', { key: org.keys['travel-key'], body: { merchant, amountMinor: String(amountMinor), reason: 'scope' } });
+    return res.body.decision as { outcome: string; reasonCodes: string[] };
+  };
+  at('2026-08-10', '09:00');
+  t.like(await travel('Paper Co', 5000), { outcome: 'APPROVED' });
+  at('2026-08-10', '10:00');
+  t.like(await travel('Cheap Stuff', 500), { outcome: 'REJECTED', reasonCodes: ['MERCHANT_BLOCKED'] });
+  at('2026-08-10', '12:00');
+  await applyManifest(app, manifest('replay-scope', [office, strict(['buyer', 'travel']), blocklist('AGENT', ['buyer'])] as (typeof office)[]));
+  at('2026-08-10', '18:00');
+  for (const handle of ['office', 'strict', 'blocklist']) {
+    const res = await replay(org, '2026-08-10T08:00:00.000Z', '2026-08-10T18:00:00.000Z', org.policies[handle].activeVersionId);
+    t.is(res.status, 200, res.text);
+    t.like(res.body.summary, { evaluated: 2, changed: 0 }, `${handle}: ${JSON.stringify(res.body.changes)}`);
+  }
+});
