@@ -79,7 +79,7 @@ export async function buildCall(argv: string[]): Promise<Call> {
       if (!a || !b || !values.person) break;
       const answer = b.toUpperCase() === 'APPROVE' ? 'APPROVE' : b.toUpperCase() === 'REJECT' ? 'REJECT' : null;
       if (!answer) break;
-      return { method: 'POST', path: `/admin/purchase-requests/${a}/answer`, body: json({ answer, person: values.person, comment: values.comment ?? null }) };
+      return { method: 'POST', path: `/admin/purchase-requests/${encodeURIComponent(a)}/answer`, body: json({ answer, person: values.person, comment: values.comment ?? null }) };
     }
     case 'purchase':
       if (a) return { method: 'GET', path: `/admin/purchase-requests/${encodeURIComponent(a)}` };

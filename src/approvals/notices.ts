@@ -21,7 +21,7 @@ import { hasRole } from '../identity/people/roles.ts';
 import { answersOf, approvalsRequiredOf, initiatorPersonId, purchaseCollections, type ApprovalDoc } from '../purchases/documents.ts';
 import { NOTIFY_APPROVAL } from '../purchases/handler.ts';
 import { windowsHeldBy } from '../dashboard/queries.ts';
-import { sendMail, smtpRefusal } from '../mail/smtp.ts';
+import { relayDeferred, sendMail, smtpRefusal } from '../mail/smtp.ts';
 import type { ReminderSetting } from '../config.ts';
 import { noticeMessage, type NoticeKind } from './notice-message.ts';
 
@@ -231,8 +231,10 @@ export async function sendDueNotice(deps: AppDeps, approvalId: string): Promise<
 
 /**
  * The safety net behind the scheduled jobs: every notice due (for half a minute) and not yet sent, and
- * every approval of the last day whose first email was never started. Stops at the first failure (the relay is likely
- * down; the next sweep tries again). Returns how many messages went out.
+ * every approval of the last day whose first email was never started. Stops at the first failure to
+ * reach the relay (it is likely down; the next sweep tries again). An approval the relay deferred (a 4xx
+ * for one of its messages: a full mailbox) is left to the next sweep and the sweep goes on: taken first
+ * each time, it would otherwise hold up every other approver's email. Returns how many messages went out.
  */
 export async function sendDueNotices(deps: AppDeps, batch = 100): Promise<number> {
   if (deps.config.smtp === null) return 0;
@@ -242,7 +244,15 @@ export async function sendDueNotices(deps: AppDeps, batch = 100): Promise<number
   let sent = 0;
   try {
     const due = await notices.find({ next: { $in: ['REQUEST', 'REMINDER'] }, dueAt: { $lte: new Date(now.getTime() - GRACE_MS) } }).sort({ dueAt: 1 }).limit(batch).toArray();
-    for (const n of due) sent += await sendDueNotice(deps, n._id);
+    const send = async (approvalId: string) => {
+      try {
+        sent += await sendDueNotice(deps, approvalId);
+      } catch (error) {
+        if (!relayDeferred(error)) throw error;
+        deps.log.warn('the mail relay deferred an approval email; the next sweep tries again', { approvalId, err: String(error) });
+      }
+    };
+    for (const n of due) await send(n._id);
     let after: { createdAt: Date; _id: string } | null = null;
     for (;;) {
       const range = { $gte: new Date(now.getTime() - LOOKBACK_MS), $lte: new Date(now.getTime() - GRACE_MS) };
@@ -252,7 +262,7 @@ export async function sendDueNotices(deps: AppDeps, batch = 100): Promise<number
       const page = await purchaseCollections(db).approvals.find(filter).sort({ createdAt: 1, _id: 1 }).limit(batch).toArray();
       if (page.length === 0) break;
       const known = new Set((await notices.find({ _id: { $in: page.map((a) => a._id) } }).toArray()).map((n) => n._id));
-      for (const a of page) if (!known.has(a._id)) sent += await sendDueNotice(deps, a._id);
+      for (const a of page) if (!known.has(a._id)) await send(a._id);
       if (page.length < batch) break;
       const last = page[page.length - 1];
       after = { createdAt: last.createdAt, _id: last._id };

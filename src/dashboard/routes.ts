@@ -127,6 +127,15 @@ export function dashboardRoutes(deps: AppDeps): Router {
     return s;
   }
 
+  /**
+   * The viewer of the inbox, with every record of their organisation that has their email: one person, who
+   * is offered no Approve on what either record made or answered, as the answer command refuses it.
+   */
+  async function inboxViewer(s: SignedIn): Promise<views.Viewer> {
+    const same = await deps.collections.people.find({ organizationId: s.organization._id, email: s.person.email }).toArray();
+    return { ...viewerOf(s), selfIds: new Set([s.person._id, ...same.map((p) => p._id)]) };
+  }
+
   /** A form that changes something: parsed, and carrying this session's CSRF token. */
   async function changeForm(ctx: Context, s: SignedIn): Promise<FormResult & { ok: true }> {
     const form = await readForm(ctx);
@@ -182,14 +191,14 @@ export function dashboardRoutes(deps: AppDeps): Router {
     const now = deps.now();
     const items = await pendingApprovals(deps, s.organization._id, now);
     const done = ANSWERED.get(queryValue(ctx, 'answered') ?? '');
-    send(ctx, 200, views.inboxPage(viewerOf(s), items, now, hasRole(s.person, 'approver'), { notice: done, emailOff: deps.config.smtp === null }));
+    send(ctx, 200, views.inboxPage(await inboxViewer(s), items, now, hasRole(s.person, 'approver'), { notice: done, emailOff: deps.config.smtp === null }));
   });
 
   router.get('/inbox/live', async (ctx) => {
     const s = await signedIn(ctx);
     if (!s) return;
     const now = deps.now();
-    send(ctx, 200, views.inboxFragment(await pendingApprovals(deps, s.organization._id, now), viewerOf(s), now, hasRole(s.person, 'approver')));
+    send(ctx, 200, views.inboxFragment(await pendingApprovals(deps, s.organization._id, now), await inboxViewer(s), now, hasRole(s.person, 'approver')));
   });
 
   router.post('/approvals/:purchaseId/answer', async (ctx) => {
@@ -210,7 +219,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
       // refusal, on the inbox as it is now.
       if (!(err instanceof ApiError) || (err.status !== 409 && err.code !== 'self_approval_not_permitted')) throw err;
       const now = deps.now();
-      send(ctx, err.status, views.inboxPage(viewerOf(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message, code: err.code, emailOff: deps.config.smtp === null }));
+      send(ctx, err.status, views.inboxPage(await inboxViewer(s), await pendingApprovals(deps, s.organization._id, now), now, true, { error: err.message, code: err.code, emailOff: deps.config.smtp === null }));
     }
   });
 

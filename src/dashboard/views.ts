@@ -13,6 +13,11 @@ export interface Viewer {
   person: PersonDoc;
   organization: OrganizationDoc;
   csrf: string;
+  /**
+   * On the inbox: the viewer's id and those of every record of the organisation with their email, one
+   * person (docs/reference/decisions.md), as the answer command counts them. Absent: their id alone.
+   */
+  selfIds?: ReadonlySet<string>;
 }
 
 type NavKey = 'inbox' | 'purchases' | 'new' | 'budgets' | 'policies' | 'connections' | 'keys' | 'none';
@@ -148,9 +153,10 @@ function inboxCard(item: InboxItem, viewer: Viewer, now: Date, canAnswer: boolea
   const zone = viewer.organization.timezone;
   const codes = [...new Set([...(p.decision?.reasonCodes ?? []), ...item.approval.escalationReasonCodes])];
   const id = `approval-${p.id}`;
-  const ownPurchase = item.initiatorPersonId === viewer.person._id;
+  const self = viewer.selfIds ?? new Set([viewer.person._id]);
+  const ownPurchase = item.initiatorPersonId !== null && self.has(item.initiatorPersonId);
   // Each person counts once: who has answered has nothing left to do here.
-  const mine = answersOf(item.approval).find((x) => x.personId === viewer.person._id);
+  const mine = answersOf(item.approval).find((x) => self.has(x.personId));
   return html`<li class="card" data-id="${p.id}" aria-labelledby="${id}">
 <div class="row"><h2 id="${id}" class="amount">${money(p.amountMinor, p.currency)} at ${p.merchant}</h2><span>for agent <strong>${p.agent.name}</strong></span></div>
 <p><strong>Reason:</strong> ${p.reason}</p>

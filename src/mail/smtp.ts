@@ -52,3 +52,12 @@ export function smtpRefusal(error: unknown): string | null {
   const code = (error as { responseCode?: unknown })?.responseCode;
   return typeof code === 'number' && code >= 500 && code < 600 ? String((error as Error).message ?? code) : null;
 }
+
+/**
+ * The relay answered, refusing this message for now (a 4xx reply: a full mailbox, greylisting): it is
+ * up, so other messages may well go through. Anything without a reply (no connection, a timeout) is not.
+ */
+export function relayDeferred(error: unknown): boolean {
+  const code = (error as { responseCode?: unknown })?.responseCode;
+  return typeof code === 'number' && code >= 400 && code < 500;
+}

@@ -202,6 +202,28 @@ test.serial('a crash between the commit and the scheduling loses no email: the s
   t.deepEqual(recipients(mails), [`ana@${handle}.example`, `bo@${handle}.example`]);
 });
 
+test.serial('a mailbox the relay keeps refusing for now (452) holds up nobody else\'s email: the sweep goes on to the next approval', async (t) => {
+  // Web processes that schedule nothing (no worker reachable, or no SMTP_URL given to them): the sweep
+  // sends every first email. One approver's mailbox is full: the relay answers 452 at every attempt.
+  const relay = await startSmtp();
+  const web = await startDashboardApp({ scheduler: { schedule: () => Promise.reject(new Error('worker gone')) }, env: { SMTP_URL: relay.url, SMTP_FROM: FROM } });
+  t.teardown(async () => {
+    await web.close();
+    await relay.close();
+  });
+  const full = await org(web);
+  relay.refuseRecipient(`ana@${full.handle}.example`);
+  const stuck = await pending(web, full.org);
+  const other = await org(web);
+  const waiting = await pending(web, other.org);
+  const later = { ...web.deps, now: () => new Date(Date.now() + 31_000) };
+  for (let sweep = 0; sweep < 2; sweep++) await sendDueNotices(later);
+  t.deepEqual(recipients(of(waiting.approvalId, 'REQUEST')(relay.received)), [`ana@${other.handle}.example`, `bo@${other.handle}.example`]);
+  t.deepEqual(recipients(of(stuck.approvalId, 'REQUEST')(relay.received)), [`bo@${full.handle}.example`], 'the full mailbox is tried again later; the other approver has it');
+  const refused = await web.store.db.collection('notifications').countDocuments({ approvalId: stuck.approvalId, to: `ana@${full.handle}.example` });
+  t.is(refused, 0, 'the full mailbox holds no claim: the next sweep tries it again');
+});
+
 test.serial('the reminder is scheduled on the worker and arrives before expiry', async (t) => {
   // An 8-second approval, reminded when three quarters of its time is left: 2 seconds in.
   const early = await startSmtp();

@@ -87,6 +87,15 @@ test('usage errors and a missing token exit with status 2 and say why', async (t
   }
 });
 
+test('answer and purchase with an id that is not one: not found, whatever characters it holds', async (t) => {
+  // Not a path: an id with slashes, dots or a question mark must not reach another call (here, applying a manifest).
+  for (const args of [['answer', 'x/../../manifests?', 'approve', '--person', 'ana'], ['purchase', 'x/../../manifests?']]) {
+    const res = await cli(args);
+    t.is(res.code, 1, args.join(' '));
+    t.is(JSON.parse(res.stderr).error.code, 'not_found', res.stderr);
+  }
+});
+
 test('help is asked for with help, --help or -h: the usage on standard output, status 0', async (t) => {
   for (const arg of ['help', '--help', '-h']) {
     const help = await cli([arg]);

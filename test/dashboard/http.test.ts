@@ -276,6 +276,36 @@ test('four eyes: a second person record with the maker\'s email cannot approve t
   t.is((await state(app, acme, own)).status, 'APPROVED');
 });
 
+test('one human under two handles (one email) is one person on the inbox too: no Approve on what either made or answered', async (t) => {
+  // Signed in as the second record (its own password), the inbox offers what the answer command allows.
+  const app = await startDashboardApp();
+  t.teardown(() => app.close());
+  const twice = { handle: 'ana-finance', name: 'Ana (finance)', email: 'ANA@acme.example', roles: ['approver'] };
+  const acme = await setUpDashboardOrg(app, 'acme', [ANA, PAM, twice], undefined, (m) => {
+    (m.policies[0].rules[1] as Record<string, unknown>).approvalsRequired = 2;
+  });
+  const other = 'another passphrase for the finance record';
+  t.is((await app.admin(`/admin/people/${acme.people['ana-finance'].id}/password`, { method: 'PUT', body: { password: other } })).status, 200);
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const own = await dashboardPurchase(ana, acme.agents.buyer.id, { merchant: 'Standing Desks Ltd', amount: '300.00' });
+  const answered = await pending(app, acme, 'Answered Chairs Ltd');
+  t.is((await app.admin(`/admin/purchase-requests/${answered}/answer`, { body: { answer: 'APPROVE', person: 'ana' } })).status, 200);
+
+  const finance = new Client(app.url);
+  t.is((await finance.signIn(acme.people.ana.email, other)).status, 303);
+  const inbox = (await finance.get('/dashboard')).text;
+  const card = (id: string) => inbox.split(`data-id="${id}"`)[1].split('<li class="card"')[0];
+  t.false(card(own).includes('value="APPROVE"'), 'her own purchase, made under the other handle');
+  t.true(card(own).includes('value="REJECT"'));
+  t.false(card(answered).includes('<form'), 'answered under the other handle: nothing more to do');
+  t.regex(card(answered), /You approved it/);
+  // What the inbox would have offered is what the command refuses.
+  const refused = await finance.post(`/dashboard/approvals/${own}/answer`, { answer: 'APPROVE', csrf: await finance.csrf() });
+  t.is(refused.status, 403);
+  t.is((await finance.post(`/dashboard/approvals/${answered}/answer`, { answer: 'APPROVE', csrf: await finance.csrf() })).status, 409);
+});
+
 test('another organisation\'s purchases, keys and approvals are indistinguishable from ones that do not exist', async (t) => {
   const { app, acme } = await setUp(t);
   const globex = await setUpDashboardOrg(app, 'globex', [{ handle: 'ana', name: 'Ana of Globex', email: 'ana@globex.example', roles: ['approver', 'admin'] }]);

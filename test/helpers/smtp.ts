@@ -1,6 +1,7 @@
 // A real SMTP server for the tests (smtp-server, in this process, on an ephemeral port), keeping every
 // message it accepted as a mail client would read it (mailparser). It can refuse the next messages with
-// a temporary failure (451), as a busy relay does.
+// a temporary failure (451), as a busy relay does, and keep refusing one recipient for now (452, a full
+// mailbox).
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,6 +24,8 @@ export interface TestSmtp {
   refused: number;
   /** Refuses the next `count` messages (451, try again later). */
   failNext(count: number): void;
+  /** Refuses this recipient at every attempt with a temporary failure (452: mailbox full, try later). */
+  refuseRecipient(address: string): void;
   /** Waits until `done(received)` holds (else returns what there is after `seconds`). */
   until(done: (received: ReceivedMail[]) => boolean, seconds?: number): Promise<ReceivedMail[]>;
   close(): Promise<void>;
@@ -31,11 +34,16 @@ export interface TestSmtp {
 export async function startSmtp(): Promise<TestSmtp> {
   const received: ReceivedMail[] = [];
   let failures = 0;
+  const full = new Set<string>();
   const state = { refused: 0 };
   const server = new SMTPServer({
     disabledCommands: ['AUTH', 'STARTTLS'],
     authOptional: true,
     logger: false,
+    onRcptTo(address, _session, callback) {
+      if (full.has(address.address.toLowerCase())) return callback(Object.assign(new Error('Mailbox full, try again later'), { responseCode: 452 }));
+      callback();
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
@@ -72,6 +80,9 @@ export async function startSmtp(): Promise<TestSmtp> {
     },
     failNext(count) {
       failures = count;
+    },
+    refuseRecipient(address) {
+      full.add(address.toLowerCase());
     },
     async until(done, seconds = 20) {
       const deadline = Date.now() + seconds * 1000;
