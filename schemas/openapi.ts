@@ -19,6 +19,7 @@ import {
 } from './decisions.ts';
 import { ReplayBody, ReplayChange, ReplayPageQuery, ReplayResponse, ReplaySummary, ShadowResponse, SimulatedBudget, SimulationResponse } from './simulations.ts';
 import { Jwks, ReceiptList } from './receipts.ts';
+import { RECEIPT_HEADER_MAX } from '../src/receipts/header.ts';
 import {
   Pagination,
   PolicyDetail,
@@ -135,7 +136,7 @@ interface Operation {
   query?: Record<string, unknown>;
   idempotencyKey?: boolean;
   body?: { schema: unknown; required: boolean; limit: string };
-  ok: { status: number; description: string; schema: unknown; serverTiming?: boolean; receipt?: 'required' | 'optional' }[];
+  ok: { status: number; description: string; schema: unknown; serverTiming?: boolean; receipt?: 'decision' | 'replay' }[];
   errors: ErrorCodes;
 }
 
@@ -158,8 +159,8 @@ const OPERATIONS: Operation[] = [
     idempotencyKey: true,
     body: { schema: PurchaseRequestBody, required: true, limit: standard },
     ok: [
-      { status: 201, description: 'Evaluated now.', schema: PurchaseDecisionResponse, serverTiming: true, receipt: 'required' },
-      { status: 200, description: 'Replayed for the same Idempotency-Key and body.', schema: PurchaseDecisionResponse, serverTiming: true, receipt: 'optional' },
+      { status: 201, description: 'Evaluated now.', schema: PurchaseDecisionResponse, serverTiming: true, receipt: 'decision' },
+      { status: 200, description: 'Replayed for the same Idempotency-Key and body.', schema: PurchaseDecisionResponse, serverTiming: true, receipt: 'replay' },
     ],
     errors: { 400: ['invalid_request', 'malformed_json'], 401: A401, 403: A403_AGENT, 409: ['idempotency_key_reuse'], 413: ['payload_too_large'], 415: ['unsupported_media_type'] },
   },
@@ -512,8 +513,10 @@ function operation(op: Operation): JsonObject {
       headers['Decision-Receipt'] = {
         description:
           'The decision\'s signed receipt, a compact JWS (docs/integrate/receipts.md)' +
-          (ok.receipt === 'optional' ? '; the same as on the 201 (absent only for a decision recorded before receipts existed).' : '.'),
-        required: ok.receipt === 'required',
+          (ok.receipt === 'replay' ? '; the same as on the 201 (absent for a decision recorded before receipts existed)' : '') +
+          `; absent when it is longer than ${RECEIPT_HEADER_MAX} characters (a decision that considered hundreds of policy versions): ` +
+          'GET /v1/purchase-requests/{purchaseRequestId}/receipts lists it.',
+        required: false,
         schema: { type: 'string' },
       };
     }

@@ -161,10 +161,21 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
     usageMistake(err);
   }
   const from = values.from === undefined ? 1 : Number(values.from);
-  const organizationId = positionals[0];
   const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && Number.isSafeInteger(from) && from >= 1 && (command === 'export-log' || values.from === undefined);
   if (!usable) usageMistake(new UsageError());
   const code = await withStore(async (store, config) => {
+    // An id the store does not hold (an organisation's handle, a typo) would export nothing and verify
+    // as an empty, sound chain: refused instead. Ids are lower-case UUIDs; one in capitals is the same.
+    let organizationId = positionals[0];
+    if (command !== 'rotate-signing-key') {
+      const organizations = store.db.collection<{ _id: string }>('organizations');
+      const found = (await organizations.findOne({ _id: organizationId }, { projection: { _id: 1 } })) ?? (await organizations.findOne({ _id: organizationId.toLowerCase() }, { projection: { _id: 1 } }));
+      if (!found) {
+        process.stderr.write(`${command}: no organisation ${organizationId} in the store (give its id, not its handle)\n`);
+        return 2;
+      }
+      organizationId = found._id;
+    }
     switch (command) {
       case 'rotate-signing-key': {
         if (config.decisionSigningKey !== null) {

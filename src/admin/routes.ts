@@ -21,6 +21,7 @@ import { views } from '../purchases/projection.ts';
 import { currentReadbacks } from '../purchases/read.ts';
 import { revokeApiKey } from '../identity/credentials/revoke.ts';
 import { setShadow } from '../policies/shadows.ts';
+import { setReceiptHeader } from '../receipts/header.ts';
 
 const AgentPatch = compile(Type.Object({ status: AgentStatus }, { additionalProperties: false }));
 const Answer = compile(
@@ -73,7 +74,7 @@ export function adminRoutes(deps: AppDeps): Router {
     const { purchase, receipt } = await answerApproval(deps, { purchaseId: id, answer: body.answer, personHandle: body.person, comment: body.comment ?? null });
     // The answer that decided sends its decision's receipt, as a submission does (docs/integrate/receipts.md);
     // one recorded below the quorum decided nothing, so it has none.
-    if (receipt !== undefined) ctx.set('Decision-Receipt', receipt);
+    setReceiptHeader(ctx, receipt);
     ctx.body = { purchase };
   });
 

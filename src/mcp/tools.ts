@@ -17,6 +17,7 @@ import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } f
 import { parsePurchase, reservedKeys } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
+import { receiptsOfPurchase } from '../receipts/read.ts';
 import { simulateCurrentPolicies } from '../simulations/simulate.ts';
 import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
 import { LIST_LIMIT_MAX, LIST_LIMIT_MIN, listConnectionPurchases } from './list-purchases.ts';
@@ -194,16 +195,19 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         title: 'Get one purchase',
         description:
           'Reads one purchase this connection requested, by its id (purchaseRequest.id from request_purchase): status, decision in force, and approval. ' +
-          'Use it to learn whether a purchase that REQUIRES_APPROVAL has been approved. Purchases requested by anyone else are not found.',
+          'Use it to learn whether a purchase that REQUIRES_APPROVAL has been approved. Purchases requested by anyone else are not found. ' +
+          '`receipts` are the signed receipts of its decisions, oldest first: a person\'s answer adds one.',
         inputSchema: z.strictObject({ purchaseRequestId: z.string().max(100).describe('The purchase request id (a UUID).') }),
-        outputSchema: z.strictObject({ purchase: Readback }),
+        outputSchema: z.strictObject({ purchase: Readback, receipts: z.array(z.strictObject({ seq: z.number().int(), receipt: z.string() })) }),
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
       (args) =>
         run(async () => {
           // A malformed id is the same 404 as an unknown one (docs/reference/contract.md §7).
           if (!isUuid(args.purchaseRequestId)) throw new ApiError(404, 'not_found', 'No such purchase request.');
-          return getPurchase(deps.store.db, principal, args.purchaseRequestId.toLowerCase());
+          const { purchase } = await getPurchase(deps.store.db, principal, args.purchaseRequestId.toLowerCase());
+          // The decisions' receipts (docs/integrate/receipts.md), as GET /v1/purchase-requests/{id}/receipts gives them.
+          return { purchase, ...(await receiptsOfPurchase(deps.store.db, principal.organizationId, purchase.id)) };
         }),
     );
   }

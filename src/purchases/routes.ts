@@ -15,6 +15,7 @@ import { submitPurchase, type SubmitDeps } from './submit.ts';
 import { getPurchase } from './read.ts';
 import { serverTiming } from '../metrics/timing.ts';
 import { receiptsOfPurchase } from '../receipts/read.ts';
+import { setReceiptHeader } from '../receipts/header.ts';
 
 const body = compile(PurchaseRequestBody);
 
@@ -43,7 +44,7 @@ export function purchaseRoutes(deps: SubmitDeps): Router {
       origin: 'API',
     });
     ctx.status = result.status;
-    if (result.receipt !== undefined) ctx.set('Decision-Receipt', result.receipt);
+    setReceiptHeader(ctx, result.receipt);
     if (result.json !== undefined) {
       ctx.type = 'application/json';
       ctx.body = result.json;

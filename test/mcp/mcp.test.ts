@@ -251,3 +251,24 @@ test('a purchase through a connection counts as made by the person who authorise
   t.deepEqual(other.body.purchase.approval.answers.map((a: any) => a.name), ['Ben Approver']);
   await c.close();
 });
+
+test('get_purchase gives the purchase\'s receipts, so that the receipt of a person\'s answer reaches the agent too', async (t) => {
+  const c = await client(full.access_token);
+  const held = (await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Desks Ltd', amountMinor: '30000', reason: 'a desk' } })).structuredContent as any;
+  t.is(held.decision.outcome, 'REQUIRES_APPROVAL');
+  // Ana authorised this connection: she may not approve what it asked for, but may reject it.
+  const answered = await app.admin(`/admin/purchase-requests/${held.purchaseRequest.id}/answer`, { body: { answer: 'REJECT', person: 'ana', comment: null } });
+  t.is(answered.status, 200, answered.text);
+  const read = (await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: held.purchaseRequest.id } })).structuredContent as any;
+  t.is(read.purchase.status, 'REJECTED');
+  t.is(read.receipts.length, 2);
+  t.is(read.receipts[0].receipt, held.receipt);
+  t.is(read.receipts[1].receipt, answered.headers.get('decision-receipt'));
+  const payload = JSON.parse(Buffer.from(read.receipts[1].receipt.split('.')[1], 'base64url').toString());
+  t.like(payload, { seq: read.receipts[1].seq, kind: 'APPROVAL_REEVALUATION', outcome: 'REJECTED', decisionId: read.purchase.decision.id });
+  // The same list over REST with the connection's token (purchase:read).
+  const rest = await app.request(`/v1/purchase-requests/${held.purchaseRequest.id}/receipts`, { key: full.access_token });
+  t.is(rest.status, 200, rest.text);
+  t.deepEqual(rest.body.receipts, read.receipts);
+  await c.close();
+});

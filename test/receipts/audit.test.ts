@@ -265,3 +265,18 @@ test('verify-log: the stored chain agrees with the stored decisions until one is
   t.is(found.code, 1);
   t.regex(found.stderr, /seq 2 is bad: the stored outcome is "REJECTED", the receipt says "APPROVED"/);
 });
+
+test('verify-log and export-log refuse an organisation the store does not hold (its handle, say) rather than report an empty chain as sound', async (t) => {
+  for (const id of ['audited', '0190aaaa-0000-7000-8000-000000000000']) {
+    for (const command of ['verify-log', 'export-log']) {
+      const res = await cli('scripts/admin.ts', [command, id]);
+      t.is(res.code, 2, `${command} ${id}: ${res.stdout}`);
+      t.is(res.stdout, '');
+      t.regex(res.stderr, new RegExp(`no organisation ${id} in the store`));
+    }
+  }
+  // An id written in capitals is the same organisation.
+  const upper = await cli('scripts/admin.ts', ['export-log', org.organizationId.toUpperCase()]);
+  t.is(upper.code, 0, upper.stderr);
+  t.is(upper.stdout.trimEnd().split('\n')[0], lines()[0]);
+});

@@ -266,3 +266,49 @@ test('a rejection that decides sends its receipt too, even as the first answer o
   t.is(soloRejected.status, 200, soloRejected.text);
   t.like(await answerReceipt(t, org, 'solo-key', solo.id, soloRejected, solo.receipt), { seq: 4, outcome: 'REJECTED' });
 });
+
+test('a receipt too long for a response header (an agent under hundreds of policies) is not sent as one: the 201 stays readable, and the receipt is listed', async (t) => {
+  // Each policy version the decision considered adds its id to the receipt; HTTP clients and proxies
+  // refuse a response whose headers pass 8 to 16 KiB (Node's fetch at 16 KiB), which would lose the
+  // answer to a purchase already recorded. (A purchase held for approval, then rejected: neither
+  // decision approves, so neither fences the 321 policies.)
+  const manifest = acmeManifest('receipt-many-policies');
+  for (let i = 0; i < 320; i++) {
+    manifest.policies.push({
+      handle: `cap-${i}`,
+      name: `Cap ${i}`,
+      description: null,
+      status: 'ACTIVE',
+      scope: 'ORGANIZATION',
+      currencies: ['EUR'],
+      activate: true,
+      rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '90000' }],
+      merchants: [],
+    });
+  }
+  const org = await applyManifest(app, manifest);
+  const send = () =>
+    app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Desks Ltd', amountMinor: '30000', reason: 'a desk' }, headers: { 'idempotency-key': 'many-policies' } });
+  const created = await send();
+  t.is(created.status, 201);
+  t.is(created.body.decision.outcome, 'REQUIRES_APPROVAL');
+  t.is(created.body.policyVersions.length, 321);
+  t.is(created.headers.get('decision-receipt'), null);
+  const id = created.body.purchaseRequest.id;
+  const listed = await app.request(`/v1/purchase-requests/${id}/receipts`, { key: org.keys['buyer-key'] });
+  t.is(listed.body.receipts.length, 1);
+  const { receipt } = listed.body.receipts[0];
+  t.true(receipt.length > 8192);
+  const { payload } = await verifiedPayload(receipt);
+  t.like(payload, { seq: 1, decisionId: created.body.decision.id });
+  t.is(payload.policyVersionIds.length, 321);
+  const replayed = await send();
+  t.is(replayed.status, 200);
+  t.is(replayed.headers.get('decision-receipt'), null);
+
+  const answered = await answerAs(id, 'ana', 'REJECT');
+  t.is(answered.status, 200, 'the operator API\'s answer stays readable too');
+  t.is(answered.headers.get('decision-receipt'), null);
+  const again = await app.request(`/v1/purchase-requests/${id}/receipts`, { key: org.keys['buyer-key'] });
+  t.like((await verifiedPayload(again.body.receipts[1].receipt)).payload, { seq: 2, kind: 'APPROVAL_REEVALUATION', outcome: 'REJECTED', decisionId: answered.body.purchase.decision.id });
+});
