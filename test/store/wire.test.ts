@@ -87,6 +87,25 @@ test('cursors: a large find comes back through getMore batches; killCursors ends
   t.deepEqual((await c.distinct('n')).sort(), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
 });
 
+test('a client bulkWrite inside a transaction whose results fill several batches: getMore on admin joins the transaction, which commits', async (t) => {
+  // The results of MongoClient.bulkWrite are a cursor on admin.$cmd.bulkWrite: past its first batch the
+  // driver asks for the rest with getMore on admin, in the transaction of the data it wrote elsewhere.
+  const name = dbName();
+  const c = await client(t, wire.serviceUrl(name));
+  await c.db(name).collection('fences').insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: `p${i}`, fence: 0 })) as never[]);
+  const session = c.startSession();
+  t.teardown(() => session.endSession());
+  const result = await session.withTransaction(() =>
+    c.bulkWrite<Record<string, { _id: string; fence: number }>>(
+      Array.from({ length: 300 }, (_, i) => ({ name: 'updateOne' as const, namespace: `${name}.fences`, filter: { _id: `p${i}` }, update: { $inc: { fence: 1 } } })),
+      { session, verboseResults: true },
+    ),
+  );
+  t.is(result.modifiedCount, 300);
+  t.is(result.updateResults?.size, 300);
+  t.is(await c.db(name).collection('fences').countDocuments({ fence: 1 }), 300);
+});
+
 test('findAndModify: remove and replacement forms, listIndexes, listCollections, drop and dropDatabase', async (t) => {
   const name = dbName();
   const c = await client(t, wire.serviceUrl(name));

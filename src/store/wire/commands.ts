@@ -24,6 +24,9 @@ interface Command {
 
 const ok = (): Document => ({ ok: 1 });
 
+/** The collection of the cursor a bulkWrite's results come back on (admin.$cmd.bulkWrite). */
+const BULK_WRITE_CURSOR = '$cmd.bulkWrite';
+
 const COMMANDS: Record<string, Command> = {
   hello: { run: admin.hello, access: 'public' },
   isMaster: { run: admin.hello, access: 'public' },
@@ -139,8 +142,11 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     }
     if (spec.database) target = spec.database(command);
     if (spec.inTransaction && inTransaction) {
-      const store = await server.databases.get(target, true);
-      if (!store) throw new CommandError('BadValue', `this listener serves no database ${target}`);
+      // A client bulkWrite's results are a cursor on admin (computed whole when it ran): its getMore and
+      // killCursors touch no data, and join the transaction on whichever database it writes.
+      const resultsOnly = db === 'admin' && (name === 'getMore' ? command.collection : command.killCursors) === BULK_WRITE_CURSOR;
+      const store = resultsOnly ? undefined : await server.databases.get(target, true);
+      if (!resultsOnly && !store) throw new CommandError('BadValue', `this listener serves no database ${target}`);
       const txn = await server.sessions.enter(call.owner, command, store);
       call.session = txn.session;
       fail = txn.fail;

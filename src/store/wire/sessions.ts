@@ -99,8 +99,11 @@ export class Sessions {
     return state;
   }
 
-  /** Opens or joins the command's transaction; `{}` for a command outside any transaction. */
-  async enter(owner: string, command: Document, store: Store): Promise<TransactionContext> {
+  /**
+   * Opens or joins the command's transaction; `{}` for a command outside any transaction. `store`
+   * undefined: a command that touches no database's data joins the transaction whatever its store.
+   */
+  async enter(owner: string, command: Document, store: Store | undefined): Promise<TransactionContext> {
     const none: TransactionContext = { fail() {}, leave() {} };
     if (command.autocommit !== false) return none;
     const state = this.#state(owner, command);
@@ -111,13 +114,14 @@ export class Sessions {
       if (txn && txn.number >= number) {
         throw new CommandError('TransactionTooOld', `txnNumber ${number} is not newer than this session's ${txn.number}`);
       }
+      if (store === undefined) throw new CommandError('OperationNotSupportedInTransaction', 'a transaction cannot start with a command that reads no data');
       if (txn) this.#abort(txn, 'a newer transaction started on its session');
       state.txn = txn = this.#begin(number, store);
     }
     if (!txn || txn.number !== number) {
       throw new CommandError('NoSuchTransaction', `Given transaction number ${number} does not match any in-progress transactions.`, TRANSIENT);
     }
-    if (txn.store !== store) {
+    if (store !== undefined && txn.store !== store) {
       throw new CommandError('OperationNotSupportedInTransaction', 'a transaction here spans one database only');
     }
     const session = await txn.session.catch(() => undefined);
