@@ -15,6 +15,8 @@ import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { checkManifest } from './check.ts';
+import { quorumWarnings, type PolicyIssue } from '../policies/check-version.ts';
+import { approverCount } from '../identity/people/roles.ts';
 
 
 export interface ApplyResult {
@@ -23,6 +25,8 @@ export interface ApplyResult {
   people: Record<string, { id: string }>;
   policies: Record<string, { id: string; activeVersionId: string | null; draftVersionId: string | null }>;
   apiKeys: Record<string, { id: string; prefix: string; key?: string }>;
+  /** What is applied but looks wrong (PolicyIssue, as `validate` reports them): today a quorum no approvers can meet. */
+  warnings: PolicyIssue[];
 }
 
 interface VersionContent {
@@ -88,7 +92,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const changedAgents: Array<Pick<AgentDoc, '_id' | 'status'>> = [];
   const applied = await runCommand(deps.store, async (session) => {
     changedAgents.length = 0;
-    const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {} };
+    const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {}, warnings: [] };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
     const orgFields = { name: o.name, currency: o.currency, timezone: o.timezone, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
@@ -164,6 +168,8 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     return result;
   });
   for (const agent of changedAgents) await finishAgentStatusChange(deps, agent);
+  const approvers = await approverCount(c.people, applied.organization.id);
+  (manifest.policies ?? []).forEach((p, i) => applied.warnings.push(...quorumWarnings(p.rules, approvers, `policies.${i}.rules`)));
   return applied;
 }
 

@@ -12,7 +12,23 @@ export interface PolicyIssue {
 /** Two rules can meet on one purchase when their currencies can be the same. */
 const overlap = (a: RuleDoc, b: RuleDoc) => a.currency === null || b.currency === null || a.currency === b.currency;
 
-export function checkVersion(v: PolicyVersionDoc): { issues: PolicyIssue[]; warnings: PolicyIssue[] } {
+/** A rule asking more approvals than the organisation has approvers: what it escalates can only expire. */
+export function quorumWarnings(rules: ReadonlyArray<Pick<RuleDoc, 'effect' | 'approvalsRequired'>>, approvers: number, path = 'rules'): PolicyIssue[] {
+  const warnings: PolicyIssue[] = [];
+  rules.forEach((rule, i) => {
+    const required = rule.approvalsRequired ?? 1;
+    if (rule.effect !== 'REQUIRE_APPROVAL' || required <= approvers) return;
+    warnings.push({
+      code: 'APPROVALS_REQUIRED_ABOVE_APPROVERS',
+      path: `${path}.${i}.approvalsRequired`,
+      message: `The rule asks ${required} approver${required === 1 ? '' : 's'} and the organisation has ${approvers}: every purchase it sends to a person would expire unanswered.`,
+    });
+  });
+  return warnings;
+}
+
+/** `approvers`: how many people of the organisation may approve (approverCount), for the quorum warning. */
+export function checkVersion(v: PolicyVersionDoc, approvers?: number): { issues: PolicyIssue[]; warnings: PolicyIssue[] } {
   const issues: PolicyIssue[] = [];
   const warnings: PolicyIssue[] = [];
   const indexed = v.rules.map((rule, i) => ({ rule, path: `rules.${i}` }));
@@ -59,6 +75,7 @@ export function checkVersion(v: PolicyVersionDoc): { issues: PolicyIssue[]; warn
       }
     }
   }
+  if (approvers !== undefined) warnings.push(...quorumWarnings(v.rules, approvers));
   if (v.rules.length === 0 && v.merchants.length === 0) {
     warnings.push({ code: 'NO_RULES', message: 'The version has no rules: every purchase in its currencies would be approved.' });
   }

@@ -10,6 +10,7 @@ import type { PolicyStatus } from '../store/collections.ts';
 import { listPolicies } from './list.ts';
 import { getPolicy, getPolicyVersion, getPolicyVersionDoc } from './read.ts';
 import { checkVersion } from './check-version.ts';
+import { approverCount } from '../identity/people/roles.ts';
 import { versionFull } from './present.ts';
 import { budgetImpact } from './budget-impact.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
@@ -77,7 +78,7 @@ export function policyRoutes(deps: AppDeps): Router {
     // No body; an empty JSON object is tolerated, a field is unknown (docs/reference/contract.md §1 rule 6: refused, not ignored).
     if (ctx.state.body !== undefined) validateBody.parse(ctx.state.body);
     const version = await getPolicyVersionDoc(c, orgId(ctx), uuidParam(ctx, 'policyId', 'policy'), uuidParam(ctx, 'versionId', 'policy version'));
-    const { issues, warnings } = checkVersion(version);
+    const { issues, warnings } = checkVersion(version, await approverCount(c.people, orgId(ctx)));
     ctx.body = {
       valid: issues.length === 0,
       issues,

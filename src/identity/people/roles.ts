@@ -2,7 +2,17 @@
 // answers approvals and makes dashboard purchases; `admin` sees and revokes connections and keys.
 import { DEFAULT_ROLES } from '../../../schemas/manifest.ts';
 import type { PersonDoc, PersonRole } from '../../store/collections.ts';
+import type { StoreCollection } from '../../store/store.ts';
 
 export const rolesOf = (person: Pick<PersonDoc, 'roles'>): readonly PersonRole[] => person.roles ?? DEFAULT_ROLES;
 
 export const hasRole = (person: Pick<PersonDoc, 'roles'>, role: PersonRole): boolean => rolesOf(person).includes(role);
+
+/**
+ * How many people of the organisation may approve: those with the approver role (or no roles, the
+ * default), one human listed under several handles with one email counted once, as their answers are.
+ */
+export async function approverCount(people: StoreCollection<PersonDoc>, organizationId: string): Promise<number> {
+  const emails = await people.distinct('email', { organizationId, $or: [{ roles: { $exists: false } }, { roles: 'approver' }] });
+  return emails.length;
+}
