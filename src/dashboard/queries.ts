@@ -69,9 +69,10 @@ export interface InboxItem {
 }
 
 /** Pending approvals that can still be answered, newest first, with the windows each one holds. */
-export async function pendingApprovals(deps: AppDeps, organizationId: string, now: Date): Promise<InboxItem[]> {
+export async function pendingApprovals(deps: AppDeps, organizationId: string, now: Date, purchaseId?: string): Promise<InboxItem[]> {
   const pc = purchaseCollections(deps.store.db);
-  const approvals = await pc.approvals.find({ organizationId, state: 'PENDING', expiresAt: { $gt: now } }).sort({ createdAt: -1, _id: -1 }).limit(200).toArray();
+  const filter = { organizationId, state: 'PENDING' as const, expiresAt: { $gt: now }, ...(purchaseId === undefined ? {} : { purchaseId }) };
+  const approvals = await pc.approvals.find(filter).sort({ createdAt: -1, _id: -1 }).limit(200).toArray();
   if (approvals.length === 0) return [];
   const purchaseIds = approvals.map((a) => a.purchaseId);
   const readbacks = new Map((await views(deps.store.db).purchaseViews.find({ _id: { $in: purchaseIds }, organizationId }).toArray()).map((v) => [v._id, v.readback]));

@@ -306,7 +306,11 @@ export function dashboardRoutes(deps: AppDeps): Router {
     if (!s) return;
     const detail = await purchaseDetail(deps, s.organization._id, ctx.params.purchaseId);
     if (!detail) throw notFound('purchase');
-    send(ctx, 200, views.purchaseDetailPage(viewerOf(s), detail));
+    // Still waiting: answered here too, where an approver's email leads (the inbox lists the newest 200).
+    const now = deps.now();
+    const [waiting] = detail.approval?.state === 'PENDING' ? await pendingApprovals(deps, s.organization._id, now, detail.purchase.id) : [];
+    const viewer = waiting ? await inboxViewer(s) : viewerOf(s);
+    send(ctx, 200, views.purchaseDetailPage(viewer, detail, waiting && { item: waiting, now, canAnswer: hasRole(s.person, 'approver') }));
   });
 
   router.get('/budgets', async (ctx) => {

@@ -246,7 +246,8 @@ ${d.ruleEvaluations.length > 0 ? html`<details><summary>Rules evaluated (${d.rul
   )}</tbody></table></div></details>` : ''}</li>`;
 }
 
-export function purchaseDetailPage(viewer: Viewer, d: PurchaseDetail) {
+/** `waiting`: the purchase's pending approval, answered on this page as in the inbox. */
+export function purchaseDetailPage(viewer: Viewer, d: PurchaseDetail, waiting?: { item: InboxItem; now: Date; canAnswer: boolean }) {
   const zone = viewer.organization.timezone;
   const p = d.purchase;
   const a = d.approval;
@@ -270,7 +271,7 @@ ${a
 <dt>Expires</dt><dd>${when(a.expiresAt, zone)}</dd>
 <dt>Answered by</dt><dd>${a.resolvedBy?.name ?? '—'}${a.resolvedAt ? html` <span class="muted">${when(a.resolvedAt, zone)}</span>` : ''}</dd>
 <dt>Comment</dt><dd>${a.comment ?? '—'}</dd>
-</dl>${quorumProgress(a, zone)}${a.state === 'PENDING' ? html`<p><a href="/dashboard">Answer it in the inbox</a></p>` : ''}</div>`
+</dl>${quorumProgress(a, zone)}</div>${waiting ? html`<ol class="cards">${inboxCard(waiting.item, viewer, waiting.now, waiting.canAnswer)}</ol>` : ''}`
   : html`<p class="muted">No person was asked: the policies decided alone.</p>`}
 <h2>Decision history</h2>
 <ol class="cards">${d.decisions.map((x) => decisionBlock(x, zone))}</ol>`,

@@ -175,6 +175,28 @@ test('every change needs the session\'s CSRF token and a same-origin request', a
   t.is((await state(app, acme, id)).status, 'APPROVED');
 });
 
+test('a pending purchase is answered on its own page, where the approvers\' email leads; a viewer sees no form there', async (t) => {
+  const { app, acme } = await setUp(t);
+  const id = await pending(app, acme);
+  const vic = new Client(app.url);
+  await vic.signIn(acme.people.vic.email);
+  const seen = await vic.get(`/dashboard/purchases/${id}`);
+  t.is(seen.status, 200);
+  t.false(seen.text.includes(`action="/dashboard/approvals/${id}/answer"`));
+
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const page = await ana.get(`/dashboard/purchases/${id}`);
+  t.is(page.status, 200);
+  t.true(page.text.includes(`action="/dashboard/approvals/${id}/answer"`));
+  t.true(page.text.includes('value="APPROVE"'));
+  const ok = await ana.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: field(page.text, 'csrf') });
+  t.is(ok.status, 303);
+  t.is((await state(app, acme, id)).status, 'APPROVED');
+  // Answered: the page shows the approval, and no form.
+  t.false((await ana.get(`/dashboard/purchases/${id}`)).text.includes(`action="/dashboard/approvals/${id}/answer"`));
+});
+
 test('a second answer and an answer after expiry get the operator API\'s refusal', async (t) => {
   const c = clock();
   const { app, acme } = await setUp(t, { clock: c });
