@@ -235,6 +235,12 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
   const started = await runCommand(deps.store, async (session) => {
     const stored = await shadows.findOne({ _id: versionId }, { session });
     if (stored?.status === 'RUNNING') return stored;
+    // Still a draft as this transaction reads it, and the policy written: an activation of the draft writes
+    // the policy too, so on MongoDB one of the two conflicts and is retried on what the other did (a
+    // start on the now ACTIVE version is refused; an activation after the start stops the shadow).
+    const current = await deps.collections.policyVersions.findOne({ _id: versionId }, { session });
+    if (current?.status !== 'DRAFT') throw new ApiError(409, 'version_not_draft', `Version ${version.versionNumber} is ${current?.status}; only a DRAFT version can run in shadow.`);
+    await deps.store.db.collection<{ _id: string; fence?: number }>('policies').updateOne({ _id: version.policyId }, { $inc: { fence: 1 } }, { session });
     // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped).
     await deps.store.db.collection(SHADOW_DECISIONS).deleteMany({ versionId }, { session });
     await deps.store.db.collection(SHADOW_HOLDS).deleteMany({ shadowId: versionId }, { session });

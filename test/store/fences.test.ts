@@ -93,6 +93,26 @@ test.serial('an approval that writes none of its policy’s windows writes the p
   t.is(window!.openingBalanceMinor, 25000, 'the window opened with the spend approved before it');
 });
 
+test.serial('a shadow\'s start and the activation of its draft both write the policy: on MongoDB they cannot interleave', async (t) => {
+  const handle = `fence-shadow-${++handles}`;
+  await applyManifest(app, manifest(handle, [ASK_ABOVE_100]));
+  const drafted = manifest(handle, [ASK_ABOVE_100, DAY_BUDGET]);
+  (drafted.policies[0] as Record<string, unknown>).activate = false;
+  const org = await applyManifest(app, drafted);
+  const draftId = org.policies.p.draftVersionId!;
+  const policy = `policies/${org.policies.p.id}`;
+  const start = await committed(() => app.admin(`/admin/policy-versions/${draftId}`, { method: 'PATCH', body: { shadow: true } }));
+  t.is(start.result.status, 200, start.result.text);
+  const activation = await committed(() => app.admin('/admin/manifests', { body: manifest(handle, [ASK_ABOVE_100, DAY_BUDGET]) }));
+  t.is(activation.result.status, 200);
+  t.true(commonWrites(start.tx, activation.tx).includes(policy), 'shadow start × activation');
+  // What the activation leaves: the shadow stopped, and a start on the now ACTIVE version refused.
+  const again = await app.admin(`/admin/policy-versions/${draftId}`, { method: 'PATCH', body: { shadow: true } });
+  t.is(again.status, 409);
+  t.is(again.body.error.code, 'version_not_draft');
+  t.like(await store.db.collection<{ _id: string }>('policy_shadows').findOne({ _id: draftId }), { status: 'STOPPED', stopReason: 'ACTIVATED' });
+});
+
 test.serial('an approval that writes its policy’s DAY and MONTH windows needs no policy fence (no extra contention)', async (t) => {
   const org = await applyManifest(app, manifest(`fence-free-${++handles}`, [DAY_BUDGET, MONTH_BUDGET]));
   const approved = await committed(() => app.request('/v1/purchase-requests', { key: org.keys['a-key'], body: purchase(5000) }));
