@@ -49,8 +49,8 @@ export async function sendMail(config: SmtpConfig, message: MailMessage): Promis
  * it again will not help. Anything else (no connection, a timeout, a 4xx) is worth a retry.
  */
 export function smtpRefusal(error: unknown): string | null {
-  const code = (error as { responseCode?: unknown })?.responseCode;
-  return typeof code === 'number' && code >= 500 && code < 600 ? String((error as Error).message ?? code) : null;
+  const code = replyCode(error);
+  return code !== null && code >= 500 && code < 600 ? String((error as Error).message ?? code) : null;
 }
 
 /**
@@ -58,6 +58,12 @@ export function smtpRefusal(error: unknown): string | null {
  * up, so other messages may well go through. Anything without a reply (no connection, a timeout) is not.
  */
 export function relayDeferred(error: unknown): boolean {
-  const code = (error as { responseCode?: unknown })?.responseCode;
-  return typeof code === 'number' && code >= 400 && code < 500;
+  const code = replyCode(error);
+  return code !== null && code >= 400 && code < 500;
+}
+
+/** The relay's reply code to a failed send (nodemailer's responseCode); null when it never replied. */
+function replyCode(error: unknown): number | null {
+  const code = (error as { responseCode?: unknown } | null)?.responseCode;
+  return typeof code === 'number' ? code : null;
 }

@@ -216,30 +216,28 @@ export function presentShadow(s: ShadowDoc | null, versionId: string) {
  * stopping one not running, changes nothing. Starting again after a stop begins a new lifetime.
  */
 export async function setShadow(deps: AppDeps, versionId: string, shadow: boolean) {
-  const version = await deps.collections.policyVersions.findOne({ _id: versionId });
-  if (!version) throw notFound('policy version');
   const shadows = shadowCollection(deps.store.db);
-  const existing = await shadows.findOne({ _id: versionId });
   const now = deps.now();
   if (!shadow) {
+    if (!(await deps.collections.policyVersions.findOne({ _id: versionId }))) throw notFound('policy version');
+    const existing = await shadows.findOne({ _id: versionId });
     if (existing?.status !== 'RUNNING') return presentShadow(existing, versionId);
     const stopped = await shadows.findOneAndUpdate({ _id: versionId, status: 'RUNNING' }, { $set: { status: 'STOPPED', stoppedAt: now, stopReason: 'STOPPED' }, $inc: { version: 1 } }, { returnDocument: 'after' });
     return presentShadow(stopped ?? (await shadows.findOne({ _id: versionId })), versionId);
   }
-  if (version.status !== 'DRAFT') {
-    throw new ApiError(409, 'version_not_draft', `Version ${version.versionNumber} is ${version.status}; only a DRAFT version can run in shadow.`);
-  }
-  if (existing?.status === 'RUNNING') return presentShadow(existing, versionId);
-  // In one transaction, at the version read: of two starts at once one begins the lifetime and the other,
+  // In one transaction, at the versions read: of two starts at once one begins the lifetime and the other,
   // retried, finds it running (and its deletions cannot drop what the new lifetime already evaluated).
+  // The version is a draft as the transaction reads it, and the policy is written: an activation of the
+  // draft writes the policy too, so on MongoDB one of the two conflicts and is retried on what the other
+  // did (a start on the now ACTIVE version is refused; an activation after the start stops the shadow).
   const started = await runCommand(deps.store, async (session) => {
+    const version = await deps.collections.policyVersions.findOne({ _id: versionId }, { session });
+    if (!version) throw notFound('policy version');
+    if (version.status !== 'DRAFT') {
+      throw new ApiError(409, 'version_not_draft', `Version ${version.versionNumber} is ${version.status}; only a DRAFT version can run in shadow.`);
+    }
     const stored = await shadows.findOne({ _id: versionId }, { session });
     if (stored?.status === 'RUNNING') return stored;
-    // Still a draft as this transaction reads it, and the policy written: an activation of the draft writes
-    // the policy too, so on MongoDB one of the two conflicts and is retried on what the other did (a
-    // start on the now ACTIVE version is refused; an activation after the start stops the shadow).
-    const current = await deps.collections.policyVersions.findOne({ _id: versionId }, { session });
-    if (current?.status !== 'DRAFT') throw new ApiError(409, 'version_not_draft', `Version ${version.versionNumber} is ${current?.status}; only a DRAFT version can run in shadow.`);
     await deps.store.db.collection<{ _id: string; fence?: number }>('policies').updateOne({ _id: version.policyId }, { $inc: { fence: 1 } }, { session });
     // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped).
     await deps.store.db.collection(SHADOW_DECISIONS).deleteMany({ versionId }, { session });
