@@ -112,6 +112,22 @@ test.serial('sign in; a pending approval appears without reloading; approving it
   t.is(after.held, before.held);
 });
 
+test.serial('the page an approval email opens answers it: approve there, with a comment', async (t) => {
+  const { page } = await browser();
+  const id = await askForApproval(acme, 'Ergonomic Chairs Co');
+  await signIn(page, acme.people.ana.email);
+  await page.goto(`${app.url}/dashboard/purchases/${id}`);
+  const card = page.locator(`li[data-id="${id}"]`);
+  await card.getByLabel('Comment (optional)').fill('From the email');
+  await card.getByRole('button', { name: 'Approve' }).click();
+  await page.waitForURL('**/dashboard?answered=APPROVED');
+  const purchase = await readback(acme, id);
+  t.is(purchase.status, 'APPROVED');
+  t.is(purchase.approval.comment, 'From the email');
+  await page.goto(`${app.url}/dashboard/purchases/${id}`);
+  t.is(await page.locator(`li[data-id="${id}"]`).count(), 0, 'answered: no card left to press');
+});
+
 test.serial('reject another, with a comment; answering it again is refused with the operator API\'s message', async (t) => {
   const { page } = await browser();
   const id = await askForApproval(acme, 'Gold Plated Staplers');
