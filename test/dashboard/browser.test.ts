@@ -70,9 +70,12 @@ async function askForApproval(org: DashboardOrg, merchant: string, amountMinor =
 
 const readback = async (org: DashboardOrg, id: string) => (await app.request(`/v1/purchase-requests/${id}`, { key: org.keys['buyer-key'] })).body.purchase;
 
-async function committedOnTheBar(page: Page, policyId: string) {
+/** The day's bar of the window a purchase holds, named by the day the purchase was requested in the organisation's zone,
+ *  so that a run across midnight in Berlin reads the same window before and after. */
+async function committedOnTheBar(page: Page, policyId: string, requestedAt: string) {
+  const day = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date(requestedAt));
   await page.goto(`${app.url}/dashboard/budgets`);
-  const bar = page.locator(`li[data-window^="${policyId}:EUR:DAY:"] svg.bar`);
+  const bar = page.locator(`li[data-window="${policyId}:EUR:DAY:${day}"] svg.bar`);
   return { committed: BigInt((await bar.getAttribute('data-committed'))!), held: BigInt((await bar.getAttribute('data-held'))!) };
 }
 
@@ -80,7 +83,6 @@ test.serial('sign in; a pending approval appears without reloading; approving it
   const { page } = await browser();
   await signIn(page, acme.people.ana.email);
   await t.notThrowsAsync(page.getByRole('heading', { level: 1, name: 'Waiting for approval' }).waitFor());
-  const before = await committedOnTheBar(page, acme.policies.office.id);
 
   await page.goto(`${app.url}/dashboard`);
   await page.evaluate('window.sameDocument = "yes"');
@@ -95,6 +97,9 @@ test.serial('sign in; a pending approval appears without reloading; approving it
   t.regex(await card.innerText(), /h \d+ min left/);
   t.regex(await page.locator('#inbox-status').innerText(), /1 new approval/);
 
+  const requestedAt = (await readback(acme, id)).requestedAt as string;
+  const before = await committedOnTheBar(page, acme.policies.office.id, requestedAt);
+  await page.goto(`${app.url}/dashboard`);
   await card.getByLabel('Comment (optional)').fill('For the new office');
   await card.getByRole('button', { name: 'Approve' }).click();
   await page.waitForURL('**/dashboard?answered=APPROVED');
@@ -107,9 +112,9 @@ test.serial('sign in; a pending approval appears without reloading; approving it
   t.is(purchase.approval.comment, 'For the new office');
   t.is(purchase.decision.kind, 'APPROVAL_REEVALUATION');
 
-  const after = await committedOnTheBar(page, acme.policies.office.id);
+  const after = await committedOnTheBar(page, acme.policies.office.id, requestedAt);
   t.is(after.committed - before.committed, 30000n, 'the approved amount moved onto the committed part of the bar');
-  t.is(after.held, before.held);
+  t.is(before.held - after.held, 30000n, 'and off the held part');
 });
 
 test.serial('the page an approval email opens answers it: approve there, with a comment', async (t) => {
