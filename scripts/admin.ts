@@ -85,27 +85,27 @@ export async function buildCall(argv: string[]): Promise<Call> {
       if (a) return { method: 'GET', path: `/admin/purchase-requests/${encodeURIComponent(a)}` };
       break;
     case 'agent-status':
-      if (a && b) return { method: 'PATCH', path: `/admin/agents/${a}`, body: json({ status: b.toUpperCase() }) };
+      if (a && b) return { method: 'PATCH', path: `/admin/agents/${encodeURIComponent(a)}`, body: json({ status: b.toUpperCase() }) };
       break;
     case 'org-status':
-      if (a && b) return { method: 'PATCH', path: `/admin/organizations/${a}`, body: json({ status: b.toUpperCase() }) };
+      if (a && b) return { method: 'PATCH', path: `/admin/organizations/${encodeURIComponent(a)}`, body: json({ status: b.toUpperCase() }) };
       break;
     case 'shadow': {
       const on = b?.toLowerCase() === 'on' ? true : b?.toLowerCase() === 'off' ? false : null;
-      if (a && on !== null) return { method: 'PATCH', path: `/admin/policy-versions/${a}`, body: json({ shadow: on }) };
+      if (a && on !== null) return { method: 'PATCH', path: `/admin/policy-versions/${encodeURIComponent(a)}`, body: json({ shadow: on }) };
       break;
     }
     case 'revoke-key':
-      if (a) return { method: 'DELETE', path: `/admin/api-keys/${a}` };
+      if (a) return { method: 'DELETE', path: `/admin/api-keys/${encodeURIComponent(a)}` };
       break;
     case 'set-password':
-      if (a) return { method: 'PUT', path: `/admin/people/${a}/password`, body: json({ password: await readStdin() }) };
+      if (a) return { method: 'PUT', path: `/admin/people/${encodeURIComponent(a)}/password`, body: json({ password: await readStdin() }) };
       break;
     case 'connections':
       if (a) return { method: 'GET', path: `/admin/connections?organizationId=${encodeURIComponent(a)}` };
       break;
     case 'revoke-connection':
-      if (a) return { method: 'DELETE', path: `/admin/connections/${a}` };
+      if (a) return { method: 'DELETE', path: `/admin/connections/${encodeURIComponent(a)}` };
       break;
     case 'oauth-clients':
       return { method: 'GET', path: '/admin/oauth-clients' };

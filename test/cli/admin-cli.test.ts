@@ -87,9 +87,18 @@ test('usage errors and a missing token exit with status 2 and say why', async (t
   }
 });
 
-test('answer and purchase with an id that is not one: not found, whatever characters it holds', async (t) => {
-  // Not a path: an id with slashes, dots or a question mark must not reach another call (here, applying a manifest).
-  for (const args of [['answer', 'x/../../manifests?', 'approve', '--person', 'ana'], ['purchase', 'x/../../manifests?']]) {
+test('every command that takes an id, given one that is not: not found, whatever characters it holds', async (t) => {
+  // Not a path: an id with slashes, dots or a question mark must not reach another call (here, the manifests route).
+  const id = 'x/../../manifests?';
+  for (const args of [
+    ['answer', id, 'approve', '--person', 'ana'],
+    ['purchase', id],
+    ['agent-status', id, 'disabled'],
+    ['org-status', id, 'suspended'],
+    ['shadow', id, 'on'],
+    ['revoke-key', id],
+    ['revoke-connection', id],
+  ]) {
     const res = await cli(args);
     t.is(res.code, 1, args.join(' '));
     t.is(JSON.parse(res.stderr).error.code, 'not_found', res.stderr);
