@@ -37,15 +37,24 @@ const buy = (svc: ServiceProcess, key: string, amountMinor: number, reason: stri
       }).then(async (res) => ({ status: res.status, body: await res.json() }) as ApiResponse)
     : svc.request('/v1/purchase-requests', { key, body: { merchant: 'Paper Co', amountMinor: String(amountMinor), reason } });
 
-async function dayWindow(dataDir: string, policyId: string) {
+/**
+ * The policy's DAY windows, summed: a run that crosses midnight in Berlin spreads its purchases over two
+ * days' windows, and what these tests count is every purchase, whichever day it fell on.
+ */
+async function dayWindows(dataDir: string, policyId: string) {
   // A second connection to the same database, as another process would open it.
   const store = await openEmbeddedStore({ dataDir });
   try {
-    return await store.db.collection('budget_windows').findOne({ policyId, periodKind: 'DAY' });
+    const windows = await store.db.collection('budget_windows').find({ policyId, periodKind: 'DAY' }).toArray();
+    const sum = (field: string) => windows.reduce((total, w) => total + (w[field] as number), 0);
+    return { count: windows.length, committedMinor: sum('committedMinor'), heldMinor: sum('heldMinor'), byDay: new Map(windows.map((w) => [w.periodKey as string, { committedMinor: w.committedMinor as number, heldMinor: w.heldMinor as number }])) };
   } finally {
     await store.close();
   }
 }
+
+/** The day a purchase was decided on (its request's instant) in the fixtures' zone: the DAY window it counts in. */
+const dayOf = (res: ApiResponse) => new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date(res.body.decision.evaluatedAt));
 
 test('SIGTERM, then a restart on the same DATA_DIR: purchases, keys, spending and a pending approval are all there', async (t) => {
   const dataDir = tempDataDir(t);
@@ -71,10 +80,20 @@ test('SIGTERM, then a restart on the same DATA_DIR: purchases, keys, spending an
   const again = await svc.admin('/admin/manifests', acmeManifest('durable'));
   t.is(again.status, 200);
   t.true(Object.values(again.body.apiKeys as Record<string, { key?: string }>).every((k) => k.key === undefined), 're-applying issues no new key');
-  // 95,000 spent and 25,000 held of 200,000: four more of 19,000 fit, a fifth would overspend.
+  // 95,000 spent and 25,000 held of 200,000: four more of 19,000 fit, a fifth would overspend (on the
+  // same day; one that falls on the next day in Berlin starts from nothing).
+  const used = new Map([[dayOf(pending), 5 * 19000 + 25000]]);
+  const expected: string[] = [];
   const outcomes: string[] = [];
-  for (let i = 0; i < 5; i++) outcomes.push((await buy(svc, key, 19000, `after restart ${i}`)).body.decision.outcome);
-  t.deepEqual(outcomes, ['APPROVED', 'APPROVED', 'APPROVED', 'APPROVED', 'REJECTED']);
+  for (let i = 0; i < 5; i++) {
+    const res = await buy(svc, key, 19000, `after restart ${i}`);
+    const before = used.get(dayOf(res)) ?? 0;
+    expected.push(before + 19000 <= 200_000 ? 'APPROVED' : 'REJECTED');
+    if (before + 19000 <= 200_000) used.set(dayOf(res), before + 19000);
+    outcomes.push(res.body.decision.outcome);
+  }
+  t.deepEqual(outcomes, expected);
+  if (new Set([...spent, pending].map(dayOf)).size === 1 && used.size === 1) t.deepEqual(outcomes, ['APPROVED', 'APPROVED', 'APPROVED', 'APPROVED', 'REJECTED']);
   const answered = await svc.admin(`/admin/purchase-requests/${pending.body.purchaseRequest.id}/answer`, { answer: 'APPROVE', person: 'ana' });
   t.is(answered.status, 200, JSON.stringify(answered.body));
   t.is((await svc.request(`/v1/purchase-requests/${pending.body.purchaseRequest.id}`, { key })).body.purchase.status, 'APPROVED');
@@ -115,7 +134,7 @@ test('SIGKILL in the middle of a burst: every 201 is readable and counted, and r
     t.is(read.status, 200);
     t.is(read.body.purchase.status, 'APPROVED');
   }
-  const stored = (await dayWindow(dataDir, policyId))!;
+  const stored = await dayWindows(dataDir, policyId);
   t.true(stored.committedMinor >= acknowledged.length * 1000, 'every acknowledged purchase is counted');
   t.is(stored.committedMinor % 1000, 0, 'no half-applied purchase');
   // A client retries what it got no answer for: each request is decided exactly once in total.
@@ -123,7 +142,7 @@ test('SIGKILL in the middle of a burst: every 201 is readable and counted, and r
   t.true(retried.every((r) => r === null || r.status === 200 || r.status === 201));
   const replayedIds = new Set(retried.filter((r) => r?.status === 200).map((r) => r!.body.purchaseRequest.id));
   t.true(acknowledged.every((r) => !replayedIds.has(r.body.purchaseRequest.id)));
-  t.is((await dayWindow(dataDir, policyId))!.committedMinor, N * 1000, 'exactly N purchases are counted after the retries');
+  t.is((await dayWindows(dataDir, policyId)).committedMinor, N * 1000, 'exactly N purchases are counted after the retries');
   t.is(await svc.stop('SIGTERM'), 0);
 });
 
@@ -137,14 +156,20 @@ test('two service processes on one DATA_DIR: 200 concurrent purchases at one bud
   const results = await Promise.all(Array.from({ length: 200 }, (_, i) => buy(i % 2 === 0 ? one : two, key, 1500, `shared ${i}`)));
   t.true(results.every((r) => r.status === 201), results.find((r) => r.status !== 201)?.body?.error?.message);
   const approved = results.filter((r) => r.body.decision.outcome === 'APPROVED');
-  t.is(approved.length, 133, '133 × 1,500 = 199,500 fits in 200,000; the 134th would not');
-  t.is(results.filter((r) => r.body.decision.outcome === 'REJECTED').length, 67);
+  // 133 × 1,500 = 199,500 fits in 200,000; the 134th would not: on each day the requests fell on in Berlin
+  // (all on one, unless the run crossed midnight).
+  const asked = new Map<string, number>();
+  for (const r of results) asked.set(dayOf(r), (asked.get(dayOf(r)) ?? 0) + 1);
+  const fits = (day: string) => Math.min(asked.get(day)!, 133);
+  t.is(approved.length, [...asked.keys()].reduce((n, day) => n + fits(day), 0));
+  if (asked.size === 1) t.is(approved.length, 133);
+  t.is(results.filter((r) => r.body.decision.outcome === 'REJECTED').length, 200 - approved.length);
   t.true(approved.some((r, i) => i % 2 === 0) && results.some((r, i) => i % 2 === 1 && r.body.decision.outcome === 'APPROVED'), 'both processes approved some');
   t.is(await one.stop('SIGTERM'), 0);
   t.is(await two.stop('SIGTERM'), 0);
-  const window = (await dayWindow(dataDir, policyId))!;
-  t.is(window.committedMinor, 199_500);
-  t.is(window.heldMinor, 0);
+  const windows = await dayWindows(dataDir, policyId);
+  for (const day of asked.keys()) t.is(windows.byDay.get(day)?.committedMinor, fits(day) * 1500, `no overspend, exact counter on ${day}`);
+  t.is(windows.heldMinor, 0);
   const store = await openEmbeddedStore({ dataDir });
   t.teardown(() => store.close());
   t.is(await store.db.collection('purchases').countDocuments({}), 200);
@@ -159,7 +184,7 @@ test('an approval that expired while the service was down is expired, its hold r
   const pending = await buy(svc, key, 60000, 'needs a yes');
   t.is(pending.body.decision.outcome, 'REQUIRES_APPROVAL');
   t.is(await svc.stop('SIGTERM'), 0);
-  t.is((await dayWindow(dataDir, policyId))!.heldMinor, 60000);
+  t.is((await dayWindows(dataDir, policyId)).heldMinor, 60000);
   await sleep(2500);
   svc = await startService(t, dataDir, { JOBS_PROCESS_EVERY: '1 second' });
   const id = pending.body.purchaseRequest.id;
@@ -168,7 +193,7 @@ test('an approval that expired while the service was down is expired, its hold r
   while (Date.now() < deadline && (status = (await svc.request(`/v1/purchase-requests/${id}`, { key })).body.purchase.status) !== 'EXPIRED') await sleep(200);
   t.is(status, 'EXPIRED');
   t.is(await svc.stop('SIGTERM'), 0);
-  t.is((await dayWindow(dataDir, policyId))!.heldMinor, 0);
+  t.is((await dayWindows(dataDir, policyId)).heldMinor, 0);
 });
 
 test('npm run admin -- backup copies the live database; a service started on the copy has everything', async (t) => {
@@ -263,10 +288,10 @@ test('two processes on one DATA_DIR: purchases held in one are answered from the
   // What the purchases say, read back through the API, against what the window counts.
   const finals = await Promise.all(results.map((r) => two.request(`/v1/purchase-requests/${r.body.purchaseRequest.id}`, { key })));
   const sum = (status: string) => finals.filter((r) => r.body.purchase.status === status).reduce((total, r) => total + Number(r.body.purchase.amountMinor), 0);
-  const window = (await dayWindow(dataDir, policyId))!;
-  t.is(window.committedMinor, sum('APPROVED'), 'committed = the approved purchases');
-  t.is(window.heldMinor, sum('PENDING_APPROVAL'), 'held = the purchases still waiting');
-  t.true(window.committedMinor + window.heldMinor <= 300_000, 'never overspent');
+  const windows = await dayWindows(dataDir, policyId);
+  t.is(windows.committedMinor, sum('APPROVED'), 'committed = the approved purchases');
+  t.is(windows.heldMinor, sum('PENDING_APPROVAL'), 'held = the purchases still waiting');
+  for (const [day, w] of windows.byDay) t.true(w.committedMinor + w.heldMinor <= 300_000, `never overspent on ${day}`);
 
   // A policy change applied through one process governs the very next decision in the other.
   manifest.policies[0].merchants = [{ listType: 'BLOCK', label: 'Paper Co' }] as never[];
@@ -338,6 +363,6 @@ test('SIGKILL under a steady load of 32 connections, three rounds: every 201 rea
   t.teardown(() => store.close());
   const purchases = await store.db.collection('purchases').countDocuments({});
   t.is(purchases, sent.length, 'one purchase per key, whatever the kills interrupted');
-  t.is((await dayWindow(dataDir, policyId))!.committedMinor, purchases * 1000, 'the window counts exactly the recorded purchases');
+  t.is((await dayWindows(dataDir, policyId)).committedMinor, purchases * 1000, 'the windows count exactly the recorded purchases');
   t.is(await svc.stop('SIGTERM'), 0);
 });
