@@ -96,6 +96,30 @@ test('below the quorum: the same person answering twice at once counts once', as
   t.deepEqual(await decisionKinds(id), ['INITIAL']);
 });
 
+test('below the quorum: one human answering under two person records (one email) at once counts once', async (t) => {
+  // Each record read the approval before either answer committed: the one written second is refused at
+  // the version it read, and on a fresh read it finds the first record's answer, which is the same human's.
+  const handle = `interleave-${++orgs}`;
+  const manifest = quorumManifest(handle);
+  manifest.people.push({ handle: 'ana-again', name: 'Ana (finance)', email: `ANA@${handle}.example` });
+  const org = await applyManifest(app, manifest);
+  const id = await submit(org, 30000); // two approvers
+  const stale = await readNow(id, 'ana-again');
+  t.deepEqual(stale.approval!.answers, []);
+  const first = await answer(id, 'ana');
+  t.is(first.status, 200, first.text);
+  t.is(first.body.purchase.status, 'PENDING_APPROVAL');
+
+  const { run, loads } = await approveWithStale(org, id, 'ana-again', stale);
+  const error = await t.throwsAsync(run, { instanceOf: ApiError });
+  t.is(error!.code, 'approval_already_answered_by_person');
+  t.deepEqual(loads, ['stale', 'fresh']);
+  const pending = await read(org, id);
+  t.is(pending.status, 'PENDING_APPROVAL', 'one human did not meet a two-person rule');
+  t.deepEqual(pending.approval.answers.map((a: any) => a.name), ['Ana Approver']);
+  t.deepEqual(await decisionKinds(id), ['INITIAL']);
+});
+
 test('at the quorum: the same person reaching it twice at once makes one decision', async (t) => {
   const org = await quorumOrg();
   const id = await submit(org, 30000); // two approvers

@@ -6,6 +6,8 @@ import type { TestApp } from '../helpers/app.ts';
 import { Client, PASSWORD, dashboardPurchase, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
 import { clock, connect, oauthSignIn, openDashboardSignIn, startMetadataServer, tally, type Clock } from '../oauth/helpers.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const ANA = { handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] };
 const VIC = { handle: 'vic', name: 'Vic Viewer', email: 'vic@acme.example', roles: ['viewer'] };
@@ -296,6 +298,52 @@ test('four eyes: a second person record with the maker\'s email cannot approve t
   t.is((await state(app, acme, own)).status, 'PENDING_APPROVAL');
   t.is((await app.admin(`/admin/purchase-requests/${own}/answer`, { body: { answer: 'APPROVE', person: 'pam' } })).status, 200);
   t.is((await state(app, acme, own)).status, 'APPROVED');
+});
+
+test('four eyes through a connection: what an assistant Ana connected buys over MCP is hers; no Approve for her on the dashboard, under either record', async (t) => {
+  // Ana authorised the assistant, so its purchase counts as made by her (docs/reference/decisions.md),
+  // though the readback keeps initiatedBy null as for every machine origin.
+  const { app } = await setUp(t, { env: { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' } });
+  const twice = { handle: 'ana-finance', name: 'Ana (finance)', email: 'ANA@acme.example', roles: ['approver'] };
+  const acme = await setUpDashboardOrg(app, 'acme-mcp', [{ ...ANA, email: 'ana@acme-mcp.example' }, { ...PAM, email: 'pam@acme-mcp.example' }, { ...twice, email: 'ANA@acme-mcp.example' }]);
+  const metadata = await startMetadataServer('Claude Desktop');
+  t.teardown(() => metadata.close());
+  const tokens = await connect(app, { ...acme, personId: acme.people.ana.id, email: acme.people.ana.email }, metadata.clientId);
+  const mcp = new McpClient({ name: 'dashboard-test', version: '1.0.0' });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${tokens.access_token}` } } }));
+  t.teardown(() => mcp.close());
+  const asked = (await mcp.callTool({ name: 'request_purchase', arguments: { merchant: 'Standing Desks Ltd', amountMinor: '30000', reason: 'A desk' } })).structuredContent as any;
+  t.is(asked.decision.outcome, 'REQUIRES_APPROVAL', JSON.stringify(asked));
+  const id = asked.purchaseRequest.id as string;
+
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const card = (html: string) => html.split(`data-id="${id}"`)[1].split('</form>')[0];
+  for (const page of ['/dashboard', `/dashboard/purchases/${id}`]) {
+    const own = card((await ana.get(page)).text);
+    t.false(own.includes('value="APPROVE"'), page);
+    t.true(own.includes('value="REJECT"'), page);
+  }
+  const refused = await ana.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: await ana.csrf() });
+  t.is(refused.status, 403);
+  t.true(refused.text.includes('data-code="self_approval_not_permitted"'));
+  for (const person of ['ana', 'ana-finance']) {
+    const operator = await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person } });
+    t.is(operator.status, 403, person);
+    t.is(operator.body.error.code, 'self_approval_not_permitted', person);
+  }
+  const read = async () => ((await mcp.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: id } })).structuredContent as any).purchase;
+  const waiting = await read();
+  t.is(waiting.status, 'PENDING_APPROVAL');
+  t.is(waiting.initiatedBy, null, 'the readback is as the contract has it');
+
+  const pam = new Client(app.url);
+  await pam.signIn(acme.people.pam.email);
+  t.true(card((await pam.get('/dashboard')).text).includes('value="APPROVE"'));
+  t.is((await pam.post(`/dashboard/approvals/${id}/answer`, { answer: 'APPROVE', csrf: await pam.csrf() })).status, 303);
+  const approved = await read();
+  t.is(approved.status, 'APPROVED');
+  t.deepEqual(approved.approval.resolvedBy, { name: 'Pam Plain' });
 });
 
 test('one human under two handles (one email) is one person on the inbox too: no Approve on what either made or answered', async (t) => {
