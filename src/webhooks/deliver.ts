@@ -1,8 +1,9 @@
 // One delivery attempt (docs/reference/contract.md §6.3-6.6), in five steps. HTTP happens outside any transaction.
 //
-//   0. Take one of the endpoint's slots in this process (endpoint-slots.ts): over the cap, nothing is
-//      claimed or sent and the attempt returns DEFERRED at once, the delivery still due; it is put
-//      back on the schedule when one of the endpoint's attempts here finishes.
+//   0. Take a slot in this process under the caps per endpoint, organisation and destination host
+//      (attempt-slots.ts): over any of them, nothing is claimed or sent and the attempt returns
+//      DEFERRED at once, the delivery still due; it is put back on the schedule when an attempt here
+//      finishes and leaves room under all three.
 //   1. Claim: one findOneAndUpdate takes a PENDING, due delivery whose lease is free and gives it a
 //      lease token, so two workers (or a per-attempt job racing the sweep) never send the same
 //      attempt at once. A worker that dies mid-attempt loses its lease after LEASE_MS and the sweep
@@ -21,7 +22,7 @@ import { runCommand } from '../commands/run-command.ts';
 import { newRandomId } from '../ids.ts';
 import type { StoreSession } from '../store/store.ts';
 import { NO_LEASE, webhookCollections, type DeliveryStatus, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
-import { endpointSlots } from './endpoint-slots.ts';
+import { attemptSlots, hostOf, Reservations, type Scope, type SlotKey } from './attempt-slots.ts';
 import { scheduleAttempts } from './queue.ts';
 import { encryptionKeyOrNull, webhookRuntime } from './runtime.ts';
 import { nextAttemptAt } from './schedule.ts';
@@ -38,7 +39,7 @@ export const SIGNING_UNAVAILABLE = 'SIGNING_UNAVAILABLE';
 
 export type AttemptOutcome =
   | { kind: 'NOT_DUE' }
-  | { kind: 'DEFERRED'; endpointId: string }
+  | { kind: 'DEFERRED'; endpointId: string; organizationId: string; scope: Scope }
   | { kind: 'CANCELLED' }
   | { kind: 'LOST_LEASE' }
   | { kind: 'ATTEMPTED'; attempt: number; status: DeliveryStatus; result: AttemptResult; nextAttemptAt: Date | null };
@@ -70,43 +71,54 @@ const statusFor = (result: AttemptResult, next: Date | null): DeliveryStatus => 
 };
 
 export async function attemptDelivery(deps: AppDeps, deliveryId: string): Promise<AttemptOutcome> {
-  const { deliveries } = webhookCollections(deps.store.db);
+  const { deliveries, endpoints } = webhookCollections(deps.store.db);
   // Step 0.
-  const found = await deliveries.findOne({ _id: deliveryId, status: 'PENDING' }, { projection: { endpointId: 1 } });
+  const found = await deliveries.findOne({ _id: deliveryId, status: 'PENDING' }, { projection: { endpointId: 1, organizationId: 1 } });
   if (!found) return { kind: 'NOT_DUE' };
-  const { endpointId } = found;
-  const slots = endpointSlots(deps);
-  if (!slots.take(endpointId)) return { kind: 'DEFERRED', endpointId };
+  const { endpointId, organizationId } = found;
+  // An endpoint that is gone is cancelled in step 2; its slot counts against no host.
+  const endpoint = await endpoints.findOne({ _id: endpointId }, { projection: { url: 1 } });
+  const key: SlotKey = { endpointId, organizationId, host: endpoint ? hostOf(endpoint.url) : '' };
+  const slots = attemptSlots(deps);
+  const full = slots.take(key);
+  if (full) return { kind: 'DEFERRED', endpointId, organizationId, scope: full };
   try {
     return await attemptHolding(deps, deliveryId);
   } finally {
-    if (slots.give(endpointId)) {
-      await resumeEndpoint(deps, endpointId).catch((err) => {
-        deps.log.warn('could not resume a webhook endpoint\'s deferred deliveries; the sweep will', { endpointId, err: String(err) });
+    if (slots.give(key)) {
+      await resumeWaiting(deps).catch((err) => {
+        deps.log.warn('could not resume deferred webhook deliveries; the sweep will', { endpointId, err: String(err) });
       });
     }
   }
 }
 
 /**
- * Puts the endpoint's oldest due deliveries back on the job schedule, as many as it has free slots in
- * this process. Called when an attempt gives its slot back after others were turned away. A delivery
- * scheduled twice is harmless: the second job finds it leased or done (NOT_DUE), or is deferred again.
+ * Puts the oldest due deliveries of the endpoints that had attempts turned away back on the job
+ * schedule, oldest waiting endpoint first, each as many as it has room for under all three caps in this
+ * process (counting those just scheduled for the endpoints before it). Called when an attempt gives its
+ * slot back. A delivery scheduled twice is harmless: the second job finds it leased or done (NOT_DUE),
+ * or is deferred again.
  */
-async function resumeEndpoint(deps: AppDeps, endpointId: string): Promise<void> {
-  const slots = endpointSlots(deps);
-  const free = slots.free(endpointId);
-  // Taken again meanwhile: that attempt's own end resumes the rest.
-  if (free <= 0) return;
-  slots.clearWaiting(endpointId);
-  const now = deps.now();
-  const due = await webhookCollections(deps.store.db)
-    .deliveries.find({ endpointId, status: 'PENDING', nextAttemptAt: { $lte: now }, leaseUntil: { $lte: now } }, { projection: { _id: 1 } })
-    .sort({ nextAttemptAt: 1, _id: 1 })
-    .limit(free)
-    .toArray();
-  if (due.length === free) slots.markWaiting(endpointId);
-  await scheduleAttempts(deps, due.map((d) => ({ deliveryId: d._id, at: now })));
+async function resumeWaiting(deps: AppDeps): Promise<void> {
+  const slots = attemptSlots(deps);
+  const reserved = new Reservations();
+  for (const key of slots.waiting()) {
+    // No room (taken again meanwhile, or its organisation or host still full): it stays waiting, and
+    // the end of an attempt that holds that room resumes it.
+    const room = slots.room(key, reserved);
+    if (room <= 0) continue;
+    slots.clearWaiting(key.endpointId);
+    const now = deps.now();
+    const due = await webhookCollections(deps.store.db)
+      .deliveries.find({ endpointId: key.endpointId, status: 'PENDING', nextAttemptAt: { $lte: now }, leaseUntil: { $lte: now } }, { projection: { _id: 1 } })
+      .sort({ nextAttemptAt: 1, _id: 1 })
+      .limit(room)
+      .toArray();
+    if (due.length === room) slots.markWaiting(key);
+    reserved.add(key, due.length);
+    await scheduleAttempts(deps, due.map((d) => ({ deliveryId: d._id, at: now })));
+  }
 }
 
 /** Steps 1 to 5, holding one of the endpoint's slots. */
@@ -268,14 +280,24 @@ export async function cancelPendingDeliveriesOf(deps: AppDeps, endpointId: strin
 export async function attemptDueDeliveries(deps: AppDeps, { batch = 100, concurrency = 4, maxRounds = 10 } = {}): Promise<number> {
   const { deliveries } = webhookCollections(deps.store.db);
   let handled = 0;
-  // Endpoints at their cap in this process (endpoint-slots.ts) are left out: their deliveries would
-  // only be deferred, and read again every round, ahead of everyone else's.
-  const deferred = new Set<string>();
+  // What is at its cap in this process (attempt-slots.ts) is left out: its deliveries would only be
+  // deferred, and read again every round, ahead of everyone else's. A host at its cap is left out
+  // endpoint by endpoint (a delivery does not record its host), as its endpoints are met.
+  const deferredEndpoints = new Set<string>();
+  const deferredOrganizations = new Set<string>();
   for (let round = 0; round < maxRounds; round++) {
     const now = deps.now();
-    const skip = [...new Set([...deferred, ...endpointSlots(deps).saturated()])];
+    const full = attemptSlots(deps).saturated();
+    const skipEndpoints = [...new Set([...deferredEndpoints, ...full.endpointIds])];
+    const skipOrganizations = [...new Set([...deferredOrganizations, ...full.organizationIds])];
     const due = await deliveries
-      .find({ status: 'PENDING', nextAttemptAt: { $lte: now }, leaseUntil: { $lte: now }, ...(skip.length > 0 ? { endpointId: { $nin: skip } } : {}) })
+      .find({
+        status: 'PENDING',
+        nextAttemptAt: { $lte: now },
+        leaseUntil: { $lte: now },
+        ...(skipEndpoints.length > 0 ? { endpointId: { $nin: skipEndpoints } } : {}),
+        ...(skipOrganizations.length > 0 ? { organizationId: { $nin: skipOrganizations } } : {}),
+      })
       .sort({ nextAttemptAt: 1, _id: 1 })
       .limit(batch)
       .toArray();
@@ -285,7 +307,8 @@ export async function attemptDueDeliveries(deps: AppDeps, { batch = 100, concurr
         const delivery = due[index++];
         try {
           const outcome = await attemptDelivery(deps, delivery._id);
-          if (outcome.kind === 'DEFERRED') deferred.add(outcome.endpointId);
+          if (outcome.kind === 'DEFERRED' && outcome.scope === 'organization') deferredOrganizations.add(outcome.organizationId);
+          else if (outcome.kind === 'DEFERRED') deferredEndpoints.add(outcome.endpointId);
           else if (outcome.kind !== 'NOT_DUE') handled++;
         } catch (err) {
           // The lease runs out and a later sweep tries again.

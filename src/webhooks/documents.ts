@@ -105,7 +105,7 @@ export const WEBHOOK_INDEXES: readonly IndexSpec[] = [
   { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },
   { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1 } },
   // An endpoint's pending deliveries (disable/revoke), and its due ones oldest first (resuming the
-  // deliveries deferred by its in-flight cap, src/webhooks/endpoint-slots.ts).
+  // deliveries deferred by the in-flight caps, src/webhooks/attempt-slots.ts).
   { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1, nextAttemptAt: 1 } },
 ];
 

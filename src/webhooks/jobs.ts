@@ -35,7 +35,8 @@ export function defineWebhookJobs(agenda: Agenda, deps: AppDeps): void {
     },
     // lockLimit: a worker locks no more attempts than it runs, so a second worker shares the work
     // (Agenda's default locks every due job in one worker). Of these 10, at most 2 go to any one
-    // endpoint (endpoint-slots.ts); an attempt over that cap ends at once, so it never sits on a slot.
+    // endpoint, 4 to any one organisation and 4 to any one host (attempt-slots.ts); an attempt over a
+    // cap ends at once, so it never sits on a slot.
     { concurrency: 10, lockLimit: 10 },
   );
   agenda.define(DISPATCH_EVENTS, async () => {

@@ -13,7 +13,7 @@ import type { Scheduler } from '../../src/jobs/scheduler.ts';
 import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { defineWebhookJobs, scheduleRecurringWebhookJobs, ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS } from '../../src/webhooks/jobs.ts';
 import { attemptDelivery, attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
-import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/endpoint-slots.ts';
+import { attemptSlots, MAX_IN_FLIGHT_PER_ENDPOINT, MAX_IN_FLIGHT_PER_ORGANIZATION } from '../../src/webhooks/attempt-slots.ts';
 import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
 import { webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
 import { eventsCollection } from '../../src/events/documents.ts';
@@ -362,6 +362,41 @@ test.serial('an endpoint that does not answer holds at most its cap of attempts:
   }
   t.deepEqual((await deliveriesOf(slow)).map((d) => d.status), Array(6).fill('DELIVERED'));
   t.is(sentTo('/slow').length, 6);
+});
+
+test.serial('an organisation whose endpoints all hang holds at most its cap of attempts; the rest stay due and are resumed, endpoint after endpoint, as attempts end', async (t) => {
+  const paths = ['/org0', '/org1', '/org2', '/org3', '/org4'];
+  const o = await setup(paths);
+  for (let i = 0; i < 2; i++) await purchase(o.buyer, String(1200 + i));
+  await runJob(DISPATCH_EVENTS);
+  let answer!: () => void;
+  const gate = new Promise<void>((resolve) => (answer = resolve));
+  for (const path of paths) hanging.set(path, gate);
+  const scheduledBefore = scheduled.length;
+  // The sweep alone, ten at a time as a worker runs them: each of the 5 endpoints is under its own cap of 2.
+  const swept = attemptDueDeliveries(app.deps, { concurrency: 10 });
+  const sentToOrg = () => paths.flatMap(sentTo).length;
+  const deadline = Date.now() + 5000;
+  while (sentToOrg() < MAX_IN_FLIGHT_PER_ORGANIZATION && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  const all = async () => (await Promise.all(o.endpoints.map((ep) => deliveriesOf(ep.id)))).flat();
+  // ...and the endpoint of every delivery not claimed has had an attempt turned away.
+  const turnedAway = () => new Set(attemptSlots(app.deps).waiting().map((k) => k.endpointId));
+  const unclaimed = async () => (await all()).filter((d) => d.leaseToken === null).map((d) => d.endpointId);
+  while (!(await unclaimed()).every((id) => turnedAway().has(id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  t.is(sentToOrg(), MAX_IN_FLIGHT_PER_ORGANIZATION);
+  const waiting = (await all()).filter((d) => d.attemptCount === 0 && d.leaseToken === null);
+  t.is(waiting.length, 10 - MAX_IN_FLIGHT_PER_ORGANIZATION, 'the rest stay due, not claimed');
+  t.true(waiting.every((d) => d.status === 'PENDING' && d.nextAttemptAt!.getTime() <= now().getTime()));
+
+  answer();
+  for (const path of paths) hanging.delete(path);
+  await swept;
+  for (let seen = scheduledBefore; seen < scheduled.length; seen++) {
+    const job = scheduled[seen];
+    if (job.name === ATTEMPT_DELIVERY) await runJob(ATTEMPT_DELIVERY, job.data);
+  }
+  t.deepEqual((await all()).map((d) => d.status), Array(10).fill('DELIVERED'));
+  t.is(sentToOrg(), 10);
 });
 
 test.serial('a crash loses nothing: a lost schedule and an expired lease are picked up by the recurring sweep', async (t) => {

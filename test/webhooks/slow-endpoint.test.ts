@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createTestPki, startReceiver, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import type { ApiResponse, RequestOptions, TestApp } from '../helpers/app.ts';
-import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/endpoint-slots.ts';
+import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/attempt-slots.ts';
 
 const SERVICE = fileURLToPath(new URL('./fixtures/service.ts', import.meta.url));
 const EVENTS = 100;

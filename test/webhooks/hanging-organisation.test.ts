@@ -1,0 +1,150 @@
+// Receivers that never answer, belonging to one organisation or reached by several, do not hold up
+// another organisation's deliveries. Each test runs the whole service (API and Agenda worker, at most 10
+// attempts at once) in its own child process trusting a throwaway CA, as in slow-endpoint.test.ts, so
+// each starts with a worker of its own; this process plays real HTTPS receivers. The request timeout is
+// set far beyond the test, so no attempt to a hanging receiver ends while the test runs: a healthy
+// delivery that arrives does so while the hanging receiver still holds every request it was sent. What is
+// asserted is arrival and state, not speed.
+import test, { type ExecutionContext } from 'ava';
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createTestPki, startReceiver, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
+import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import type { ApiResponse, RequestOptions, TestApp } from '../helpers/app.ts';
+import { MAX_IN_FLIGHT_PER_HOST, MAX_IN_FLIGHT_PER_ORGANIZATION } from '../../src/webhooks/attempt-slots.ts';
+
+const SERVICE = fileURLToPath(new URL('./fixtures/service.ts', import.meta.url));
+type Api = Pick<TestApp, 'request' | 'admin'>;
+
+let pki: TestPki;
+test.before(async () => {
+  pki = await createTestPki();
+});
+test.after.always(async () => {
+  await pki?.cleanup();
+});
+
+/** A service of its own (so a worker of its own) for one test, stopped at its end. */
+async function startChildService(t: ExecutionContext): Promise<Api> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_EXTRA_CA_CERTS: pki.caPath,
+    WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000),
+  };
+  const child = fork(SERVICE, [], { env, execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  t.teardown(() => {
+    child.removeAllListeners('exit');
+    child.kill();
+  });
+  const ready = await new Promise<{ url: string; adminToken: string }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`service exited early with ${code}`)));
+    child.once('message', (msg) => resolve(msg as { url: string; adminToken: string }));
+  });
+  const request = async (path: string, o: RequestOptions = {}): Promise<ApiResponse> => {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.key) headers.authorization = `Bearer ${o.key}`;
+    let body: string | undefined;
+    if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(ready.url + path, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
+  };
+  return { request, admin: (path, o = {}) => request(path, { ...o, key: ready.adminToken }) };
+}
+
+async function receiver(t: ExecutionContext, hang: boolean): Promise<Receiver> {
+  const r = await startReceiver({ ...pki.trusted, responses: [hang ? { status: 200, hang: true } : { status: 204 }] });
+  t.teardown(() => r.close());
+  return r;
+}
+
+async function endpoint(t: ExecutionContext, api: Api, org: AppliedOrg, url: string): Promise<string> {
+  const res = await api.request('/v1/webhooks', { key: org.keys['admin-key'], body: { url, subscribedTypes: ['purchase.approved'] } });
+  t.is(res.status, 201, res.text);
+  return res.body.id;
+}
+
+async function purchase(t: ExecutionContext, api: Api, org: AppliedOrg, reason: string): Promise<void> {
+  const res = await api.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '1200', reason } });
+  t.is(res.body?.decision?.outcome, 'APPROVED', res.text);
+}
+
+async function deliveryStatuses(api: Api, org: AppliedOrg, endpointId: string): Promise<string[]> {
+  const res = await api.request(`/v1/webhooks/${endpointId}/deliveries?limit=100`, { key: org.keys['admin-key'] });
+  return (res.body.items as { status: string }[]).map((d) => d.status);
+}
+
+/** Waits (polling, no timing asserted) until `done` holds or a generous deadline passes. */
+async function until(done: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** The healthy organisation: one endpoint at a receiver that answers, one event. */
+async function healthyDelivery(t: ExecutionContext, api: Api, healthy: Receiver): Promise<{ org: AppliedOrg; endpointId: string }> {
+  const org = await applyManifest(api as TestApp, acmeManifest('healthyorg'));
+  // Another name than the hanging receivers' (`localhost`): a destination host of its own.
+  const endpointId = await endpoint(t, api, org, `https://127.0.0.1:${healthy.port}/hooks`);
+  await purchase(t, api, org, 'paper for the healthy organisation');
+  return { org, endpointId };
+}
+
+test('an organisation whose 5 endpoints never answer holds at most its cap of attempts: another organisation\'s delivery arrives meanwhile', async (t) => {
+  const api = await startChildService(t);
+  const hanging = await receiver(t, true);
+  const healthy = await receiver(t, false);
+
+  const stuck = await applyManifest(api as TestApp, acmeManifest('stuckorg'));
+  const stuckEndpoints: string[] = [];
+  for (let i = 0; i < 5; i++) stuckEndpoints.push(await endpoint(t, api, stuck, `${hanging.origin}/hooks/${i}`));
+  for (let i = 0; i < 4; i++) await purchase(t, api, stuck, `paper ${i}`);
+  // Every one of the stuck organisation's 20 deliveries is due (so its attempts are scheduled ahead of the
+  // healthy one's), and its attempts have taken their slots, before the healthy one has anything to send.
+  await until(async () => (await Promise.all(stuckEndpoints.map((id) => deliveryStatuses(api, stuck, id)))).flat().length === 20);
+  await until(() => hanging.inFlight >= MAX_IN_FLIGHT_PER_ORGANIZATION);
+
+  const { org, endpointId } = await healthyDelivery(t, api, healthy);
+  await until(async () => (await deliveryStatuses(api, org, endpointId)).includes('DELIVERED'));
+
+  t.is(healthy.requests.length, 1, 'the healthy organisation\'s delivery reached its receiver');
+  t.deepEqual(await deliveryStatuses(api, org, endpointId), ['DELIVERED']);
+  // ...while the hanging receiver still held every request it had been sent: none timed out.
+  t.is(hanging.inFlight, hanging.requests.length);
+  t.is(hanging.maxInFlight, MAX_IN_FLIGHT_PER_ORGANIZATION, 'the stuck organisation was attempted up to its cap, no further');
+  // Its 20 deliveries all stay PENDING: in flight, or not claimed and still due.
+  const stuckStatuses = (await Promise.all(stuckEndpoints.map((id) => deliveryStatuses(api, stuck, id)))).flat();
+  t.deepEqual(stuckStatuses, Array(20).fill('PENDING'));
+});
+
+test('one host that never answers, reached by three organisations, holds at most its cap of attempts: another organisation\'s delivery arrives meanwhile', async (t) => {
+  const api = await startChildService(t);
+  const hanging = await receiver(t, true);
+  const healthy = await receiver(t, false);
+
+  // Three organisations, two endpoints each at the one hanging host, three events each: each
+  // organisation could make 4 attempts at once under its own cap, 12 in all, more than a worker runs.
+  const stuck: { org: AppliedOrg; endpointId: string }[] = [];
+  for (const handle of ['stuck-a', 'stuck-b', 'stuck-c']) {
+    const org = await applyManifest(api as TestApp, acmeManifest(handle));
+    for (let i = 0; i < 2; i++) stuck.push({ org, endpointId: await endpoint(t, api, org, `${hanging.origin}/${handle}/${i}`) });
+    for (let i = 0; i < 3; i++) await purchase(t, api, org, `paper ${i}`);
+  }
+  const stuckStatuses = async () => (await Promise.all(stuck.map((s) => deliveryStatuses(api, s.org, s.endpointId)))).flat();
+  await until(async () => (await stuckStatuses()).length === 18);
+  await until(() => hanging.inFlight >= MAX_IN_FLIGHT_PER_HOST);
+
+  const { org, endpointId } = await healthyDelivery(t, api, healthy);
+  await until(async () => (await deliveryStatuses(api, org, endpointId)).includes('DELIVERED'));
+
+  t.is(healthy.requests.length, 1, 'the healthy organisation\'s delivery reached its receiver');
+  t.deepEqual(await deliveryStatuses(api, org, endpointId), ['DELIVERED']);
+  t.is(hanging.inFlight, hanging.requests.length);
+  t.is(hanging.maxInFlight, MAX_IN_FLIGHT_PER_HOST, 'the hanging host was attempted up to its cap, no further');
+  t.deepEqual(await stuckStatuses(), Array(18).fill('PENDING'));
+});
