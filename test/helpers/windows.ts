@@ -3,6 +3,7 @@
 // over two windows: `findOne({ policyId, periodKind: 'DAY' })` then reads whichever comes first, and an
 // assertion about "the" window reads the wrong one. These name the window a purchase counts toward, or
 // read every window of a policy where the assertion is about totals.
+import type { ExecutionContext } from 'ava';
 import type { Document } from 'mongodb';
 import type { StoreDb } from '../../src/store/store.ts';
 
@@ -60,4 +61,38 @@ export async function sumByPeriodOfPurchase(db: StoreDb, purchases: Iterable<{ p
     sums.set(period, (sums.get(period) ?? 0) + amountMinor);
   }
   return sums;
+}
+
+/**
+ * Runs a scenario about one day's (or month's) budget: a sequence of purchases whose answers depend on what the
+ * window already counts. If the purchases it tracked were requested in two periods (the clock crossed midnight, or
+ * a month's end, in their organisation's zone while it ran), that attempt's assertions are discarded and the
+ * scenario runs once more (a fresh organisation: attempt is 1, then 2), wholly in the new period. It never waits
+ * for the clock; the attempt kept is asserted to have stayed in one period.
+ */
+export async function inOnePeriod(
+  t: ExecutionContext,
+  db: StoreDb,
+  kind: PeriodKind,
+  scenario: (tt: ExecutionContext, track: (purchaseId: string) => void, attempt: number) => Promise<void>,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const ids: string[] = [];
+    const tried = await t.try((tt) => scenario(tt, (id) => void ids.push(id), attempt));
+    const periods = new Set(await Promise.all(ids.map((id) => periodOfPurchase(db, id, kind))));
+    if (periods.size > 1 && attempt === 1) {
+      tried.discard();
+      continue;
+    }
+    tried.commit();
+    t.true(periods.size <= 1, `the purchases fell in one ${kind === 'DAY' ? 'day' : 'month'}: ${[...periods].join(', ')}`);
+    return;
+  }
+}
+
+/** Passes a purchase request's answer through, telling track the id of the purchase it made (if it made one). */
+export async function tracked<R extends { body: any }>(track: (purchaseId: string) => void, request: Promise<R>): Promise<R> {
+  const res = await request;
+  if (res.body?.purchaseRequest?.id) track(res.body.purchaseRequest.id);
+  return res;
 }
