@@ -5,6 +5,7 @@ import test from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { inOnePeriod, tracked } from '../helpers/windows.ts';
 
 let app: TestApp;
 
@@ -16,11 +17,12 @@ test.after.always(() => app?.close());
 const budgetEvents = (organizationId: string) =>
   app.store.db.collection('events').find({ organizationId, type: { $in: ['budget.threshold_reached', 'budget.exhausted'] } }).sort({ _id: 1 }).toArray();
 
-test('expired holds use up nothing; approved spend passing 80% is reported; a refusing limit is exhausted once', async (t) => {
-  const manifest = acmeManifest('budget-events');
+// Each scenario is one day's budget: a run across midnight in Berlin runs it once more, in the new day (inOnePeriod).
+test('expired holds use up nothing; approved spend passing 80% is reported; a refusing limit is exhausted once', (t) => inOnePeriod(t, app.store.db, 'DAY', async (t, track, attempt) => {
+  const manifest = acmeManifest(`budget-events-${attempt}`);
   // Daily budget 200,000 EUR cents; purchases above 20,000 wait for a person, for one second.
   const org = await applyManifest(app, { ...manifest, organization: { ...manifest.organization, approvalTtl: 'PT1S' } });
-  const buy = (amountMinor: number) => app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } });
+  const buy = (amountMinor: number) => tracked(track, app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } }));
 
   const held: string[] = [];
   for (let i = 0; i < 4; i++) {
@@ -48,11 +50,11 @@ test('expired holds use up nothing; approved spend passing 80% is reported; a re
     ['budget.exhausted', '192200', 'PURCHASE_REFUSED'],
   ]);
   t.like(events[1].data, { policyId: org.policies.office.id, effect: 'BLOCK', periodKind: 'DAY', thresholdPercent: 100 });
-});
+}));
 
-test('spending that lands on the limit is exhausted once, and a refusal afterwards reports nothing new', async (t) => {
-  const org = await applyManifest(app, acmeManifest('budget-exact'));
-  const buy = (amountMinor: number) => app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } });
+test('spending that lands on the limit is exhausted once, and a refusal afterwards reports nothing new', (t) => inOnePeriod(t, app.store.db, 'DAY', async (t, track, attempt) => {
+  const org = await applyManifest(app, acmeManifest(`budget-exact-${attempt}`));
+  const buy = (amountMinor: number) => tracked(track, app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } }));
   for (let i = 0; i < 10; i++) t.is((await buy(20_000)).body.decision.outcome, 'APPROVED'); // exactly 200,000
   t.is((await buy(1)).body.decision.outcome, 'REJECTED');
   const events = await budgetEvents(org.organizationId);
@@ -60,11 +62,11 @@ test('spending that lands on the limit is exhausted once, and a refusal afterwar
     ['budget.threshold_reached', '180000', 'SPENDING'],
     ['budget.exhausted', '200000', 'SPENDING'],
   ]);
-});
+}));
 
-test('a person approving a held purchase is spending: its crossing is reported at the approval', async (t) => {
-  const org = await applyManifest(app, acmeManifest('budget-approval'));
-  const buy = (amountMinor: number) => app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } });
+test('a person approving a held purchase is spending: its crossing is reported at the approval', (t) => inOnePeriod(t, app.store.db, 'DAY', async (t, track, attempt) => {
+  const org = await applyManifest(app, acmeManifest(`budget-approval-${attempt}`));
+  const buy = (amountMinor: number) => tracked(track, app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } }));
   for (let i = 0; i < 7; i++) await buy(20_000); // 140,000 spent: 70%
   const big = (await buy(30_000)).body.purchaseRequest.id; // held: still 70% spent
   t.deepEqual(await budgetEvents(org.organizationId), []);
@@ -72,4 +74,4 @@ test('a person approving a held purchase is spending: its crossing is reported a
   t.is(answered.status, 200, answered.text);
   const events = await budgetEvents(org.organizationId);
   t.deepEqual(events.map((e: any) => [e.type, e.data.usedMinor]), [['budget.threshold_reached', '170000']]);
-});
+}));

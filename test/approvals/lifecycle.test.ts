@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { shopManifest, purchase } from '../helpers/shop.ts';
+import { windowOfPurchase } from '../helpers/windows.ts';
 import { answerApproval } from '../../src/approvals/answer.ts';
 import { expireApproval } from '../../src/approvals/close.ts';
 
@@ -26,7 +27,8 @@ const submit = (org: AppliedOrg, amountMinor: number) =>
   app.request('/v1/purchase-requests', { key: org.keys['a-key'], body: purchase(amountMinor) });
 const read = async (org: AppliedOrg, id: string) => (await app.request(`/v1/purchase-requests/${id}`, { key: org.keys['a-key'] })).body.purchase;
 const answer = (id: string, body: Record<string, unknown>) => app.admin(`/admin/purchase-requests/${id}/answer`, { body });
-const dayWindow = (org: AppliedOrg) => app.store.db.collection('budget_windows').findOne({ policyId: org.policies.main.id, periodKind: 'DAY' });
+/** The DAY window the purchase counts toward: the day it was requested in, in the organisation's zone. */
+const dayWindow = (org: AppliedOrg, id: string) => windowOfPurchase(app.store.db, org.policies.main.id, id);
 const eventsFor = (id: string) => app.store.db.collection('events').find({ 'data.purchaseRequestId': id }).sort({ _id: 1 }).toArray();
 
 const scheduledExpiries = (approvalId: string) =>
@@ -45,7 +47,7 @@ test('a person approves: the hold becomes spend and the readback says who and wh
   const org = await freshShop();
   const created = await submit(org, 30000);
   const id = created.body.purchaseRequest.id;
-  t.is((await dayWindow(org))!.heldMinor, 30000);
+  t.is((await dayWindow(org, id))!.heldMinor, 30000);
   const approval = await app.store.db.collection('approvals').findOne({ purchaseId: id });
   t.is(await scheduledExpiries(String(approval!._id)), 1, 'its expiry is on the Agenda schedule');
   const pending = await read(org, id);
@@ -61,7 +63,7 @@ test('a person approves: the hold becomes spend and the readback says who and wh
   t.truthy(done.approval.resolvedAt);
   t.like(done.decision, { kind: 'APPROVAL_REEVALUATION', outcome: 'APPROVED' });
   t.truthy(done.resolvedAt);
-  const window = await dayWindow(org);
+  const window = await dayWindow(org, id);
   t.is(window!.heldMinor, 0);
   t.is(window!.committedMinor, 30000);
   const events = await eventsFor(id);
@@ -84,7 +86,7 @@ test('a person rejects: the hold is released', async (t) => {
   t.is(done.status, 'REJECTED');
   t.like(done.approval, { state: 'REJECTED', isPending: false, comment: null });
   t.like(done.decision, { kind: 'APPROVAL_REEVALUATION', outcome: 'REJECTED' });
-  const window = await dayWindow(org);
+  const window = await dayWindow(org, id);
   t.is(window!.heldMinor, 0);
   t.is(window!.committedMinor, 0);
   const events = await eventsFor(id);
@@ -95,12 +97,12 @@ test('a person rejects: the hold is released', async (t) => {
 test('an approval nobody answers expires on the Agenda job: hold released, event once, answers refused', async (t) => {
   const org = await freshShop('PT1S');
   const id = (await submit(org, 30000)).body.purchaseRequest.id;
-  t.is((await dayWindow(org))!.heldMinor, 30000);
+  t.is((await dayWindow(org, id))!.heldMinor, 30000);
   const expired = await until(() => read(org, id), (p) => p.status === 'EXPIRED');
   t.is(expired.status, 'EXPIRED');
   t.like(expired.approval, { state: 'EXPIRED', isPending: false, resolvedBy: null });
   t.like(expired.decision, { outcome: 'REJECTED', kind: 'APPROVAL_EXPIRED' });
-  t.is((await dayWindow(org))!.heldMinor, 0);
+  t.is((await dayWindow(org, id))!.heldMinor, 0);
   const late = await answer(id, { answer: 'APPROVE', person: 'ana' });
   t.is(late.status, 409);
   t.is(late.body.error.code, 'approval_not_pending');
@@ -145,7 +147,7 @@ test('an answer racing the expiry: exactly one wins and the budget agrees with i
     const expiryWon = expired.status === 'fulfilled' && expired.value === true;
     t.true(answerWon !== expiryWon, `round ${round}: exactly one wins`);
     const final = await read(org, id);
-    const window = await dayWindow(org);
+    const window = await dayWindow(org, id);
     t.is(window!.heldMinor, 0);
     if (answerWon) {
       t.is(final.status, 'APPROVED');
@@ -170,7 +172,7 @@ test('policies changed since escalation: a person’s approval is overruled by a
   t.is(done.status, 'REJECTED');
   t.true(done.decision.reasonCodes.includes('POLICY_CHANGED_SINCE_ESCALATION'));
   t.is(done.approval.state, 'REJECTED');
-  t.is((await dayWindow(org))!.heldMinor, 0);
+  t.is((await dayWindow(org, id))!.heldMinor, 0);
 });
 
 test('archiving an agent cancels its pending approvals and releases their holds', async (t) => {
@@ -182,7 +184,7 @@ test('archiving an agent cancels its pending approvals and releases their holds'
   t.is(done.status, 'CANCELLED');
   t.like(done.approval, { state: 'CANCELLED', isPending: false });
   t.is(done.agent.status, 'ARCHIVED');
-  t.is((await dayWindow(org))!.heldMinor, 0);
+  t.is((await dayWindow(org, id))!.heldMinor, 0);
   const refused = await submit(org, 100);
   t.deepEqual(refused.body.decision.reasonCodes, ['AGENT_DISABLED']);
 });

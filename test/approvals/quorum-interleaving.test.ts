@@ -10,6 +10,7 @@ import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { quorumManifest } from '../helpers/quorum.ts';
+import { windowOfPurchase } from '../helpers/windows.ts';
 import { newId } from '../../src/ids.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { handlePurchaseCommand } from '../../src/purchases/handler.ts';
@@ -138,7 +139,7 @@ test('at the quorum: the same person reaching it twice at once makes one decisio
   t.is(await approvedEvents(id), 1, 'one purchase.approved');
   const done = await read(org, id);
   t.deepEqual(done.approval.answers.map((a: any) => a.name), ['Cyd Approver', 'Ana Approver']);
-  const window: any = await app.store.db.collection('budget_windows').findOne({ policyId: org.policies['two-person'].id, periodKind: 'DAY' });
+  const window: any = await windowOfPurchase(app.store.db, org.policies['two-person'].id, id);
   t.is(window.committedMinor, 30000, 'the amount is spent once');
   t.is(window.heldMinor, 0);
 });

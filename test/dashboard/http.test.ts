@@ -8,6 +8,7 @@ import { clock, connect, oauthSignIn, openDashboardSignIn, startMetadataServer, 
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { dayOf, periodOfPurchase } from '../helpers/windows.ts';
 
 const ANA = { handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] };
 const VIC = { handle: 'vic', name: 'Vic Viewer', email: 'vic@acme.example', roles: ['viewer'] };
@@ -411,7 +412,7 @@ test('purchases: filters by agent, status, decision, merchant and dates in the o
     await app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], body: { merchant: `Paper Shop ${i}`, amountMinor: '100', reason: 'paper' } });
   }
   await app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], body: { merchant: 'Shady Goods Ltd', amountMinor: '100', reason: 'blocked' } });
-  await app.request('/v1/purchase-requests', { key: acme.keys['travel-key'], body: { merchant: 'Skyline Airways', amountMinor: '5000', reason: 'flight', currency: 'USD' } });
+  const flight = await app.request('/v1/purchase-requests', { key: acme.keys['travel-key'], body: { merchant: 'Skyline Airways', amountMinor: '5000', reason: 'flight', currency: 'USD' } });
   const client = new Client(app.url);
   await client.signIn(acme.people.vic.email);
   const rows = (html: string) => [...html.matchAll(/<tr><td>[^<]*<\/td><td><a href="\/dashboard\/purchases\/([0-9a-f-]{36})">([^<]*)<\/a>/g)].map((m) => m[2].replace(/&amp;/g, '&'));
@@ -430,10 +431,13 @@ test('purchases: filters by agent, status, decision, merchant and dates in the o
   t.deepEqual(rows((await client.get('/dashboard/purchases?outcome=REJECTED')).text), ['Shady Goods Ltd']);
   t.deepEqual(rows((await client.get('/dashboard/purchases?merchant=shop%2026')).text), ['Paper Shop 26']);
   t.deepEqual(rows((await client.get('/dashboard/purchases?merchant=.*')).text), [], 'the search is text, not a pattern');
-  const today = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date());
-  const yesterday = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date(Date.now() - 86_400_000));
-  t.is(rows((await client.get(`/dashboard/purchases?from=${today}&to=${today}&agent=${acme.agents.travel.id}`)).text).length, 1);
-  t.is(rows((await client.get(`/dashboard/purchases?to=${yesterday}`)).text).length, 0);
+  // Days named by when the purchases were requested, in Berlin, not by the clock now: a run across midnight there
+  // made them yesterday. The flight's day holds it; the day before the first purchase holds none.
+  const flightDay = await periodOfPurchase(app.store.db, flight.body.purchaseRequest.id);
+  const earliest = (await app.store.db.collection('purchases').find({ organizationId: acme.organizationId }).toArray()).reduce((min, p) => Math.min(min, p.requestedAt.getTime()), Infinity);
+  const dayBefore = dayOf(new Date(earliest - 86_400_000), 'Europe/Berlin');
+  t.is(rows((await client.get(`/dashboard/purchases?from=${flightDay}&to=${flightDay}&agent=${acme.agents.travel.id}`)).text).length, 1);
+  t.is(rows((await client.get(`/dashboard/purchases?to=${dayBefore}`)).text).length, 0);
   const bad = await client.get('/dashboard/purchases?from=yesterday&status=LOST&cursor=abc');
   t.is(bad.status, 400);
   t.regex(bad.text, /role="alert">Choose a status from the list\. From is a date like 2026-11-23\. This page link is not valid/);

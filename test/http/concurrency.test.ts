@@ -4,6 +4,7 @@ import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { testStore } from '../helpers/store.ts';
+import { periodOfPurchase, sumByPeriodOfPurchase, windowOfPurchase, windowsOf } from '../helpers/windows.ts';
 import type { Store } from '../../src/store/store.ts';
 
 let store: Store;
@@ -57,14 +58,26 @@ test('240 concurrent submissions from two agents through two instances never ove
   t.is(approved.length + rejected.length, 240);
   t.true(rejected.length > 0, 'the budget was exhausted');
   t.true(rejected.every(({ res }) => res.body.decision.reasonCodes.includes('DAILY_LIMIT_EXCEEDED')));
-  const approvedTotal = approved.reduce((sum, { amountMinor }) => sum + amountMinor, 0);
-  const windows = await store.db.collection('budget_windows').find({ policyId: org.policies.daily.id }).toArray();
-  t.is(windows.length, 1);
-  t.true(windows[0].committedMinor <= LIMIT, `committed ${windows[0].committedMinor} must not exceed ${LIMIT}`);
-  t.is(windows[0].committedMinor, approvedTotal, 'approved amounts add up exactly to the committed total');
-  t.is(windows[0].heldMinor, 0);
-  const smallestRejected = Math.min(...rejected.map(({ amountMinor }) => amountMinor));
-  t.true(windows[0].committedMinor + smallestRejected > LIMIT, 'nothing was refused that would have fitted at the end');
+  // One window per day the purchases were requested in (two when Berlin's midnight falls during the run), each
+  // judged on its own: within the limit, counting exactly that day's approvals, refusing nothing that fitted.
+  const entries = (list: typeof results) => list.map(({ res, amountMinor }) => ({ purchaseId: res.body.purchaseRequest.id, amountMinor }));
+  const approvedByDay = await sumByPeriodOfPurchase(store.db, entries(approved));
+  const windows = await windowsOf(store.db, { policyId: org.policies.daily.id });
+  t.deepEqual(windows.map((w) => w.periodKey), [...approvedByDay.keys()].sort());
+  for (const window of windows) {
+    t.true(window.committedMinor <= LIMIT, `committed ${window.committedMinor} on ${window.periodKey} must not exceed ${LIMIT}`);
+    t.is(window.committedMinor, approvedByDay.get(window.periodKey), 'approved amounts add up exactly to the committed total');
+    t.is(window.heldMinor, 0);
+  }
+  const smallestRejected = new Map<string, number>();
+  for (const { purchaseId, amountMinor } of entries(rejected)) {
+    const day = await periodOfPurchase(store.db, purchaseId);
+    smallestRejected.set(day, Math.min(amountMinor, smallestRejected.get(day) ?? Infinity));
+  }
+  for (const [day, smallest] of smallestRejected) {
+    const committed = windows.find((w) => w.periodKey === day)?.committedMinor ?? 0;
+    t.true(committed + smallest > LIMIT, `nothing was refused on ${day} that would have fitted at the end`);
+  }
   t.is(await store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 240);
 });
 
@@ -80,6 +93,6 @@ test('50 concurrent requests with one Idempotency-Key produce one decision', asy
   t.is(replays.length, 49);
   t.true(replays.every((r) => r.body.replayed === true && r.body.decision.id === created[0].body.decision.id));
   t.is(await store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 1);
-  const window = await store.db.collection('budget_windows').findOne({ policyId: org.policies.daily.id });
+  const window = await windowOfPurchase(store.db, org.policies.daily.id, created[0].body.purchaseRequest.id);
   t.is(window!.committedMinor, 1234);
 });

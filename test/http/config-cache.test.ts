@@ -4,6 +4,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { sumByPeriodOfPurchase, windowsOf } from '../helpers/windows.ts';
 import { eventsCollection } from '../../src/events/documents.ts';
 import type { Store, StoreDb } from '../../src/store/store.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
@@ -154,8 +155,13 @@ test.serial('concurrent submissions through two caches, with the configuration c
   const rejected = results.filter(({ res }) => res.body.decision.outcome === 'REJECTED');
   t.is(approved.length + rejected.length, 120);
   t.true(rejected.length > 0, 'the budget was exhausted');
-  const windows = await a.store.db.collection('budget_windows').find({ policyId: org.policies.daily.id }).toArray();
-  t.is(windows.length, 1);
-  t.true(windows[0].committedMinor <= LIMIT, `committed ${windows[0].committedMinor} must not exceed ${LIMIT}`);
-  t.is(windows[0].committedMinor, approved.reduce((sum, { amountMinor }) => sum + amountMinor, 0), 'approved amounts add up exactly');
+  // One window per day the purchases were requested in (two when Berlin's midnight falls during the run): each
+  // within the limit, each counting exactly the purchases approved on its day.
+  const byDay = await sumByPeriodOfPurchase(a.store.db, approved.map(({ res, amountMinor }) => ({ purchaseId: res.body.purchaseRequest.id, amountMinor })));
+  const windows = await windowsOf(a.store.db, { policyId: org.policies.daily.id });
+  t.deepEqual(windows.map((w) => w.periodKey), [...byDay.keys()].sort());
+  for (const window of windows) {
+    t.true(window.committedMinor <= LIMIT, `committed ${window.committedMinor} on ${window.periodKey} must not exceed ${LIMIT}`);
+    t.is(window.committedMinor, byDay.get(window.periodKey), `approved amounts of ${window.periodKey} add up exactly`);
+  }
 });

@@ -13,6 +13,7 @@ import { applyManifest } from '../helpers/fixtures.ts';
 import { purchase } from '../helpers/shop.ts';
 import { testStore } from '../helpers/store.ts';
 import { InstrumentedStore, commonWrites, type TransactionRecord } from '../helpers/instrumented-store.ts';
+import { periodOfPurchase, windowOfPurchase } from '../helpers/windows.ts';
 
 let app: TestApp;
 let store: InstrumentedStore;
@@ -89,8 +90,14 @@ test.serial('an approval that writes none of its policy’s windows writes the p
 
   const next = await app.request('/v1/purchase-requests', { key, body: purchase(1000) });
   t.is(next.body.decision.outcome, 'APPROVED');
-  const window = await store.db.collection('budget_windows').findOne({ policyId: org.policies.p.id, periodKind: 'DAY' });
-  t.is(window!.openingBalanceMinor, 25000, 'the window opened with the spend approved before it');
+  // The window of next's day opens with what was approved earlier that day (all 25000 unless Berlin's midnight fell in between).
+  const day = await periodOfPurchase(store.db, next.body.purchaseRequest.id);
+  let before = 0;
+  for (const [id, amountMinor] of [[approved.result.body.purchaseRequest.id, 5000], [pending.body.purchaseRequest.id, 20000]] as const) {
+    if ((await periodOfPurchase(store.db, id)) === day) before += amountMinor;
+  }
+  const window = await windowOfPurchase(store.db, org.policies.p.id, next.body.purchaseRequest.id);
+  t.is(window!.openingBalanceMinor, before, 'the window opened with the spend approved before it');
 });
 
 test.serial('a shadow\'s start and the activation of its draft both write the policy: on MongoDB they cannot interleave', async (t) => {

@@ -17,6 +17,7 @@ import { WireListener } from '../../src/store/wire/listener.ts';
 import { ANALYST_USER, MemoryUsers } from '../../src/store/wire/users.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { periodOf } from '../helpers/windows.ts';
 
 const run = promisify(execFile);
 const mongosh = fileURLToPath(new URL('../../node_modules/mongosh/bin/mongosh.js', import.meta.url));
@@ -27,16 +28,20 @@ let app: TestApp;
 let listener: WireListener;
 let analystUrl: string;
 let organizationId: string;
+/** When the purchases were requested: the examples are dated by them, not by the clock (a month's end in Berlin may fall between). */
+let requested: { at: Date; month: string; approvedMinor: number }[] = [];
 
-/** The analysts' examples: the js blocks of the "Analysts' read models" section of docs/operate/wire-protocol.md, dated for today. */
+/** The analysts' examples: the js blocks of the "Analysts' read models" section of docs/operate/wire-protocol.md, dated for
+ *  the month of the last purchase and the week before the first. */
 function readmeExamples(): string[] {
   const readme = readFileSync(new URL('../../docs/operate/wire-protocol.md', import.meta.url), 'utf8');
   const section = readme.slice(readme.indexOf("## Analysts' read models"));
   const end = section.indexOf('\n## ', 4);
   const blocks = [...section.slice(0, end).matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1].trim());
-  const now = DateTime.now().setZone('Europe/Berlin');
+  const month = requested.at(-1)!.month;
+  const weekBefore = DateTime.fromJSDate(requested[0].at).minus({ days: 7 });
   return blocks.map((b) =>
-    b.replace(/'\d{4}-\d{2}'/g, `'${now.toFormat('yyyy-MM')}'`).replace(/ISODate\('[^']*'\)/g, `ISODate('${now.minus({ days: 7 }).toUTC().toISO()}')`),
+    b.replace(/'\d{4}-\d{2}'/g, `'${month}'`).replace(/ISODate\('[^']*'\)/g, `ISODate('${weekBefore.toUTC().toISO()}')`),
   );
 }
 
@@ -59,6 +64,8 @@ test.before(async () => {
   for (const [merchant, amountMinor] of [['Paper Co', 3000], ['Paper Co', 4500], ['Paper Co', 60000], ['Shady Goods Ltd', 1000], ['Chairs Inc', 30000]] as const) {
     const res = await app.request('/v1/purchase-requests', { key, body: { merchant, amountMinor, reason: 'office' } });
     if (res.status !== 201) throw new Error(`purchase refused: ${res.text}`);
+    const at = (await store.db.collection('purchases').findOne({ _id: res.body.purchaseRequest.id }))!.requestedAt as Date;
+    requested.push({ at, month: periodOf('MONTH', at, 'Europe/Berlin'), approvedMinor: res.body.decision.outcome === 'APPROVED' ? amountMinor : 0 });
   }
 });
 test.after.always(async () => {
@@ -73,7 +80,9 @@ async function expected(): Promise<Document[][]> {
 
 test('the documented examples find the purchases the service decided', async (t) => {
   const [spend, reasons, waiting] = await expected();
-  t.deepEqual(spend.map((s) => s.approvedMinor), [7500]);
+  // 3000 + 4500, the approved Paper Co purchases, unless a month's end fell between them.
+  const month = requested.at(-1)!.month;
+  t.deepEqual(spend.map((s) => s.approvedMinor), [requested.filter((r) => r.month === month).reduce((sum, r) => sum + r.approvedMinor, 0)]);
   t.deepEqual(reasons.map((r) => r._id).sort(), ['AMOUNT_EXCEEDS_MAX', 'MERCHANT_BLOCKED'].sort());
   t.is(waiting.length, 1);
   t.is(waiting[0].heldMinor, 30000);
