@@ -155,3 +155,22 @@ test('the citation checker finds a missing page, a missing section, and one bad 
   t.true(hasSection('### 6a. Patterns\n', '6a'));
   t.true(hasSection('| 4.19 | `/mcp` |\n', '4.19'));
 });
+
+/** The pages of docs/ (Markdown) a map does not link to. */
+export function unmappedPages(map: string, mapFile: string): string[] {
+  const docs = join(ROOT, 'docs');
+  const linked = new Set(
+    [...prose(map).matchAll(/\]\(\s*<?([^)\s>#]+)/g)].map(([, target]) => resolve(dirname(mapFile), decodeURIComponent(target))),
+  );
+  return markdownFiles(docs)
+    .filter((page) => page !== mapFile && !linked.has(page))
+    .map((page) => relative(ROOT, page));
+}
+
+test('README.md and docs/README.md map every page of docs/', (t) => {
+  for (const map of [join(ROOT, 'README.md'), join(ROOT, 'docs', 'README.md')]) {
+    t.deepEqual(unmappedPages(readFileSync(map, 'utf8'), map), [], `${relative(ROOT, map)} leaves these pages out`);
+  }
+  t.false(unmappedPages('[a](docs/guide/getting-started.md)', join(ROOT, 'README.md')).includes('docs/guide/getting-started.md'));
+  t.true(unmappedPages('', join(ROOT, 'README.md')).includes('docs/integrate/receipts.md'));
+});
