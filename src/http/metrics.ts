@@ -6,7 +6,7 @@ import type { Context, Next } from 'koa';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, notFound } from './errors.ts';
-import { httpRequestDone, registry } from '../metrics/metrics.ts';
+import { httpRequestDone, registry, renderMetrics } from '../metrics/metrics.ts';
 
 export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
   const receivedAt = performance.now();
@@ -33,7 +33,7 @@ export function metricsRoutes(deps: AppDeps): Router {
       throw new ApiError(401, 'unauthorized', 'Send Authorization: Bearer $METRICS_TOKEN.', undefined, { 'WWW-Authenticate': 'Bearer realm="metrics"' });
     }
     ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
+    ctx.body = await renderMetrics();
   });
   return router;
 }

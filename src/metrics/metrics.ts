@@ -1,6 +1,6 @@
 // The service's Prometheus metrics (docs/operate/observability.md). Other modules report through the small
 // functions below and never touch prom-client; /metrics renders the registry (http.ts).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'spend_' });
@@ -93,6 +93,32 @@ export function approvalExpired(lagSeconds: number): void {
 export function webhookAttempted(result: 'delivered' | 'retry' | 'failed' | 'exhausted', attempt: number, lagSeconds: number): void {
   webhookDeliveries.inc({ result, attempt: String(attempt) });
   jobLag.observe({ job: 'webhooks.attempt' }, Math.max(0, lagSeconds));
+}
+
+/**
+ * What this thread counted of events (requests, decisions, expiries, delivery attempts, retries), for the
+ * thread that serves /metrics: not the process's default metrics (the same process, measured there) nor
+ * the gauges (read from the store there).
+ */
+export async function eventMetrics(): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+  const events = [httpRequests, httpDuration, decisions, decisionReasons, approvalsExpired, webhookDeliveries, transactionRetries, versionConflicts, jobLag];
+  return Promise.all(events.map((metric) => metric.get())) as Promise<MetricObjectWithValues<MetricValue<string>>[]>;
+}
+
+type EventSource = () => Promise<MetricObjectWithValues<MetricValue<string>>[]>;
+const otherThreads: EventSource[] = [];
+
+/** Another thread of this process whose events /metrics adds to this one's (the jobs thread). */
+export function addEventSource(source: EventSource): () => void {
+  otherThreads.push(source);
+  return () => void otherThreads.splice(otherThreads.indexOf(source), 1);
+}
+
+/** The text /metrics answers: this thread's registry, with the events other threads counted added in. */
+export async function renderMetrics(): Promise<string> {
+  if (otherThreads.length === 0) return registry.metrics();
+  const others = await Promise.all(otherThreads.map((source) => source().catch(() => [])));
+  return AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), ...others] as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
 }
 
 export const transactionRetried = (): void => transactionRetries.inc();

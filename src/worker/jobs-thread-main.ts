@@ -3,12 +3,15 @@ import { parentPort } from 'node:worker_threads';
 import { bootstrap } from '../bootstrap.ts';
 import { loadConfig } from '../config.ts';
 import { startJobs } from '../compose.ts';
+import { eventMetrics } from '../metrics/metrics.ts';
 
 const port = parentPort!;
 try {
   const { deps, agenda } = await bootstrap(loadConfig());
   const stop = await startJobs(deps, agenda);
-  port.once('message', async () => {
+  port.on('message', async (message: 'stop' | { metrics: number }) => {
+    // The web thread's /metrics asks for what the jobs counted here (src/worker/jobs-thread.ts).
+    if (message !== 'stop') return port.postMessage({ metrics: message.metrics, events: await eventMetrics() });
     try {
       await stop();
     } finally {
