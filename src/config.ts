@@ -55,6 +55,8 @@ export interface Config {
   logLevel: LogLevel;
   /** Bearer token of GET /metrics; null turns the endpoint off. */
   metricsToken: string | null;
+  /** METRICS_PORT: where the worker process serves GET /metrics (it serves no other HTTP); null: nowhere. */
+  metricsPort: number | null;
   /** The embedded store's MongoDB wire-protocol listener: off (null) unless EMBEDDED_MONGO_PORT is set. */
   embeddedMongoPort: number | null;
   embeddedMongoHost: string;
@@ -270,6 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv,
     logLevel,
     metricsToken,
+    metricsPort: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : null,
     embeddedMongoPort: env.EMBEDDED_MONGO_PORT ? integer(env, 'EMBEDDED_MONGO_PORT', 0, 1, 65535) : null,
     embeddedMongoHost: env.EMBEDDED_MONGO_HOST || '127.0.0.1',
     smtp: smtp(env),

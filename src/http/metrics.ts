@@ -3,10 +3,10 @@
 import type Router from '@koa/router';
 import { newRouter } from './router.ts';
 import type { Context, Next } from 'koa';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, notFound } from './errors.ts';
 import { httpRequestDone, registry, renderMetrics } from '../metrics/metrics.ts';
+import { METRICS_CHALLENGE, METRICS_REFUSAL, metricsBearer } from '../metrics/token.ts';
 
 export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
   const receivedAt = performance.now();
@@ -20,18 +20,12 @@ export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
   }
 }
 
-const digest = (text: string) => createHash('sha256').update(text).digest();
-
 export function metricsRoutes(deps: AppDeps): Router {
   const router = newRouter();
-  const token = deps.config.metricsToken;
-  const expected = token === null ? null : digest(token);
+  const allowed = metricsBearer(deps.config.metricsToken);
   router.get('/metrics', async (ctx) => {
-    if (expected === null) throw notFound();
-    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('authorization'));
-    if (!match || !timingSafeEqual(digest(match[1]), expected)) {
-      throw new ApiError(401, 'unauthorized', 'Send Authorization: Bearer $METRICS_TOKEN.', undefined, { 'WWW-Authenticate': 'Bearer realm="metrics"' });
-    }
+    if (allowed === null) throw notFound();
+    if (!allowed(ctx.get('authorization'))) throw new ApiError(401, 'unauthorized', METRICS_REFUSAL, undefined, { 'WWW-Authenticate': METRICS_CHALLENGE });
     ctx.type = registry.contentType;
     ctx.body = await renderMetrics();
   });

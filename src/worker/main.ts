@@ -4,6 +4,7 @@ import { bootstrap, configOrExit, onShutdown } from '../bootstrap.ts';
 import { storeIsPrivate } from '../config.ts';
 import { startJobs } from '../compose.ts';
 import { stopGracefully } from '../http/shutdown.ts';
+import { serveWorkerMetrics } from './metrics-listener.ts';
 
 const config = configOrExit();
 if (storeIsPrivate(config)) {
@@ -11,5 +12,11 @@ if (storeIsPrivate(config)) {
   process.exit(2);
 }
 const { deps, agenda } = await bootstrap(config);
-const stop = await startJobs(deps, agenda);
+const stopJobs = await startJobs(deps, agenda);
+const { metricsPort } = config;
+const stopMetrics = metricsPort === null ? async () => {} : await serveWorkerMetrics({ ...config, metricsPort }, deps.log);
+const stop = async () => {
+  await stopJobs();
+  await stopMetrics();
+};
 onShutdown(stopGracefully({ log: deps.log, store: deps.store, stopJobs: stop }));

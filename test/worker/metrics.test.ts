@@ -1,0 +1,95 @@
+// What the jobs count (expiries, delivery attempts, their lag) is counted where they run: on a thread of
+// the web process (src/worker/jobs-thread.ts), whose /metrics must add it in, or in the worker process,
+// which serves it on METRICS_PORT (src/worker/metrics-listener.ts).
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { acmeManifest } from '../helpers/fixtures.ts';
+import { startService, tempDataDir, type ServiceProcess } from '../helpers/service-process.ts';
+
+const METRICS_TOKEN = 'metrics-token-for-the-jobs-thread-test';
+
+async function scrape(svc: { url: string }): Promise<string> {
+  const res = await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
+  return res.text();
+}
+
+/** The value of one sample line, `name{labels} value`, or null when the scrape has none. */
+function sample(text: string, line: RegExp): number | null {
+  const match = new RegExp(`^${line.source} (\\S+)$`, 'm').exec(text);
+  return match ? Number(match[1]) : null;
+}
+
+/** A purchase held for a person for 2 s, whom nobody answers. */
+async function heldPurchase(t: ExecutionContext, svc: ServiceProcess, handle: string) {
+  const manifest = acmeManifest(handle);
+  manifest.organization.approvalTtl = 'PT2S';
+  const applied = await svc.admin('/admin/manifests', manifest);
+  t.is(applied.status, 200);
+  const key: string = applied.body.apiKeys['buyer-key'].key;
+  const held = await svc.request('/v1/purchase-requests', { key, body: { merchant: 'Paper Co', amountMinor: '30000', reason: 'needs a person, who never comes' } });
+  t.is(held.body.decision.outcome, 'REQUIRES_APPROVAL');
+  return { key, id: held.body.purchaseRequest.id as string };
+}
+
+/** Scrapes until the expiry shows (at most 30 s), and returns the last scrape. */
+async function scrapeUntilExpired(t: ExecutionContext, target: { url: string }): Promise<string> {
+  let text = await scrape(target);
+  t.is(sample(text, /spend_approvals_expired_total/), 0, 'nothing expired yet');
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline && !sample(text, /spend_approvals_expired_total/)) {
+    await sleep(250);
+    text = await scrape(target);
+  }
+  return text;
+}
+
+test('an approval expired by the jobs thread is counted on the web thread\'s /metrics, beside the decisions the requests made', async (t) => {
+  const svc = await startService(t, tempDataDir(t), { METRICS_TOKEN, JOBS_PROCESS_EVERY: '1 second' });
+  t.teardown(() => svc.stop('SIGTERM'));
+  const held = await heldPurchase(t, svc, 'metrics');
+  const text = await scrapeUntilExpired(t, svc);
+  t.is(sample(text, /spend_approvals_expired_total/), 1, 'the expiry the jobs thread ran');
+  t.is(sample(text, /spend_decisions_total\{outcome="REJECTED",kind="APPROVAL_EXPIRED"\}/), 1, 'its decision, counted on the thread');
+  t.is(sample(text, /spend_decisions_total\{outcome="REQUIRES_APPROVAL",kind="INITIAL"\}/), 1, 'the request thread\'s decision, in the same family');
+  t.is(sample(text, /spend_job_lag_seconds_count\{job="approvals.expire"\}/), 1);
+  t.is((text.match(/^# TYPE spend_decisions_total counter$/gm) ?? []).length, 1, 'one family, not one per thread');
+  t.is((text.match(/^spend_process_cpu_user_seconds_total /gm) ?? []).length, 1, 'the process\'s own metrics once');
+  t.is((await svc.request(`/v1/purchase-requests/${held.id}`, { key: held.key })).body.purchase.status, 'EXPIRED');
+});
+
+test('the worker process serves the jobs\' metrics on METRICS_PORT, to the bearer of METRICS_TOKEN only', async (t) => {
+  const dataDir = tempDataDir(t);
+  const web = await startService(t, dataDir, { RUN_JOBS: '0' });
+  t.teardown(() => web.stop('SIGTERM'));
+  const worker = spawn(process.execPath, ['src/worker/main.ts'], {
+    env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'info', METRICS_TOKEN, METRICS_PORT: '0', JOBS_PROCESS_EVERY: '1 second' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  worker.stdout.on('data', (d) => (output += d));
+  worker.stderr.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
+  t.teardown(() => void worker.kill('SIGKILL'));
+  let port: number | undefined;
+  for (const deadline = Date.now() + 60_000; port === undefined && Date.now() < deadline && worker.exitCode === null; await sleep(100)) {
+    port = Number(/"msg":"metrics listening","port":(\d+)/.exec(output)?.[1]) || undefined;
+  }
+  if (port === undefined) throw new Error(`the worker did not serve its metrics:\n${output}`);
+  const url = `http://127.0.0.1:${port}`;
+
+  t.is((await fetch(`${url}/metrics`)).status, 401);
+  t.is((await fetch(`${url}/metrics`, { headers: { authorization: 'Bearer not-the-metrics-token' } })).headers.get('www-authenticate'), 'Bearer realm="metrics"');
+  t.is((await fetch(`${url}/health`)).status, 404, 'nothing else is served');
+  t.is((await fetch(`${url}/metrics`, { method: 'POST' })).status, 405);
+
+  const held = await heldPurchase(t, web, 'worker-metrics');
+  const text = await scrapeUntilExpired(t, { url });
+  t.is(sample(text, /spend_approvals_expired_total/), 1, 'the expiry the worker ran, on the worker\'s /metrics');
+  t.is(sample(text, /spend_decisions_total\{outcome="REJECTED",kind="APPROVAL_EXPIRED"\}/), 1);
+  t.is(sample(text, /spend_decisions_total\{outcome="REQUIRES_APPROVAL",kind="INITIAL"\}/), null, 'the web process\'s decision is the web process\'s to serve');
+  t.is((await web.request(`/v1/purchase-requests/${held.id}`, { key: held.key })).body.purchase.status, 'EXPIRED');
+  worker.kill('SIGTERM');
+  t.is(await exited, 0, 'a clean stop, the listener closed');
+});
