@@ -118,7 +118,11 @@ export function addEventSource(source: EventSource): () => void {
 export async function renderMetrics(): Promise<string> {
   if (otherThreads.length === 0) return registry.metrics();
   const others = await Promise.all(otherThreads.map((source) => source().catch(() => [])));
-  return AggregatorRegistry.aggregate([await registry.getMetricsAsJSON(), ...others] as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
+  // What only this thread has (the process's default metrics, the gauges) passes through as it is: prom-client
+  // marks the process's start time 'omit' (meaningless summed across a cluster's processes), which would
+  // drop it from the scrape, and Prometheus reads restarts from it.
+  const own = (await registry.getMetricsAsJSON()).map((metric) => (metric.aggregator === 'omit' ? { ...metric, aggregator: 'first' as const } : metric));
+  return AggregatorRegistry.aggregate([own, ...others] as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
 }
 
 export const transactionRetried = (): void => transactionRetries.inc();

@@ -21,6 +21,34 @@ function sample(text: string, line: RegExp): number | null {
   return match ? Number(match[1]) : null;
 }
 
+/**
+ * The families of a scrape, checked against the text exposition format: each declared once by a
+ * `# TYPE` line, its samples after it (a histogram's as _bucket, _sum and _count), labels quoted.
+ */
+function families(t: ExecutionContext, text: string): Set<string> {
+  const declared = new Set<string>();
+  let family: { name: string; type: string } | null = null;
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('# HELP ')) continue;
+    const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/.exec(line);
+    if (type) {
+      t.false(declared.has(type[1]), `${type[1]} is declared once`);
+      declared.add(type[1]);
+      family = { name: type[1], type: type[2] };
+      continue;
+    }
+    const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*")*\})? (\S+)$/.exec(line);
+    if (!sample || !family) {
+      t.fail(`not a sample of a declared family: ${line}`);
+      continue;
+    }
+    const suffixes = family.type === 'histogram' ? ['_bucket', '_sum', '_count'] : family.type === 'summary' ? ['', '_sum', '_count'] : [''];
+    t.true(suffixes.some((suffix) => sample[1] === family!.name + suffix), `${sample[1]} belongs to ${family.name}`);
+    t.false(Number.isNaN(Number(sample[3].replace(/^\+?Inf$/, 'Infinity'))), `${line}: a number`);
+  }
+  return declared;
+}
+
 /** A purchase held for a person for 2 s, whom nobody answers. */
 async function heldPurchase(t: ExecutionContext, svc: ServiceProcess, handle: string) {
   const manifest = acmeManifest(handle);
@@ -56,6 +84,13 @@ test('an approval expired by the jobs thread is counted on the web thread\'s /me
   t.is(sample(text, /spend_job_lag_seconds_count\{job="approvals.expire"\}/), 1);
   t.is((text.match(/^# TYPE spend_decisions_total counter$/gm) ?? []).length, 1, 'one family, not one per thread');
   t.is((text.match(/^spend_process_cpu_user_seconds_total /gm) ?? []).length, 1, 'the process\'s own metrics once');
+  // Every family the process serves alone is still there, however prom-client aggregates it across
+  // threads (the start time, which Prometheus's restart detection reads, is 'omit' across a cluster).
+  const served = families(t, text);
+  for (const own of ['spend_process_start_time_seconds', 'spend_nodejs_version_info', 'spend_process_resident_memory_bytes', 'spend_approvals_pending']) {
+    t.true(served.has(own), `${own} is served`);
+  }
+  t.true((sample(text, /spend_process_start_time_seconds/) ?? 0) > 0);
   t.is((await svc.request(`/v1/purchase-requests/${held.id}`, { key: held.key })).body.purchase.status, 'EXPIRED');
 });
 
