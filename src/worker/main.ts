@@ -12,9 +12,18 @@ if (storeIsPrivate(config)) {
   process.exit(2);
 }
 const { deps, agenda } = await bootstrap(config);
-const stopJobs = await startJobs(deps, agenda);
+// Listening first: a port that cannot be had stops the worker before Agenda locks any job (a crash after
+// would leave those jobs to their lock's expiry, at each restart of a crash loop).
 const { metricsPort } = config;
-const stopMetrics = metricsPort === null ? async () => {} : await serveWorkerMetrics({ ...config, metricsPort }, deps.log);
+const stopMetrics =
+  metricsPort === null
+    ? async () => {}
+    : await serveWorkerMetrics({ ...config, metricsPort }, deps.log).catch(async (err: unknown) => {
+        process.stderr.write(`METRICS_PORT ${metricsPort}: cannot listen (${(err as Error)?.message ?? err}).\n`);
+        await deps.store.close().catch(() => {});
+        process.exit(1);
+      });
+const stopJobs = await startJobs(deps, agenda);
 const stop = async () => {
   await stopJobs();
   await stopMetrics();

@@ -3,6 +3,7 @@
 // which serves it on METRICS_PORT (src/worker/metrics-listener.ts).
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { startService, tempDataDir, type ServiceProcess } from '../helpers/service-process.ts';
@@ -127,4 +128,25 @@ test('the worker process serves the jobs\' metrics on METRICS_PORT, to the beare
   t.is((await web.request(`/v1/purchase-requests/${held.id}`, { key: held.key })).body.purchase.status, 'EXPIRED');
   worker.kill('SIGTERM');
   t.is(await exited, 0, 'a clean stop, the listener closed');
+});
+
+test('a METRICS_PORT another process holds stops the worker before it takes any job, and says which setting', async (t) => {
+  const dataDir = tempDataDir(t);
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, resolve));
+  t.teardown(() => void holder.close());
+  const taken = (holder.address() as AddressInfo).port;
+  const worker = spawn(process.execPath, ['src/worker/main.ts'], {
+    env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'info', METRICS_TOKEN, METRICS_PORT: String(taken) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  worker.stdout.on('data', (d) => (output += d));
+  worker.stderr.on('data', (d) => (output += d));
+  t.teardown(() => void worker.kill('SIGKILL'));
+  const code = await new Promise<number | null>((resolve) => worker.once('exit', (c) => resolve(c)));
+  t.not(code, 0);
+  t.regex(output, new RegExp(`METRICS_PORT ${taken}`));
+  // A worker that had started would have locked due jobs, left to their lock's expiry by the crash.
+  t.notRegex(output, /worker started/);
 });
