@@ -3,14 +3,13 @@
 // NODE_EXTRA_CA_CERTS, Node's standard mechanism for trusting an extra CA; this process plays the
 // receivers and an independent verifier written from docs/reference/contract.md §6.4 alone (not signing.ts).
 import test from 'ava';
-import { fork, type ChildProcess } from 'node:child_process';
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createTestPki, startReceiver, type ProgrammedResponse, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
-import type { ApiResponse, RequestOptions, TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { startChildService } from './fixtures/child-service.ts';
 
-const SERVICE = fileURLToPath(new URL('./fixtures/service.ts', import.meta.url));
 
 // ---- The independent verifier: the receiver code docs/integrate/webhooks.md shows. ----
 function verify(rawBody: Buffer, headers: Record<string, string | string[] | undefined>, secret: string, nowMs: number): boolean {
@@ -48,27 +47,10 @@ async function advance(ms: number) {
 
 test.before(async () => {
   pki = await createTestPki();
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_EXTRA_CA_CERTS: pki.caPath, WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex') };
-  child = fork(SERVICE, [], { env, execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<{ url: string; adminToken: string }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`service exited early with ${code}`)));
-    child.once('message', (msg) => resolve(msg as { url: string; adminToken: string }));
-  });
+  const service = await startChildService(pki);
+  child = service.child;
   child.on('message', (msg: { id: number }) => pending.get(msg.id)?.(msg as Record<string, unknown>));
-  const request = async (path: string, o: RequestOptions = {}): Promise<ApiResponse> => {
-    const headers: Record<string, string> = { ...o.headers };
-    if (o.key) headers.authorization = `Bearer ${o.key}`;
-    let body: string | undefined;
-    if (o.body !== undefined) {
-      body = JSON.stringify(o.body);
-      headers['content-type'] = 'application/json';
-    }
-    const res = await fetch(ready.url + path, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-  };
-  api = { request, admin: (path, o = {}) => request(path, { ...o, key: ready.adminToken }) };
+  api = service;
 });
 
 test.after.always(async () => {

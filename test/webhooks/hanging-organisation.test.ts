@@ -6,15 +6,12 @@
 // delivery that arrives does so while the hanging receiver still holds every request it was sent. What is
 // asserted is arrival and state, not speed.
 import test, { type ExecutionContext } from 'ava';
-import { fork } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { createTestPki, startReceiver, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
-import type { ApiResponse, RequestOptions, TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { startChildService } from './fixtures/child-service.ts';
 import { MAX_IN_FLIGHT_PER_HOST, MAX_IN_FLIGHT_PER_ORGANIZATION } from '../../src/webhooks/attempt-slots.ts';
 
-const SERVICE = fileURLToPath(new URL('./fixtures/service.ts', import.meta.url));
 type Api = Pick<TestApp, 'request' | 'admin'>;
 
 let pki: TestPki;
@@ -26,36 +23,13 @@ test.after.always(async () => {
 });
 
 /** A service of its own (so a worker of its own) for one test, stopped at its end. */
-async function startChildService(t: ExecutionContext): Promise<Api> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_EXTRA_CA_CERTS: pki.caPath,
-    WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000),
-  };
-  const child = fork(SERVICE, [], { env, execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function childService(t: ExecutionContext): Promise<Api> {
+  const service = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000) });
   t.teardown(() => {
-    child.removeAllListeners('exit');
-    child.kill();
+    service.child.removeAllListeners('exit');
+    service.child.kill();
   });
-  const ready = await new Promise<{ url: string; adminToken: string }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`service exited early with ${code}`)));
-    child.once('message', (msg) => resolve(msg as { url: string; adminToken: string }));
-  });
-  const request = async (path: string, o: RequestOptions = {}): Promise<ApiResponse> => {
-    const headers: Record<string, string> = { ...o.headers };
-    if (o.key) headers.authorization = `Bearer ${o.key}`;
-    let body: string | undefined;
-    if (o.body !== undefined) {
-      body = JSON.stringify(o.body);
-      headers['content-type'] = 'application/json';
-    }
-    const res = await fetch(ready.url + path, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-  };
-  return { request, admin: (path, o = {}) => request(path, { ...o, key: ready.adminToken }) };
+  return service;
 }
 
 async function receiver(t: ExecutionContext, hang: boolean): Promise<Receiver> {
@@ -96,7 +70,7 @@ async function healthyDelivery(t: ExecutionContext, api: Api, healthy: Receiver)
 }
 
 test('an organisation whose 5 endpoints never answer holds at most its cap of attempts: another organisation\'s delivery arrives meanwhile', async (t) => {
-  const api = await startChildService(t);
+  const api = await childService(t);
   const hanging = await receiver(t, true);
   const healthy = await receiver(t, false);
 
@@ -123,7 +97,7 @@ test('an organisation whose 5 endpoints never answer holds at most its cap of at
 });
 
 test('one host that never answers, reached by three organisations, holds at most its cap of attempts: another organisation\'s delivery arrives meanwhile', async (t) => {
-  const api = await startChildService(t);
+  const api = await childService(t);
   const hanging = await receiver(t, true);
   const healthy = await receiver(t, false);
 

@@ -6,15 +6,13 @@
 // asserted is structural, not speed: all 100 healthy deliveries arrive, and the hanging endpoint never
 // has more than the per-endpoint cap of attempts in flight.
 import test from 'ava';
-import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { createTestPki, startReceiver, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
-import type { ApiResponse, RequestOptions, TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { startChildService } from './fixtures/child-service.ts';
 import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/attempt-slots.ts';
 
-const SERVICE = fileURLToPath(new URL('./fixtures/service.ts', import.meta.url));
 const EVENTS = 100;
 
 let pki: TestPki;
@@ -24,31 +22,9 @@ const receivers: Receiver[] = [];
 
 test.before(async () => {
   pki = await createTestPki();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_EXTRA_CA_CERTS: pki.caPath,
-    WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000),
-  };
-  child = fork(SERVICE, [], { env, execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<{ url: string; adminToken: string }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`service exited early with ${code}`)));
-    child.once('message', (msg) => resolve(msg as { url: string; adminToken: string }));
-  });
-  const request = async (path: string, o: RequestOptions = {}): Promise<ApiResponse> => {
-    const headers: Record<string, string> = { ...o.headers };
-    if (o.key) headers.authorization = `Bearer ${o.key}`;
-    let body: string | undefined;
-    if (o.body !== undefined) {
-      body = JSON.stringify(o.body);
-      headers['content-type'] = 'application/json';
-    }
-    const res = await fetch(ready.url + path, { method: o.method ?? (body === undefined ? 'GET' : 'POST'), headers, body });
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-  };
-  api = { request, admin: (path, o = {}) => request(path, { ...o, key: ready.adminToken }) };
+  const service = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000) });
+  child = service.child;
+  api = service;
 });
 
 test.after.always(async () => {
