@@ -225,6 +225,34 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     t.deepEqual(faceted, [{ ids: [{ _id: 'list' }, { _id: 'oid' }] }]);
   });
 
+  test(title('$in and $nin with a long list of strings: a field, an element of an array, a path through an array of documents; never a missing field, a null or a number'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('listed');
+    await c.insertMany([
+      { _id: 'plain', v: 'k3' },
+      { _id: 'other', v: 'zz' },
+      { _id: 'array', v: ['zz', 'k7'] },
+      { _id: 'array-out', v: ['zz', 'yy'] },
+      { _id: 'nested', v: [{ w: 'k9' }, { w: 'zz' }] },
+      { _id: 'deep', v: [{ w: ['zz', 'k5'] }] },
+      { _id: 'number', v: 3 },
+      { _id: 'null', v: null },
+      { _id: 'missing' },
+      { _id: 'object', v: { w: 'k3' } },
+    ]);
+    const ids = async (filter: Record<string, unknown>) => (await c.find(filter, { sort: { _id: 1 } }).toArray()).map((d) => d._id);
+    const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
+    t.deepEqual(await ids({ v: { $in: keys } }), ['array', 'plain']);
+    t.deepEqual(await ids({ 'v.w': { $in: keys } }), ['deep', 'nested', 'object']);
+    t.deepEqual(await ids({ v: { $nin: keys } }), ['array-out', 'deep', 'missing', 'nested', 'null', 'number', 'object', 'other']);
+    t.deepEqual(await ids({ _id: { $in: [...keys, 'plain', 'missing'] }, v: { $nin: keys } }), ['missing']);
+    // The same lists with a null, or a number, in them keep MongoDB's meaning of those too.
+    t.deepEqual(await ids({ v: { $in: [...keys, null] } }), ['array', 'missing', 'null', 'plain']);
+    t.deepEqual(await ids({ v: { $in: [...keys, 3] } }), ['array', 'number', 'plain']);
+    t.is(await c.countDocuments({ v: { $nin: [...keys, 'zz', 'yy', null, 3] } }), 3);
+    t.deepEqual(await ids({ 'v.w': { $nin: keys } }), ['array', 'array-out', 'missing', 'null', 'number', 'other', 'plain']);
+  });
+
   test(title('find: filter, sort, skip, limit, projection, async iteration; countDocuments; distinct'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('people');

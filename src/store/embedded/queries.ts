@@ -3,8 +3,17 @@
 // { _id: { $type: 'objectId' } } (or 7) matched nothing, where mongosh users and Agenda's documents
 // have ObjectIds. A filter's $type is answered by $bsonType, which adds ObjectId to mingo's own $type.
 // Left to mingo's $type: the conditions of an update's arrayFilters and $pull.
-import { Aggregator, Context, Query } from 'mingo';
+import { Aggregator } from 'mingo/aggregator';
+import { Context } from 'mingo/core';
+import { Query } from 'mingo/query';
+import * as accumulatorOps from 'mingo/operators/accumulator';
+import * as expressionOps from 'mingo/operators/expression';
+import * as pipelineOps from 'mingo/operators/pipeline';
+import * as projectionOps from 'mingo/operators/projection';
+import * as queryOps from 'mingo/operators/query';
+import * as windowOps from 'mingo/operators/window';
 import { $type as mingoType } from 'mingo/operators/query/element';
+import { $in as mingoIn, $nin as mingoNin } from 'mingo/operators/query/comparison';
 import { resolve } from 'mingo/util';
 import type { Options } from 'mingo/types';
 import { isObjectId, isPlain, type Doc } from './values.ts';
@@ -23,7 +32,40 @@ const $bsonType = (selector: string, value: unknown, options: Options) => {
   return (doc: Doc) => mingos(doc) || holdsObjectId(resolve(doc, selector, { unwrapArray: true }));
 };
 
-const context = Context.init().addQueryOps({ $bsonType } as never);
+/**
+ * $in over a list of strings alone, as a Set: mingo hashes every value of the list for every document it
+ * tests, so a list of thousands (the webhook sweep's endpoints to skip) made each document cost thousands
+ * of hashes. A field matches when it is one of the strings or an array holding one (a path through an
+ * array of documents gives the array of their values); a missing field, a null or any other type cannot
+ * equal a string. Lists with anything else (null, numbers, regular expressions, documents) stay mingo's.
+ */
+const SET_FROM = 8;
+const stringList = (value: unknown): value is string[] => Array.isArray(value) && value.length >= SET_FROM && value.every((v) => typeof v === 'string');
+function inStrings(selector: string, list: string[]): (doc: Doc) => boolean {
+  const strings = new Set(list);
+  return (doc) => {
+    const value = resolve(doc, selector, { unwrapArray: true });
+    if (typeof value === 'string') return strings.has(value);
+    return Array.isArray(value) && value.some((v) => typeof v === 'string' && strings.has(v));
+  };
+}
+const $in = (selector: string, value: unknown, options: Options) => (stringList(value) ? inStrings(selector, value) : mingoIn(selector, value, options));
+const $nin = (selector: string, value: unknown, options: Options) => {
+  if (!stringList(value)) return mingoNin(selector, value, options);
+  const isIn = inStrings(selector, value);
+  return (doc: Doc) => !isIn(doc);
+};
+
+// All of mingo's operators, with ours in place of its own: mingo's Query and Aggregator from 'mingo' merge a
+// context given to them under their defaults, where an operator of the same name (here $in) stays mingo's.
+const context = Context.init({
+  accumulator: accumulatorOps,
+  expression: expressionOps,
+  pipeline: pipelineOps,
+  projection: projectionOps,
+  window: windowOps,
+  query: { ...queryOps, $bsonType, $in, $nin },
+} as never);
 
 /**
  * The filter (or a field's operator document) with its query operator $type renamed $bsonType, where
