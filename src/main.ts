@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
 import { storeIsPrivate } from './config.ts';
 import { createHttpServer } from './http/server.ts';
-import { freePort, listen } from './http/listen.ts';
+import { listen, reservePort } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { parseManifest } from './manifests/parse.ts';
 import { ApiError } from './http/errors.ts';
@@ -23,12 +23,16 @@ import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
 const { values } = parseArgs({ options: { manifest: { type: 'string' } }, allowPositionals: false });
 // PORT=0 leaves the port to the system: chosen before the configuration is read, so that the default
 // BASE_URL (the OAuth issuer, the MCP resource, the API reference) names the port listened on. A
-// cluster's web processes inherit the choice.
-if (process.env.PORT === '0' && cluster.isPrimary) process.env.PORT = String(await freePort());
+// cluster's web processes inherit the choice. The port stays held until this process listens on it.
+const reserved = process.env.PORT === '0' && cluster.isPrimary ? await reservePort() : null;
+if (reserved) process.env.PORT = String(reserved.port);
 const initial = configOrExit();
 // WEB_CONCURRENCY above 1: this process supervises that many web processes running this file and
-// goes no further (src/http/web-cluster.ts).
-if (initial.webConcurrency > 1 && cluster.isPrimary) await superviseWebProcesses(initial);
+// goes no further (src/http/web-cluster.ts); they listen on the port through it.
+if (initial.webConcurrency > 1 && cluster.isPrimary) {
+  await reserved?.release();
+  await superviseWebProcesses(initial);
+}
 // In a cluster the first web process is the one that applies --manifest, runs the jobs (when RUN_JOBS)
 // and the wire-protocol listener (a transaction's messages must all reach one process).
 const first = cluster.isPrimary || cluster.worker?.id === 1;
@@ -60,6 +64,7 @@ const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
 const server = createHttpServer(serviceApp(deps));
+await reserved?.release();
 // The port bound, which PORT=0 leaves to the system (the tests read it from this line).
 deps.log.info('listening', { port: await listen(server, config.port), baseUrl: config.baseUrl, store: deps.store.engine });
 

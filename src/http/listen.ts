@@ -97,8 +97,17 @@ async function bindAndRelease(port: number, host?: string): Promise<number> {
   return bound;
 }
 
-/** A port free now, as the system picks one for port 0. */
-export const freePort = (host?: string): Promise<number> => bindAndRelease(0, host);
+/**
+ * A port the system picks, held (listened on, nothing accepted) until released, so that no other process
+ * can be given it meanwhile: PORT=0 is chosen seconds before the service listens (src/main.ts), and a port
+ * merely found free then was sometimes taken by another service starting beside it (seen in the tests).
+ */
+export async function reservePort(host?: string): Promise<{ port: number; release(): Promise<void> }> {
+  const holder = createServer();
+  await listening(holder, { port: 0, host });
+  const { port } = holder.address() as AddressInfo;
+  return { port, release: () => new Promise<void>((resolve) => holder.close(() => resolve())) };
+}
 
 /**
  * Stops accepting on every socket but `server`'s own (which server.close() stops), and resolves once

@@ -2,7 +2,7 @@
 import test from 'ava';
 import Koa from 'koa';
 import { connect, createServer, Server as NetServer, type Socket } from 'node:net';
-import { listen } from '../../src/http/listen.ts';
+import { listen, reservePort } from '../../src/http/listen.ts';
 import { createHttpServer } from '../../src/http/server.ts';
 import { drainServer } from '../../src/http/shutdown.ts';
 
@@ -163,4 +163,14 @@ test('draining the server stops every socket from accepting', async (t) => {
     ),
   );
   t.deepEqual([...new Set(outcomes)], ['ECONNREFUSED']);
+});
+
+test('the port PORT=0 picks is held from its choice until the service listens: another service cannot take it meanwhile', async (t) => {
+  const reserved = await reservePort();
+  const other = createHttpServer(okApp());
+  await t.throwsAsync(listen(other, reserved.port), { code: 'EADDRINUSE' }, 'held while this service starts');
+  await reserved.release();
+  const server = createHttpServer(okApp());
+  t.is(await listen(server, reserved.port), reserved.port, 'and free for it once released');
+  await drainServer(server);
 });
