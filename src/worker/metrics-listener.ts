@@ -2,9 +2,9 @@
 // and the worker serves no other HTTP. Plain node:http, so the worker still loads no Koa or routes
 // (test/worker/jobs-graph.test.ts). The same bearer token as the web processes' /metrics.
 import { createServer, type Server } from 'node:http';
-import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../log.ts';
+import { listening } from '../listening.ts';
 import { registry, renderMetrics } from '../metrics/metrics.ts';
 import { METRICS_CHALLENGE, METRICS_REFUSAL, metricsBearer } from '../metrics/token.ts';
 
@@ -34,8 +34,7 @@ export async function serveWorkerMetrics(config: { metricsPort: number; metricsT
   // A scrape is one short request: a connection that sends nothing is not kept.
   server.headersTimeout = 10_000;
   server.requestTimeout = 10_000;
-  server.listen(config.metricsPort);
-  await once(server, 'listening');
+  await listening(server, { port: config.metricsPort });
   log.info('metrics listening', { port: (server.address() as AddressInfo).port });
   return () => new Promise((resolve) => server.close(() => resolve()).closeAllConnections());
 }
