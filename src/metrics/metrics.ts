@@ -4,59 +4,65 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefault
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'spend_' });
+/**
+ * The metrics that count events where they happen (requests, decisions, expiries, delivery attempts,
+ * retries): also in this registry, which is what another thread's /metrics adds in (eventMetrics). Not the
+ * process's default metrics (the same process, measured there) nor the gauges (read from the store there).
+ */
+const events = new Registry();
 
 const httpRequests = new Counter({
   name: 'spend_http_requests_total',
   help: 'HTTP requests answered, by method, route template and status.',
   labelNames: ['method', 'route', 'status'],
-  registers: [registry],
+  registers: [registry, events],
 });
 const httpDuration = new Histogram({
   name: 'spend_http_request_duration_seconds',
   help: 'Time from receiving a request to its response, by method, route template and status.',
   labelNames: ['method', 'route', 'status'],
   buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  registers: [registry],
+  registers: [registry, events],
 });
 const decisions = new Counter({
   name: 'spend_decisions_total',
   help: 'Decisions recorded, by outcome and kind (INITIAL, APPROVAL_REEVALUATION, APPROVAL_EXPIRED).',
   labelNames: ['outcome', 'kind'],
-  registers: [registry],
+  registers: [registry, events],
 });
 const decisionReasons = new Counter({
   name: 'spend_decision_reasons_total',
   help: 'Reason codes of recorded decisions, by outcome and reason code (a decision counts once per reason).',
   labelNames: ['outcome', 'reason_code'],
-  registers: [registry],
+  registers: [registry, events],
 });
 const approvalsExpired = new Counter({
   name: 'spend_approvals_expired_total',
   help: 'Pending approvals that expired because nobody answered in time.',
-  registers: [registry],
+  registers: [registry, events],
 });
 const webhookDeliveries = new Counter({
   name: 'spend_webhook_delivery_attempts_total',
   help: 'Webhook delivery attempts, by result (delivered, retry, failed, exhausted) and attempt number (1..7).',
   labelNames: ['result', 'attempt'],
-  registers: [registry],
+  registers: [registry, events],
 });
 const transactionRetries = new Counter({
   name: 'spend_store_transaction_retries_total',
   help: 'Store transactions run again (a version conflict, or a transient error the driver retried).',
-  registers: [registry],
+  registers: [registry, events],
 });
 const versionConflicts = new Counter({
   name: 'spend_store_version_conflicts_total',
   help: 'Conflicts: another writer changed a versioned document first, or MongoDB reported a write conflict (112).',
-  registers: [registry],
+  registers: [registry, events],
 });
 const jobLag = new Histogram({
   name: 'spend_job_lag_seconds',
   help: 'How late scheduled work ran: now minus the time it was due, by job.',
   labelNames: ['job'],
   buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900, 3600],
-  registers: [registry],
+  registers: [registry, events],
 });
 
 let countPendingApprovals: (() => Promise<number>) | null = null;
@@ -95,15 +101,8 @@ export function webhookAttempted(result: 'delivered' | 'retry' | 'failed' | 'exh
   jobLag.observe({ job: 'webhooks.attempt' }, Math.max(0, lagSeconds));
 }
 
-/**
- * What this thread counted of events (requests, decisions, expiries, delivery attempts, retries), for the
- * thread that serves /metrics: not the process's default metrics (the same process, measured there) nor
- * the gauges (read from the store there).
- */
-export async function eventMetrics(): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
-  const events = [httpRequests, httpDuration, decisions, decisionReasons, approvalsExpired, webhookDeliveries, transactionRetries, versionConflicts, jobLag];
-  return Promise.all(events.map((metric) => metric.get())) as Promise<MetricObjectWithValues<MetricValue<string>>[]>;
-}
+/** What this thread counted of events, for the thread that serves /metrics. */
+export const eventMetrics = (): Promise<MetricObjectWithValues<MetricValue<string>>[]> => events.getMetricsAsJSON();
 
 type EventSource = () => Promise<MetricObjectWithValues<MetricValue<string>>[]>;
 const otherThreads: EventSource[] = [];
