@@ -8,6 +8,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { stamped, type ConfigView } from '../cache/config-cache.ts';
 import { ApiError, notFound, VersionConflict } from '../http/errors.ts';
 import { runCommand } from '../commands/run-command.ts';
+import { fencePolicy } from './fence.ts';
 import { isDuplicateKeyError, type StoreCollection, type StoreDb, type StoreSession } from '../store/store.ts';
 import type { ApplicabilityReason, Outcome, ReasonCode } from '../engine/types.ts';
 import { RECEIPT_COLLECTIONS, type ReceiptChainDoc } from '../receipts/documents.ts';
@@ -238,7 +239,7 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     }
     const stored = await shadows.findOne({ _id: versionId }, { session });
     if (stored?.status === 'RUNNING') return stored;
-    await deps.store.db.collection<{ _id: string; fence?: number }>('policies').updateOne({ _id: version.policyId }, { $inc: { fence: 1 } }, { session });
+    await fencePolicy(deps.store.db, session, version.policyId);
     // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped).
     await deps.store.db.collection(SHADOW_DECISIONS).deleteMany({ versionId }, { session });
     await deps.store.db.collection(SHADOW_HOLDS).deleteMany({ shadowId: versionId }, { session });

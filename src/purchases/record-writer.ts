@@ -11,6 +11,7 @@
 import type { BudgetWindowDoc } from '../budgets/window-state.ts';
 import { WINDOWS } from '../budgets/window-state.ts';
 import { fenceAgentIn } from '../agents/fence.ts';
+import { fencePolicyIn } from '../policies/fence.ts';
 import { queueEvent } from '../events/outbox.ts';
 import { VersionConflict } from '../http/errors.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
@@ -64,7 +65,7 @@ async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSe
       batch.updateOne<BudgetWindowDoc>(WINDOWS, { _id: w.id, version: w.expectedVersion }, { $set: w.set }, { unlessMatched: conflict(`budget window ${w.id}`) });
     }
   }
-  for (const policyId of record.fencedPolicyIds) batch.updateOne<{ _id: string; fence?: number }>('policies', { _id: policyId }, { $inc: { fence: 1 } });
+  for (const policyId of record.fencedPolicyIds) fencePolicyIn(batch, policyId);
   if (record.decision !== null) {
     if (record.purchaseVersionRead === null) {
       batch.insertOne(PURCHASE_COLLECTIONS.purchases, purchase);
