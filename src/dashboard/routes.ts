@@ -26,7 +26,7 @@ import { changeWire, countInRange, replayRange } from '../simulations/replay-run
 import type { ReplayedPurchase } from '../simulations/replay.ts';
 import { setShadow, SHADOWS, type ShadowDoc } from '../policies/shadows.ts';
 import { DateTime } from 'luxon';
-import { hasRole } from '../identity/people/roles.ts';
+import { hasRole, samePersonIds } from '../identity/people/roles.ts';
 import { signIn } from '../identity/people/sign-in.ts';
 import type { PersonRole } from '../store/collections.ts';
 import { ASSETS } from './assets.ts';
@@ -132,8 +132,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
    * is offered no Approve on what either record made or answered, as the answer command refuses it.
    */
   async function inboxViewer(s: SignedIn): Promise<views.Viewer> {
-    const same = await deps.collections.people.find({ organizationId: s.organization._id, email: s.person.email }).toArray();
-    return { ...viewerOf(s), selfIds: new Set([s.person._id, ...same.map((p) => p._id)]) };
+    return { ...viewerOf(s), selfIds: new Set([s.person._id, ...(await samePersonIds(deps.collections.people, s.organization._id, s.person.email))]) };
   }
 
   /** A form that changes something: parsed, and carrying this session's CSRF token. */

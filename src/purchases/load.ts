@@ -12,6 +12,7 @@ import { purchaseCollections } from './documents.ts';
 import { engineBase } from './input.ts';
 import type { PurchaseState } from './lifecycle.ts';
 import { loadReceiptContext } from '../receipts/load.ts';
+import { samePersonIds } from '../identity/people/roles.ts';
 
 export async function loadPurchaseState(deps: AppDeps, session: StoreSession, purchaseId: string, now: Date, { answeredBy }: { answeredBy: string | null }): Promise<PurchaseState> {
   const pc = purchaseCollections(deps.store.db);
@@ -26,8 +27,7 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
     return { organization, agent, candidates: [], windows, purchase, approval };
   }
   const person = await deps.collections.people.findOne({ organizationId: organization._id, handle: answeredBy }, { session });
-  // One human listed under several handles with one email is one person (docs/reference/decisions.md).
-  const sameEmail = person ? await deps.collections.people.find({ organizationId: organization._id, email: person.email }, { session }).toArray() : [];
+  const personIds = person ? await samePersonIds(deps.collections.people, organization._id, person.email, session) : [];
   const candidates = await candidatesFor(deps.collections, organization._id, agent._id, session);
   const base = engineBase({
     mode: 'CURRENT_POLICIES',
@@ -41,5 +41,5 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds);
   // An answer is a decision: its receipt is the organisation's next.
   const receipts = await loadReceiptContext(deps, session, organization._id);
-  return { organization, agent, candidates, windows, purchase, approval, person, personIds: sameEmail.map((p) => p._id), receipts };
+  return { organization, agent, candidates, windows, purchase, approval, person, personIds, receipts };
 }

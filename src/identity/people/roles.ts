@@ -2,7 +2,7 @@
 // answers approvals and makes dashboard purchases; `admin` sees and revokes connections and keys.
 import { DEFAULT_ROLES } from '../../../schemas/manifest.ts';
 import type { PersonDoc, PersonRole } from '../../store/collections.ts';
-import type { StoreCollection } from '../../store/store.ts';
+import type { StoreCollection, StoreSession } from '../../store/store.ts';
 
 export const rolesOf = (person: Pick<PersonDoc, 'roles'>): readonly PersonRole[] => person.roles ?? DEFAULT_ROLES;
 
@@ -15,4 +15,13 @@ export const hasRole = (person: Pick<PersonDoc, 'roles'>, role: PersonRole): boo
 export async function approverCount(people: StoreCollection<PersonDoc>, organizationId: string): Promise<number> {
   const emails = await people.distinct('email', { organizationId, $or: [{ roles: { $exists: false } }, { roles: 'approver' }] });
   return emails.length;
+}
+
+/**
+ * The ids of every record of the organisation with this email: one human listed under several handles is
+ * one person (docs/reference/decisions.md), who answers once and may not approve what any of them made.
+ */
+export async function samePersonIds(people: StoreCollection<PersonDoc>, organizationId: string, email: string, session?: StoreSession): Promise<string[]> {
+  const records = await people.find({ organizationId, email }, { session, projection: { _id: 1 } }).toArray();
+  return records.map((p) => p._id);
 }
