@@ -9,6 +9,7 @@ import type { Page } from 'playwright-core';
 import type { TestApp } from '../helpers/app.ts';
 import { openBrowser, type BrowserSession } from '../helpers/browser.ts';
 import { PASSWORD, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
+import { dayOf } from '../helpers/windows.ts';
 
 let app: TestApp;
 let acme: DashboardOrg;
@@ -73,7 +74,7 @@ const readback = async (org: DashboardOrg, id: string) => (await app.request(`/v
 /** The day's bar of the window a purchase holds, named by the day the purchase was requested in the organisation's zone,
  *  so that a run across midnight in Berlin reads the same window before and after. */
 async function committedOnTheBar(page: Page, policyId: string, requestedAt: string) {
-  const day = new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date(requestedAt));
+  const day = dayOf(requestedAt, 'Europe/Berlin');
   await page.goto(`${app.url}/dashboard/budgets`);
   const bar = page.locator(`li[data-window="${policyId}:EUR:DAY:${day}"] svg.bar`);
   return { committed: BigInt((await bar.getAttribute('data-committed'))!), held: BigInt((await bar.getAttribute('data-held'))!) };

@@ -4,6 +4,7 @@ import test from 'ava';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
+import { dayOf, windowsOf } from '../helpers/windows.ts';
 import { startService, tempDataDir, type ApiResponse, type ServiceProcess } from '../helpers/service-process.ts';
 
 function budgetManifest(handle: string, limitMinor: number, approvalTtl = 'PT24H') {
@@ -45,16 +46,16 @@ async function dayWindows(dataDir: string, policyId: string) {
   // A second connection to the same database, as another process would open it.
   const store = await openEmbeddedStore({ dataDir });
   try {
-    const windows = await store.db.collection('budget_windows').find({ policyId, periodKind: 'DAY' }).toArray();
+    const windows = await windowsOf(store.db, { policyId });
     const sum = (field: string) => windows.reduce((total, w) => total + (w[field] as number), 0);
-    return { count: windows.length, committedMinor: sum('committedMinor'), heldMinor: sum('heldMinor'), byDay: new Map(windows.map((w) => [w.periodKey as string, { committedMinor: w.committedMinor as number, heldMinor: w.heldMinor as number }])) };
+    return { committedMinor: sum('committedMinor'), heldMinor: sum('heldMinor'), byDay: new Map(windows.map((w) => [w.periodKey as string, { committedMinor: w.committedMinor as number, heldMinor: w.heldMinor as number }])) };
   } finally {
     await store.close();
   }
 }
 
 /** The day a purchase was decided on (its request's instant) in the fixtures' zone: the DAY window it counts in. */
-const dayOf = (res: ApiResponse) => new Intl.DateTimeFormat('en-CA', { timeZone: 'Europe/Berlin' }).format(new Date(res.body.decision.evaluatedAt));
+const dayOfDecision = (res: ApiResponse) => dayOf(res.body.decision.evaluatedAt, 'Europe/Berlin');
 
 test('SIGTERM, then a restart on the same DATA_DIR: purchases, keys, spending and a pending approval are all there', async (t) => {
   const dataDir = tempDataDir(t);
@@ -82,18 +83,18 @@ test('SIGTERM, then a restart on the same DATA_DIR: purchases, keys, spending an
   t.true(Object.values(again.body.apiKeys as Record<string, { key?: string }>).every((k) => k.key === undefined), 're-applying issues no new key');
   // 95,000 spent and 25,000 held of 200,000: four more of 19,000 fit, a fifth would overspend (on the
   // same day; one that falls on the next day in Berlin starts from nothing).
-  const used = new Map([[dayOf(pending), 5 * 19000 + 25000]]);
+  const used = new Map([[dayOfDecision(pending), 5 * 19000 + 25000]]);
   const expected: string[] = [];
   const outcomes: string[] = [];
   for (let i = 0; i < 5; i++) {
     const res = await buy(svc, key, 19000, `after restart ${i}`);
-    const before = used.get(dayOf(res)) ?? 0;
+    const before = used.get(dayOfDecision(res)) ?? 0;
     expected.push(before + 19000 <= 200_000 ? 'APPROVED' : 'REJECTED');
-    if (before + 19000 <= 200_000) used.set(dayOf(res), before + 19000);
+    if (before + 19000 <= 200_000) used.set(dayOfDecision(res), before + 19000);
     outcomes.push(res.body.decision.outcome);
   }
   t.deepEqual(outcomes, expected);
-  if (new Set([...spent, pending].map(dayOf)).size === 1 && used.size === 1) t.deepEqual(outcomes, ['APPROVED', 'APPROVED', 'APPROVED', 'APPROVED', 'REJECTED']);
+  if (new Set([...spent, pending].map(dayOfDecision)).size === 1 && used.size === 1) t.deepEqual(outcomes, ['APPROVED', 'APPROVED', 'APPROVED', 'APPROVED', 'REJECTED']);
   const answered = await svc.admin(`/admin/purchase-requests/${pending.body.purchaseRequest.id}/answer`, { answer: 'APPROVE', person: 'ana' });
   t.is(answered.status, 200, JSON.stringify(answered.body));
   t.is((await svc.request(`/v1/purchase-requests/${pending.body.purchaseRequest.id}`, { key })).body.purchase.status, 'APPROVED');
@@ -159,7 +160,7 @@ test('two service processes on one DATA_DIR: 200 concurrent purchases at one bud
   // 133 × 1,500 = 199,500 fits in 200,000; the 134th would not: on each day the requests fell on in Berlin
   // (all on one, unless the run crossed midnight).
   const asked = new Map<string, number>();
-  for (const r of results) asked.set(dayOf(r), (asked.get(dayOf(r)) ?? 0) + 1);
+  for (const r of results) asked.set(dayOfDecision(r), (asked.get(dayOfDecision(r)) ?? 0) + 1);
   const fits = (day: string) => Math.min(asked.get(day)!, 133);
   t.is(approved.length, [...asked.keys()].reduce((n, day) => n + fits(day), 0));
   if (asked.size === 1) t.is(approved.length, 133);
