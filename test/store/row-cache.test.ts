@@ -113,3 +113,23 @@ test('a removed row is not found, in the group that removed it or later', async 
   });
   t.deepEqual(seen, { one: null, many: [{ _id: 'b', n: 2 }] });
 });
+
+test('the document an update leaves in the row cache is what the next update of the group reads', async (t) => {
+  const store = await openEmbeddedStore();
+  t.teardown(() => store.close());
+  const c = store.db.collection<Counter & { x?: unknown; list?: unknown[] }>('counters');
+  await c.insertOne({ _id: 'a', n: 1 });
+  const result = await store.withTransaction(async (session) => {
+    await c.updateOne({ _id: 'a', n: 1 }, { $inc: { n: 1 } }, { session });
+    // Kept by the cache, this update's document is the next one's: n is 2 there.
+    const second = await c.updateOne({ _id: 'a', n: 2 }, { $inc: { n: 1 }, $set: { list: [1, 'two'] } }, { session });
+    // A value the stored form changes (NaN is stored as null): the next update matches what is stored.
+    await c.updateOne({ _id: 'a' }, { $set: { x: Number.NaN } }, { session });
+    const third = await c.updateOne({ _id: 'a', x: null }, { $set: { tag: 'null' } }, { session });
+    // An update whose filter does not match leaves the document for the next one all the same.
+    const missed = await c.updateOne({ _id: 'a', n: 1 }, { $set: { tag: 'stale' } }, { session });
+    await c.updateOne({ _id: 'a', n: 3 }, { $push: { list: 3 } }, { session });
+    return { second: second.modifiedCount, third: third.modifiedCount, missed: missed.matchedCount, doc: await c.findOne({ _id: 'a' }, { session }) };
+  });
+  t.deepEqual(result, { second: 1, third: 1, missed: 0, doc: { _id: 'a', n: 3, list: [1, 'two', 3], x: null, tag: 'null' } });
+});

@@ -29,10 +29,15 @@ export interface IndexOptions {
 /** A matching row: its natural-order number and the decoded document. */
 export type Row = [number, Doc];
 
-/** A row as SQLite returns it. */
+/** A row as SQLite returns it, and as the row cache keeps it. */
 interface StoredRow {
   r: number;
   doc: string;
+  /**
+   * The decoded document, when the store's own update wrote it and nobody else holds it (see
+   * CollectionData.byId): the next update of the row in the group takes it instead of decoding doc.
+   */
+  live?: Doc;
 }
 
 /** Keys written by one INSERT at most (5 parameters each). */
@@ -309,7 +314,13 @@ export class CollectionData {
     return this.#recent;
   }
 
-  byId(id: unknown): Row | undefined {
+  /**
+   * The row of an _id. `forUpdate`: the caller will change the document and hand it to nobody (an update
+   * that returns nothing), so the document the group's last update of the row left is taken as it is,
+   * not decoded again (a budget window is updated by every decision of a group). Taken, not shared: a
+   * failing update cannot leave a half-changed document behind, and replace() puts the next one back.
+   */
+  byId(id: unknown, forUpdate = false): Row | undefined {
     if (!this.exists) return undefined;
     const key = canonicalKey(id);
     const recent = this.#remembered();
@@ -317,6 +328,10 @@ export class CollectionData {
     if (row === undefined) {
       row = this.#sql('SELECT r, doc FROM $T WHERE id = ?').get(key) as StoredRow | undefined;
       if (row !== undefined) recent?.set(key, row);
+    } else if (forUpdate && row.live !== undefined) {
+      const live = row.live;
+      row.live = undefined;
+      return [row.r, live];
     }
     return row ? [row.r, decode(row.doc)] : undefined;
   }
@@ -333,14 +348,15 @@ export class CollectionData {
     return found;
   }
 
-  plan(filter: Doc): Plan {
+  /** `forUpdate`: see byId. */
+  plan(filter: Doc, forUpdate = false): Plan {
     const keys = Object.keys(filter);
     if (!this.exists) return { candidates: [], exact: true };
     if (keys.length === 0) return { candidates: this.all(), exact: true };
     if (Object.hasOwn(filter, '_id')) {
       const eq = equalityValue(filter._id);
       if (eq.ok) {
-        const hit = this.byId(eq.value);
+        const hit = this.byId(eq.value, forUpdate);
         return { candidates: hit ? [hit] : [], exact: keys.length === 1 };
       }
       const cond = filter._id;
@@ -477,9 +493,10 @@ export class CollectionData {
   /**
    * Replaces a stored document, moving its index keys only where they change. `touched`, when
    * known, holds the first segments of every path the update wrote: an index on none of them
-   * keeps its keys without computing them.
+   * keeps its keys without computing them. `owned`: nobody else holds next and it reads as its stored
+   * text decoded would, so the row cache keeps it for the row's next update (byId).
    */
-  replace(r: number, next: Doc, touched?: ReadonlySet<string>): void {
+  replace(r: number, next: Doc, touched?: ReadonlySet<string>, owned = false): void {
     let stored: StoredKeys | undefined;
     let moved = false;
     for (const index of this.indexes.values()) {
@@ -499,7 +516,7 @@ export class CollectionData {
     const text = encode(next);
     if (moved) this.#sql('UPDATE $T SET doc = ?, ks = ? WHERE r = ?').run(text, keysText(stored!), r);
     else this.#sql('UPDATE $T SET doc = ? WHERE r = ?').run(text, r);
-    this.#remembered()?.set(canonicalKey(next._id), { r, doc: text });
+    this.#remembered()?.set(canonicalKey(next._id), owned ? { r, doc: text, live: next } : { r, doc: text });
   }
 
   remove(r: number): void {

@@ -1,7 +1,7 @@
 // The embedded engine's Collection: the part of the driver's Collection API the project (and
 // Agenda's MongoBackend) uses, with mingo supplying query, update and aggregation semantics.
 // Every read decodes fresh documents from SQLite, so callers never share objects with storage.
-import { MongoInvalidArgumentError, MongoServerError } from 'mongodb';
+import { MongoInvalidArgumentError, MongoServerError, ObjectId } from 'mongodb';
 import { Query, update as mingoUpdate, updateOne as mingoUpdateOne } from 'mingo';
 import { resolve } from 'mingo/util';
 import { aggregatorOf, queryOf } from './queries.ts';
@@ -119,6 +119,41 @@ function touchedRoots(update: unknown): Set<string> | undefined {
     }
   }
   return roots;
+}
+
+/**
+ * Whether the fields under these roots read back from the stored text as they are: plain documents and
+ * arrays of strings, finite numbers, booleans, null, valid dates and ObjectIds. The rest of a document
+ * the store decoded reads back as it is; a value the stored form changes (NaN, an invalid date, a
+ * bigint, a typed array, a Long, undefined...) would make the document kept differ from the one stored.
+ */
+function storedAsIs(doc: Doc, roots: ReadonlySet<string>): boolean {
+  for (const root of roots) if (Object.hasOwn(doc, root) && !readsBack(doc[root])) return false;
+  return true;
+}
+
+function readsBack(v: unknown): boolean {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(v) && !Object.is(v, -0);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (v === null) return true;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (!(i in v) || !readsBack(v[i])) return false;
+    return true;
+  }
+  if (v instanceof Date) return !Number.isNaN(v.getTime());
+  if (v instanceof ObjectId) return true;
+  if (Object.getPrototypeOf(v) !== Object.prototype) return false;
+  for (const k in v) if (!readsBack((v as Doc)[k])) return false;
+  return true;
 }
 
 function usesPositional(update: Doc): boolean {
@@ -275,10 +310,10 @@ export class EmbeddedCollection {
     return this.#engine.data(this.collectionName);
   }
 
-  /** Matching [r, doc] pairs in natural order, stopping after `max` when given. */
-  #match(filter: Doc | undefined, max?: number): Row[] {
+  /** Matching [r, doc] pairs in natural order, stopping after `max` when given; `forUpdate`: see CollectionData.byId. */
+  #match(filter: Doc | undefined, max?: number, forUpdate = false): Row[] {
     const f = filter ?? {};
-    const plan = this.#data.plan(f);
+    const plan = this.#data.plan(f, forUpdate);
     const test = plan.exact ? undefined : matcherFor(f);
     const out: Row[] = [];
     for (const entry of plan.candidates) {
@@ -290,15 +325,15 @@ export class EmbeddedCollection {
   }
 
   /** The rows a find would return. */
-  #select(filter: Doc | undefined, spec: FindSpec): Row[] {
+  #select(filter: Doc | undefined, spec: FindSpec, forUpdate = false): Row[] {
     const sort = normalizeSort(spec.sort);
     const skip = positiveOrUndefined(spec.skip) ?? 0;
     const limit = positiveOrUndefined(spec.limit);
     if (!sort) {
-      const found = this.#match(filter, limit === undefined ? undefined : skip + limit);
+      const found = this.#match(filter, limit === undefined ? undefined : skip + limit, forUpdate);
       return skip ? found.slice(skip) : found;
     }
-    const found = this.#match(filter);
+    const found = this.#match(filter, undefined, forUpdate);
     const ids = new Map<Doc, number>();
     for (const [id, doc] of found) ids.set(doc, id);
     let cursor = new Query({}).find(found.map(([, d]) => d)).sort(sort as never);
@@ -424,7 +459,8 @@ export class EmbeddedCollection {
 
   #update(filter: Doc, update: unknown, options: Options, many: boolean): UpdateResult {
     const data = this.#data;
-    const found = many ? this.#match(filter) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 });
+    // The documents are changed here and handed to nobody: the row cache's own may be taken (byId).
+    const found = many ? this.#match(filter, undefined, true) : this.#select(filter, { sort: options.sort as Doc | undefined, limit: 1 }, true);
     if (found.length === 0) {
       if (!options.upsert) return updateResult(0, 0);
       const { next } = applyUpdate(upsertBase(filter), update, filter, true, options);
@@ -436,7 +472,7 @@ export class EmbeddedCollection {
     for (const [id, doc] of found) {
       const { next, modified: changed } = applyUpdate(doc, update, filter, false, options);
       if (!changed) continue;
-      data.replace(id, next, touched);
+      data.replace(id, next, touched, touched !== undefined && storedAsIs(next, touched));
       modified++;
     }
     return updateResult(found.length, modified);
