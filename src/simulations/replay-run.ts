@@ -113,7 +113,7 @@ export async function replayRange(
   const carried = await loadCarried(deps, org._id, req.from);
   const approvals = new Map<string, ApprovalDoc>(carried.approvals.map((a) => [a._id, a]));
   const state = emptyReplayState(carried.carried);
-  const ctx = { organization: org, history, seed: seedFrom(deps, req.from), approval: (id: string) => approvals.get(id), from: req.from };
+  const ctx = { organization: org, history, seed: seedFrom(deps, org._id, req.from), approval: (id: string) => approvals.get(id), from: req.from };
   const summary = emptySummary();
   let after: { requestedAt: Date; id: string } | null = null;
   let seen = 0;

@@ -5,7 +5,7 @@
 // from their recorded state at the start of the range. Nothing is written: the state lives here.
 // The shadow (shadow.ts) runs the same step on live purchases, keeping this state in its own document.
 import type { AppDeps } from '../app-deps.ts';
-import { attributableSpend } from '../budgets/windows.ts';
+import { attributableSpendByPolicy } from '../budgets/windows.ts';
 import { decide } from '../engine/decide.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { windowKeysFor, windowId } from '../engine/periods.ts';
@@ -344,11 +344,20 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
 }
 
 /** The recorded spend of a window's policy in its period before `from`: where a replay starting then finds it. */
-export function seedFrom(deps: AppDeps, from: Date) {
+export function seedFrom(deps: AppDeps, organizationId: string, from: Date) {
+  // The windows a replay opens share their periods (a day's, a month's) across policies: one read of a
+  // period serves every policy's window of it.
+  const byPeriod = new Map<string, Promise<Map<string, bigint>>>();
   return async (key: WindowKey): Promise<bigint> => {
     if (new Date(key.periodStart).getTime() >= from.getTime()) return 0n;
     const end = new Date(key.periodEnd).getTime() < from.getTime() ? key.periodEnd : from;
-    return attributableSpend(deps.store.db, { policyId: key.policyId, currency: key.currency, periodStart: key.periodStart, periodEnd: end });
+    const period = `${key.currency}|${new Date(key.periodStart).toISOString()}|${new Date(end).toISOString()}`;
+    let totals = byPeriod.get(period);
+    if (totals === undefined) {
+      totals = attributableSpendByPolicy(deps.store.db, { organizationId, currency: key.currency, periodStart: key.periodStart, periodEnd: end });
+      byPeriod.set(period, totals);
+    }
+    return (await totals).get(key.policyId) ?? 0n;
   };
 }
 

@@ -236,7 +236,7 @@ async function drainBatch(deps: AppDeps, shadowId: string): Promise<number> {
     ]);
     for (const id of approvals.keys()) waiting.delete(id);
     if (waiting.size > 0) for (const a of await purchaseCollections(db).approvals.find({ _id: { $in: [...waiting] } }).toArray()) approvals.set(a._id, a);
-    const ctx = { organization: setting.organization, history: setting.history, seed: seedFrom(deps, doc.startedAt), approval: (id: string) => approvals.get(id), from: doc.startedAt };
+    const ctx = { organization: setting.organization, history: setting.history, seed: seedFrom(deps, doc.organizationId, doc.startedAt), approval: (id: string) => approvals.get(id), from: doc.startedAt };
     const results: ReplayedPurchase[] = [];
     for (const e of live) results.push(await replayPurchase(ctx, state, e.purchase, e.decision));
 
