@@ -2,7 +2,7 @@
 // A command reads the windows it needs here, reconciled with the spend they do not count; its decision
 // says how they change (window-writes.ts) and the storage port writes them, each at the version read.
 import type { WindowKey, WindowPeriodKind } from '../engine/types.ts';
-import { periodFor, windowId } from '../engine/periods.ts';
+import { periodFor, windowBounds, windowId } from '../engine/periods.ts';
 import { MAX_WINDOW_MINOR } from '../engine/budgets.ts';
 import { fromStored } from '../money.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
@@ -122,19 +122,6 @@ export async function attributableSpendByPolicy(
   return totals;
 }
 
-// The bounds of the periods decisions read recur (every decision of a day reads the same windows): their
-// instants are parsed once, where formatting each stored bound to compare texts was two thirds of
-// loadWindows' own time.
-const instants = new Map<string, number>();
-function sameInstant(stored: Date, bound: string): boolean {
-  let at = instants.get(bound);
-  if (at === undefined) {
-    if (instants.size >= 4096) instants.clear();
-    instants.set(bound, (at = Date.parse(bound)));
-  }
-  return stored.getTime() === at;
-}
-
 /** A window cannot count more than MAX_WINDOW_MINOR (what storage holds exactly); past every limit either way. */
 const capped = (amount: bigint): bigint => (amount > MAX_WINDOW_MINOR ? MAX_WINDOW_MINOR : amount);
 
@@ -164,7 +151,9 @@ export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: Stor
     const doc = loaded.docs.get(id);
     if (doc !== undefined) {
       if (loaded.reconciled.has(id)) continue;
-      if (!sameInstant(doc.periodStart, key.periodStart) || !sameInstant(doc.periodEnd, key.periodEnd)) {
+      // As instants, from the key's period: formatting each stored bound to compare texts was two thirds of loadWindows' own time.
+      const bounds = windowBounds(key);
+      if (doc.periodStart.getTime() !== bounds.startMs || doc.periodEnd.getTime() !== bounds.endMs) {
         // The organisation changed zone, and this period's name (a date) now covers other hours: the
         // window starts again over them from what was approved in them, keeping what it holds (the
         // pending purchases it holds are released or converted here). Its committed amount stays what

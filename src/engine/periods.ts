@@ -111,20 +111,25 @@ export function windowIn(period: PeriodWindows, kind: WindowPeriodKind, policyId
     const { periodKey, periodStart, periodEnd } = cached.period;
     const key: WindowKey = Object.freeze({ policyId, policyVersionId, currency, periodKind: kind, periodKey, periodStart, periodEnd });
     window = Object.freeze({ id: windowId(key), key });
-    resolvedIds.set(key, window.id);
+    resolved.set(key, { id: window.id, startMs: cached.startMs, endMs: cached.endMs });
     byVersion.set(policyVersionId, window);
     cached.windowCount++;
   }
   return window;
 }
 
-// The ids of the keys windowIn hands out, so that callers holding such a key (loadWindows asks for
-// every window of every decision) get the id without building it again.
-const resolvedIds = new WeakMap<object, string>();
+// The ids and bounds of the keys windowIn hands out, so that callers holding such a key (loadWindows asks
+// for every window of every decision) get them without building or parsing them again.
+const resolved = new WeakMap<object, { id: string; startMs: number; endMs: number }>();
 
 /** Stable identity of a budget window: the policy's, not the version's (docs/internals/design.md §4 item 6). */
 export const windowId = (key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>): string =>
-  resolvedIds.get(key) ?? `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
+  resolved.get(key)?.id ?? `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
+
+/** A window's period as instants (ms): [startMs, endMs). */
+export function windowBounds(key: Pick<WindowKey, 'periodStart' | 'periodEnd'>): { startMs: number; endMs: number } {
+  return resolved.get(key) ?? { startMs: Date.parse(key.periodStart), endMs: Date.parse(key.periodEnd) };
+}
 
 /** A rule with a currency applies only to purchases in that currency (docs/internals/design.md §4 item 4). */
 export const ruleAppliesTo = (rule: Rule, currency: string): boolean => rule.currency === null || rule.currency === currency;
