@@ -8,7 +8,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { attributableSpendByPolicy } from '../budgets/windows.ts';
 import { decide } from '../engine/decide.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
-import { windowKeysFor, windowId } from '../engine/periods.ts';
+import { windowBounds, windowKeysFor, windowId } from '../engine/periods.ts';
 import type { Outcome, PolicyCandidate, PolicyVersionInput, ReasonCode, WindowKey, WindowState } from '../engine/types.ts';
 import { toCandidate, toEngineVersion } from '../policies/candidates.ts';
 import { engineBase } from '../purchases/input.ts';
@@ -349,12 +349,13 @@ export function seedFrom(deps: AppDeps, organizationId: string, from: Date) {
   // period serves every policy's window of it.
   const byPeriod = new Map<string, Promise<Map<string, bigint>>>();
   return async (key: WindowKey): Promise<bigint> => {
-    if (new Date(key.periodStart).getTime() >= from.getTime()) return 0n;
-    const end = new Date(key.periodEnd).getTime() < from.getTime() ? key.periodEnd : from;
-    const period = `${key.currency}|${new Date(key.periodStart).toISOString()}|${new Date(end).toISOString()}`;
+    const { startMs, endMs } = windowBounds(key);
+    if (startMs >= from.getTime()) return 0n;
+    const end = Math.min(endMs, from.getTime());
+    const period = `${key.currency}|${startMs}|${end}`;
     let totals = byPeriod.get(period);
     if (totals === undefined) {
-      totals = attributableSpendByPolicy(deps.store.db, { organizationId, currency: key.currency, periodStart: key.periodStart, periodEnd: end });
+      totals = attributableSpendByPolicy(deps.store.db, { organizationId, currency: key.currency, periodStart: new Date(startMs), periodEnd: new Date(end) });
       byPeriod.set(period, totals);
     }
     return (await totals).get(key.policyId) ?? 0n;
