@@ -65,3 +65,21 @@ test('every analytics row validates against its schema; daily totals add up', as
   const after = await app.store.db.collection('analytics_daily_spend').findOne({ organizationId: org.organizationId });
   t.like(after, { approvedCount: 3, approvedMinor: 33000, pendingCount: 0, pendingMinor: 0 });
 });
+
+// Known defect, not fixed yet (docs/internals/design.md §2: amounts in storage are integers of at most
+// 2^53-1, so analysts can $sum them). The daily counters are `$inc`ed with no bound: three approved purchases of
+// 2^53-1 by one agent in one day store approvedMinor as 27021597764222972, not 27021597764222973. Nothing
+// refuses these purchases (a policy without amount rules approves them). `test.failing` passes while the defect
+// is there; whoever fixes it (a decision is needed: saturate at 2^53-1 as budget windows do, and what then for
+// pendingMinor, which also goes down) turns this into a plain test.
+test.failing('a day\'s approvedMinor stays an exact integer of at most 2^53-1 however much is approved', async (t) => {
+  const org = await applyManifest(app, shopManifest('analytics-huge'));
+  const max = '9007199254740991';
+  for (let i = 0; i < 3; i++) {
+    const res = await app.request('/v1/purchase-requests', { key: org.keys['b-key'], body: purchase(max) });
+    t.is(res.body.decision.outcome, 'APPROVED');
+  }
+  const daily = await app.store.db.collection('analytics_daily_spend').findOne({ organizationId: org.organizationId });
+  t.is(daily!.approvedCount, 3);
+  t.true(Number.isSafeInteger(daily!.approvedMinor), `approvedMinor ${daily!.approvedMinor} is not an exact integer`);
+});
