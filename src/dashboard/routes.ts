@@ -30,7 +30,8 @@ import { hasRole, samePersonIds } from '../identity/people/roles.ts';
 import { signIn } from '../identity/people/sign-in.ts';
 import type { PersonRole } from '../store/collections.ts';
 import { ASSETS } from './assets.ts';
-import { parseMajor } from './html.ts';
+import { money, parseMajor } from './html.ts';
+import { MAX_STORED_MINOR } from '../money.ts';
 import { currentSession, endSession, equalTokens, sameOrigin, signInToken, signInTokenMatches, startSession, type SignedIn } from '../identity/sessions/session.ts';
 import { currentWindows, listPurchases, pendingApprovals, purchaseDetail, type PurchaseFilters } from './queries.ts';
 import * as views from './views.ts';
@@ -56,6 +57,16 @@ const ANSWERED = new Map([
   ['REJECTED', 'Rejected: the purchase will not go ahead.'],
   ['PENDING_APPROVAL', 'Your approval is recorded: the purchase waits for more approvers.'],
 ]);
+
+/**
+ * A refused purchase's problems in the words of the form: the person wrote the amount in major units,
+ * so the API's amount issues (named `amountMinor`, counted in minor units) are said in the currency.
+ */
+function formProblems(err: ApiError, currency: string): string {
+  const said = (i: { code: string; message: string }) =>
+    i.code === 'AMOUNT_NOT_POSITIVE' ? 'The amount must be more than zero.' : i.code === 'AMOUNT_TOO_LARGE' ? `The amount can be at most ${money(MAX_STORED_MINOR, currency)}.` : i.message;
+  return err.issues?.map(said).join(' ') ?? err.message;
+}
 
 function send(ctx: Context, status: number, page: string): void {
   ctx.status = status;
@@ -274,7 +285,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
     try {
       input = parsePurchase(purchaseBody, body, org.currency).purchase;
     } catch (err) {
-      if (err instanceof ApiError) return refuse(err.issues?.map((i) => i.message).join(' ') ?? err.message);
+      if (err instanceof ApiError) return refuse(formProblems(err, currency));
       throw err;
     }
     let result;
@@ -468,7 +479,7 @@ async function compareDraft(deps: AppDeps, s: SignedIn, draftId: string, activeI
     const active = activeId ? view(await simulateVersion(deps, s.organization, 'POLICY_VERSION', activeId, input)) : null;
     return { draft, active };
   } catch (err) {
-    if (err instanceof ApiError && err.status === 400) return { error: err.issues?.map((i) => i.message).join(' ') ?? err.message };
+    if (err instanceof ApiError && err.status === 400) return { error: formProblems(err, form.currency) };
     throw err;
   }
 }

@@ -33,9 +33,25 @@ export interface Validator<T extends TSchema> {
 
 interface TbError {
   keyword: string;
+  schemaPath?: string;
   instancePath: string;
   params: Record<string, unknown>;
   message: string;
+}
+
+/**
+ * The issue for a union of literals (a closed list: `effect`, `status`...) that the value is not in,
+ * naming the values allowed; null for another union. A value of the right type is INVALID_VALUE
+ * (as an enum's is), another type INVALID_TYPE.
+ */
+function closedListIssue(union: TbError, errors: TbError[], path: string): ErrorIssue | null {
+  const branches = errors.filter((c) => c.instancePath === union.instancePath && c.schemaPath?.startsWith(`${union.schemaPath}/anyOf/`));
+  const allowed = branches.filter((c) => c.keyword === 'const').map((c) => c.params.allowedValue);
+  if (allowed.length === 0 || branches.some((c) => c.keyword !== 'const' && c.keyword !== 'type')) return null;
+  // A `null` branch (Nullable) fails on its type alone: null is one of the values allowed.
+  if (branches.some((c) => c.keyword === 'type' && c.params.type === 'null')) allowed.push(null);
+  const wrongType = branches.some((c) => c.keyword === 'type' && c.params.type !== 'null');
+  return { path, code: wrongType ? 'INVALID_TYPE' : 'INVALID_VALUE', message: `"${path || 'body'}" is one of ${allowed.map(String).join(', ')}.` };
 }
 
 const pointerToPath = (pointer: string): string =>
@@ -78,9 +94,10 @@ function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
       case 'oneOf': {
         // When a branch of the right type failed on its content (pattern, length...), say that.
         const specific = errors.find((c) => c.instancePath === e.instancePath && !['type', 'anyOf', 'oneOf', 'const', 'enum'].includes(c.keyword));
-        issue = specific
+        const closed = specific ? null : closedListIssue(e, errors, join(rootPath, path));
+        issue = closed ?? (specific
           ? { path: join(rootPath, path), code: codeFor(specific.keyword), message: `"${path || 'body'}" ${specific.message}.` }
-          : { path: join(rootPath, path), code: 'INVALID_TYPE', message: `"${path || 'body'}" has the wrong type or form.` };
+          : { path: join(rootPath, path), code: 'INVALID_TYPE', message: `"${path || 'body'}" has the wrong type or form.` });
         break;
       }
       default: {

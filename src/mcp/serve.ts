@@ -4,7 +4,7 @@
 // loads the SDK.
 import type { Context } from 'koa';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, JSONRPCMessageSchema, RequestIdSchema, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from '../app-deps.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
@@ -12,6 +12,12 @@ import { buildMcpServer, rawArgumentsError, toolError } from './tools.ts';
 
 /** Answers the request's JSON-RPC body (parsed in ctx.state.body) for an authenticated connection. */
 export async function serveMcp(ctx: Context, deps: AppDeps, principal: ConnectionPrincipal, organization: OrganizationDoc): Promise<void> {
+  const invalid = invalidRequest(ctx.state.body);
+  if (invalid) {
+    ctx.status = 400;
+    ctx.body = invalid;
+    return;
+  }
   const server = buildMcpServer({ deps, principal, organization });
   // Stateless (no session id) and plain JSON responses: every call is one HTTP exchange.
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -23,6 +29,27 @@ export async function serveMcp(ctx: Context, deps: AppDeps, principal: Connectio
   screenToolCalls(transport, ctx.state.body, deps);
   ctx.respond = false;
   await transport.handleRequest(ctx.req, ctx.res, ctx.state.body);
+}
+
+/**
+ * JSON that is not JSON-RPC 2.0 messages, answered -32600 Invalid Request (JSON-RPC 2.0 section 5.1):
+ * the SDK's transport answers -32700 Parse error for any body its message schema refuses, though the
+ * body parsed (text that does not is malformed_json before this), and 202 with nothing for an empty
+ * batch, which JSON-RPC 2.0 section 6 calls an invalid request. The id is the message's when it has one.
+ */
+function invalidRequest(body: unknown): JSONRPCMessage | null {
+  const batch = Array.isArray(body);
+  const messages: unknown[] = batch ? body : [body];
+  const invalid = (what: string, id: unknown = null): JSONRPCMessage => {
+    const known = RequestIdSchema.safeParse(id);
+    return { jsonrpc: '2.0', id: known.success ? known.data : null, error: { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${what}.` } } as JSONRPCMessage;
+  };
+  if (messages.length === 0) return invalid('the batch is empty');
+  const i = messages.findIndex((message) => !JSONRPCMessageSchema.safeParse(message).success);
+  if (i === -1) return null;
+  const what = `${batch ? `message ${i + 1} of the batch` : 'the body'} is not a JSON-RPC 2.0 request, notification or response`;
+  // A batch gets one answer for all its messages: no single id is its.
+  return invalid(what, batch ? null : (messages[i] as { id?: unknown } | null)?.id);
 }
 
 /**

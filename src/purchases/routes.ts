@@ -22,6 +22,11 @@ const body = compile(PurchaseRequestBody);
 function idempotencyKey(ctx: Context): string | null {
   const raw = ctx.get('idempotency-key');
   if (raw === '' && ctx.headers['idempotency-key'] === undefined) return null;
+  // Two header lines reach us joined ("a, b"), a key neither named: a retry sending one of them would
+  // be another purchase. Refused, as a query parameter given twice is (docs/reference/decisions.md).
+  if ((ctx.req.headersDistinct['idempotency-key']?.length ?? 0) > 1) {
+    throw invalidRequest([{ path: 'Idempotency-Key', code: 'INVALID_IDEMPOTENCY_KEY', message: 'Idempotency-Key is sent more than once; send it once.' }]);
+  }
   if (!IDEMPOTENCY_KEY.test(raw)) {
     throw invalidRequest([{ path: 'Idempotency-Key', code: 'INVALID_IDEMPOTENCY_KEY', message: 'Idempotency-Key is 1 to 255 printable ASCII characters.' }]);
   }

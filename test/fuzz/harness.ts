@@ -9,6 +9,7 @@ import { request } from 'node:http';
 import fc from 'fast-check';
 import { ADMIN_TOKEN, type TestApp } from '../helpers/app.ts';
 import { connect, setUpOrg, startConnectionsApp, startMetadataServer } from '../oauth/helpers.ts';
+import { Client } from '../helpers/dashboard.ts';
 import { STORE_LAYOUT } from '../../src/compose.ts';
 
 /** docs/reference/contract.md §7, plus the additions docs/integrate/rest-api.md lists (read from its table, so the two cannot drift). */
@@ -25,10 +26,15 @@ export const KNOWN_CODES = new Set([
 /** RFC 6749 5.2 / RFC 7009 error codes of the token and revocation endpoints. */
 const OAUTH_CODES = new Set(['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope', 'invalid_target', 'unsupported_token_type']);
 
+/** RFC 7591 3.2.2 error codes of the registration endpoint, and its rate limit's (docs/reference/decisions.md). */
+const REGISTRATION_CODES = new Set(['invalid_redirect_uri', 'invalid_client_metadata', 'too_many_requests']);
+
 export interface FuzzTarget {
   app: TestApp;
   ids: Record<string, string>;
   credentials: Record<'agent' | 'org' | 'otherAgent' | 'connection' | 'admin', string>;
+  /** A person signed in to the dashboard: the session cookie and the CSRF token its forms carry. */
+  dashboard: { cookie: string; csrf: string };
   close(): Promise<void>;
 }
 
@@ -59,10 +65,16 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
     // Not the connection's id: a DELETE /admin/connections/{it} that succeeds would end /mcp for the run.
   };
   const credentials = { agent: org.keys['buyer-key'], org: org.keys['admin-key'], otherAgent: org.keys['travel-key'], connection: connection.access_token, admin: ADMIN_TOKEN };
+  // Ana (approver and admin) signed in, so the dashboard's form posts reach their handlers.
+  const person = new Client(app.url);
+  const signedIn = await person.signIn(org.email);
+  if (signedIn.status !== 303) throw new Error(`dashboard sign-in refused: ${signedIn.status}`);
+  const dashboard = { cookie: [...person.cookies].map(([k, v]) => `${k}=${v}`).join('; '), csrf: await person.csrf() };
   return {
     app,
     ids,
     credentials,
+    dashboard,
     async close() {
       await meta.close();
       await app.close();
@@ -75,7 +87,8 @@ export async function startFuzzTarget(): Promise<FuzzTarget> {
 export interface FuzzRequest {
   method: string;
   path: string;
-  headers: Record<string, string>;
+  /** A list is sent as that many header lines. */
+  headers: Record<string, string | string[]>;
   body: string | null;
 }
 
@@ -125,6 +138,23 @@ const ROUTES: [string, string][] = [
   ['POST', '/mcp'],
   ['GET', '/mcp'],
   ['GET', '/health'],
+  // Dynamic client registration and the registered clients' documents.
+  ['POST', '/oauth/register'],
+  ['GET', '/oauth/clients/{any}'],
+  ['GET', '/admin/oauth-clients'],
+  ['DELETE', '/admin/oauth-clients/{any}'],
+  // The dashboard's forms and pages, as the signed-in person (sign-out left out: it would end the session for the run).
+  ['POST', '/dashboard/purchases'],
+  ['POST', '/dashboard/approvals/{purchase}/answer'],
+  ['POST', '/dashboard/keys/{apiKey}/revoke'],
+  ['POST', '/dashboard/connections/{any}/revoke'],
+  ['POST', '/dashboard/policies/{policy}/versions/{version}/shadow'],
+  ['POST', '/dashboard/sign-in'],
+  ['GET', '/dashboard'],
+  ['GET', '/dashboard/purchases'],
+  ['GET', '/dashboard/purchases/{purchase}'],
+  ['GET', '/dashboard/policies'],
+  ['GET', '/dashboard/budgets'],
 ];
 
 const unicode = fc.constantFrom('', 'é', '\u0000', '\u202e', '\ud83d\ude00', '\u200b', 'Ω≈ç√', '𝔘𝔫𝔦', '\ufeff', '\\', '"', '%', '../', '\r\n');
@@ -224,6 +254,33 @@ const mcpBodyArb: fc.Arbitrary<string | null> = fc.oneof(
   { arbitrary: broken, weight: 1 },
 );
 
+/** Hostile amounts as a person would type them into the dashboard (major units). */
+const majorAmount = fc.oneof(fc.constantFrom('12.50', '0', '0.00', '-1', '1,50', '1e3', '12.345', '9999999999999999', '90071992547409.92', '١٢', '１２', ' 12 ', '', '.5', '5.'), hostileString);
+const FORM_FIELDS = ['csrf', 'token', 'agent', 'merchant', 'amount', 'currency', 'reason', 'category', 'answer', 'comment', 'shadow', 'email', 'password', 'next', ''];
+
+/** An application/x-www-form-urlencoded body: the right CSRF token or a wrong one, hostile fields, names twice. */
+function formBodyArb(target: FuzzTarget): fc.Arbitrary<string | null> {
+  const value = fc.oneof(hostileString, majorAmount, fc.constantFrom(target.ids.agent, 'APPROVE', 'REJECT', 'on', 'EUR', 'eur', 'XXX'));
+  const fields = fc.array(fc.tuple(fc.oneof({ arbitrary: fc.constantFrom(...FORM_FIELDS), weight: 4 }, { arbitrary: hostileString, weight: 1 }), value), { maxLength: 8 });
+  const csrf = fc.oneof({ arbitrary: fc.constant([['csrf', target.dashboard.csrf]] as [string, string][]), weight: 4 }, { arbitrary: fc.constant([] as [string, string][]), weight: 1 });
+  const form = fc.tuple(csrf, fields).map(([c, f]) => [...c, ...f].map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&'));
+  return fc.oneof({ arbitrary: form, weight: 6 }, { arbitrary: fc.constantFrom('%', '%zz=%zz', 'a=1&a=2', '&&&', '='), weight: 1 }, { arbitrary: fc.constant(null), weight: 1 }, { arbitrary: jsonText, weight: 1 });
+}
+
+/** RFC 7591 client metadata: near-valid registrations with hostile redirect URIs and fields. */
+const registrationBody = fc
+  .record(
+    {
+      redirect_uris: fc.oneof(fc.array(fc.oneof(fc.constantFrom('https://ok.example/cb', 'http://127.0.0.1/cb', 'http://[::1]/cb', 'http://localhost./cb', 'javascript:alert(1)', 'https://ok.example/cb#f', 'http://evil.example/cb', 'https://u:p@ok.example/cb', 'https://ok.example/\u0000'), hostileString), { maxLength: 3 }), hostileString),
+      client_name: fc.oneof(hostileString, hostileNumber),
+      token_endpoint_auth_method: fc.constantFrom('none', 'client_secret_basic', ''),
+      grant_types: fc.array(fc.constantFrom('authorization_code', 'refresh_token', 'password', 'implicit'), { maxLength: 3 }),
+      scope: fc.oneof(hostileString, fc.constant('purchase:check purchase:admin')),
+    },
+    { requiredKeys: [] },
+  )
+  .map((o) => JSON.stringify(o));
+
 const PURCHASE_SHAPED = /^\/v1\/(purchase-requests|simulations\/)/;
 
 const bodyArb: fc.Arbitrary<string | null> = fc.oneof(
@@ -299,14 +356,14 @@ export function requestArb(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
   const sometimes = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 4 }, { arbitrary: arb, weight: 1 });
   const extraHeaders = fc
     .record({
-      'idempotency-key': sometimes(fc.oneof(fc.string({ maxLength: 30 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')), fc.constant('k'.repeat(300)))),
+      'idempotency-key': sometimes(fc.oneof(fc.string({ maxLength: 30 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')), fc.constant('k'.repeat(300)), fc.constant(['k-1', 'k-2']))),
       origin: sometimes(fc.constantFrom('https://evil.example', 'null', 'http://127.0.0.1')),
       accept: sometimes(fc.constantFrom('application/json, text/event-stream', 'text/html', '*/*', 'application/xml')),
       'content-encoding': sometimes(fc.constantFrom('gzip', 'br', 'identity', 'x-unknown')),
       'x-request-id': sometimes(fc.oneof(fc.uuid(), fc.constant('bad id with spaces'))),
       'mcp-protocol-version': sometimes(fc.constantFrom('2025-06-18', '1999-01-01', 'x')),
     })
-    .map((headers) => Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string>);
+    .map((headers) => Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)) as Record<string, string | string[]>);
   // A replay: near-valid, with hostile ids, timestamps, ranges and paging.
   const instant = fc.oneof(fc.date({ min: new Date('1970-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString()), fc.constantFrom('2026-02-30T00:00:00Z', '2026-13-01', 'yesterday', '', '2026-11-27T00:00:00+25:00'), hostileString);
   const replayBody = fc
@@ -317,14 +374,26 @@ export function requestArb(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
     .map((o) => JSON.stringify(o));
   const replayBodyArb = fc.oneof({ arbitrary: replayBody, weight: 5 }, { arbitrary: bodyArb, weight: 2 });
   const shadowBodyArb = fc.oneof({ arbitrary: fc.constantFrom('{"shadow":true}', '{"shadow":false}', '{"shadow":"yes"}', '{"shadow":true,"x":1}', '{}'), weight: 3 }, { arbitrary: bodyArb, weight: 1 });
+  const formBody = formBodyArb(target);
+  const registrationBodyArb = fc.oneof({ arbitrary: registrationBody, weight: 4 }, { arbitrary: bodyArb, weight: 1 });
   const bodyFor = (path: string) =>
-    path === '/v1/simulations/replay' ? replayBodyArb : path.startsWith('/admin/policy-versions/') ? shadowBodyArb : PURCHASE_SHAPED.test(path) ? purchaseBodyArb : path === '/mcp' ? mcpBodyArb : bodyArb;
+    path === '/v1/simulations/replay' ? replayBodyArb : path.startsWith('/admin/policy-versions/') ? shadowBodyArb : PURCHASE_SHAPED.test(path) ? purchaseBodyArb : path === '/mcp' ? mcpBodyArb : path.startsWith('/dashboard') ? formBody : path === '/oauth/register' ? registrationBodyArb : bodyArb;
   const routeAndBody = path.chain((route) => bodyFor(route.path).map((body) => ({ route, body })));
-  return fc.record({ rb: routeAndBody, method, query: queryArb, authorization, contentType, extra: extraHeaders }).map(({ rb, ...rest }) => ({ ...rest, ...rb })).map((r) => {
-    const headers: Record<string, string> = { ...r.extra };
+  return fc.record({ rb: routeAndBody, method, query: queryArb, authorization, contentType, extra: extraHeaders, twice: fc.integer({ min: 0, max: 7 }).map((n) => n === 0) }).map(({ rb, ...rest }) => ({ ...rest, ...rb })).map((r) => {
+    const headers: Record<string, string | string[]> = { ...r.extra };
     if (r.authorization !== null) headers.authorization = r.authorization === 'right' ? `Bearer ${rightCredential(target, r.route.path)}` : r.authorization;
+    // Now and then the credential twice, on two header lines, the second another one.
+    if (r.authorization === 'right' && r.twice) headers.authorization = [headers.authorization as string, `Bearer ${target.credentials.otherAgent}`];
     if (r.contentType !== null && r.body !== null) headers['content-type'] = r.contentType;
     if (r.route.path.startsWith('/mcp')) headers.accept ??= 'application/json, text/event-stream';
+    if (r.route.path.startsWith('/dashboard')) {
+      // The signed-in person's browser, as long as the credential drawn is the right one; forms are url-encoded.
+      if (r.authorization === 'right') {
+        headers.cookie = target.dashboard.cookie;
+        headers.origin ??= target.app.url;
+      }
+      if (r.body !== null && r.contentType === 'application/json') headers['content-type'] = 'application/x-www-form-urlencoded';
+    }
     return { method: r.method ?? r.route.method, path: r.route.path + (r.query ? `?${r.query}` : ''), headers, body: r.body };
   });
 }
@@ -369,7 +438,11 @@ export async function storeDigest(target: FuzzTarget, ttlCutoff: Date): Promise<
       .filter((d) => !(ttl && d[ttl] instanceof Date && d[ttl] <= ttlCutoff))
       // Authentication records a credential's last use (at most once a minute; docs/reference/decisions.md),
       // whatever the request then does: bookkeeping, not a write of the refused request.
-      .map(({ lastUsedAt: _lastUse, ...rest }) => rest);
+      .map(({ lastUsedAt: _lastUse, ...rest }) => rest)
+      // A signed-in session slides on use (at most once a minute): bookkeeping too.
+      .map((d) => (name === 'dashboard_sessions' ? { ...d, lastSeenAt: null, expiresAt: null } : d));
+    // Every registration attempt is counted, refused or not (docs/reference/decisions.md: 20 per address per hour).
+    if (name === 'oauth_registration_windows') continue;
     hash.update(`${name}:${JSON.stringify(docs)}\n`);
   }
   return hash.digest('hex');
@@ -388,6 +461,8 @@ export function judge(r: FuzzRequest, res: FuzzResponse): string | null {
   if (res.status < 400 || r.method === 'HEAD') return null;
   const isHtml = res.contentType.startsWith('text/html');
   if (isHtml && /^\/oauth\/(authorize|sign-in|consent)$/.test(route)) return `html ${res.status}`;
+  // The dashboard answers people with pages (its 405s are the error body, below).
+  if (isHtml && (route === '/dashboard' || route.startsWith('/dashboard/'))) return `dashboard ${res.status}`;
   if (!res.contentType.startsWith('application/json')) throw new Error(`not JSON: ${res.contentType}: ${where}`);
   let body: any;
   try {
@@ -398,6 +473,10 @@ export function judge(r: FuzzRequest, res: FuzzResponse): string | null {
   if (/^\/oauth\/(token|revoke)$/.test(route) && typeof body?.error === 'string') {
     if (!OAUTH_CODES.has(body.error)) throw new Error(`unknown OAuth error ${body.error}: ${where}`);
     return `oauth:${body.error}`;
+  }
+  if (route === '/oauth/register' && typeof body?.error === 'string') {
+    if (!REGISTRATION_CODES.has(body.error) || typeof body.error_description !== 'string') throw new Error(`not an RFC 7591 error: ${where}`);
+    return `registration:${body.error}`;
   }
   if (route === '/mcp' && body?.jsonrpc === '2.0' && typeof body.error?.code === 'number') return `jsonrpc:${body.error.code}`;
   const e = body?.error;

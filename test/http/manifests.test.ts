@@ -98,6 +98,31 @@ test.serial('an invalid manifest is refused whole, listing every problem, and no
   t.deepEqual(await counts(), before);
 });
 
+test.serial('a value outside a closed list is INVALID_VALUE naming the values allowed, in a manifest and on the operator API', async (t) => {
+  const manifest: any = acmeManifest('closed-lists');
+  manifest.policies[0].rules[0].effect = 'DENY';
+  manifest.policies[0].rules[1].periodKind = 'WEEK';
+  const before = await counts();
+  const res = await app.admin('/admin/manifests', { body: manifest });
+  t.is(res.status, 400, res.text);
+  t.deepEqual(
+    res.body.error.issues.map((i: any) => [i.path, i.code, i.message]),
+    [
+      ['policies.0.rules.0.effect', 'INVALID_VALUE', '"policies.0.rules.0.effect" is one of BLOCK, REQUIRE_APPROVAL.'],
+      ['policies.0.rules.1.periodKind', 'INVALID_VALUE', '"policies.0.rules.1.periodKind" is one of PER_REQUEST, DAY, MONTH.'],
+    ],
+  );
+  t.deepEqual(await counts(), before);
+  // A value of the wrong type is still INVALID_TYPE, with the same list.
+  const acme = await applyManifest(app, acmeManifest('closed-lists-ok'));
+  const agent = await app.admin(`/admin/agents/${acme.agents.buyer.id}`, { method: 'PATCH', body: { status: 'DELETED' } });
+  t.is(agent.status, 400);
+  t.deepEqual(agent.body.error.issues, [{ path: 'status', code: 'INVALID_VALUE', message: '"status" is one of ENABLED, DISABLED, ARCHIVED.' }]);
+  const typed = await app.admin(`/admin/organizations/${acme.organizationId}`, { method: 'PATCH', body: { status: 1 } });
+  t.deepEqual(typed.body.error.issues, [{ path: 'status', code: 'INVALID_TYPE', message: '"status" is one of ACTIVE, SUSPENDED.' }]);
+  t.is((await app.deps.collections.agents.findOne({ _id: acme.agents.buyer.id }))?.status, 'ENABLED');
+});
+
 test('a manifest may be YAML', async (t) => {
   const res = await app.admin('/admin/manifests', { raw: stringify(acmeManifest('yaml-org')), headers: { 'content-type': 'application/yaml' } });
   t.is(res.status, 200);

@@ -34,6 +34,29 @@ test.serial('an amount written with a fraction or an exponent is refused, even w
   t.is(res.body.purchaseRequest.amountMinor, '1250');
 });
 
+test.serial('an amount written as an integer beyond 2^53-1 is AMOUNT_TOO_LARGE, as the same digits in a string are', async (t) => {
+  const before = await purchases();
+  const cases: Array<[string, string]> = [
+    ['9007199254740992', 'AMOUNT_TOO_LARGE'],
+    ['9007199254740993', 'AMOUNT_TOO_LARGE'],
+    ['99999999999999999999', 'AMOUNT_TOO_LARGE'],
+    ['-9007199254740993', 'AMOUNT_NOT_POSITIVE'],
+  ];
+  for (const [amount, code] of cases) {
+    const body = `{"merchant":"Paper Co","amountMinor":${amount},"reason":"r"}`;
+    const res = await submitRaw(body);
+    t.is(res.status, 400, amount);
+    t.deepEqual(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['amountMinor', code]], `${amount}: ${res.text}`);
+    // The string form of the same digits answers the same.
+    const quoted = await submitRaw(`{"merchant":"Paper Co","amountMinor":"${amount}","reason":"r"}`);
+    t.deepEqual(quoted.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['amountMinor', code]], amount);
+    const simulated = await app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], raw: body, headers: { 'content-type': 'application/json' }, method: 'POST' });
+    t.is(simulated.status, 400, amount);
+    t.deepEqual(simulated.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['amountMinor', code]], amount);
+  }
+  t.is(await purchases(), before);
+});
+
 test.serial('a manifest limit written as a fraction is refused', async (t) => {
   const manifest = acmeManifest('fractional');
   const text = JSON.stringify(manifest).replace(/"amountMinor":"?(\d+)"?/, '"amountMinor":$1.0');

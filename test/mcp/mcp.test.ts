@@ -233,6 +233,33 @@ test('malformed tools/call params are JSON-RPC -32602 Invalid params, not -32603
   t.is(answers.find((a: any) => a.id === 3).result.tools.length, 4);
 });
 
+test('JSON that is no JSON-RPC message is -32600 Invalid Request, not -32700 Parse error; so is an empty batch', async (t) => {
+  const auth = { authorization: `Bearer ${full.access_token}` };
+  const cases: Array<[unknown, string | number | null]> = [
+    [{}, null],
+    [{ jsonrpc: '2.0', id: 1 }, 1],
+    [{ jsonrpc: '1.0', id: 2, method: 'tools/list' }, 2],
+    [{ jsonrpc: '2.0', id: { a: 1 }, method: 'tools/list' }, null],
+    [{ jsonrpc: '2.0', id: 1.5, method: 'tools/list' }, null],
+    [{ jsonrpc: '2.0', id: 'p', method: 'tools/list', params: [] }, 'p'],
+    [[{ jsonrpc: '2.0', id: 3, method: 'tools/list' }, 7], null],
+    [null, null],
+    ['tools/list', null],
+    [[], null],
+  ];
+  for (const [body, id] of cases) {
+    const res = await rpc(body, auth);
+    t.is(res.status, 400, JSON.stringify(body));
+    const answer = await res.json();
+    t.deepEqual({ code: answer.error?.code, id: answer.id, jsonrpc: answer.jsonrpc }, { code: -32600, id, jsonrpc: '2.0' }, `${JSON.stringify(body)}: ${JSON.stringify(answer)}`);
+    t.regex(answer.error.message, /^Invalid Request/);
+  }
+  // Text that is not JSON is still the service's malformed_json.
+  const broken = await fetchJson(`${app.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth }, body: '{"jsonrpc":' });
+  t.is(broken.status, 400);
+  t.is((await broken.json()).error.code, 'malformed_json');
+});
+
 test('a purchase through a connection counts as made by the person who authorised it: they cannot approve it, another approver can', async (t) => {
   // A second approver joins the organisation (the manifest creates people by handle).
   const manifest = acmeManifest('acme');
