@@ -35,6 +35,7 @@ export const AnalyticsPurchase = Type.Object(
 );
 
 const Count = Type.Integer({ minimum: 0 });
+const DailyMinor = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'saturates at 2^53-1: see saturated' });
 export const AnalyticsDailySpend = Type.Object(
   {
     _id: Type.String({ description: '<organizationId>:<agentId>:<currency>:<dayKey>' }),
@@ -45,12 +46,18 @@ export const AnalyticsDailySpend = Type.Object(
     monthKey: Type.String({ pattern: '^\\d{4}-\\d{2}$' }),
     requestedCount: Count,
     approvedCount: Count,
-    approvedMinor: Type.Integer({ minimum: 0 }),
+    approvedMinor: DailyMinor,
     rejectedCount: Count,
     pendingCount: Count,
-    pendingMinor: Type.Integer({ minimum: 0 }),
+    pendingMinor: DailyMinor,
     expiredCount: Count,
     cancelledCount: Count,
+    saturated: Type.Optional(
+      Type.Boolean({
+        description:
+          'true once approvedMinor or pendingMinor was held at 2^53-1 (or pendingMinor at 0): the Minor totals are no longer exact, the sum of the day\'s analytics_purchases rows is; false otherwise, absent on documents written before it existed',
+      }),
+    ),
   },
   { additionalProperties: false, title: 'analytics_daily_spend', description: 'Totals per organisation, agent, currency and day.' },
 );

@@ -2,6 +2,7 @@
 // - purchase_views: the readback of docs/reference/contract.md §2.5, keyed by purchase id, with who may read it;
 // - analytics_purchases: one flat row per purchase for analysts (schemas/analytics.ts);
 // - analytics_daily_spend: totals per organisation, agent, currency and day.
+import type { Filter, UpdateFilter } from 'mongodb';
 import type { StoreDb } from '../store/store.ts';
 import type { WriteBatch } from '../store/write-batch.ts';
 import { periodFor } from '../engine/periods.ts';
@@ -58,6 +59,11 @@ export interface DailySpendDoc {
   pendingMinor: number;
   expiredCount: number;
   cancelledCount: number;
+  /**
+   * Set once approvedMinor or pendingMinor had to be held at 2^53-1 (or pendingMinor at 0): the day's Minor totals are no longer exact, the
+   * sum of its analytics_purchases rows is. Absent on documents written before the field existed (docs/operate/analysts.md).
+   */
+  saturated?: boolean;
 }
 
 const PURCHASE_VIEWS = 'purchase_views';
@@ -137,27 +143,66 @@ export function projectPurchase(
     batch.replaceOne<AnalyticsPurchaseDoc>(ANALYTICS_PURCHASES, { _id: rowId }, rowFields);
   }
 
+  const inc = dailyIncrements(args.previousStatus, p.status, p.amountMinor);
+  addToDailySpend(batch, { organizationId: p.organizationId, agentId: p.agentId, currency: p.currency, dayKey, monthKey }, inc);
+}
+
+type DayIdentity = Pick<DailySpendDoc, 'organizationId' | 'agentId' | 'currency' | 'dayKey' | 'monthKey'>;
+
+/** Adds `inc` to the counters of the day's daily-spend document, as writes of the transaction's batch (see dailySpendWrites). */
+export function addToDailySpend(batch: WriteBatch, day: DayIdentity, inc: Record<string, number>): void {
+  const _id = `${day.organizationId}:${day.agentId}:${day.currency}:${day.dayKey}`;
+  for (const w of dailySpendWrites(inc, day)) batch.updateOne<DailySpendDoc>(DAILY_SPEND, { _id, ...w.filter }, w.update, { upsert: w.upsert });
+}
+
+/** What a change of a purchase from `previousStatus` (null: a new purchase) to `status` adds to its day's counters. */
+export function dailyIncrements(previousStatus: PurchaseStatus | null, status: PurchaseStatus, amountMinor: number): Record<string, number> {
   const inc: Record<string, number> = {};
-  const bump = (status: PurchaseStatus | null, sign: 1 | -1) => {
-    const counter = status ? COUNTER[status] : undefined;
+  const bump = (s: PurchaseStatus | null, sign: 1 | -1) => {
+    const counter = s ? COUNTER[s] : undefined;
     if (!counter) return;
     inc[`${counter}Count`] = (inc[`${counter}Count`] ?? 0) + sign;
-    if (counter === 'approved' || counter === 'pending') inc[`${counter}Minor`] = (inc[`${counter}Minor`] ?? 0) + sign * p.amountMinor;
+    if (counter === 'approved' || counter === 'pending') inc[`${counter}Minor`] = (inc[`${counter}Minor`] ?? 0) + sign * amountMinor;
   };
-  if (args.previousStatus === null) inc.requestedCount = 1;
-  bump(args.previousStatus, -1);
-  bump(p.status, 1);
-  // Every counter exists from the first write, so analysts never meet a missing field.
+  if (previousStatus === null) inc.requestedCount = 1;
+  bump(previousStatus, -1);
+  bump(status, 1);
+  return inc;
+}
+
+/** The most a daily Minor total holds: what storage keeps exactly, so analysts can $sum it (docs/internals/design.md §2). */
+export const MAX_DAILY_MINOR = Number.MAX_SAFE_INTEGER;
+const MINOR_FIELDS = ['approvedMinor', 'pendingMinor'] as const;
+
+export interface DailySpendWrite {
+  /** Added to the filter on the document's _id. */
+  filter: Filter<DailySpendDoc>;
+  update: UpdateFilter<DailySpendDoc>;
+  upsert: boolean;
+}
+
+/**
+ * The writes, in order and in one transaction, that add `inc` to a daily-spend document's counters (docs/operate/analysts.md). The
+ * Minor totals saturate: one that would pass 2^53-1 is stored as 2^53-1, one that would fall below 0 (possible only once a total was
+ * held) as 0, and either sets `saturated` for good.
+ *
+ * Nothing read before the write bounds a day's total (nothing bounds how much a day approves), so whether an increment passes 2^53-1
+ * is known only to the store. The first write is the plain $inc (an upsert; every field exists from the first write, so analysts never
+ * meet a missing one), the cheapest update on both stores. For each Minor total it moves, a second write, on the same document, holds
+ * the total at its bound where the $inc took it past: it matches (and writes) only then. The sum the $inc stores in between may have
+ * rounded, but rounding keeps order, so the comparison with the bound is exact, and the transaction shows no one the rounded value.
+ * An update pipeline that clamps in one write is as exact, but costs the embedded store several times as much CPU as these writes
+ * (docs/reference/decisions.md).
+ */
+export function dailySpendWrites(inc: Record<string, number>, identity: DayIdentity): DailySpendWrite[] {
   const zeros = Object.fromEntries(COUNTER_FIELDS.filter((f) => !(f in inc)).map((f) => [f, 0]));
-  batch.updateOne<DailySpendDoc>(
-    DAILY_SPEND,
-    { _id: `${p.organizationId}:${p.agentId}:${p.currency}:${dayKey}` },
-    {
-      $inc: inc,
-      $setOnInsert: { organizationId: p.organizationId, agentId: p.agentId, currency: p.currency, dayKey, monthKey, ...zeros },
-    },
-    { upsert: true },
-  );
+  const writes: DailySpendWrite[] = [{ filter: {}, update: { $inc: inc, $setOnInsert: { ...identity, ...zeros, saturated: false } }, upsert: true }];
+  for (const f of MINOR_FIELDS) {
+    const by = inc[f] ?? 0;
+    if (by > 0) writes.push({ filter: { [f]: { $gt: MAX_DAILY_MINOR } }, update: { $set: { [f]: MAX_DAILY_MINOR, saturated: true } }, upsert: false });
+    if (by < 0) writes.push({ filter: { [f]: { $lt: 0 } }, update: { $set: { [f]: 0, saturated: true } }, upsert: false });
+  }
+  return writes;
 }
 
 /** An answer below the quorum changes only the approval shown in the purchase's readback. */
