@@ -105,15 +105,42 @@ async function cpuUs(pid: number | undefined): Promise<number | null> {
 }
 
 /**
+ * The write system calls a process and its descendants have made so far, and the bytes they wrote (all
+ * threads: the SQLite checkpointer's too), from /proc/<pid>/io; null where it is not there. Unlike time,
+ * they do not depend on the machine's load: a WAL frame is two calls (its header, then its page).
+ */
+async function writesSoFar(pid: number | undefined): Promise<{ calls: number; bytes: number } | null> {
+  if (pid === undefined) return null;
+  try {
+    const io = await readFile(`/proc/${pid}/io`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1]);
+    const total = { calls: field('syscw'), bytes: field('wchar') };
+    const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+    for (const child of children.split(' ').filter(Boolean)) {
+      const more = await writesSoFar(Number(child));
+      if (more) (total.calls += more.calls), (total.bytes += more.bytes);
+    }
+    return Number.isFinite(total.calls) && Number.isFinite(total.bytes) ? total : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * A run, with the CPU time the serving process spent per request: unlike requests per second, that
  * does not depend on what else the machine is doing (the 2-core machine is often shared).
  */
 async function measured(pid: number | undefined, url: string, connections: number, requests: autocannon.Request[]) {
-  const before = await cpuUs(pid);
+  const [before, writesBefore] = [await cpuUs(pid), await writesSoFar(pid)];
   const result = await run(url, connections, requests);
-  const after = await cpuUs(pid);
+  const [after, writesAfter] = [await cpuUs(pid), await writesSoFar(pid)];
   const served = result.perSecond * SECONDS;
-  return { ...result, cpuUsPerRequest: before === null || after === null || served === 0 ? null : Math.round((after - before) / served) };
+  const per = (a: number, b: number) => Math.round(((a - b) / served) * 10) / 10;
+  return {
+    ...result,
+    cpuUsPerRequest: before === null || after === null || served === 0 ? null : Math.round((after - before) / served),
+    writesPerRequest: writesBefore === null || writesAfter === null || served === 0 ? null : { calls: per(writesAfter.calls, writesBefore.calls), kb: per(writesAfter.bytes / 1024, writesBefore.bytes / 1024) },
+  };
 }
 
 /**
@@ -247,7 +274,7 @@ async function main() {
       if (bareRoute) Object.assign(round, { bareRoute, ratioToBare: ratio(decisions.perSecond, bareRoute.perSecond) });
       results.push(round);
       process.stderr.write(
-        `${connections} connections${rounds > 1 ? `, round ${i + 1} of ${rounds}` : ''}: ${decisions.perSecond} decisions/s (p50 ${decisions.p50Ms} ms, p99 ${decisions.p99Ms} ms, non-2xx ${decisions.non2xx}, ${decisions.cpuUsPerRequest ?? '?'} us CPU each); ` +
+        `${connections} connections${rounds > 1 ? `, round ${i + 1} of ${rounds}` : ''}: ${decisions.perSecond} decisions/s (p50 ${decisions.p50Ms} ms, p99 ${decisions.p99Ms} ms, non-2xx ${decisions.non2xx}, ${decisions.cpuUsPerRequest ?? '?'} us CPU each${decisions.writesPerRequest ? `, ${decisions.writesPerRequest.calls} write calls and ${decisions.writesPerRequest.kb} KB written each` : ''}); ` +
           `floor ${floorRoute.perSecond}/s (ratio ${round.ratioToFloor}; ${floorRoute.cpuUsPerRequest ?? '?'} us CPU each, CPU ratio ${cpuRatioToFloor ?? '?'})` +
           (bareRoute ? `, bare ${bareRoute.perSecond}/s (ratio ${ratio(decisions.perSecond, bareRoute.perSecond)})` : '') +
           '\n',
