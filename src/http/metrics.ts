@@ -6,7 +6,7 @@ import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { ApiError, notFound } from './errors.ts';
 import { httpRequestDone, registry, renderMetrics } from '../metrics/metrics.ts';
-import { METRICS_CHALLENGE, METRICS_REFUSAL, metricsBearer } from '../metrics/token.ts';
+import { METRICS_CHALLENGE, metricsBearer } from '../metrics/token.ts';
 
 export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
   const receivedAt = performance.now();
@@ -25,7 +25,8 @@ export function metricsRoutes(deps: AppDeps): Router {
   const allowed = metricsBearer(deps.config.metricsToken);
   router.get('/metrics', async (ctx) => {
     if (allowed === null) throw notFound();
-    if (!allowed(ctx.get('authorization'))) throw new ApiError(401, 'unauthorized', METRICS_REFUSAL, undefined, { 'WWW-Authenticate': METRICS_CHALLENGE });
+    const refusal = allowed(ctx.req);
+    if (refusal !== null) throw new ApiError(401, 'unauthorized', refusal, undefined, { 'WWW-Authenticate': METRICS_CHALLENGE });
     ctx.type = registry.contentType;
     ctx.body = await renderMetrics();
   });

@@ -6,6 +6,7 @@ import { classifyKey, hashesMatch } from './credentials/api-keys.ts';
 import { lastUseIsStale, type ApiKeyDoc, type Collections } from '../store/collections.ts';
 import type { StoreDb } from '../store/store.ts';
 import { configView, type ConfigView } from '../cache/config-cache.ts';
+import { bearerOf, REPEATED_AUTHORIZATION, type Bearer } from '../http/bearer.ts';
 
 export type Scope = 'purchase:check' | 'purchase:read' | 'purchase:request';
 
@@ -38,10 +39,10 @@ const lastUseWritten = new WeakMap<ApiKeyDoc, Date>();
 
 const invalidKey = () => unauthorized('invalid_api_key', 'The API key is not recognised.');
 
-export async function principalFor(header: string | undefined, deps: AuthDeps, view: ConfigView): Promise<Principal> {
-  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header ?? '');
-  if (!match) throw unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.');
-  const credential = match[1];
+export async function principalFor(bearer: Bearer, deps: AuthDeps, view: ConfigView): Promise<Principal> {
+  if (bearer.kind === 'repeated') throw unauthorized('unauthorized', REPEATED_AUTHORIZATION);
+  if (bearer.kind === 'none') throw unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.');
+  const credential = bearer.credential;
   const now = deps.now();
 
   if (credential.startsWith('cmp_oat_')) {
@@ -79,7 +80,7 @@ export async function principalFor(header: string | undefined, deps: AuthDeps, v
 export function authenticate(deps: AuthDeps) {
   return async (ctx: Context, next: Next) => {
     const view = await configView(deps.db);
-    const principal = await principalFor(ctx.get('authorization') || undefined, deps, view);
+    const principal = await principalFor(bearerOf(ctx.req), deps, view);
     const org = await view.get(`organization:${principal.organizationId}`, () => deps.collections.organizations.findOne({ _id: principal.organizationId }));
     if (!org) throw invalidKey();
     if (org.status === 'SUSPENDED') throw forbidden('organization_suspended', 'This organisation is suspended.');

@@ -25,6 +25,7 @@ import { invalidToken, resolveConnectionToken } from '../identity/connections/re
 import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../identity/oauth/issuer.ts';
 import { SCOPES } from '../identity/oauth/scopes.ts';
 import { TOOL_SCOPES } from './tool-scopes.ts';
+import { bearerOf, REPEATED_AUTHORIZATION } from '../http/bearer.ts';
 
 /** RFC 9728 3.3: `resource` is the URL the document's well-known address was built from. */
 export function protectedResourceMetadata(deps: Pick<AppDeps, 'config'>, resource = mcpResourceOf(deps.config)) {
@@ -52,12 +53,14 @@ function checkOrigin(ctx: Context, deps: AppDeps): void {
 }
 
 async function authenticateMcp(ctx: Context, deps: AppDeps) {
-  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('authorization'));
-  if (!match) throw new ApiError(401, 'unauthorized', 'Connect through OAuth and send Authorization: Bearer <access token>.', undefined, challenge(deps));
+  const bearer = bearerOf(ctx.req);
+  // Two lines are a credential we cannot read for sure: an invalid token (RFC 6750 3.1), so the client signs in again.
+  if (bearer.kind === 'repeated') throw new ApiError(401, 'invalid_token', REPEATED_AUTHORIZATION, undefined, challenge(deps, 'invalid_token'));
+  if (bearer.kind === 'none') throw new ApiError(401, 'unauthorized', 'Connect through OAuth and send Authorization: Bearer <access token>.', undefined, challenge(deps));
   const rejected = () => invalidToken(challenge(deps, 'invalid_token'));
   let resolved;
   try {
-    resolved = await resolveConnectionToken({ db: deps.store.db, collections: deps.collections }, match[1], deps.now());
+    resolved = await resolveConnectionToken({ db: deps.store.db, collections: deps.collections }, bearer.credential, deps.now());
   } catch (err) {
     if (err instanceof ApiError && (err.code === 'invalid_token' || err.code === 'connection_unauthorized')) throw rejected();
     throw err;

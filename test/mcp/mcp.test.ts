@@ -6,6 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { TestApp } from '../helpers/app.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
+import { rawRequest } from '../helpers/raw-http.ts';
 import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
 import { connect, fetchJson, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
 
@@ -167,6 +168,22 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
   const root = await (await fetchJson(`${app.url}/.well-known/oauth-protected-resource`)).json();
   t.is(root.resource, app.url);
   t.deepEqual(root.authorization_servers, [app.url]);
+});
+
+test('two Authorization lines are 401 invalid_token with the challenge, not served as the first one', async (t) => {
+  // Node keeps the first line and drops the rest: a proxy reading the last would disagree about who
+  // calls (docs/reference/decisions.md). Refused even when both lines carry the same valid token.
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+  const send = (...lines: string[]) =>
+    rawRequest(app.url, 'POST', '/mcp', { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: lines as unknown as string }, body);
+  const token = `Bearer ${full.access_token}`;
+  t.is((await send(token)).status, 200);
+  for (const second of [token, `Bearer ${readOnly.access_token}`, 'Bearer cmp_oat_' + 'x'.repeat(43)]) {
+    const res = await send(token, second);
+    t.is(res.status, 401);
+    t.is(JSON.parse(res.text).error.code, 'invalid_token');
+    t.regex(String(res.headers['www-authenticate']), /^Bearer error="invalid_token", scope="purchase:check purchase:read purchase:request", resource_metadata="/);
+  }
 });
 
 // JSON.parse makes `__proto__` an ordinary own key, as in any JSON a client sends; /v1 refuses it

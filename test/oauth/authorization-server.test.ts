@@ -89,6 +89,15 @@ test('an unregistered redirect_uri or a bad client_id is shown as a page, never 
     t.is(res.headers.get('location'), null);
     t.regex(await res.text(), why, clientId);
   }
+  // A document registering a redirect URI the URL parser would not read as written (a tab it drops, a
+  // backslash it reads as a slash) is refused like any unacceptable redirect URI.
+  for (const [path, uri] of [['/tab.json', `${REDIRECT_URI}\t`], ['/backslash.json', 'https://app.example\\@evil.example/cb'], ['/nul.json', `${REDIRECT_URI}\u0000`]] as const) {
+    const clientId = meta.serve(path, { client_id: `${meta.origin}${path}`, redirect_uris: [uri] });
+    const res = await fetchJson(authorizeUrl(app, clientId, pkce(), { redirect_uri: uri }), { redirect: 'manual' });
+    t.is(res.status, 400, path);
+    t.is(res.headers.get('location'), null);
+    t.regex(await res.text(), /is not acceptable/, path);
+  }
   t.true(meta.hits.includes('/moved.json'));
   t.false(meta.hits.includes('/redirect-target.json'), 'the redirect was not followed');
 });

@@ -127,6 +127,42 @@ test('registration refusals: each rule gives a clear RFC 7591 error', async (t) 
   t.is(body.client_name, undefined);
 });
 
+test('a redirect URI the URL parser would not read as written is invalid_redirect_uri, and nothing is stored', async (t) => {
+  // RFC 7591 3.2.2. The parser (a browser's, and the one that builds the authorization response)
+  // drops tabs, newlines and leading or trailing controls and spaces, reads `\` as `/` and
+  // percent-decodes the host: each of these would send the browser elsewhere than the string registered.
+  // Each request names this URI beside the refused one; the other tests register at the same time.
+  const fine = 'https://app.example/not-read-as-written';
+  const refused = [
+    'https://app.example/cb\u0000', 'http://127.0.0.1/callback\u0000', 'https://app.example/cb\u0001', 'https://app.example/c\tb', 'https://app.example/cb\n',
+    'https://app.example/cb\r\nSet-Cookie: a=b', 'https://app.exa\tmple/cb', 'https://app.example/cb\u007f', 'https://app.example/cb\u0085', 'https://app.example/cb\u009b',
+    ' https://app.example/cb', 'https://app.example/cb ', 'https://app.example/c b', 'https://app.example/cb\u00a0', 'https://app.example/cb\u2028', 'https://app.example/cb\u3000',
+    'https://app.example/cb\u200b', 'https://app.example/cb\u202e', 'https://app.example/cb\ufeff', 'https://app.example/cb\ud800',
+    'https://app.example\\@evil.example/cb', 'https://app.example/cb\\x', 'https://app.example%2eevil.example/cb', 'https:app.example%2eevil.example/cb',
+  ];
+  for (const [i, uri] of refused.entries()) {
+    // Its own address each: refusals count towards the per-address limit too.
+    const res = await register({ ...goodMetadata, redirect_uris: [fine, uri] }, { 'x-forwarded-for': `198.51.100.${100 + i}` });
+    t.is(res.status, 400, JSON.stringify(uri));
+    const answer = await res.json();
+    t.is(answer.error, 'invalid_redirect_uri', JSON.stringify(uri));
+    t.regex(answer.error_description, /control|white space|invisible|backslash|surrogate|percent-encoded host/, JSON.stringify(uri));
+  }
+  t.is(await app.store.db.collection('oauth_clients').countDocuments({ redirectUris: fine }), 0, 'nothing was registered');
+  // One stored before they were refused binds no authorization request.
+  const stored = await (await register({ ...goodMetadata, client_name: 'Stored Earlier' }, { 'x-forwarded-for': '198.51.100.99' })).json();
+  const earlier = 'http://127.0.0.1/callback\t';
+  await app.store.db.collection('oauth_clients').updateOne({ _id: stored.client_id.split('/').pop() }, { $push: { redirectUris: earlier } } as never);
+  const res = await fetchJson(authorizeUrl(app, stored.client_id, pkce(), { redirect_uri: earlier }), { redirect: 'manual' });
+  t.is(res.status, 400);
+  t.is(res.headers.get('location'), null);
+  t.regex(await res.text(), /not one that Stored Earlier registered/);
+  // Percent-encoding in the path and query, and a host in capitals, are read as written: still accepted.
+  for (const [i, uri] of ['https://app.example/c%5Cb?x=%00%20', 'https://APP.example/cb'].entries()) {
+    t.is((await register({ ...goodMetadata, redirect_uris: [uri] }, { 'x-forwarded-for': `198.51.100.${200 + i}` })).status, 201, uri);
+  }
+});
+
 test('a burst beyond the per-address limit is 429 with Retry-After; the caller cannot pick its address', async (t) => {
   // Behind one proxy hop the rightmost X-Forwarded-For entry is the caller; what it prepends is ignored.
   const from = (i: number) => ({ 'x-forwarded-for': `10.0.${i}.1, 203.0.113.7` });

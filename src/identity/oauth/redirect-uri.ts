@@ -13,12 +13,32 @@ function parse(uri: string): URL | null {
   }
 }
 
+/**
+ * Why a redirect URI would not be read as written, or null. The URL parser (a browser's, and the one
+ * that builds the authorization response) strips leading and trailing controls and spaces, drops tabs
+ * and newlines anywhere, reads `\` as `/` and percent-decodes an http(s) host, so a URI holding them
+ * sends the browser somewhere else than the string registered, which is the string an authorization
+ * request is compared with. Other controls (C0, DEL, C1), white space, invisible format characters and
+ * lone surrogates are no URI characters at all (RFC 3986 2). Refused at registration and in client
+ * metadata documents: RFC 7591 3.2.2 `invalid_redirect_uri` (docs/reference/decisions.md).
+ */
+export function redirectUriCharacterProblem(uri: string): string | null {
+  if (/\p{Cs}/u.test(uri)) return 'holds a lone surrogate, which is not text';
+  if (/[\p{Cc}\p{Cf}\p{Z}\s]/u.test(uri)) return 'holds a control, white space or invisible character';
+  if (uri.includes('\\')) return 'holds a backslash, which browsers read as a slash';
+  // http and https hosts are percent-decoded (`app.example%2eevil.example` is app.example.evil.example).
+  const host = /^https?:[/]*([^/?#]*)/i.exec(uri)?.[1] ?? '';
+  if (host.includes('%')) return 'has a percent-encoded host, which browsers decode';
+  return null;
+}
+
 export function isLoopbackRedirect(url: URL): boolean {
   return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
 }
 
 /** A redirect URI a client metadata document may register: absolute, no fragment, https or loopback http, or a private-use scheme. */
 export function isAcceptableRedirectUri(uri: string): boolean {
+  if (redirectUriCharacterProblem(uri) !== null) return false;
   const url = parse(uri);
   if (!url || url.hash !== '' || uri.includes('#')) return false;
   if (url.username !== '' || url.password !== '') return false;

@@ -9,7 +9,8 @@
 //   1. Public clients only: token_endpoint_auth_method "none" (omitted means "none" here, and the
 //      response says so, RFC 7591 3.2.1); no client secret is ever issued.
 //   2. grant_types within authorization_code and refresh_token; response_types only code.
-//   3. redirect_uris: https, or http on a loopback address (RFC 8252 7.3), no fragment, no userinfo.
+//   3. redirect_uris: https, or http on a loopback address (RFC 8252 7.3), no fragment, no userinfo,
+//      nothing the URL parser would not read as written (controls, white space, backslash: redirect-uri.ts).
 //      Anything else is invalid_redirect_uri. (Private-use schemes are left to metadata documents,
 //      whose host vouches for them; an anonymous registration could claim any scheme.)
 //   4. Nothing registered is verified: the consent page says the name is the application's own claim.
@@ -25,7 +26,7 @@ import { revokeConnectionIn } from '../connections/revoke.ts';
 import { cleanText, fetchClientMetadata, type ClientMetadataResult, type FetchOptions } from './client-metadata.ts';
 import { oauthCollections, type RegisteredClientDoc } from './documents.ts';
 import { registeredClientIdPrefix } from './issuer.ts';
-import { isLoopbackRedirect } from './redirect-uri.ts';
+import { isLoopbackRedirect, redirectUriCharacterProblem } from './redirect-uri.ts';
 import { isScope } from './scopes.ts';
 
 export const REGISTRATION_MAX_BYTES = 8 * 1024;
@@ -43,6 +44,9 @@ const metadataError = (description: string): RegistrationRefusal => ({ error: 'i
 
 function redirectUriProblem(uri: unknown): string | null {
   if (typeof uri !== 'string' || uri === '' || uri.length > MAX_URI_LENGTH) return 'each redirect URI must be a string of at most 2000 characters';
+  // Before parsing, which would quietly normalise what this refuses.
+  const characters = redirectUriCharacterProblem(uri);
+  if (characters) return `${JSON.stringify(uri.slice(0, 200))} ${characters}`;
   let url: URL;
   try {
     url = new URL(uri);
@@ -177,7 +181,8 @@ export function clientResolver(db: StoreDb, config: Config, now: () => Date) {
         clientId: registeredClientId(config, doc._id),
         clientName: doc.clientName ?? 'An unnamed application',
         clientHost: new URL(config.authUrl).host,
-        redirectUris: doc.redirectUris,
+        // One stored before such URIs were refused at registration binds no flow.
+        redirectUris: doc.redirectUris.filter((uri) => redirectUriCharacterProblem(uri) === null),
         scope: doc.scope,
         registeredId: doc._id,
       },
