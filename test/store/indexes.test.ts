@@ -71,16 +71,23 @@ test('start-up replaces the analytics indexes of earlier versions by the organis
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, dayKey: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1 });
     await purchases.createIndex({ policyIds: 1, currency: 1, status: 1, monthKey: 1, dayKey: 1 });
+    await purchases.createIndex({ organizationId: 1, monthKey: 1, agentId: 1 });
     t.deepEqual((await purchases.indexes()).map((i) => i.name), ['_id_', ...RETIRED_INDEXES.filter((r) => r.collection === 'analytics_purchases').map((r) => r.name)], 'the names MongoDB gives those keys');
     await store.db.collection('policies').insertOne({ _id: 'p2', organizationId: 'o1' } as never);
     // Labelled as the service labels them, in the organisation's zone then (Berlin): 23:30 UTC on the 17th is the 18th there.
     const row = { organizationId: 'o1', agentId: 'a1', policyIds: ['p1', 'p2'], currency: 'EUR', status: 'APPROVED', amountMinor: 700, requestedAt: new Date('2026-11-18T10:00:00.000Z'), dayKey: '2026-11-18', monthKey: '2026-11' };
     await purchases.insertMany([{ _id: 'a', ...row }, { _id: 'b', ...row, requestedAt: new Date('2026-11-17T23:30:00.000Z'), amountMinor: 50 }] as never);
     await Promise.all([createIndexes(store.db), createIndexes(store.db)]);
-    const expected = ['_id_', 'organizationId_1_dayKey_1', 'organizationId_1_monthKey_1_agentId_1'];
+    const expected = ['_id_', 'organizationId_1_dayKey_1', 'organizationId_1_monthKey_1'];
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);
     await createIndexes(store.db); // and again: nothing left to drop
     t.deepEqual((await purchases.indexes()).map((i) => i.name).sort(), expected);
+    // The purchases' index by agent of an earlier version, the same way.
+    const requests = store.db.collection('purchases');
+    await requests.dropIndex('organizationId_1_requestedAt_-1');
+    await requests.createIndex({ organizationId: 1, agentId: 1, requestedAt: -1 });
+    await createIndexes(store.db);
+    t.deepEqual((await requests.indexes()).map((i) => i.name).sort(), ['_id_', 'organizationId_1_requestedAt_-1']);
     // A period is its bounds, whatever the labels say.
     const spend = (periodStart: string, periodEnd: string) => attributableSpend(store.db, { policyId: 'p2', currency: 'EUR', periodStart, periodEnd });
     t.is(await spend('2026-11-17T23:00:00.000Z', '2026-11-18T23:00:00.000Z'), 750n);
