@@ -12,7 +12,18 @@ type Doc = Record<string, unknown>;
 const scalar = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom('x', 'y'), fc.constant(null));
 const fieldValue = fc.oneof(scalar, scalar, fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 3 }), fc.date({ min: new Date(0), max: new Date(3), noInvalidDate: true }));
 const docArb = fc.record(
-  { a: fieldValue, b: fc.record({ c: scalar }, { requiredKeys: [] }), d: scalar },
+  {
+    a: fieldValue,
+    b: fc.record({ c: scalar }, { requiredKeys: [] }),
+    d: scalar,
+    // Numbers that JSON text keeps as they are (NaN, -0 and the infinities are stored otherwise).
+    n: fc.oneof(
+      fc.integer({ min: -1, max: 4 }),
+      fc.double({ min: -5, max: 5, noNaN: true }).filter((x) => !Object.is(x, -0)),
+      fc.constantFrom(Number.MAX_SAFE_INTEGER, 2 ** 53, 'x', '3', null, true),
+      fc.date({ min: new Date(0), max: new Date(3), noInvalidDate: true })
+    ),
+  },
   { requiredKeys: [] }
 );
 const filterArb = fc.oneof(
@@ -25,6 +36,11 @@ const filterArb = fc.oneof(
   fc.record({ _id: fc.constantFrom('d0', 'd1', 'd5', 'nope') }),
   fc.record({ _id: fc.record({ $in: fc.array(fc.constantFrom('d0', 'd2', 'd7', 'nope'), { maxLength: 3 }) }) }),
   fc.record({ a: fc.record({ $gt: fc.integer({ min: 0, max: 3 }) }) }),
+  // The comparisons the fast matcher answers, alone and beside an equality (a daily total's clamp), and
+  // operands it leaves to mingo (not a number).
+  fc.constantFrom('$gt', '$gte', '$lt', '$lte').chain((op) => fc.record({ _id: fc.constantFrom('d0', 'd1', 'd5'), n: fc.record({ [op]: fc.oneof(fc.integer({ min: -1, max: 4 }), fc.double({ noNaN: true }), fc.constantFrom('x', null)) }) })),
+  fc.constantFrom('$gt', '$gte', '$lt', '$lte').chain((op) => fc.record({ a: fc.record({ [op]: fc.integer({ min: -1, max: 4 }) }) })),
+  fc.constantFrom('$gt', '$gte', '$lt', '$lte').chain((op) => fc.record({ n: fc.record({ [op]: fc.oneof(fc.integer({ min: -1, max: 4 }), fc.double({ noNaN: true }), fc.constant(Number.MAX_SAFE_INTEGER)) }), d: scalar })),
   fc.record({ a: fc.date({ min: new Date(0), max: new Date(3), noInvalidDate: true }) })
 );
 

@@ -7,21 +7,50 @@ import { canonicalKey, isIndexableScalar, isPlain, memo, ownField, type Doc } fr
 
 export type Matcher = (doc: Doc) => boolean;
 
+/** A number comparison of a filter, on a finite number: the only operators the fast matcher answers. */
+const COMPARISONS: Record<string, (have: number, want: number) => boolean> = {
+  $gt: (have, want) => have > want,
+  $gte: (have, want) => have >= want,
+  $lt: (have, want) => have < want,
+  $lte: (have, want) => have <= want,
+};
+
+type Condition = { kind: 'eq'; key: string } | { kind: 'cmp'; test: (have: number, want: number) => boolean; want: number };
+
+/** The condition a filter's value sets on its field, when it is one the fast matcher answers. */
+function conditionOf(v: unknown): Condition | undefined {
+  if (v !== null && isIndexableScalar(v)) return { kind: 'eq', key: canonicalKey(v) };
+  if (!isPlain(v)) return undefined;
+  const ops = Object.keys(v);
+  const test = ops.length === 1 ? COMPARISONS[ops[0]] : undefined;
+  const want = test ? v[ops[0]] : undefined;
+  return test && typeof want === 'number' && Number.isFinite(want) ? { kind: 'cmp', test, want } : undefined;
+}
+
 /**
- * A matcher for filters made only of top-level equalities on non-null scalars; it defers to
- * `slow` for a document whose field holds an array or a document (MongoDB's array semantics).
+ * A matcher for filters made only of top-level equalities on non-null scalars and comparisons of a field
+ * with a finite number ($gt, $gte, $lt, $lte: a field holding no number never matches one, as MongoDB
+ * compares numbers with numbers only); it defers to `slow` for a document whose field holds an array or a
+ * document (MongoDB's array semantics), or NaN.
  */
 export function equalityMatcher(filter: Doc, slow: () => Matcher): Matcher | undefined {
-  const entries: Array<[string, string]> = [];
+  const entries: Array<[string, Condition]> = [];
   for (const [k, v] of Object.entries(filter)) {
-    if (k.startsWith('$') || k.includes('.') || v === null || !isIndexableScalar(v)) return undefined;
-    entries.push([k, canonicalKey(v)]);
+    const condition = k.startsWith('$') || k.includes('.') ? undefined : conditionOf(v);
+    if (condition === undefined) return undefined;
+    entries.push([k, condition]);
   }
   return (doc) => {
-    for (const [k, want] of entries) {
+    for (const [k, condition] of entries) {
       const have = doc[k];
       if (have !== null && typeof have === 'object' && !(have instanceof Date) && !('_bsontype' in have)) return slow()(doc);
-      if (canonicalKey(have) !== want) return false;
+      if (condition.kind === 'eq') {
+        if (canonicalKey(have) !== condition.key) return false;
+      } else {
+        if (typeof have !== 'number') return false;
+        if (Number.isNaN(have)) return slow()(doc);
+        if (!condition.test(have, condition.want)) return false;
+      }
     }
     return true;
   };
