@@ -208,6 +208,26 @@ test.serial('a 500 whose body trickles in a byte at a time: the timeout covers t
   await waitFor('the sender to close the connection', () => closed);
 });
 
+test.serial('a 200 behind a megabyte of headers: not DELIVERED, retried, and nothing of it kept', async (t) => {
+  let requests = 0;
+  const server = createHttpsServer(pki.trusted, (req, res) => {
+    requests++;
+    req.resume();
+    res.writeHead(200, { 'x-padding': 'p'.repeat(1024 * 1024) });
+    res.end('ok');
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  closers.push(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  const ep = await endpointWithTestDelivery(`https://localhost:${(server.address() as AddressInfo).port}/fat`);
+  const d = await firstAttempt(ep);
+  t.is(requests, 1);
+  t.like(d, { status: 'PENDING', lastStatusCode: null, lastResponseSnippet: null, deliveredAt: null });
+  // undici stops reading at its header limit (UND_ERR_HEADERS_OVERFLOW): a network failure, retried (6.5).
+  t.is(d.lastErrorClass, 'NETWORK');
+  t.truthy(d.nextAttemptAt);
+});
+
 /**
  * A TLS receiver that, once the request has arrived, sends `200 OK` and then its headers one byte
  * every 50 ms: they would be complete (an empty 200) after about a minute, far beyond the timeout.
