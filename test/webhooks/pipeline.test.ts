@@ -511,20 +511,26 @@ test.serial('rotation: two signature entries (old and new secret) for 24 hours, 
   t.false(verifies(retired, rotated.secret));
 });
 
-test.serial('before every attempt the destination is checked again: a name now resolving privately is not contacted', async (t) => {
-  const o = await setup(['/rebind']);
-  // The endpoint passed at creation; now DNS answers with a private address. Use the real sender.
-  await webhookCollections(app.store.db).endpoints.updateOne({ _id: o.endpoints[0].id }, { $set: { url: 'https://rebound.pipeline-test.com/rebind' } });
-  DNS['rebound.pipeline-test.com'] = ['93.184.215.14', '10.1.2.3'];
-  configureWebhooks(app.deps, { send: sendWebhook });
-  try {
-    const q = await app.request(`/v1/webhooks/${o.endpoints[0].id}/test`, { key: o.admin, method: 'POST' });
-    await runJob(ATTEMPT_DELIVERY, { deliveryId: q.body.deliveryId });
-    const d: WebhookDeliveryDoc = await delivery(q.body.deliveryId);
-    t.like(d, { status: 'PENDING', attemptCount: 1, lastErrorClass: 'DESTINATION_NOT_PERMITTED', lastStatusCode: null });
-    t.truthy(d.nextAttemptAt);
-    t.is(sentTo('/rebind').length, 0);
-  } finally {
-    configureWebhooks(app.deps, { send: fakeSend });
-  }
-});
+// The loopback answers are refused here because this app runs without WEBHOOK_UNSAFE_ALLOW_LOCAL; the
+// other classes, and the connection going to the checked address, are proven against real receivers in
+// hostile-receivers.test.ts.
+for (const answer of [['93.184.215.14', '10.1.2.3'], ['127.0.0.1'], ['::1'], ['::ffff:127.0.0.1'], ['0.0.0.0'], ['169.254.169.254'], ['100.64.0.1'], ['fc00::1'], ['fe80::1']]) {
+  test.serial(`before every attempt the destination is checked again: a name now resolving to ${answer.join(', ')} is not contacted`, async (t) => {
+    const o = await setup(['/rebind']);
+    // The endpoint passed at creation; now DNS answers with a refused address. Use the real sender.
+    await webhookCollections(app.store.db).endpoints.updateOne({ _id: o.endpoints[0].id }, { $set: { url: 'https://rebound.pipeline-test.com/rebind' } });
+    DNS['rebound.pipeline-test.com'] = answer;
+    configureWebhooks(app.deps, { send: sendWebhook });
+    try {
+      const q = await app.request(`/v1/webhooks/${o.endpoints[0].id}/test`, { key: o.admin, method: 'POST' });
+      await runJob(ATTEMPT_DELIVERY, { deliveryId: q.body.deliveryId });
+      const d: WebhookDeliveryDoc = await delivery(q.body.deliveryId);
+      // A connection attempt would have ended as CONNECTION (nothing listens on port 443 there) or TIMEOUT.
+      t.like(d, { status: 'PENDING', attemptCount: 1, lastErrorClass: 'DESTINATION_NOT_PERMITTED', lastStatusCode: null });
+      t.truthy(d.nextAttemptAt);
+      t.is(sentTo('/rebind').length, 0);
+    } finally {
+      configureWebhooks(app.deps, { send: fakeSend });
+    }
+  });
+}
