@@ -147,8 +147,8 @@ function pinnedLookup(expectedHost: string, addresses: ResolvedAddress[]): Looku
   };
 }
 
-async function readBounded(body: AsyncIterable<Buffer | Uint8Array>, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
+/** Reads up to `limit` bytes into `chunks` (the caller's: what arrived before a failure is kept there). */
+async function readBounded(body: AsyncIterable<Buffer | Uint8Array>, limit: number, chunks: Buffer[] = []): Promise<Buffer> {
   let total = 0;
   for await (const chunk of body) {
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
@@ -252,10 +252,12 @@ export async function sendWebhook(input: SendInput): Promise<AttemptResult> {
     }
     // Step 5: a body that stalls or errors still leaves us the status code.
     let snippet = '';
+    const read: Buffer[] = [];
     try {
-      snippet = snippetFromBytes(await readBounded(response.body, READ_LIMIT_BYTES));
+      snippet = snippetFromBytes(await readBounded(response.body, READ_LIMIT_BYTES, read));
     } catch {
-      snippet = '';
+      // The deadline or the connection ended the body: what came of it still tells the operator something.
+      snippet = snippetFromBytes(Buffer.concat(read));
     } finally {
       response.body.destroy();
     }

@@ -186,7 +186,7 @@ test.serial('a 200 whose body never ends: DELIVERED, the body is not read', asyn
   await waitFor('the sender to close the connection', () => r.state.closed);
 });
 
-test.serial('a 500 whose body trickles in a byte at a time: the timeout covers the body too, and the status is kept', async (t) => {
+test.serial('a 500 whose body trickles in a byte at a time: the timeout covers the body too, and the status and what came of the body are kept', async (t) => {
   // Each byte comes well within any per-read timeout; only a deadline on the whole exchange ends this.
   let closed = false;
   const server = createHttpsServer(pki.trusted, (req, res) => {
@@ -205,6 +205,8 @@ test.serial('a 500 whose body trickles in a byte at a time: the timeout covers t
   const ep = await endpointWithTestDelivery(`https://localhost:${(server.address() as AddressInfo).port}/drip`);
   const d = await firstAttempt(ep);
   t.like(d, { status: 'PENDING', lastStatusCode: 500, lastErrorClass: 'HTTP_STATUS', deliveredAt: null });
+  // A byte every 200 ms within the attempt's deadline: the part that arrived is the snippet.
+  t.regex(String(d.lastResponseSnippet), /^y+$/);
   await waitFor('the sender to close the connection', () => closed);
 });
 
