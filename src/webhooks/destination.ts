@@ -6,13 +6,21 @@
 //   checkWebhookUrl      syntax only, no I/O; checks the WHATWG-parsed URL AND the raw input,
 //                        because the WHATWG parser silently rewrites `http://2130706433`,
 //                        `0x7f.1`, `127.1`, `%31%32%37.0.0.1`, full-width digits... to dotted IPv4.
-//   resolveDestination   DNS (A and AAAA) and address classification with ipaddr.js.
+//   resolveDestination   DNS (A and AAAA) and address classification with ipaddr.js, bounded by the
+//                        caller's deadline (an AbortSignal).
+//
+// DNS goes through c-ares (node:dns Resolver: its own sockets, its own timeouts, cancellable), never
+// through dns.lookup: getaddrinfo runs on libuv's 4-thread pool and cannot be stopped, so names whose
+// nameservers never answer would hold those threads long after an attempt's deadline and make every
+// other organisation's check (and any fs or crypto work) wait behind them
+// (docs/integrate/webhooks.md#destinations). The hosts file is therefore not read; `localhost` and
+// `*.localhost` are loopback without asking anyone (RFC 6761 section 6.3).
 //
 // `allowLocal` is the WEBHOOK_UNSAFE_ALLOW_LOCAL=1 development switch (docs/reference/decisions.md): it permits
 // loopback addresses (and the `localhost` names that lead to them) on any port, still over HTTPS,
 // and nothing else that is not public.
 import { isIP } from 'node:net';
-import { lookup as dnsLookup } from 'node:dns/promises';
+import { Resolver } from 'node:dns/promises';
 import ipaddr from 'ipaddr.js';
 
 export interface DestinationOptions {
@@ -26,10 +34,13 @@ export interface ResolvedAddress {
   family: number;
 }
 
-export type LookupFn = (
-  hostname: string,
-  options: { all: true; verbatim: true },
-) => Promise<ResolvedAddress[]>;
+/**
+ * Resolves a name to its A and AAAA addresses. `signal` aborts when the caller's deadline passes: a
+ * resolver should stop then (the default one cancels its queries); resolveDestination gives up at
+ * that moment whether it does or not. Rejects (with a `code`, as node:dns errors have) when the name
+ * does not resolve. Tests inject their own (runtime.ts `configureWebhooks`).
+ */
+export type LookupFn = (hostname: string, options: { signal: AbortSignal }) => Promise<ResolvedAddress[]>;
 
 // `kind` lets callers tell a name that does not resolve (DNS, worth retrying at delivery time)
 // from one that resolves somewhere forbidden (NOT_PERMITTED).
@@ -199,17 +210,70 @@ export function addressProblem(address: string, allowLocal: boolean): string | n
   return null;
 }
 
-const defaultLookup: LookupFn = (hostname, options) => dnsLookup(hostname, options);
+// c-ares' own retry policy: a first try of 2 s and a second (c-ares lengthens it), so a nameserver
+// that never answers is given up on after about 6 s, inside the 10 s attempt timeout; with several
+// nameservers the caller's deadline cancels what is left. A Resolver reads /etc/resolv.conf when made.
+const RESOLVER_TRY_TIMEOUT_MS = 2_000;
+const RESOLVER_TRIES = 2;
+
+// Failures that say the name has no such record, as opposed to a resolver that did not answer.
+const NO_RECORD_CODES = new Set(['ENODATA', 'ENOTFOUND']);
+
+/**
+ * The production resolver: A and AAAA asked in parallel through a c-ares Resolver of its own (so
+ * cancelling it at the deadline stops only this resolution's queries). A name with addresses in one
+ * family only is fine; when one family's query fails (a timeout, a server failure) the other's
+ * addresses are used, since only addresses that were checked are ever connected to. `servers`
+ * (host or host:port) replaces the system's nameservers (/etc/resolv.conf); tests aim it at a
+ * local nameserver.
+ */
+export function dnsResolver(config: { servers?: string[] } = {}): LookupFn {
+  return async (hostname, { signal }) => {
+    if (isLocalhostName(hostname)) {
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '::1', family: 6 },
+      ];
+    }
+    signal.throwIfAborted();
+    const resolver = new Resolver({ timeout: RESOLVER_TRY_TIMEOUT_MS, tries: RESOLVER_TRIES });
+    if (config.servers) resolver.setServers(config.servers);
+    const cancel = () => resolver.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+    try {
+      const [a, aaaa] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+      const addresses: ResolvedAddress[] = [
+        ...(a.status === 'fulfilled' ? a.value.map((address) => ({ address, family: 4 })) : []),
+        ...(aaaa.status === 'fulfilled' ? aaaa.value.map((address) => ({ address, family: 6 })) : []),
+      ];
+      if (addresses.length > 0) return addresses;
+      const errors = [a, aaaa].flatMap((r) => (r.status === 'rejected' ? [r.reason as { code?: unknown }] : []));
+      // Both failed: report the more telling failure (a timeout or server failure over "no record").
+      const telling = errors.find((e) => !NO_RECORD_CODES.has(String(e.code))) ?? errors.find((e) => e.code === 'ENOTFOUND') ?? errors[0];
+      if (telling) throw telling;
+      return [];
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
+  };
+}
+
+const defaultLookup = dnsResolver();
+
+export interface ResolveOptions extends DestinationOptions {
+  /** The resolver; the c-ares one (dnsResolver) when absent. */
+  lookup?: LookupFn;
+  /** The caller's deadline: when it aborts, resolveDestination rejects with its reason at once. */
+  signal: AbortSignal;
+}
 
 /**
  * Resolves A and AAAA for `hostname` (as found in `URL.hostname`) and accepts only if EVERY
  * address is publicly routable (docs/reference/contract.md §6.6 "resolution"). The returned addresses are the only
- * ones a delivery may connect to.
+ * ones a delivery may connect to. DNS trouble is a value (kind DNS); only the caller's own deadline
+ * (`signal`) makes it reject.
  */
-export async function resolveDestination(
-  hostname: string,
-  opts: DestinationOptions & { lookup?: LookupFn },
-): Promise<ResolveResult> {
+export async function resolveDestination(hostname: string, opts: ResolveOptions): Promise<ResolveResult> {
   const host = stripBrackets(hostname.toLowerCase());
   if (isIP(host) !== 0) {
     // Only reachable for the loopback literals that allowLocal lets through checkWebhookUrl.
@@ -221,12 +285,25 @@ export async function resolveDestination(
   const nameReason = hostnameProblem(host, opts.allowLocal);
   if (nameReason) return { ok: false, kind: 'NOT_PERMITTED', reason: nameReason };
 
+  const { signal } = opts;
+  signal.throwIfAborted();
   let addresses: ResolvedAddress[];
+  let onAbort: (() => void) | undefined;
   try {
-    addresses = await (opts.lookup ?? defaultLookup)(host, { all: true, verbatim: true });
+    // Raced with the deadline too, so that a resolver which ignores the signal cannot hold us.
+    addresses = await Promise.race([
+      (opts.lookup ?? defaultLookup)(host, { signal }),
+      new Promise<never>((_, reject) => {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
   } catch (err) {
+    if (signal.aborted) throw signal.reason;
     const code = (err as { code?: unknown }).code;
     return { ok: false, kind: 'DNS', reason: `${host} could not be resolved${typeof code === 'string' ? ` (${code})` : ''}` };
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
   }
   if (!Array.isArray(addresses) || addresses.length === 0) {
     return { ok: false, kind: 'DNS', reason: `${host} has no addresses` };
@@ -240,15 +317,23 @@ export async function resolveDestination(
 
 /**
  * Both checks in one, for creating or changing an endpoint (docs/reference/contract.md §4.12, §4.14): a failure of
- * either is 400 `webhook_url_not_permitted`. `kind` says whether the name failed to resolve.
+ * either is 400 `webhook_url_not_permitted`. `kind` says whether the name failed to resolve; a name
+ * not resolved within `timeoutMs` is kind DNS too.
  */
 export async function checkWebhookDestination(
   raw: string,
-  opts: DestinationOptions & { lookup?: LookupFn },
+  opts: DestinationOptions & { lookup?: LookupFn; timeoutMs: number },
 ): Promise<{ ok: true; url: URL; addresses: ResolvedAddress[] } | { ok: false; kind: 'SYNTAX' | 'DNS' | 'NOT_PERMITTED'; reason: string }> {
   const checked = checkWebhookUrl(raw, opts);
   if (!checked.ok) return { ok: false, kind: 'SYNTAX', reason: checked.reason };
-  const resolved = await resolveDestination(checked.url.hostname, opts);
+  const signal = AbortSignal.timeout(opts.timeoutMs);
+  let resolved: ResolveResult;
+  try {
+    resolved = await resolveDestination(checked.url.hostname, { ...opts, signal });
+  } catch (err) {
+    if (!signal.aborted) throw err;
+    return { ok: false, kind: 'DNS', reason: `${checked.url.hostname} could not be resolved within ${opts.timeoutMs} ms` };
+  }
   if (!resolved.ok) return resolved;
   return { ok: true, url: checked.url, addresses: resolved.addresses };
 }

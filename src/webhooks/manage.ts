@@ -17,7 +17,7 @@ import { newDelivery } from './dispatch.ts';
 import { webhookCollections, type EndpointSecrets, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
 import { presentDelivery, presentEndpoint, presentIssuedEndpoint } from './present.ts';
 import { scheduleAttempts } from './queue.ts';
-import { destinationOptions, requireEncryptionKey } from './runtime.ts';
+import { destinationOptions, requireEncryptionKey, webhookRuntime } from './runtime.ts';
 import { encryptSecret, generateWebhookSecret } from './secrets.ts';
 
 /** docs/reference/contract.md §8 / §4.17: the old secret keeps signing this long after a rotation. */
@@ -29,7 +29,8 @@ const revoked = () => conflict('webhook_endpoint_revoked', 'This webhook endpoin
 
 /** docs/reference/contract.md §6.6 at creation and on PATCH: syntax, then every resolved address. */
 async function permittedUrl(deps: AppDeps, raw: string): Promise<string> {
-  const checked = await checkWebhookDestination(raw, destinationOptions(deps));
+  // Bounded by the attempt timeout, like the check before each attempt.
+  const checked = await checkWebhookDestination(raw, { ...destinationOptions(deps), timeoutMs: webhookRuntime(deps).timeoutMs });
   if (!checked.ok) throw new ApiError(400, 'webhook_url_not_permitted', `The webhook URL is not permitted: ${checked.reason}.`);
   return checked.url.href;
 }

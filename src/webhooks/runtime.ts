@@ -8,7 +8,7 @@ import { parseEncryptionKey } from './secrets.ts';
 import { sendWebhook } from './send.ts';
 
 export interface WebhookRuntime {
-  /** DNS for destination checks at creation/PATCH and before each attempt; undefined = the system resolver. */
+  /** DNS for destination checks at creation/PATCH and before each attempt; undefined = destination.ts dnsResolver() (c-ares, the system's nameservers). */
   lookup: LookupFn | undefined;
   send: typeof sendWebhook;
   /** Jitter source for the retry schedule, Math.random's contract. */

@@ -2,7 +2,8 @@
 // (docs/reference/contract.md §6.5, §6.6).
 //
 //   1. Re-check the URL syntax (defence in depth; the endpoint was checked when stored).
-//   2. Resolve the host and check EVERY address (destination.ts) immediately before connecting.
+//   2. Resolve the host (c-ares, within the attempt's deadline) and check EVERY address
+//      (destination.ts) immediately before connecting.
 //   3. Connect to exactly those checked addresses: the undici connector gets a `lookup` that
 //      answers with them and never asks DNS again, so a DNS rebinding between check and connect
 //      cannot move the request. TLS still sends SNI for, and verifies the certificate against,
@@ -196,15 +197,11 @@ export async function sendWebhook(input: SendInput): Promise<AttemptResult> {
     controller.abort(new Error('webhook delivery timed out'));
   }, timeoutMs);
 
-  // Step 2, bounded by the same deadline (getaddrinfo itself has no timeout).
+  // Step 2, bounded by the same deadline: at the deadline resolveDestination gives up and the
+  // resolver's queries are cancelled, so a name whose nameservers never answer holds nothing after.
   let resolved: Awaited<ReturnType<typeof resolveDestination>>;
   try {
-    resolved = await Promise.race([
-      resolveDestination(target.hostname, { allowLocal, lookup: input.lookup }),
-      new Promise<never>((_, reject) => {
-        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-      }),
-    ]);
+    resolved = await resolveDestination(target.hostname, { allowLocal, lookup: input.lookup, signal: controller.signal });
   } catch (err) {
     clearTimeout(timer);
     if (!timedOut) throw err; // resolveDestination reports DNS trouble as a value: this is a bug

@@ -4,12 +4,16 @@ import {
   addressProblem,
   checkWebhookDestination,
   checkWebhookUrl,
+  dnsResolver,
   resolveDestination,
 } from '../../src/webhooks/destination.ts';
+import { startNameserver } from '../helpers/nameserver.ts';
 import type { LookupFn, ResolvedAddress } from '../../src/webhooks/destination.ts';
 
-const strict = { allowLocal: false };
-const local = { allowLocal: true };
+// A deadline that never passes, for the checks that are not about deadlines.
+const signal = new AbortController().signal;
+const strict = { allowLocal: false, signal };
+const local = { allowLocal: true, signal };
 
 const answer = (...addresses: string[]): LookupFn => async () =>
   addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
@@ -184,14 +188,14 @@ test('accepts a name whose every address is public (IPv4 and IPv6)', async (t) =
   });
 });
 
-test('asks DNS for all addresses, verbatim, for the lower-cased name', async (t) => {
+test('asks the resolver for the lower-cased name, with the caller\'s deadline', async (t) => {
   const calls: Array<[string, unknown]> = [];
   const lookup: LookupFn = async (host, options) => {
-    calls.push([host, options]);
+    calls.push([host, options.signal]);
     return [{ address: '93.184.215.14', family: 4 }];
   };
   await resolveDestination('Hooks.Example.com', { ...strict, lookup });
-  t.deepEqual(calls, [['hooks.example.com', { all: true, verbatim: true }]]);
+  t.deepEqual(calls, [['hooks.example.com', signal]]);
 });
 
 test('DNS failure and empty answers are kind DNS', async (t) => {
@@ -218,15 +222,15 @@ test('resolveDestination refuses special names without asking DNS', async (t) =>
 });
 
 test('checkWebhookDestination combines both steps', async (t) => {
-  t.like(await checkWebhookDestination('http://hooks.example.com/', { ...strict, lookup: answer('93.184.215.14') }), {
+  t.like(await checkWebhookDestination('http://hooks.example.com/', { ...strict, timeoutMs: 1000, lookup: answer('93.184.215.14') }), {
     ok: false,
     kind: 'SYNTAX',
   });
-  t.like(await checkWebhookDestination('https://hooks.example.com/', { ...strict, lookup: answer('10.0.0.1') }), {
+  t.like(await checkWebhookDestination('https://hooks.example.com/', { ...strict, timeoutMs: 1000, lookup: answer('10.0.0.1') }), {
     ok: false,
     kind: 'NOT_PERMITTED',
   });
-  const ok = await checkWebhookDestination('https://hooks.example.com/', { ...strict, lookup: answer('93.184.215.14') });
+  const ok = await checkWebhookDestination('https://hooks.example.com/', { ...strict, timeoutMs: 1000, lookup: answer('93.184.215.14') });
   t.true(ok.ok);
 });
 
@@ -291,4 +295,77 @@ test('property: any IPv4 address, mapped into ::ffff:0:0/96 or 64:ff9b::/96, is 
     }),
   );
   t.pass();
+});
+
+// The production resolver (c-ares through node:dns's Resolver, never the thread pool's getaddrinfo),
+// against a nameserver of the test's own.
+
+const PUBLIC_V6 = '2606:2800:21f:cb07:6820:80da:af6b:8b2c';
+
+test('the resolver asks A and AAAA: both families, one family only, or no such name', async (t) => {
+  const ns = await startNameserver({
+    'both.resolver-test.com': { a: ['93.184.215.14'], aaaa: [PUBLIC_V6] },
+    'v4only.resolver-test.com': { a: ['93.184.215.14'] },
+    'v6only.resolver-test.com': { aaaa: [PUBLIC_V6] },
+    'nodata.resolver-test.com': {},
+  });
+  t.teardown(() => ns.close());
+  const lookup = dnsResolver({ servers: [ns.address] });
+  t.deepEqual(await resolveDestination('both.resolver-test.com', { ...strict, lookup }), {
+    ok: true,
+    addresses: [
+      { address: '93.184.215.14', family: 4 },
+      { address: PUBLIC_V6, family: 6 },
+    ],
+  });
+  t.deepEqual(await resolveDestination('v4only.resolver-test.com', { ...strict, lookup }), { ok: true, addresses: [{ address: '93.184.215.14', family: 4 }] });
+  t.deepEqual(await resolveDestination('v6only.resolver-test.com', { ...strict, lookup }), { ok: true, addresses: [{ address: PUBLIC_V6, family: 6 }] });
+  t.like(await resolveDestination('nodata.resolver-test.com', { ...strict, lookup }), { ok: false, kind: 'DNS' });
+  const nx = await resolveDestination('nxdomain.resolver-test.com', { ...strict, lookup });
+  t.like(nx, { ok: false, kind: 'DNS' });
+  if (!nx.ok) t.regex(nx.reason, /ENOTFOUND/);
+  t.true(ns.queries['both.resolver-test.com'] >= 2, 'both families were asked');
+});
+
+test('the resolver\'s answers are checked like any other: a private address in either family refuses the name', async (t) => {
+  const ns = await startNameserver({
+    'v6private.resolver-test.com': { a: ['93.184.215.14'], aaaa: ['fd00:ec2::254'] },
+    'v4private.resolver-test.com': { a: ['169.254.169.254'], aaaa: [PUBLIC_V6] },
+  });
+  t.teardown(() => ns.close());
+  const lookup = dnsResolver({ servers: [ns.address] });
+  for (const name of ['v6private.resolver-test.com', 'v4private.resolver-test.com']) {
+    t.like(await resolveDestination(name, { ...strict, lookup }), { ok: false, kind: 'NOT_PERMITTED' }, name);
+  }
+});
+
+test('a nameserver that never answers: the resolver gives up on its own (kind DNS), or at once when the caller\'s deadline passes', async (t) => {
+  const ns = await startNameserver({ 'silent.resolver-test.com': 'silent' });
+  t.teardown(() => ns.close());
+  const lookup = dnsResolver({ servers: [ns.address] });
+  const own = await resolveDestination('silent.resolver-test.com', { ...strict, lookup });
+  t.like(own, { ok: false, kind: 'DNS' });
+  if (!own.ok) t.regex(own.reason, /ETIMEOUT/);
+
+  const deadline = new AbortController();
+  const pending = resolveDestination('silent.resolver-test.com', { ...strict, lookup, signal: deadline.signal });
+  const reason = new Error('the attempt\'s deadline');
+  deadline.abort(reason);
+  t.is(await pending.catch((err: unknown) => err), reason);
+  // The resolver itself was cancelled too, not just abandoned: it answers the aborted call at once.
+  const again = new AbortController();
+  const call = lookup('silent.resolver-test.com', { signal: again.signal });
+  again.abort();
+  t.like(await call.catch((err: unknown) => err), { code: 'ECANCELLED' });
+});
+
+test('localhost and *.localhost are loopback without asking any nameserver (RFC 6761), in local mode only', async (t) => {
+  const ns = await startNameserver({});
+  t.teardown(() => ns.close());
+  const lookup = dnsResolver({ servers: [ns.address] });
+  const loopback = { ok: true, addresses: [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }] };
+  t.deepEqual(await resolveDestination('localhost', { ...local, lookup }), loopback);
+  t.deepEqual(await resolveDestination('hooks.localhost', { ...local, lookup }), loopback);
+  t.like(await resolveDestination('localhost', { ...strict, lookup }), { ok: false, kind: 'NOT_PERMITTED' });
+  t.deepEqual(ns.queries, {});
 });

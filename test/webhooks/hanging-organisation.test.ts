@@ -5,8 +5,12 @@
 // set far beyond the test, so no attempt to a hanging receiver ends while the test runs: a healthy
 // delivery that arrives does so while the hanging receiver still holds every request it was sent. What is
 // asserted is arrival and state, not speed.
+//
+// The last test does the same for DNS: one organisation's names have a nameserver that never answers
+// (test/helpers/nameserver.ts), reached through the service's own resolver via the child's scripted DNS.
 import test, { type ExecutionContext } from 'ava';
-import { createTestPki, startReceiver, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
+import { createTestPki, startReceiver, PINNED_TEST_HOSTNAME, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
+import { startNameserver } from '../helpers/nameserver.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { startChildService } from './fixtures/child-service.ts';
@@ -22,14 +26,25 @@ test.after.always(async () => {
   await pki?.cleanup();
 });
 
-/** A service of its own (so a worker of its own) for one test, stopped at its end. */
-async function childService(t: ExecutionContext): Promise<Api> {
-  const service = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000) });
+type Ask = (cmd: string, extra?: Record<string, unknown>) => Promise<any>;
+
+/** A service of its own (so a worker of its own) for one test, stopped at its end; `ask` talks to it over IPC (fixtures/service.ts). */
+async function childService(t: ExecutionContext): Promise<{ api: Api; ask: Ask }> {
+  const service = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000), UV_THREADPOOL_SIZE: '4' });
   t.teardown(() => {
     service.child.removeAllListeners('exit');
     service.child.kill();
   });
-  return service;
+  let seq = 0;
+  const pending = new Map<number, (msg: unknown) => void>();
+  service.child.on('message', (msg: { id: number }) => pending.get(msg.id)?.(msg));
+  const ask: Ask = (cmd, extra = {}) =>
+    new Promise((resolve) => {
+      const id = ++seq;
+      pending.set(id, resolve);
+      service.child.send({ id, cmd, ...extra });
+    });
+  return { api: { request: service.request, admin: service.admin }, ask };
 }
 
 async function receiver(t: ExecutionContext, hang: boolean): Promise<Receiver> {
@@ -70,7 +85,7 @@ async function healthyDelivery(t: ExecutionContext, api: Api, healthy: Receiver)
 }
 
 test('an organisation whose 5 endpoints never answer holds at most its cap of attempts: another organisation\'s delivery arrives meanwhile', async (t) => {
-  const api = await childService(t);
+  const { api } = await childService(t);
   const hanging = await receiver(t, true);
   const healthy = await receiver(t, false);
 
@@ -97,7 +112,7 @@ test('an organisation whose 5 endpoints never answer holds at most its cap of at
 });
 
 test('one host that never answers, reached by three organisations, holds at most its cap of attempts: another organisation\'s delivery arrives meanwhile', async (t) => {
-  const api = await childService(t);
+  const { api } = await childService(t);
   const hanging = await receiver(t, true);
   const healthy = await receiver(t, false);
 
@@ -121,4 +136,49 @@ test('one host that never answers, reached by three organisations, holds at most
   t.is(hanging.inFlight, hanging.requests.length);
   t.is(hanging.maxInFlight, MAX_IN_FLIGHT_PER_HOST, 'the hanging host was attempted up to its cap, no further');
   t.deepEqual(await stuckStatuses(), Array(18).fill('PENDING'));
+});
+
+test('an organisation whose names\' nameserver never answers, with the thread pool held: another organisation\'s delivery is resolved and arrives meanwhile', async (t) => {
+  // Every name here goes to the service's own resolver aimed at this nameserver (after creation, whose
+  // check is scripted): the stuck organisation's are never answered, the healthy one's are.
+  const silentNames = [0, 1, 2, 3, 4].map((i) => `silent-${i}.webhook-receiver-test.com`);
+  const nameserver = await startNameserver({
+    ...Object.fromEntries(silentNames.map((name) => [name, 'silent' as const])),
+    [PINNED_TEST_HOSTNAME]: { a: ['127.0.0.1'] },
+  });
+  t.teardown(() => nameserver.close());
+  const { api, ask } = await childService(t);
+  const loopback = [{ address: '127.0.0.1', family: 4 }];
+  const viaNameserver = { nameserver: nameserver.address };
+  await ask('dns', {
+    answers: {
+      ...Object.fromEntries(silentNames.map((name) => [name, [loopback, viaNameserver]])),
+      [PINNED_TEST_HOSTNAME]: [loopback, viaNameserver],
+    },
+  });
+  const healthy = await receiver(t, false);
+
+  const stuck = await applyManifest(api as TestApp, acmeManifest('silentdns'));
+  const stuckEndpoints: string[] = [];
+  for (const name of silentNames) stuckEndpoints.push(await endpoint(t, api, stuck, `https://${name}:${healthy.port}/hooks`));
+  for (let i = 0; i < 4; i++) await purchase(t, api, stuck, `paper ${i}`);
+  await until(() => silentNames.filter((name) => nameserver.queries[name] > 0).length >= MAX_IN_FLIGHT_PER_ORGANIZATION);
+  // While those names wait on their nameserver, every thread of libuv's pool is taken too, as the
+  // stuck organisation's getaddrinfo calls took them when resolution went through dns.lookup.
+  t.is((await ask('hold-pool')).threads, 4);
+
+  const org = await applyManifest(api as TestApp, acmeManifest('healthyorg'));
+  const endpointId = await endpoint(t, api, org, `https://${PINNED_TEST_HOSTNAME}:${healthy.port}/hooks`);
+  await purchase(t, api, org, 'paper for the healthy organisation');
+  await until(async () => (await deliveryStatuses(api, org, endpointId)).includes('DELIVERED'));
+
+  t.deepEqual(await deliveryStatuses(api, org, endpointId), ['DELIVERED']);
+  t.is(healthy.requests.length, 1, 'only the healthy organisation\'s delivery reached the receiver');
+  t.is(healthy.requests[0].headers.host, `${PINNED_TEST_HOSTNAME}:${healthy.port}`);
+  t.true(nameserver.queries[PINNED_TEST_HOSTNAME] > 0, 'the healthy name was resolved by the service\'s resolver');
+  // Not vacuous: the pool stayed held the whole time (an fs call queued behind it has not run), and the
+  // stuck organisation's names were asked for and never answered.
+  t.false((await ask('pool-probe')).ran, 'the thread pool was held throughout');
+  const stuckStatuses = (await Promise.all(stuckEndpoints.map((id) => deliveryStatuses(api, stuck, id)))).flat();
+  t.deepEqual(stuckStatuses, Array(20).fill('PENDING'));
 });

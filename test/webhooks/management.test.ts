@@ -24,7 +24,14 @@ const DNS: Record<string, string[]> = {
   'a.hooks-test.com': [PUBLIC_V4],
   'b.hooks-test.com': ['2606:4700::1111', PUBLIC_V4],
 };
-const lookup: LookupFn = async (hostname) => {
+// A name whose nameservers never answer: the lookup never settles; each call's signal is kept.
+const SILENT = 'silent.hooks-test.com';
+const silentSignals: AbortSignal[] = [];
+const lookup: LookupFn = async (hostname, { signal }) => {
+  if (hostname === SILENT) {
+    silentSignals.push(signal);
+    return new Promise<never>(() => {});
+  }
   const answer = DNS[hostname];
   if (!answer) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
   return answer.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
@@ -36,7 +43,8 @@ let handles = 0;
 
 test.before(async () => {
   app = await startApp({ env: { WEBHOOK_ENCRYPTION_KEY: KEY_HEX, WEBHOOK_ENDPOINT_LIMIT: '3' } });
-  configureWebhooks(app.deps, { lookup });
+  // The check at creation is bounded by the attempt timeout: short here, for the silent name.
+  configureWebhooks(app.deps, { lookup, timeoutMs: 1000 });
   noKeyApp = await startApp();
   configureWebhooks(noKeyApp.deps, { lookup });
 });
@@ -483,4 +491,19 @@ test('public names on port 443 are accepted (IPv6 + IPv4 answers; explicit :443)
   const res = await create(o.admin, { url: 'https://B.hooks-test.com:443/path?q=1', subscribedTypes: ['purchase.approved'] });
   t.is(res.status, 201, res.text);
   t.is(res.body.url, 'https://b.hooks-test.com/path?q=1');
+});
+
+test('a name whose nameservers never answer: 400 webhook_url_not_permitted at create and on PATCH once the timeout passes, and the resolver is told to stop', async (t) => {
+  const o = await org();
+  const id = (await create(o.admin)).body.id;
+  const res = await create(o.admin, { url: `https://${SILENT}/hook`, subscribedTypes: ['purchase.approved'] });
+  t.is(res.status, 400, res.text);
+  t.is(res.body?.error?.code, 'webhook_url_not_permitted');
+  t.regex(res.body?.error?.message ?? '', /could not be resolved within 1000 ms/);
+  const patch = await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { url: `https://${SILENT}/hook` } });
+  t.is(patch.status, 400, patch.text);
+  t.is(patch.body?.error?.code, 'webhook_url_not_permitted');
+  t.is(silentSignals.length, 2);
+  t.true(silentSignals.every((signal) => signal.aborted), 'each resolution was cancelled at the deadline');
+  t.is((await app.request(`/v1/webhooks/${id}`, { key: o.admin })).body.url, 'https://a.hooks-test.com/in', 'nothing was changed');
 });

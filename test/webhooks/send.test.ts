@@ -11,7 +11,8 @@ import type { ProgrammedResponse, Receiver, TestPki } from '../helpers/https-rec
 import { SNIPPET_MAX_BYTES, sendWebhook, snippetFromBytes, verdictForStatus } from '../../src/webhooks/send.ts';
 import type { AttemptResult, Verdict } from '../../src/webhooks/send.ts';
 import type { LookupFn, ResolvedAddress } from '../../src/webhooks/destination.ts';
-import { resolveDestination } from '../../src/webhooks/destination.ts';
+import { dnsResolver, resolveDestination } from '../../src/webhooks/destination.ts';
+import { startNameserver } from '../helpers/nameserver.ts';
 import { WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, deliveryHeaders, verifySignature } from '../../src/webhooks/signing.ts';
 
 const run = promisify(execFile);
@@ -168,7 +169,7 @@ test('without allowLocal the same localhost URL is refused and nothing is sent',
     t.is(receiver.requests.length, 0);
   });
   // And at the resolution layer, even on port 443.
-  t.like(await resolveDestination('localhost', { allowLocal: false }), { ok: false, kind: 'NOT_PERMITTED' });
+  t.like(await resolveDestination('localhost', { allowLocal: false, signal: new AbortController().signal }), { ok: false, kind: 'NOT_PERMITTED' });
 });
 
 test('connects to the checked address: a DNS rebinding after the check cannot move the request', async (t) => {
@@ -230,16 +231,41 @@ test('DNS failure: RETRY DNS', async (t) => {
   t.like(result, { verdict: 'RETRY', errorClass: 'DNS' });
 });
 
-test('DNS that never answers is bounded by timeoutMs: RETRY TIMEOUT', async (t) => {
+test('DNS that never answers is bounded by timeoutMs: RETRY TIMEOUT, and the resolver is told to stop', async (t) => {
+  let signal: AbortSignal | undefined;
   const result = await sendWebhook({
     url: new URL('https://hooks.example.com/in'),
     body: Buffer.from('{}'),
     headers: {},
     timeoutMs: 100,
     allowLocal: false,
-    lookup: () => new Promise<ResolvedAddress[]>(() => {}),
+    lookup: (_host, options) => {
+      signal = options.signal;
+      return new Promise<ResolvedAddress[]>(() => {});
+    },
   });
   t.like(result, { verdict: 'RETRY', errorClass: 'TIMEOUT' });
+  t.true(signal?.aborted, 'the lookup was cancelled at the deadline');
+});
+
+test('the production resolver against a nameserver that never answers: RETRY TIMEOUT at the deadline; no such name: RETRY DNS', async (t) => {
+  const ns = await startNameserver({ 'silent.send-test.com': 'silent' });
+  t.teardown(() => ns.close());
+  const send = (host: string) =>
+    sendWebhook({
+      url: new URL(`https://${host}/in`),
+      body: Buffer.from('{}'),
+      headers: {},
+      timeoutMs: 300,
+      allowLocal: false,
+      lookup: dnsResolver({ servers: [ns.address] }),
+    });
+  const silent = await send('silent.send-test.com');
+  t.like(silent, { verdict: 'RETRY', statusCode: null, errorClass: 'TIMEOUT' });
+  t.true(ns.queries['silent.send-test.com'] > 0);
+  const missing = await send('missing.send-test.com');
+  t.like(missing, { verdict: 'RETRY', statusCode: null, errorClass: 'DNS' });
+  t.regex(missing.errorDetail ?? '', /ENOTFOUND/);
 });
 
 test('connection refused: RETRY CONNECTION', async (t) => {

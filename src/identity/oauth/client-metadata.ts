@@ -140,7 +140,7 @@ export async function fetchClientMetadata(clientId: string, opts: FetchOptions):
   try {
     // Step 2, bounded by the same deadline.
     const resolved = await Promise.race([
-      resolveDestination(url.hostname, { allowLocal: opts.allowLocal, lookup: opts.lookup }),
+      resolveDestination(url.hostname, { allowLocal: opts.allowLocal, lookup: opts.lookup, signal: controller.signal }),
       new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })),
     ]);
     if (!resolved.ok) return { ok: false, reason: `the client_id host is not permitted: ${resolved.reason}` };
