@@ -3,9 +3,9 @@
 // isolation, the answer command's refusals, filters and keyset pages, admins' pages, policies.
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
-import { Client, PASSWORD, dashboardPurchase, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
+import { Client, PASSWORD, dashboardManifest, dashboardPurchase, field, setUpDashboardOrg, startDashboardApp, type DashboardOrg } from '../helpers/dashboard.ts';
 import { clock, connect, oauthSignIn, openDashboardSignIn, startMetadataServer, tally, type Clock } from '../oauth/helpers.ts';
-import { acmeManifest } from '../helpers/fixtures.ts';
+import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { dayOf, periodOfPurchase } from '../helpers/windows.ts';
@@ -404,6 +404,78 @@ test('another organisation\'s purchases, keys and approvals are indistinguishabl
   t.is((await app.request('/v1/agents', { key: acme.keys['admin-key'] })).status, 200);
   t.is((await state(app, acme, id)).status, 'PENDING_APPROVAL');
   t.false((await client.get('/dashboard/purchases')).text.includes('Standing Desks'));
+});
+
+test('another organisation\'s assistant connection cannot be revoked from the dashboard: the refusal reads as for one that does not exist', async (t) => {
+  const { app, acme } = await setUp(t, { env: { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' } });
+  const globex = await setUpDashboardOrg(app, 'globex', [{ handle: 'ana', name: 'Ana of Globex', email: 'ana@globex.example', roles: ['approver', 'admin'] }]);
+  const metadata = await startMetadataServer('Claude Desktop');
+  t.teardown(() => metadata.close());
+  const tokens = await connect(app, { ...acme, personId: acme.people.ana.id, email: acme.people.ana.email }, metadata.clientId);
+  const connections = app.store.db.collection<{ _id: string; organizationId: string }>('connections');
+  const before = await connections.findOne({ _id: tokens.connectionId });
+  t.is(before?.organizationId, acme.organizationId);
+
+  const client = new Client(app.url);
+  await client.signIn(globex.people.ana.email);
+  const csrf = await client.csrf();
+  const theirs = await client.post(`/dashboard/connections/${tokens.connectionId}/revoke`, { csrf });
+  const none = await client.post('/dashboard/connections/0197a000-0000-7000-8000-000000000000/revoke', { csrf });
+  t.is(theirs.status, 404);
+  t.is(theirs.text, none.text);
+  t.false((await client.get('/dashboard/connections')).text.includes('Claude Desktop'));
+
+  // Acme's connection is as it was: stored unchanged, its token still works, and Acme's page shows it unrevoked.
+  t.deepEqual(await connections.findOne({ _id: tokens.connectionId }), before);
+  t.is((await app.request('/v1/simulations/current-policies', { key: tokens.access_token, body: { merchant: 'X', amountMinor: '1', reason: 'r' } })).status, 200);
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const page = (await ana.get('/dashboard/connections')).text;
+  t.regex(page, /Claude Desktop/);
+  t.notRegex(page, /revoked \d/);
+});
+
+test('another organisation\'s policy draft cannot be put in shadow or stopped from the dashboard: the refusal reads as for one that does not exist', async (t) => {
+  const { app, acme } = await setUp(t);
+  const globex = await setUpDashboardOrg(app, 'globex', [{ handle: 'ana', name: 'Ana of Globex', email: 'ana@globex.example', roles: ['approver', 'admin'] }]);
+  const manifest = dashboardManifest('acme', [ANA, VIC, PAM]);
+  const office = manifest.policies[0];
+  const draft = { ...office, activate: false, rules: office.rules.map((r) => (r.effect === 'REQUIRE_APPROVAL' ? { ...r, amountMinor: '10000' } : r)) };
+  const draftId = (await applyManifest(app, { ...manifest, policies: [draft, manifest.policies[1]] })).policies.office.draftVersionId!;
+  const policyId = acme.policies.office.id;
+  const shadowOf = async () => (await app.request(`/v1/policies/${policyId}/versions/${draftId}/shadow`, { key: acme.keys['admin-key'] })).body.shadow.shadow as boolean;
+  const stored = () => app.store.db.collection<{ _id: string }>('policy_shadows').findOne({ _id: draftId });
+
+  const client = new Client(app.url);
+  await client.signIn(globex.people.ana.email);
+  const csrf = await client.csrf();
+  const missing = '0197a000-0000-7000-8000-000000000000';
+  // Acme's policy and draft; Globex's own policy with Acme's draft; Acme's policy with a draft that does not exist.
+  const attempts = [[policyId, draftId], [globex.policies.office.id, draftId], [policyId, missing]];
+  const refusedAll = async (shadow: 'on' | 'off') => {
+    const none = await client.post(`/dashboard/policies/${missing}/versions/${missing}/shadow`, { csrf, shadow });
+    t.is(none.status, 404);
+    for (const [p, v] of attempts) {
+      const res = await client.post(`/dashboard/policies/${p}/versions/${v}/shadow`, { csrf, shadow });
+      t.is(res.status, 404, `${shadow} ${p} ${v}`);
+      t.is(res.text, none.text, `${shadow} ${p} ${v}`);
+    }
+  };
+
+  // Not in shadow: Globex cannot start it.
+  await refusedAll('on');
+  t.false(await shadowOf());
+  t.is(await stored(), null);
+
+  // In shadow, started by Acme's admin: Globex cannot stop it.
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  t.is((await ana.post(`/dashboard/policies/${policyId}/versions/${draftId}/shadow`, { csrf: await ana.csrf(), shadow: 'on' })).status, 303);
+  const running = await stored();
+  await refusedAll('off');
+  t.true(await shadowOf());
+  t.deepEqual(await stored(), running);
+  t.regex((await ana.get('/dashboard/policies')).text, /Stop the shadow/);
 });
 
 test('purchases: filters by agent, status, decision, merchant and dates in the organisation\'s zone, with keyset pages', async (t) => {
