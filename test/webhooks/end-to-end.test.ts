@@ -8,7 +8,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createTestPki, startReceiver, type ProgrammedResponse, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import type { TestApp } from '../helpers/app.ts';
-import { startChildService } from './fixtures/child-service.ts';
+import { startChildService, waitFor } from './fixtures/child-service.ts';
 
 
 // ---- The independent verifier: the receiver code docs/integrate/webhooks.md shows. ----
@@ -59,15 +59,6 @@ test.after.always(async () => {
   await pki?.cleanup();
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, limitMs = 20_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 40));
-  }
-}
 
 let orgs = 0;
 async function organisation() {

@@ -17,7 +17,7 @@ import { createTestPki, startReceiver, PINNED_TEST_HOSTNAME, type Receiver, type
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import type { TestApp } from '../helpers/app.ts';
 import type { ResolvedAddress } from '../../src/webhooks/destination.ts';
-import { startChildService } from './fixtures/child-service.ts';
+import { startChildService, waitFor } from './fixtures/child-service.ts';
 
 const TIMEOUT_MS = 4000;
 
@@ -53,15 +53,6 @@ test.after.always(async () => {
   await pki?.cleanup();
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, limitMs = 30_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 40));
-  }
-}
 
 async function receiver(cert: 'trusted' | 'untrusted', responses: Parameters<typeof startReceiver>[0]['responses']): Promise<Receiver> {
   const r = await startReceiver({ ...pki[cert], responses });
