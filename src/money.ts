@@ -4,12 +4,14 @@
 export const MAX_STORED_MINOR = BigInt(Number.MAX_SAFE_INTEGER);
 const MINOR_PATTERN = /^-?\d+$/;
 
-/** Parses a wire MinorAmount (decimal string or JSON integer). Returns null when not a whole number. */
+/**
+ * Parses a wire MinorAmount (decimal string or JSON integer). Returns null when not a whole number. An
+ * integer past 2^53-1 arrives rounded but is whole all the same: callers refuse it as too large, as they
+ * do the same digits in a string (docs/reference/decisions.md, amount range).
+ */
 export function parseMinor(value: unknown): bigint | null {
   if (typeof value === 'bigint') return value;
-  if (typeof value === 'number') {
-    return Number.isSafeInteger(value) ? BigInt(value) : null;
-  }
+  if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : null;
   if (typeof value === 'string' && MINOR_PATTERN.test(value) && value.length <= 40) return BigInt(value);
   return null;
 }

@@ -48,10 +48,7 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
   const issues: ErrorIssue[] = [];
   const check = (field: string) => Object.hasOwn(body, field) && !refused.has(field);
   if (check('amountMinor')) {
-    // An integer literal past 2^53-1 arrives rounded, but it is a whole number all the same: too large
-    // (or not positive), as the same digits in a string are (docs/reference/decisions.md, amount range).
-    const value = body.amountMinor;
-    const amount = !writtenAsInteger(body, 'amountMinor') ? null : typeof value === 'number' && Number.isInteger(value) ? BigInt(value) : parseMinor(value);
+    const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
     if (amount === null) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
     else if (amount <= 0n) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' });
     else if (amount > MAX_STORED_MINOR) issues.push({ path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` });

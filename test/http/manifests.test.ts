@@ -123,6 +123,18 @@ test.serial('a value outside a closed list is INVALID_VALUE naming the values al
   t.is((await app.deps.collections.agents.findOne({ _id: acme.agents.buyer.id }))?.status, 'ENABLED');
 });
 
+test.serial('a limit written as a JSON or YAML integer above 2^53-1 is AMOUNT_TOO_LARGE, as its string is', async (t) => {
+  const before = await counts();
+  const json = JSON.stringify(acmeManifest('huge-limit')).replace('"amountMinor":"50000"', '"amountMinor":9007199254740993');
+  const asJson = await app.admin('/admin/manifests', { raw: json, headers: { 'content-type': 'application/json' } });
+  t.is(asJson.status, 400, asJson.text);
+  t.deepEqual(asJson.body.error.issues.map((i: any) => [i.path, i.code]), [['policies.0.rules.0.amountMinor', 'AMOUNT_TOO_LARGE']]);
+  const asYaml = await app.admin('/admin/manifests', { raw: stringify(JSON.parse(json)).replace('amountMinor: 9007199254740992', 'amountMinor: 9007199254740993'), headers: { 'content-type': 'application/yaml' } });
+  t.is(asYaml.status, 400, asYaml.text);
+  t.deepEqual(asYaml.body.error.issues.map((i: any) => [i.path, i.code]), [['policies.0.rules.0.amountMinor', 'AMOUNT_TOO_LARGE']]);
+  t.deepEqual(await counts(), before);
+});
+
 test('a manifest may be YAML', async (t) => {
   const res = await app.admin('/admin/manifests', { raw: stringify(acmeManifest('yaml-org')), headers: { 'content-type': 'application/yaml' } });
   t.is(res.status, 200);
