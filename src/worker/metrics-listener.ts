@@ -14,15 +14,17 @@ const error = (code: string, message: string) => JSON.stringify({ error: { code,
 export async function serveWorkerMetrics(config: { metricsPort: number; metricsToken: string | null }, log: Logger): Promise<() => Promise<void>> {
   const allowed = metricsBearer(config.metricsToken);
   const server: Server = createServer((req, res) => {
-    const refusal = allowed?.(req) ?? null;
     const path = (req.url ?? '').split('?')[0];
     if (allowed === null || path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'application/json' }).end(error('not_found', 'The worker serves GET /metrics only, and only when METRICS_TOKEN is set.'));
     } else if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { 'content-type': 'application/json', allow: 'GET, HEAD' }).end(error('method_not_allowed', 'GET /metrics.'));
-    } else if (refusal !== null) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': METRICS_CHALLENGE }).end(error('unauthorized', refusal));
     } else {
+      const refusal = allowed(req);
+      if (refusal !== null) {
+        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': METRICS_CHALLENGE }).end(error('unauthorized', refusal));
+        return;
+      }
       renderMetrics().then(
         (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
         (err: unknown) => {

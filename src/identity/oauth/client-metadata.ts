@@ -138,11 +138,8 @@ export async function fetchClientMetadata(clientId: string, opts: FetchOptions):
 
   let client: Client | null = null;
   try {
-    // Step 2, bounded by the same deadline.
-    const resolved = await Promise.race([
-      resolveDestination(url.hostname, { allowLocal: opts.allowLocal, lookup: opts.lookup, signal: controller.signal }),
-      new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true })),
-    ]);
+    // Step 2, bounded by the same deadline (resolveDestination gives up when the signal aborts).
+    const resolved = await resolveDestination(url.hostname, { allowLocal: opts.allowLocal, lookup: opts.lookup, signal: controller.signal });
     if (!resolved.ok) return { ok: false, reason: `the client_id host is not permitted: ${resolved.reason}` };
     // Step 3.
     client = new Client(url.origin, {
