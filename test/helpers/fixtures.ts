@@ -51,7 +51,7 @@ export interface AppliedOrg {
   result: any;
 }
 
-export async function applyManifest(app: TestApp, manifest: object = acmeManifest()): Promise<AppliedOrg> {
+export async function applyManifest(app: Pick<TestApp, 'admin'>, manifest: object = acmeManifest()): Promise<AppliedOrg> {
   const res = await app.admin('/admin/manifests', { body: manifest });
   if (res.status !== 200) throw new Error(`manifest refused: ${res.status} ${res.text}`);
   const keys: Record<string, string> = {};

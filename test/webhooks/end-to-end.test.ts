@@ -3,12 +3,10 @@
 // NODE_EXTRA_CA_CERTS, Node's standard mechanism for trusting an extra CA; this process plays the
 // receivers and an independent verifier written from docs/reference/contract.md §6.4 alone (not signing.ts).
 import test from 'ava';
-import type { ChildProcess } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createTestPki, startReceiver, type ProgrammedResponse, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
-import type { TestApp } from '../helpers/app.ts';
-import { startChildService, waitFor } from './fixtures/child-service.ts';
+import { startChildService, waitFor, type ChildService } from './fixtures/child-service.ts';
 
 
 // ---- The independent verifier: the receiver code docs/integrate/webhooks.md shows. ----
@@ -26,19 +24,10 @@ function verify(rawBody: Buffer, headers: Record<string, string | string[] | und
 
 // ---- The child service and a small client for it. ----
 let pki: TestPki;
-let child: ChildProcess;
-let api: Pick<TestApp, 'request' | 'admin'>;
+let api: ChildService;
 let clockOffset = 0;
-let seq = 0;
-const pending = new Map<number, (msg: Record<string, unknown>) => void>();
 
-function ask(cmd: string, extra: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
-  const id = ++seq;
-  return new Promise((resolve) => {
-    pending.set(id, resolve);
-    child.send({ id, cmd, ...extra });
-  });
-}
+const ask = (cmd: string, extra: Record<string, unknown> = {}) => api.ask(cmd, extra);
 
 async function advance(ms: number) {
   await ask('advance', { ms });
@@ -47,22 +36,18 @@ async function advance(ms: number) {
 
 test.before(async () => {
   pki = await createTestPki();
-  const service = await startChildService(pki);
-  child = service.child;
-  child.on('message', (msg: { id: number }) => pending.get(msg.id)?.(msg as Record<string, unknown>));
-  api = service;
+  api = await startChildService(pki);
 });
 
 test.after.always(async () => {
-  child?.removeAllListeners('exit');
-  child?.kill();
+  api?.stop();
   await pki?.cleanup();
 });
 
 
 let orgs = 0;
 async function organisation() {
-  const applied = await applyManifest(api as TestApp, acmeManifest(`e2e${++orgs}`));
+  const applied = await applyManifest(api, acmeManifest(`e2e${++orgs}`));
   return { ...applied, admin: applied.keys['admin-key'], buyer: applied.keys['buyer-key'] };
 }
 

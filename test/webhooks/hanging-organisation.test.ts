@@ -13,7 +13,7 @@ import { createTestPki, startReceiver, PINNED_TEST_HOSTNAME, type Receiver, type
 import { startNameserver } from '../helpers/nameserver.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import type { TestApp } from '../helpers/app.ts';
-import { startChildService } from './fixtures/child-service.ts';
+import { startChildService, type ChildService } from './fixtures/child-service.ts';
 import { MAX_IN_FLIGHT_PER_HOST, MAX_IN_FLIGHT_PER_ORGANIZATION } from '../../src/webhooks/attempt-slots.ts';
 
 type Api = Pick<TestApp, 'request' | 'admin'>;
@@ -26,25 +26,11 @@ test.after.always(async () => {
   await pki?.cleanup();
 });
 
-type Ask = (cmd: string, extra?: Record<string, unknown>) => Promise<any>;
-
 /** A service of its own (so a worker of its own) for one test, stopped at its end; `ask` talks to it over IPC (fixtures/service.ts). */
-async function childService(t: ExecutionContext): Promise<{ api: Api; ask: Ask }> {
+async function childService(t: ExecutionContext): Promise<{ api: ChildService; ask: (cmd: string, extra?: Record<string, unknown>) => Promise<any> }> {
   const service = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000), UV_THREADPOOL_SIZE: '4' });
-  t.teardown(() => {
-    service.child.removeAllListeners('exit');
-    service.child.kill();
-  });
-  let seq = 0;
-  const pending = new Map<number, (msg: unknown) => void>();
-  service.child.on('message', (msg: { id: number }) => pending.get(msg.id)?.(msg));
-  const ask: Ask = (cmd, extra = {}) =>
-    new Promise((resolve) => {
-      const id = ++seq;
-      pending.set(id, resolve);
-      service.child.send({ id, cmd, ...extra });
-    });
-  return { api: { request: service.request, admin: service.admin }, ask };
+  t.teardown(() => service.stop());
+  return { api: service, ask: (cmd, extra) => service.ask(cmd, extra) };
 }
 
 async function receiver(t: ExecutionContext, hang: boolean): Promise<Receiver> {
@@ -77,7 +63,7 @@ async function until(done: () => boolean | Promise<boolean>): Promise<void> {
 
 /** The healthy organisation: one endpoint at a receiver that answers, one event. */
 async function healthyDelivery(t: ExecutionContext, api: Api, healthy: Receiver): Promise<{ org: AppliedOrg; endpointId: string }> {
-  const org = await applyManifest(api as TestApp, acmeManifest('healthyorg'));
+  const org = await applyManifest(api, acmeManifest('healthyorg'));
   // Another name than the hanging receivers' (`localhost`): a destination host of its own.
   const endpointId = await endpoint(t, api, org, `https://127.0.0.1:${healthy.port}/hooks`);
   await purchase(t, api, org, 'paper for the healthy organisation');
@@ -89,7 +75,7 @@ test('an organisation whose 5 endpoints never answer holds at most its cap of at
   const hanging = await receiver(t, true);
   const healthy = await receiver(t, false);
 
-  const stuck = await applyManifest(api as TestApp, acmeManifest('stuckorg'));
+  const stuck = await applyManifest(api, acmeManifest('stuckorg'));
   const stuckEndpoints: string[] = [];
   for (let i = 0; i < 5; i++) stuckEndpoints.push(await endpoint(t, api, stuck, `${hanging.origin}/hooks/${i}`));
   for (let i = 0; i < 4; i++) await purchase(t, api, stuck, `paper ${i}`);
@@ -120,7 +106,7 @@ test('one host that never answers, reached by three organisations, holds at most
   // organisation could make 4 attempts at once under its own cap, 12 in all, more than a worker runs.
   const stuck: { org: AppliedOrg; endpointId: string }[] = [];
   for (const handle of ['stuck-a', 'stuck-b', 'stuck-c']) {
-    const org = await applyManifest(api as TestApp, acmeManifest(handle));
+    const org = await applyManifest(api, acmeManifest(handle));
     for (let i = 0; i < 2; i++) stuck.push({ org, endpointId: await endpoint(t, api, org, `${hanging.origin}/${handle}/${i}`) });
     for (let i = 0; i < 3; i++) await purchase(t, api, org, `paper ${i}`);
   }
@@ -158,7 +144,7 @@ test('an organisation whose names\' nameserver never answers, with the thread po
   });
   const healthy = await receiver(t, false);
 
-  const stuck = await applyManifest(api as TestApp, acmeManifest('silentdns'));
+  const stuck = await applyManifest(api, acmeManifest('silentdns'));
   const stuckEndpoints: string[] = [];
   for (const name of silentNames) stuckEndpoints.push(await endpoint(t, api, stuck, `https://${name}:${healthy.port}/hooks`));
   for (let i = 0; i < 4; i++) await purchase(t, api, stuck, `paper ${i}`);
@@ -167,7 +153,7 @@ test('an organisation whose names\' nameserver never answers, with the thread po
   // stuck organisation's getaddrinfo calls took them when resolution went through dns.lookup.
   t.is((await ask('hold-pool')).threads, 4);
 
-  const org = await applyManifest(api as TestApp, acmeManifest('healthyorg'));
+  const org = await applyManifest(api, acmeManifest('healthyorg'));
   const endpointId = await endpoint(t, api, org, `https://${PINNED_TEST_HOSTNAME}:${healthy.port}/hooks`);
   await purchase(t, api, org, 'paper for the healthy organisation');
   await until(async () => (await deliveryStatuses(api, org, endpointId)).includes('DELIVERED'));

@@ -8,47 +8,32 @@
 // Loopback is allowed in this mode (WEBHOOK_UNSAFE_ALLOW_LOCAL=1); that 127.0.0.1 and ::1 themselves are
 // refused at delivery time without it is in pipeline.test.ts.
 import test from 'ava';
-import type { ChildProcess } from 'node:child_process';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { createTestPki, startReceiver, PINNED_TEST_HOSTNAME, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
-import type { TestApp } from '../helpers/app.ts';
 import type { ResolvedAddress } from '../../src/webhooks/destination.ts';
-import { startChildService, waitFor } from './fixtures/child-service.ts';
+import { startChildService, waitFor, type ChildService } from './fixtures/child-service.ts';
 
 const TIMEOUT_MS = 4000;
 
 let pki: TestPki;
-let child: ChildProcess;
-let api: Pick<TestApp, 'request' | 'admin'>;
-let seq = 0;
-const pending = new Map<number, (msg: Record<string, unknown>) => void>();
+let api: ChildService;
 const closers: Array<() => Promise<void>> = [];
 /** Every signing secret handed out in this file: none may appear in a record or a log line. */
 const secrets: string[] = [];
 
-function ask(cmd: string, extra: Record<string, unknown> = {}): Promise<any> {
-  const id = ++seq;
-  return new Promise((resolve) => {
-    pending.set(id, resolve);
-    child.send({ id, cmd, ...extra });
-  });
-}
+const ask = (cmd: string, extra: Record<string, unknown> = {}): Promise<any> => api.ask(cmd, extra);
 
 test.before(async () => {
   pki = await createTestPki();
-  const service = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) });
-  child = service.child;
-  child.on('message', (msg: { id: number }) => pending.get(msg.id)?.(msg as Record<string, unknown>));
-  api = service;
+  api = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) });
 });
 
 test.after.always(async () => {
-  child?.removeAllListeners('exit');
-  child?.kill();
+  api?.stop();
   await Promise.all(closers.map((close) => close()));
   await pki?.cleanup();
 });
@@ -63,7 +48,7 @@ async function receiver(cert: 'trusted' | 'untrusted', responses: Parameters<typ
 let orgs = 0;
 /** A new organisation with one endpoint at `url`, and a queued `webhook.test` delivery to it. */
 async function endpointWithTestDelivery(url: string) {
-  const applied = await applyManifest(api as TestApp, acmeManifest(`hostile${++orgs}`));
+  const applied = await applyManifest(api, acmeManifest(`hostile${++orgs}`));
   const admin = applied.keys['admin-key'];
   const created = await api.request('/v1/webhooks', { key: admin, body: { url, subscribedTypes: ['purchase.approved'] } });
   if (created.status !== 201) throw new Error(`endpoint refused: ${created.text}`);

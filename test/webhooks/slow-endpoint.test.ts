@@ -6,30 +6,24 @@
 // asserted is structural, not speed: all 100 healthy deliveries arrive, and the hanging endpoint never
 // has more than the per-endpoint cap of attempts in flight.
 import test from 'ava';
-import type { ChildProcess } from 'node:child_process';
 import { createTestPki, startReceiver, type Receiver, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
-import type { TestApp } from '../helpers/app.ts';
-import { startChildService } from './fixtures/child-service.ts';
+import { startChildService, type ChildService } from './fixtures/child-service.ts';
 import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/attempt-slots.ts';
 
 const EVENTS = 100;
 
 let pki: TestPki;
-let child: ChildProcess;
-let api: Pick<TestApp, 'request' | 'admin'>;
+let api: ChildService;
 const receivers: Receiver[] = [];
 
 test.before(async () => {
   pki = await createTestPki();
-  const service = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000) });
-  child = service.child;
-  api = service;
+  api = await startChildService(pki, { TEST_WEBHOOK_TIMEOUT_MS: String(10 * 60_000) });
 });
 
 test.after.always(async () => {
-  child?.removeAllListeners('exit');
-  child?.kill();
+  api?.stop();
   await Promise.all(receivers.map((r) => r.close()));
   await pki?.cleanup();
 });
@@ -38,7 +32,7 @@ test('with one endpoint hanging, every event reaches a healthy endpoint while th
   const hanging = await startReceiver({ ...pki.trusted, responses: [{ status: 200, hang: true }] });
   const healthy = await startReceiver({ ...pki.trusted, responses: [{ status: 204 }] });
   receivers.push(hanging, healthy);
-  const org = await applyManifest(api as TestApp, acmeManifest('slowhook'));
+  const org = await applyManifest(api, acmeManifest('slowhook'));
   for (const receiver of [hanging, healthy]) {
     const res = await api.request('/v1/webhooks', { key: org.keys['admin-key'], body: { url: `${receiver.origin}/hooks`, subscribedTypes: ['purchase.approved'] } });
     t.is(res.status, 201, res.text);
