@@ -31,16 +31,18 @@ export function configOrExit(): Config {
 /**
  * On the embedded store, a missing ADMIN_TOKEN or WEBHOOK_ENCRYPTION_KEY is generated once and
  * kept in the database, so that printed tokens and sealed webhook secrets outlive a restart
- * (and the worker process uses the same key). Printed only when created.
+ * (and the worker process uses the same key). The token is printed once, when created, and only its
+ * digest is kept: it is a credential, and the database a file that backups and analysts read.
  */
 async function withGeneratedSecrets(config: Config, store: Store): Promise<Config> {
   if (!(store instanceof EmbeddedStore)) return config;
   const where = store.location === ':memory:' ? 'for this process only (DATA_DIR=:memory:)' : `kept in ${store.location}`;
-  if (config.adminToken === null) {
-    const { value, created } = await store.secret('admin-token', () => randomBytes(24).toString('base64url'));
+  if (config.adminTokenSha256 === null) {
+    const { sha256, created } = await store.credentialDigest('admin-token', () => randomBytes(24).toString('base64url'));
     // Printed once, on purpose: the embedded default is for a person at a terminal.
-    if (created) process.stdout.write(`\nOperator API token (generated, ${where}): ${value}\n\n`);
-    config = { ...config, adminToken: value };
+    const kept = store.location === ':memory:' ? 'for this process only' : `only its digest is kept, in ${store.location}`;
+    if (created !== null) process.stdout.write(`\nOperator API token (generated, shown this once; ${kept}): ${created}\n\n`);
+    config = { ...config, adminTokenSha256: sha256 };
   }
   if (config.webhookEncryptionKey === null) {
     const { value, created } = await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'));

@@ -1,7 +1,7 @@
 // Configuration comes from the environment only, checked once at start (docs/internals/design.md §6a: composition root).
 // A bad value stops the process with a message naming the variable.
 import { Duration } from 'luxon';
-import { createPrivateKey } from 'node:crypto';
+import { createHash, createPrivateKey } from 'node:crypto';
 import { parseEncryptionKey } from './webhooks/secrets.ts';
 
 function isEd25519PrivateKey(pem: string): boolean {
@@ -39,7 +39,8 @@ export interface Config {
   sqliteSynchronous: 'NORMAL' | 'FULL';
   /** Whether the web process runs the scheduled jobs too (RUN_JOBS; default: on the embedded store). */
   runJobs: boolean;
-  adminToken: string | null;
+  /** The SHA-256 digest (hex) of the operator API's token (ADMIN_TOKEN, or the generated one): the token itself is kept nowhere. */
+  adminTokenSha256: string | null;
   /** Raw WEBHOOK_ENCRYPTION_KEY (parsed by the webhook module), or null. */
   webhookEncryptionKey: string | null;
   /**
@@ -263,7 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR || './data',
     sqliteSynchronous,
     runJobs: flag(env, 'RUN_JOBS', mongodbUri === null),
-    adminToken,
+    adminTokenSha256: adminToken === null ? null : createHash('sha256').update(adminToken, 'utf8').digest('hex'),
     webhookEncryptionKey,
     decisionSigningKey,
     webhookUnsafeAllowLocal,

@@ -41,7 +41,7 @@ const { config } = deps;
 const embedded = config.mongodbUri === null;
 const runsJobs = config.runJobs && first;
 deps.lifecycle = newLifecycle(runsJobs);
-if (config.adminToken === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
+if (config.adminTokenSha256 === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 
 if (values.manifest && first) {
   const text = await readFile(values.manifest, 'utf8');

@@ -42,7 +42,7 @@ const OrganizationPatch = compile(
 export function adminRoutes(deps: AppDeps): Router {
   const c = deps.collections;
   const router = newRouter({ prefix: '/admin' });
-  router.use(requireAdmin(deps.config.adminToken));
+  router.use(requireAdmin(deps.config.adminTokenSha256));
 
   router.post('/manifests', manifestBody, async (ctx) => {
     ctx.body = await applyManifest(deps, ctx.state.body);

@@ -1,5 +1,7 @@
 // The operator API is authenticated by ADMIN_TOKEN and nothing else (docs/internals/design.md §5):
-// no /v1 credential reaches it. Compared in constant time over digests of equal length.
+// no /v1 credential reaches it. Only the token's SHA-256 digest is known here (the configuration keeps
+// no other, and the embedded store keeps no other of a generated one); digests of equal length are
+// compared in constant time.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { ApiError, unauthorized } from '../http/errors.ts';
@@ -7,8 +9,9 @@ import { bearerOf, REPEATED_AUTHORIZATION } from '../http/bearer.ts';
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
-export function requireAdmin(adminToken: string | null) {
-  const expected = adminToken ? digest(adminToken) : null;
+/** `tokenSha256`: the token's SHA-256 digest in hex (Config.adminTokenSha256), null when the operator API is off. */
+export function requireAdmin(tokenSha256: string | null) {
+  const expected = tokenSha256 === null ? null : Buffer.from(tokenSha256, 'hex');
   return (ctx: Context, next: Next) => {
     if (!expected) throw new ApiError(404, 'not_found', 'The operator API is not enabled (set ADMIN_TOKEN).');
     const bearer = bearerOf(ctx.req);

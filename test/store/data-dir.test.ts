@@ -64,26 +64,50 @@ test('a corrupt database file', async (t) => {
   await refused(t, dataDir, dataDir, /is not a readable database \(corrupt or not SQLite\)/, file);
 });
 
-test('a fresh DATA_DIR is created private, the log names the file, and the generated admin token is kept and printed once', async (t) => {
+/** Every file of the data directory (database, WAL, shared memory), as bytes read as Latin-1. */
+const filesOf = (dataDir: string) => readdirSync(dataDir).map((name) => readFileSync(join(dataDir, name)).toString('latin1')).join('\n');
+
+test('a fresh DATA_DIR is created private, the log names the file, and the generated admin token is printed once and kept only as a digest', async (t) => {
   const dataDir = tempDataDir(t);
   const first = await runOnce(dataDir);
   t.is(statSync(dataDir).mode & 0o777, 0o700);
   const file = join(dataDir, 'spend-control.db');
   t.true(existsSync(file));
   t.is(statSync(file).mode & 0o777, 0o600);
-  t.true(first.includes(file), 'the start-up log names the database file');
-  const token = /Operator API token \(generated, kept in [^)]+\): (\S+)/.exec(first)?.[1];
-  t.truthy(token, first);
-  t.regex(first, /Webhook signing secrets are sealed with a generated key, kept in/);
-  const second = await runOnce(dataDir);
-  t.false(second.includes('Operator API token'), 'printed only when created');
-  const store = await openEmbeddedStore({ dataDir });
-  t.teardown(() => store.close());
-  t.is((await store.secret('admin-token', () => 'another')).value, token!, 'the same token is used at the next start');
+  t.true(first.output.includes(file), 'the start-up log names the database file');
+  const token = /Operator API token \(generated, shown this once; only its digest is kept, in [^)]+\): (\S+)/.exec(first.output)?.[1];
+  t.truthy(token, first.output);
+  t.is(first.admin(token!), 404, 'the printed token opens the operator API');
+  t.regex(first.output, /Webhook signing secrets are sealed with a generated key, kept in/);
+  const second = await runOnce(dataDir, [token!, `${token!.slice(0, -1)}${token!.endsWith('x') ? 'y' : 'x'}`]);
+  t.false(second.output.includes('Operator API token'), 'printed only when created');
+  t.is(second.admin(token!), 404, 'the same token opens the operator API at the next start');
+  t.is(second.admin(`${token!.slice(0, -1)}${token!.endsWith('x') ? 'y' : 'x'}`), 401);
+  // A credential at rest is a digest: the token is in none of the store's files, in any form.
+  const files = filesOf(dataDir);
+  t.false(files.includes(token!), 'the token is not stored');
+  t.true(files.includes(createHash('sha256').update(token!).digest('hex')), 'its digest is');
 });
 
-/** Starts the service without ADMIN_TOKEN, waits for it to listen, stops it; returns its output. */
-async function runOnce(dataDir: string): Promise<string> {
+test('an admin token an earlier version kept in plain text is replaced by its digest, and goes on working', async (t) => {
+  const dataDir = tempDataDir(t);
+  const legacy = 'legacy-plain-admin-token-0123456789';
+  const store = await openEmbeddedStore({ dataDir });
+  await store.secret('admin-token', () => legacy);
+  await store.close();
+  t.true(filesOf(dataDir).includes(legacy), 'the old layout, as the earlier version left it');
+  const started = await runOnce(dataDir, [legacy]);
+  t.false(started.output.includes('Operator API token'), 'no new token is made or printed');
+  t.is(started.admin(legacy), 404, 'the token the operator has opens the operator API');
+  t.false(filesOf(dataDir).includes(legacy), 'and is no longer stored');
+});
+
+/**
+ * Starts the service without ADMIN_TOKEN, waits for it to listen, stops it; returns its output and what
+ * the operator API answered, while it ran, to the token it printed and to each of `tokens`: 404 for a
+ * purchase it does not know when the token is right, 401 when it is not.
+ */
+async function runOnce(dataDir: string, tokens: string[] = []): Promise<{ output: string; admin: (token: string) => number }> {
   const { spawn } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
   // Port 0: the HTTP port is not used here, and one picked in advance could be taken meanwhile.
@@ -99,7 +123,15 @@ async function runOnce(dataDir: string): Promise<string> {
     });
     child.once('exit', () => reject(new Error(`exited before listening:\n${output}`)));
   });
+  const port = Number(/"msg":"listening","port":(\d+)/.exec(output)?.[1]);
+  const printed = /Operator API token \([^)]*\): (\S+)/.exec(output)?.[1];
+  const tried = new Map<string, number>();
+  for (const token of [printed, ...tokens]) {
+    if (token === undefined) continue;
+    const res = await fetch(`http://127.0.0.1:${port}/admin/purchase-requests/no-such-purchase`, { headers: { authorization: `Bearer ${token}` } });
+    tried.set(token, res.status);
+  }
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
-  return output;
+  return { output, admin: (token) => tried.get(token) ?? NaN };
 }

@@ -32,7 +32,7 @@ const PasswordBody = compile(
 
 export function connectionAdminRoutes(deps: AppDeps): Router {
   const router = newRouter({ prefix: '/admin' });
-  router.use(requireAdmin(deps.config.adminToken));
+  router.use(requireAdmin(deps.config.adminTokenSha256));
   const c = deps.collections;
   const connections = connectionsCollection(deps.store.db);
 

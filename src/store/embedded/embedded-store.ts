@@ -116,7 +116,12 @@ export class EmbeddedStore implements Store {
     return this.#engine.sweepExpired();
   }
 
-  /** A value kept in the database (e.g. a generated secret): the stored one, or make()'s when none was. */
+  /** A generated credential's digest, kept in the database (Engine.credentialDigest). */
+  credentialDigest(name: string, make: () => string): Promise<{ sha256: string; created: string | null }> {
+    return this.#engine.credentialDigest(name, make);
+  }
+
+  /** A value kept in the database (e.g. a generated key): the stored one, or make()'s when none was. */
   secret(name: string, make: () => string): Promise<{ value: string; created: boolean }> {
     return this.#engine.secret(name, make);
   }

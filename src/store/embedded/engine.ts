@@ -21,7 +21,7 @@
 // all resolve only once the group is durable, and all fail if its commit fails.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { MongoServerError } from 'mongodb';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { isMainThread, type Worker } from 'node:worker_threads';
 import { startSmallThread } from '../../small-thread.ts';
@@ -602,6 +602,32 @@ export class Engine {
   }
 
   // --- secrets and lifecycle -------------------------------------------------------------
+
+  /**
+   * The SHA-256 digest (hex) of a credential kept under name, made from make() by the first process
+   * that asks, which alone gets the credential back (`created`) to show it once: the database keeps
+   * only the digest. A credential kept in plain text by an earlier version under secret:<name> is
+   * replaced by its digest, in the same write, so that two processes starting at once agree on it.
+   */
+  async credentialDigest(name: string, make: () => string): Promise<{ sha256: string; created: string | null }> {
+    return this.write(undefined, () => {
+      const key = `secret-sha256:${name}`;
+      // Its bytes overwritten, not only unlinked from the page (a page's free space keeps what was deleted).
+      this.statement('PRAGMA secure_delete = ON').run();
+      let plain: { v: string } | undefined;
+      try {
+        plain = this.statement('DELETE FROM _sc_meta WHERE k = ? RETURNING v').get(`secret:${name}`) as { v: string } | undefined;
+      } finally {
+        this.statement('PRAGMA secure_delete = OFF').run();
+      }
+      const kept = this.statement('SELECT v FROM _sc_meta WHERE k = ?').get(key) as { v: string } | undefined;
+      if (kept) return { sha256: kept.v, created: null };
+      const value = plain?.v ?? make();
+      const sha256 = createHash('sha256').update(value, 'utf8').digest('hex');
+      this.statement('INSERT INTO _sc_meta (k, v) VALUES (?, ?)').run(key, sha256);
+      return { sha256, created: plain === undefined ? value : null };
+    });
+  }
 
   /** The value kept under name, stored from make() by the first process that asks. */
   async secret(name: string, make: () => string): Promise<{ value: string; created: boolean }> {
