@@ -3,7 +3,8 @@
 //
 // Order matters (RFC 6749 4.1.2.1): until client_id and redirect_uri are known to belong together,
 // nothing may be sent to the redirect_uri, so those failures are shown as a page. Every later
-// failure is sent back to the client as `error` with `state` and `iss` (RFC 9207).
+// failure is sent back to the client as `error` with `state` and `iss` (RFC 9207): at once to a
+// loopback or app URI, through a link on a page to an https one (routes.ts, RFC 9700 4.11.2).
 import type { Scope } from '../auth.ts';
 import type { Collections } from '../../store/collections.ts';
 import type { StoreDb, StoreSession } from '../../store/store.ts';
