@@ -4,6 +4,7 @@
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { TestApp } from '../helpers/app.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
@@ -275,6 +276,17 @@ test('JSON that is no JSON-RPC message is -32600 Invalid Request, not -32700 Par
   const broken = await fetchJson(`${app.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth }, body: '{"jsonrpc":' });
   t.is(broken.status, 400);
   t.is((await broken.json()).error.code, 'malformed_json');
+});
+
+// MCP tools, error handling (2025-06-18 and 2025-11-25): an unknown tool is a protocol error, -32602.
+test('an unknown tool is JSON-RPC -32602 Unknown tool, not a tool result; names of object properties too', async (t) => {
+  const c = await client(full.access_token);
+  for (const name of ['no_such_tool', 'toString', '__proto__', 'constructor']) {
+    const error = await t.throwsAsync(c.callTool({ name, arguments: {} }), { instanceOf: McpError }, name);
+    t.is(error?.code, ErrorCode.InvalidParams, name);
+    t.is(error?.message, `MCP error -32602: Unknown tool: ${name}`);
+  }
+  await c.close();
 });
 
 test('a purchase through a connection counts as made by the person who authorised it: they cannot approve it, another approver can', async (t) => {
