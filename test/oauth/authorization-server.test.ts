@@ -184,6 +184,11 @@ test('the code exchange: invalid_target, wrong verifier, wrong redirect_uri, wro
   t.is((await unsupported.json()).error, 'unsupported_grant_type');
   const wrongType = await fetchJson(`${app.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   t.is((await wrongType.json()).error, 'invalid_request');
+  // A client secret (public clients have none) is invalid_client, with RFC 6749 5.2's default 400: a
+  // 401 must name an HTTP authentication scheme to use (RFC 9110 15.5.2), and this server has none.
+  const secret = await exchange(code, verifier, { client_secret: 'guessed' });
+  t.is(secret.status, 400);
+  t.is((await secret.json()).error, 'invalid_client');
   // Nothing above consumed the code.
   const ok = await exchange(code, verifier);
   t.is(ok.status, 200);
