@@ -190,9 +190,15 @@ export function oauthRoutes(deps: AppDeps): Router {
     // Denying needs no sign-in (the sign-in page's Cancel), only this browser and its CSRF token.
     if (decision === 'deny') {
       await o.requests.deleteOne({ _id: request._id });
+      const back = authorizationResponseUrl(request.redirectUri, { error: 'access_denied', error_description: 'the person denied the request', state: request.state }, issuer);
+      // The sign-in page does not show where its Cancel leads (the consent page does): an https
+      // redirect URI, anyone's, is a link to follow (RFC 9700 4.11.2), as in GET /oauth/authorize.
+      if (!request.personId && isWebRedirect(request.redirectUri)) {
+        return page(ctx, 200, errorPage('You cancelled', 'Nothing was shared with the application.', { href: back, host: redirectHostOf(request.redirectUri) }));
+      }
       ctx.set('Cache-Control', 'no-store');
       ctx.status = 303;
-      ctx.redirect(authorizationResponseUrl(request.redirectUri, { error: 'access_denied', error_description: 'the person denied the request', state: request.state }, issuer));
+      ctx.redirect(back);
       return;
     }
     if (!request.personId) return expired(ctx);
