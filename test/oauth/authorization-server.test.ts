@@ -57,6 +57,8 @@ test('PKCE is required, S256 only; unknown scopes and response types are refused
   t.is(await errorOf({ code_challenge_method: null }), 'invalid_request');
   t.is(await errorOf({ scope: 'purchase:read policies:write' }), 'invalid_scope');
   t.is(await errorOf({ response_type: 'token' }), 'unsupported_response_type');
+  // A missing parameter is invalid_request (RFC 6749 4.1.2.1), not a response type the server lacks.
+  t.is(await errorOf({ response_type: null }), 'invalid_request');
 });
 
 test('an unregistered redirect_uri or a bad client_id is shown as a page, never redirected to', async (t) => {

@@ -59,6 +59,7 @@ export async function checkAuthorizationRequest(
   if (state !== null && state.length > MAX_STATE_LENGTH) return fail('invalid_request', `state is longer than ${MAX_STATE_LENGTH} characters`);
   // 3. Authorization code only.
   const responseType = params.get('response_type');
+  if (responseType === undefined) return fail('invalid_request', 'response_type is required (code)');
   if (responseType !== 'code') return fail('unsupported_response_type', 'only response_type=code is supported');
   // 4. PKCE, S256 only (docs/reference/contract.md §5.2; RFC 7636 4.3).
   const method = params.get('code_challenge_method');
