@@ -10,7 +10,8 @@
 //      disabled agent included, is 401 invalid_token: the MCP authorization specification and
 //      RFC 6750 3.1 say so, and it is what makes a client sign in again by itself.
 //   3. A tools/call for a tool the connection's scopes do not reach is a 403 insufficient_scope
-//      challenge naming the scope (RFC 6750 3.1), so a client can ask the person for more.
+//      challenge naming the scopes to ask for, those held and the missing one (RFC 6750 3.1), so a
+//      client can ask the person for more.
 //   4. The JSON-RPC message goes to a fresh server + transport (serve.ts, loaded with the first call);
 //      both are closed with the response. A tools/call the SDK would answer wrongly is answered before
 //      it reaches the server.
@@ -24,6 +25,7 @@ import { LIMITS, jsonBody } from '../http/body.ts';
 import { invalidToken, resolveConnectionToken } from '../identity/connections/resolve-token.ts';
 import { issuerOf, mcpResourceOf, protectedResourceMetadataUrl } from '../identity/oauth/issuer.ts';
 import { SCOPES } from '../identity/oauth/scopes.ts';
+import type { Scope } from '../identity/auth.ts';
 import { TOOL_SCOPES } from './tool-scopes.ts';
 import { bearerOf, REPEATED_AUTHORIZATION } from '../http/bearer.ts';
 
@@ -73,16 +75,17 @@ async function authenticateMcp(ctx: Context, deps: AppDeps) {
   return { principal: resolved.principal, organization };
 }
 
-/** The scope a JSON-RPC message needs that the connection lacks, if any (batches included). */
-function missingScope(body: unknown, scopes: readonly string[]): string | null {
+/** The scopes the JSON-RPC messages need that the connection lacks (batches included). */
+function missingScopes(body: unknown, scopes: readonly string[]): Scope[] {
+  const missing = new Set<Scope>();
   for (const message of Array.isArray(body) ? body : [body]) {
     if (message === null || typeof message !== 'object') continue;
     const m = message as { method?: unknown; params?: { name?: unknown } };
     if (m.method !== 'tools/call' || typeof m.params?.name !== 'string') continue;
     const needed = Object.hasOwn(TOOL_SCOPES, m.params.name) ? TOOL_SCOPES[m.params.name] : undefined;
-    if (needed && !scopes.includes(needed)) return needed;
+    if (needed && !scopes.includes(needed)) missing.add(needed);
   }
-  return null;
+  return SCOPES.filter((s) => missing.has(s));
 }
 
 export function mcpRoutes(deps: AppDeps): Router {
@@ -107,9 +110,12 @@ export function mcpRoutes(deps: AppDeps): Router {
     return next();
   }, jsonBody(LIMITS.standard), async (ctx) => {
     const { principal, organization } = ctx.state.mcp as Awaited<ReturnType<typeof authenticateMcp>>;
-    const lacking = missingScope(ctx.state.body, principal.scopes);
-    if (lacking) {
-      throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking} scope.`, undefined, challenge(deps, 'insufficient_scope', lacking));
+    const lacking = missingScopes(ctx.state.body, principal.scopes);
+    if (lacking.length > 0) {
+      // The scopes held as well (MCP 2025-11-25, Scope Challenge Handling): clients ask for exactly
+      // the challenge's, and a connection made for the missing one alone would lose the others.
+      const wanted = SCOPES.filter((s) => principal.scopes.includes(s) || lacking.includes(s)).join(' ');
+      throw new ApiError(403, 'insufficient_scope', `This connection lacks the ${lacking.join(' and ')} scope.`, undefined, challenge(deps, 'insufficient_scope', wanted));
     }
     // The SDK (and zod) load with the first MCP call, not with the process: most deployments never
     // connect an assistant, and the web process then keeps about 7 MB less heap.

@@ -9,6 +9,7 @@ import type { AppDeps } from '../app-deps.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
 import { buildMcpServer, rawArgumentsError, toolError } from './tools.ts';
+import { TOOL_SCOPES } from './tool-scopes.ts';
 
 /** Answers the request's JSON-RPC body (parsed in ctx.state.body) for an authenticated connection. */
 export async function serveMcp(ctx: Context, deps: AppDeps, principal: ConnectionPrincipal, organization: OrganizationDoc): Promise<void> {
@@ -57,12 +58,17 @@ function invalidRequest(body: unknown): JSONRPCMessage | null {
  * - params its own schema refuses (`arguments: null`, a `name` that is not a string): its request
  *   parse throws a plain validation error, answered -32603 Internal error with the validator's dump;
  *   JSON-RPC 2.0 says -32602 Invalid params.
+ * - a tool that does not exist: its server answers a tool result (isError, "Tool toString disabled"
+ *   for a name its tool table inherits); the MCP specification's tools page says a protocol error,
+ *   -32602. (A tool the connection's scopes do not reach never gets here: routes.ts answers 403.)
  * - raw arguments whose `__proto__` keys its parsing would drop (rawArgumentsError): a tool error.
  */
 function screenToolCall(message: JSONRPCRequest, rawArguments: unknown): JSONRPCMessage | null {
   const parsed = CallToolRequestSchema.safeParse(message);
   if (!parsed.success) return invalidParams(message, parsed.error.issues, 'tools/call takes params {name: string, arguments?: object}.');
-  const refused = rawArgumentsError(parsed.data.params.name, rawArguments);
+  const { name } = parsed.data.params;
+  if (!Object.hasOwn(TOOL_SCOPES, name)) return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Unknown tool: ${name}` } };
+  const refused = rawArgumentsError(name, rawArguments);
   return refused ? { jsonrpc: '2.0', id: message.id, result: toolError(refused) } : null;
 }
 

@@ -1,14 +1,18 @@
 // The MCP endpoint with the SDK's own Client and Streamable HTTP transport: tools listed by scope,
 // each tool's results and errors (MCP tool errors carrying docs/reference/contract.md codes), list_purchases paging,
-// and the HTTP-level protections (401 challenge, audience, Origin, insufficient_scope challenge).
+// and the HTTP-level protections (401 challenge, audience, Origin, insufficient_scope challenge and
+// the SDK client's step-up through it).
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { TestApp } from '../helpers/app.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
-import { connect, fetchJson, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
+import { REDIRECT_URI, connect, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
 
 let app: TestApp;
 let meta: MetadataServer;
@@ -52,14 +56,46 @@ const rpc = (body: unknown, headers: Record<string, string> = {}) =>
 test('only the tools the scopes allow are listed', async (t) => {
   const c = await client(readOnly.access_token);
   t.deepEqual((await c.listTools()).tools.map((x) => x.name).sort(), ['get_purchase', 'list_purchases']);
-  // Calling one the scopes do not reach is an insufficient_scope challenge naming the scope.
+  // Calling one the scopes do not reach is an insufficient_scope challenge naming the scopes to ask for.
   const res = await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_purchase', arguments: {} } }, { authorization: `Bearer ${readOnly.access_token}` });
   t.is(res.status, 403);
   t.is((await res.json()).error.code, 'insufficient_scope');
   const challenge = res.headers.get('www-authenticate') ?? '';
   t.regex(challenge, /error="insufficient_scope"/);
-  t.regex(challenge, /scope="purchase:request"/);
+  t.regex(challenge, /scope="purchase:read purchase:request"/);
   t.regex(challenge, /resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp"/);
+  await c.close();
+});
+
+// MCP 2025-11-25, Scope Challenge Handling: the SDK asks for exactly the challenge's scope, so a
+// challenge naming only the missing scope would trade the connection's scopes for it.
+test('stepping up with the SDK client asks for the scopes held as well as the one missing', async (t) => {
+  const asked: URL[] = [];
+  let tokens: OAuthTokens = { access_token: readOnly.access_token, token_type: 'Bearer' };
+  let verifier = '';
+  const provider: OAuthClientProvider = {
+    redirectUrl: REDIRECT_URI,
+    clientMetadata: { redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' },
+    clientInformation: () => ({ client_id: meta.clientId }),
+    tokens: () => tokens,
+    saveTokens: (saved) => void (tokens = saved),
+    redirectToAuthorization: (url) => void asked.push(url),
+    saveCodeVerifier: (saved) => void (verifier = saved),
+    codeVerifier: () => verifier,
+  };
+  const c = new Client({ name: 'mcp-step-up', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { authProvider: provider });
+  await c.connect(transport);
+  const purchase = { merchant: 'Step Up Supplies', amountMinor: '100', reason: 'Pens' };
+  await t.throwsAsync(c.callTool({ name: 'request_purchase', arguments: purchase }), { instanceOf: UnauthorizedError });
+  t.is(asked.length, 1, 'the 403 challenge started a new authorization');
+  t.is(asked[0].searchParams.get('scope'), 'purchase:read purchase:request');
+
+  // The person allows it; the client keeps reading and may now request.
+  const { browser, consentHtml } = await signInToConsent(app, org, asked[0].href);
+  const approved = await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(consentHtml, 'request'), csrf: hiddenField(consentHtml, 'csrf'), agent: org.agents.buyer.id, decision: 'approve' });
+  await transport.finishAuth(new URL(approved.headers.get('location')!).searchParams.get('code')!);
+  t.deepEqual((await c.listTools()).tools.map((x) => x.name).sort(), ['get_purchase', 'list_purchases', 'request_purchase']);
   await c.close();
 });
 
@@ -275,6 +311,17 @@ test('JSON that is no JSON-RPC message is -32600 Invalid Request, not -32700 Par
   const broken = await fetchJson(`${app.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth }, body: '{"jsonrpc":' });
   t.is(broken.status, 400);
   t.is((await broken.json()).error.code, 'malformed_json');
+});
+
+// MCP tools, error handling (2025-06-18 and 2025-11-25): an unknown tool is a protocol error, -32602.
+test('an unknown tool is JSON-RPC -32602 Unknown tool, not a tool result; names of object properties too', async (t) => {
+  const c = await client(full.access_token);
+  for (const name of ['no_such_tool', 'toString', '__proto__', 'constructor']) {
+    const error = await t.throwsAsync(c.callTool({ name, arguments: {} }), { instanceOf: McpError }, name);
+    t.is(error?.code, ErrorCode.InvalidParams, name);
+    t.is(error?.message, `MCP error -32602: Unknown tool: ${name}`);
+  }
+  await c.close();
 });
 
 test('a purchase through a connection counts as made by the person who authorised it: they cannot approve it, another approver can', async (t) => {

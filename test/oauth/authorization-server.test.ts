@@ -57,6 +57,8 @@ test('PKCE is required, S256 only; unknown scopes and response types are refused
   t.is(await errorOf({ code_challenge_method: null }), 'invalid_request');
   t.is(await errorOf({ scope: 'purchase:read policies:write' }), 'invalid_scope');
   t.is(await errorOf({ response_type: 'token' }), 'unsupported_response_type');
+  // A missing parameter is invalid_request (RFC 6749 4.1.2.1), not a response type the server lacks.
+  t.is(await errorOf({ response_type: null }), 'invalid_request');
 });
 
 test('an unregistered redirect_uri or a bad client_id is shown as a page, never redirected to', async (t) => {
@@ -184,6 +186,11 @@ test('the code exchange: invalid_target, wrong verifier, wrong redirect_uri, wro
   t.is((await unsupported.json()).error, 'unsupported_grant_type');
   const wrongType = await fetchJson(`${app.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   t.is((await wrongType.json()).error, 'invalid_request');
+  // A client secret (public clients have none) is invalid_client, with RFC 6749 5.2's default 400: a
+  // 401 must name an HTTP authentication scheme to use (RFC 9110 15.5.2), and this server has none.
+  const secret = await exchange(code, verifier, { client_secret: 'guessed' });
+  t.is(secret.status, 400);
+  t.is((await secret.json()).error, 'invalid_client');
   // Nothing above consumed the code.
   const ok = await exchange(code, verifier);
   t.is(ok.status, 200);

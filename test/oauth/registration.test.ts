@@ -163,6 +163,46 @@ test('a redirect URI the URL parser would not read as written is invalid_redirec
   }
 });
 
+// RFC 9700 4.11.2: anyone may register an https redirect URI, so an authorization request made
+// wrong on purpose must not send a browser there from this service's address without a word.
+test('an invalid or cancelled authorization request is not redirected at once to a registered https URI: the person sees why and where the link goes', async (t) => {
+  const phishing = 'https://phish.example/login';
+  const { client_id: clientId } = await (await register({ client_name: 'Spend control', redirect_uris: [phishing, 'http://127.0.0.1/callback'] }, { 'x-forwarded-for': '192.0.2.70' })).json();
+  const url = authorizeUrl(app, clientId, pkce(), { redirect_uri: phishing, response_type: 'token', state: 'kept' });
+  const res = await fetchJson(url, { redirect: 'manual' });
+  t.is(res.status, 400);
+  t.is(res.headers.get('location'), null, 'no redirect');
+  t.is(res.headers.get('x-frame-options'), 'DENY');
+  const html = await res.text();
+  t.regex(html, /only response_type=code is supported/);
+  const link = /<a href="([^"]+)">Return to phish\.example<\/a>/.exec(html);
+  t.truthy(link, html);
+  // The link carries the error response the client would have had (RFC 6749 4.1.2.1, RFC 9207).
+  const back = new URL(link![1].replaceAll('&amp;', '&'));
+  t.is(back.origin + back.pathname, phishing);
+  t.is(back.searchParams.get('error'), 'unsupported_response_type');
+  t.is(back.searchParams.get('state'), 'kept');
+  t.is(back.searchParams.get('iss'), app.url);
+
+  // A loopback redirect URI reaches only the person's own machine: errors go back at once (RFC 8252).
+  const loopback = await fetchJson(authorizeUrl(app, clientId, pkce(), { response_type: 'token' }), { redirect: 'manual' });
+  t.is(loopback.status, 303);
+  t.is(new URL(loopback.headers.get('location')!).searchParams.get('error'), 'unsupported_response_type');
+
+  // Cancelling on the sign-in page, which does not show where it leads, is no shortcut there either.
+  const browser = new Browser();
+  const signIn = await (await browser.fetch(authorizeUrl(app, clientId, pkce(), { redirect_uri: phishing, state: 'kept' }))).text();
+  const cancelled = await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(signIn, 'request'), csrf: hiddenField(signIn, 'csrf'), decision: 'deny' });
+  t.is(cancelled.status, 200);
+  t.is(cancelled.headers.get('location'), null, 'no redirect');
+  const cancelledLink = /<a href="([^"]+)">Return to phish\.example<\/a>/.exec(await cancelled.text());
+  t.truthy(cancelledLink);
+  const denied = new URL(cancelledLink![1].replaceAll('&amp;', '&'));
+  t.is(denied.searchParams.get('error'), 'access_denied');
+  t.is(denied.searchParams.get('state'), 'kept');
+  t.is(denied.searchParams.get('iss'), app.url);
+});
+
 test('a burst beyond the per-address limit is 429 with Retry-After; the caller cannot pick its address', async (t) => {
   // Behind one proxy hop the rightmost X-Forwarded-For entry is the caller; what it prepends is ignored.
   const from = (i: number) => ({ 'x-forwarded-for': `10.0.${i}.1, 203.0.113.7` });

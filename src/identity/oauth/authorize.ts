@@ -3,7 +3,8 @@
 //
 // Order matters (RFC 6749 4.1.2.1): until client_id and redirect_uri are known to belong together,
 // nothing may be sent to the redirect_uri, so those failures are shown as a page. Every later
-// failure is sent back to the client as `error` with `state` and `iss` (RFC 9207).
+// failure is sent back to the client as `error` with `state` and `iss` (RFC 9207): at once to a
+// loopback or app URI, through a link on a page to an https one (routes.ts, RFC 9700 4.11.2).
 import type { Scope } from '../auth.ts';
 import type { Collections } from '../../store/collections.ts';
 import type { StoreDb, StoreSession } from '../../store/store.ts';
@@ -58,6 +59,7 @@ export async function checkAuthorizationRequest(
   if (state !== null && state.length > MAX_STATE_LENGTH) return fail('invalid_request', `state is longer than ${MAX_STATE_LENGTH} characters`);
   // 3. Authorization code only.
   const responseType = params.get('response_type');
+  if (responseType === undefined) return fail('invalid_request', 'response_type is required (code)');
   if (responseType !== 'code') return fail('unsupported_response_type', 'only response_type=code is supported');
   // 4. PKCE, S256 only (docs/reference/contract.md §5.2; RFC 7636 4.3).
   const method = params.get('code_challenge_method');

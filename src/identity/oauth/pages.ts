@@ -169,11 +169,17 @@ ${v.agents.length > 0 ? '<button type="submit" name="decision" value="approve" c
   };
 }
 
-export function errorPage(heading: string, message: string): { title: string; body: string } {
+/** `back`: a link that takes the person to the application, for them to follow or not. */
+export function errorPage(heading: string, message: string, back?: { href: string; host: string }): { title: string; body: string } {
   return {
     title: heading,
     body: `<h1>${escapeHtml(heading)}</h1>
 <p role="alert">${escapeHtml(message)}</p>
-<p class="muted">Return to the application and start connecting again.</p>`,
+${
+  back
+    ? `<p><a href="${escapeHtml(back.href)}">Return to ${escapeHtml(back.host)}</a></p>
+<p class="muted">The link tells the application why. Follow it only if you started connecting from an application at that address.</p>`
+    : '<p class="muted">Return to the application and start connecting again.</p>'
+}`,
   };
 }

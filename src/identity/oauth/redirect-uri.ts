@@ -36,6 +36,15 @@ export function isLoopbackRedirect(url: URL): boolean {
   return url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
 }
 
+/**
+ * Whether an authorization error may be sent to this redirect URI without the person seeing it first.
+ * Anyone can register an https redirect URI (RFC 7591 here, or a metadata document on a host of their
+ * own), so sending every request made wrong on purpose straight there would make this service an open
+ * redirector to any web page (RFC 9700 4.11.2). A loopback URI reaches only the person's own machine,
+ * and a private-use scheme only an app.
+ */
+export const isWebRedirect = (uri: string): boolean => parse(uri)?.protocol === 'https:';
+
 /** A redirect URI a client metadata document may register: absolute, no fragment, https or loopback http, or a private-use scheme. */
 export function isAcceptableRedirectUri(uri: string): boolean {
   if (redirectUriCharacterProblem(uri) !== null) return false;

@@ -17,6 +17,7 @@ import { bindBrowser, randomToken, requestBelongsHere, REQUEST_TTL_MS } from './
 import { credentialDigest } from './credentials.ts';
 import { oauthCollections, type AuthorizationRequestDoc } from './documents.ts';
 import { queryParams, readForm } from './form.ts';
+import { isWebRedirect } from './redirect-uri.ts';
 import { authorizationEndpointOf, issuerOf, mcpResourceOf, registrationEndpointOf, revocationEndpointOf, tokenEndpointOf } from './issuer.ts';
 import { consentPage, errorPage, sendPage, signInPage } from './pages.ts';
 import { SCOPES } from './scopes.ts';
@@ -80,9 +81,13 @@ export function oauthRoutes(deps: AppDeps): Router {
     const check = await checkAuthorizationRequest(queryParams(ctx), mcpResourceOf(deps.config), { allowLocal: deps.config.webhookUnsafeAllowLocal }, resolveClient);
     if (check.kind === 'page') return page(ctx, 400, errorPage(check.heading, check.message));
     if (check.kind === 'redirect') {
+      const back = authorizationResponseUrl(check.redirectUri, { error: check.error, error_description: check.description, state: check.state }, issuerOf(deps.config));
+      if (isWebRedirect(check.redirectUri)) {
+        return page(ctx, 400, errorPage('This connection request is not valid', `The application sent a request this service cannot accept: ${check.description}.`, { href: back, host: redirectHostOf(check.redirectUri) }));
+      }
       ctx.set('Cache-Control', 'no-store');
       ctx.status = 303;
-      ctx.redirect(authorizationResponseUrl(check.redirectUri, { error: check.error, error_description: check.description, state: check.state }, issuerOf(deps.config)));
+      ctx.redirect(back);
       return;
     }
     const r = check.request;
@@ -185,9 +190,15 @@ export function oauthRoutes(deps: AppDeps): Router {
     // Denying needs no sign-in (the sign-in page's Cancel), only this browser and its CSRF token.
     if (decision === 'deny') {
       await o.requests.deleteOne({ _id: request._id });
+      const back = authorizationResponseUrl(request.redirectUri, { error: 'access_denied', error_description: 'the person denied the request', state: request.state }, issuer);
+      // The sign-in page does not show where its Cancel leads (the consent page does): an https
+      // redirect URI, anyone's, is a link to follow (RFC 9700 4.11.2), as in GET /oauth/authorize.
+      if (!request.personId && isWebRedirect(request.redirectUri)) {
+        return page(ctx, 200, errorPage('You cancelled', 'Nothing was shared with the application.', { href: back, host: redirectHostOf(request.redirectUri) }));
+      }
       ctx.set('Cache-Control', 'no-store');
       ctx.status = 303;
-      ctx.redirect(authorizationResponseUrl(request.redirectUri, { error: 'access_denied', error_description: 'the person denied the request', state: request.state }, issuer));
+      ctx.redirect(back);
       return;
     }
     if (!request.personId) return expired(ctx);

@@ -40,9 +40,9 @@ export interface TokenResponse {
 
 export type TokenOutcome =
   | { ok: true; body: TokenResponse }
-  | { ok: false; status: 400 | 401; error: string; description: string };
+  | { ok: false; status: 400; error: string; description: string };
 
-const failure = (error: string, description: string, status: 400 | 401 = 400): TokenOutcome => ({ ok: false, status, error, description });
+const failure = (error: string, description: string): TokenOutcome => ({ ok: false, status: 400, error, description });
 const invalidGrant = (description: string) => failure('invalid_grant', description);
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/; // RFC 7636 4.1
@@ -104,7 +104,9 @@ export async function tokenRequest(deps: AppDeps, form: FormResult): Promise<Tok
   const sent = form.get('client_id');
   if (!sent) return failure('invalid_request', 'client_id is required (public clients identify themselves with it)');
   const clientId = canonicalClientId(deps.config, sent);
-  if (form.get('client_secret') !== undefined) return failure('invalid_client', 'client secrets are not supported; use PKCE', 401);
+  // RFC 6749 5.2's default 400: a 401 must name an HTTP authentication scheme to use instead
+  // (RFC 9110 15.5.2), and public clients have none.
+  if (form.get('client_secret') !== undefined) return failure('invalid_client', 'client secrets are not supported; use PKCE');
   switch (form.get('grant_type')) {
     case 'authorization_code':
       return exchangeCode(deps, form, clientId);
