@@ -124,6 +124,10 @@ function url(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
     throw new ConfigError(name, `must use http or https, got ${parsed.protocol}`);
   }
   if (parsed.search || parsed.hash) throw new ConfigError(name, 'must not carry a query or fragment');
+  if (parsed.username || parsed.password) throw new ConfigError(name, 'must not carry a user name or password');
+  // The service answers at the root of its host: its pages, discovery documents and redirects name
+  // root paths, so a prefix here would publish addresses it does not serve.
+  if (parsed.pathname.replace(/\/+$/, '') !== '') throw new ConfigError(name, `must be an origin without a path (the service answers at the root of its host), got ${JSON.stringify(raw)}`);
   return raw.replace(/\/+$/, '');
 }
 

@@ -49,3 +49,21 @@ test('APPROVAL_REMINDER_AT: a share of the time left, a duration before expiry, 
     t.throws(() => config({ APPROVAL_REMINDER_AT: bad }), { instanceOf: ConfigError, message: /APPROVAL_REMINDER_AT/ }, bad);
   }
 });
+
+test('BASE_URL and AUTH_URL are origins: a path, a query, a fragment, credentials or another scheme stop the start', (t) => {
+  t.is(config({ BASE_URL: 'https://spend.example.com/' }).baseUrl, 'https://spend.example.com');
+  t.is(config({ BASE_URL: 'https://spend.example.com:8443' }).authUrl, 'https://spend.example.com:8443');
+  for (const name of ['BASE_URL', 'AUTH_URL']) {
+    for (const [bad, why] of [
+      ['https://example.com/spend', /without a path/],
+      ['https://example.com/spend/', /without a path/],
+      ['https://example.com/?a=1', /query or fragment/],
+      ['https://example.com/#top', /query or fragment/],
+      ['https://user:secret@example.com', /user name or password/],
+      ['ftp://example.com', /http or https/],
+      ['example.com', /absolute http\(s\) URL/],
+    ] as const) {
+      t.throws(() => config({ [name]: bad }), { instanceOf: ConfigError, message: new RegExp(`${name} .*${why.source}`) }, `${name}=${bad}`);
+    }
+  }
+});
