@@ -2,6 +2,7 @@
 // the sign-in and consent pages' protections, and the operator API for passwords and connections.
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
+import { AUTHORIZATION_REQUEST_LIMIT } from '../../src/identity/oauth/registration.ts';
 import {
   fetchJson, Browser, PASSWORD, REDIRECT_URI, authorizeUrl, clock, connect, eventsOf, hiddenField, pkce, setUpOrg, signInToConsent,
   startConnectionsApp, startMetadataServer, tokenForm, type MetadataServer, type Org,
@@ -36,6 +37,23 @@ const exchange = (code: string, verifier: string, extra: Record<string, string> 
   tokenForm(app, { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, client_id: meta.clientId, resource: resource(), ...extra });
 
 // ---- the authorization endpoint -----------------------------------------------------------------
+
+test('authorization requests beyond the per-address limit are 429 with Retry-After, before anything is stored or fetched', async (t) => {
+  // Each request may fetch a client's metadata document and stores a request for 15 minutes.
+  const from = (address: string) => ({ redirect: 'manual' as const, headers: { 'x-forwarded-for': address } });
+  const url = authorizeUrl(app, meta.clientId, pkce());
+  const statuses = [];
+  for (let i = 0; i < AUTHORIZATION_REQUEST_LIMIT; i++) statuses.push((await fetchJson(url, from('203.0.113.50'))).status);
+  t.deepEqual(statuses, Array(AUTHORIZATION_REQUEST_LIMIT).fill(200), 'a sign-in page each');
+  const stored = await app.store.db.collection('oauth_authorization_requests').countDocuments({});
+  const refused = await fetchJson(url, from('203.0.113.50'));
+  t.is(refused.status, 429);
+  t.regex(await refused.text(), /Too many connection requests/);
+  const retryAfter = Number(refused.headers.get('retry-after'));
+  t.true(retryAfter > 0 && retryAfter <= 3600, `Retry-After ${retryAfter}`);
+  t.is(await app.store.db.collection('oauth_authorization_requests').countDocuments({}), stored, 'nothing stored for the refused one');
+  t.is((await fetchJson(url, from('198.51.100.50'))).status, 200, 'another address is not affected');
+});
 
 test('a resource other than the MCP endpoint is invalid_target, sent back with state and iss', async (t) => {
   const res = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { resource: `${app.url}/v1`, state: 'abc' }), { redirect: 'manual' });

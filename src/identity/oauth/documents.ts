@@ -88,9 +88,9 @@ export interface RegisteredClientDoc {
   revokedAt: Date | null;
 }
 
-/** Registrations counted per source address and fixed window (the registration rate limit). */
+/** Registrations and authorization requests counted per source address and fixed window (countAttempt). */
 export interface RegistrationWindowDoc {
-  /** `{address} {window start ms}` */
+  /** `{register|authorize} {address} {window start ms}` */
   _id: string;
   count: number;
   expiresAt: Date;

@@ -9,7 +9,7 @@ import type { AppDeps } from '../../app-deps.ts';
 import { notFound } from '../../http/errors.ts';
 import { corsPreflight, openCors } from './cors.ts';
 import { readBody } from './form.ts';
-import { countRegistrationAttempt, findLiveClient, registerClient, registeredMetadata, REGISTRATION_MAX_BYTES, validateRegistration } from './registration.ts';
+import { countAttempt, findLiveClient, registerClient, registeredMetadata, REGISTRATION_MAX_BYTES, validateRegistration } from './registration.ts';
 
 export function registrationRoutes(deps: AppDeps): Router {
   const router = newRouter();
@@ -22,8 +22,7 @@ export function registrationRoutes(deps: AppDeps): Router {
       ctx.status = status;
       ctx.body = { error, error_description: description };
     };
-    // Every attempt counts, valid or not: the limit is on what one address may make us do.
-    const allowed = await countRegistrationAttempt(deps.store.db, ctx.ip, deps.now());
+    const allowed = await countAttempt(deps.store.db, 'register', ctx.ip, deps.now());
     if (!allowed.ok) {
       ctx.set('Retry-After', String(allowed.retryAfterSeconds));
       return fail(429, 'too_many_requests', `too many registrations from this address; try again in ${allowed.retryAfterSeconds} seconds`);

@@ -15,8 +15,7 @@
 //      whose host vouches for them; an anonymous registration could claim any scheme.)
 //   4. Nothing registered is verified: the consent page says the name is the application's own claim.
 //   5. A registration nobody ever connected with expires (TTL index on expiresAt) after a day.
-//   6. Per source address, at most REGISTRATION_LIMIT attempts per window, counted in the store so
-//      that every web process shares the count.
+//   6. Per source address, at most REGISTRATION_LIMIT attempts per window (countAttempt).
 import type { Config } from '../../config.ts';
 import type { Store, StoreDb } from '../../store/store.ts';
 import { isUuid, newId } from '../../ids.ts';
@@ -32,7 +31,10 @@ import { isScope } from './scopes.ts';
 export const REGISTRATION_MAX_BYTES = 8 * 1024;
 export const REGISTRATION_TTL_MS = 24 * 60 * 60 * 1000;
 export const REGISTRATION_LIMIT = 20;
-export const REGISTRATION_WINDOW_MS = 60 * 60 * 1000;
+/** Authorization requests (GET /oauth/authorize): each may fetch a client's metadata document and stores a request for 15 minutes. */
+export const AUTHORIZATION_REQUEST_LIMIT = 120;
+export const ATTEMPT_WINDOW_MS = 60 * 60 * 1000;
+const LIMITS = { register: REGISTRATION_LIMIT, authorize: AUTHORIZATION_REQUEST_LIMIT } as const;
 const MAX_REDIRECT_URIS = 20;
 const MAX_URI_LENGTH = 2000;
 const GRANT_TYPES = ['authorization_code', 'refresh_token'];
@@ -143,15 +145,19 @@ export async function registerClient(db: StoreDb, input: RegistrationInput, now:
   return doc;
 }
 
-/** Counts one registration attempt from `address`; refuses beyond the limit of the current window. */
-export async function countRegistrationAttempt(db: StoreDb, address: string, now: Date): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
-  const start = Math.floor(now.getTime() / REGISTRATION_WINDOW_MS) * REGISTRATION_WINDOW_MS;
+/**
+ * Counts one attempt of `kind` from `address`; refuses beyond its limit in the current window. What one
+ * address may make the authorization server store or fetch without signing in is bounded this way,
+ * counted in the store so that every web process shares the count. Every attempt counts, valid or not.
+ */
+export async function countAttempt(db: StoreDb, kind: keyof typeof LIMITS, address: string, now: Date): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
+  const start = Math.floor(now.getTime() / ATTEMPT_WINDOW_MS) * ATTEMPT_WINDOW_MS;
   const counted = await oauthCollections(db).registrationWindows.findOneAndUpdate(
-    { _id: `${address} ${start}` },
-    { $inc: { count: 1 }, $setOnInsert: { expiresAt: new Date(start + REGISTRATION_WINDOW_MS) } },
+    { _id: `${kind} ${address} ${start}` },
+    { $inc: { count: 1 }, $setOnInsert: { expiresAt: new Date(start + ATTEMPT_WINDOW_MS) } },
     { upsert: true, returnDocument: 'after' },
   );
-  if (counted && counted.count > REGISTRATION_LIMIT) return { ok: false, retryAfterSeconds: Math.ceil((start + REGISTRATION_WINDOW_MS - now.getTime()) / 1000) };
+  if (counted && counted.count > LIMITS[kind]) return { ok: false, retryAfterSeconds: Math.ceil((start + ATTEMPT_WINDOW_MS - now.getTime()) / 1000) };
   return { ok: true };
 }
 

@@ -23,7 +23,7 @@ import { consentPage, errorPage, sendPage, signInPage } from './pages.ts';
 import { SCOPES } from './scopes.ts';
 import { revocationRequest, tokenRequest } from './token.ts';
 import { corsPreflight, openCors } from './cors.ts';
-import { clientResolver } from './registration.ts';
+import { clientResolver, countAttempt } from './registration.ts';
 import { runCommand } from '../../commands/run-command.ts';
 import { signIn } from '../people/sign-in.ts';
 
@@ -78,6 +78,11 @@ export function oauthRoutes(deps: AppDeps): Router {
   const resolveClient = clientResolver(deps.store.db, deps.config, deps.now);
 
   router.get('/oauth/authorize', async (ctx) => {
+    const allowed = await countAttempt(deps.store.db, 'authorize', ctx.ip, deps.now());
+    if (!allowed.ok) {
+      ctx.set('Retry-After', String(allowed.retryAfterSeconds));
+      return page(ctx, 429, errorPage('Too many connection requests', `Too many connection requests came from this address. Try again in ${Math.ceil(allowed.retryAfterSeconds / 60)} minutes.`));
+    }
     const check = await checkAuthorizationRequest(queryParams(ctx), mcpResourceOf(deps.config), { allowLocal: deps.config.webhookUnsafeAllowLocal }, resolveClient);
     if (check.kind === 'page') return page(ctx, 400, errorPage(check.heading, check.message));
     if (check.kind === 'redirect') {
