@@ -9,7 +9,7 @@
 //   PENDING_APPROVAL --ANSWER--> APPROVED | REJECTED
 //   PENDING_APPROVAL --ANSWER--> PENDING_APPROVAL  (an approval below the quorum: the answer is recorded)
 //   PENDING_APPROVAL --EXPIRE--> EXPIRED      (nobody answered by expiresAt)
-//   PENDING_APPROVAL --CANCEL--> CANCELLED    (its agent was archived)
+//   PENDING_APPROVAL --CANCEL--> CANCELLED    (its agent was archived; EXPIRED if already past expiresAt)
 import { Duration } from 'luxon';
 import { ApiError, invalidRequest } from '../http/errors.ts';
 import { decide } from '../engine/decide.ts';
@@ -386,9 +386,11 @@ function recordAnswer(state: PurchaseState, recorded: ApprovalDoc): Decided {
 function close(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'EXPIRE' | 'CANCEL' }>, now: Date): Decided {
   const { organization: org, agent, approval } = state;
   const purchase = state.purchase!;
-  const expired = cmd.kind === 'EXPIRE';
   if (!approval || approval.state !== 'PENDING') return { outcome: { kind: 'UNCHANGED' }, record: null };
-  if (expired && approval.expiresAt.getTime() > now.getTime()) return { outcome: { kind: 'UNCHANGED' }, record: null };
+  // Past expiresAt nobody answered in time: it has expired, even if an archive's cancellation gets to it
+  // before the expiry job does (docs/reference/contract.md §3.1).
+  const expired = approval.expiresAt.getTime() <= now.getTime();
+  if (cmd.kind === 'EXPIRE' && !expired) return { outcome: { kind: 'UNCHANGED' }, record: null };
   // An agent enabled again before the archive's cancellations reached this approval keeps it waiting.
   if (!expired && agent.status !== 'ARCHIVED') return { outcome: { kind: 'UNCHANGED' }, record: null };
   const closing = expired ? ('EXPIRED' as const) : ('CANCELLED' as const);

@@ -2,20 +2,23 @@
 // archived, CANCELLED). The archive commits first; its approvals are cancelled after, one transaction
 // each (src/approvals/close.ts), by the same request or, should it stop half-way, by the approval sweep.
 // What happens in between: a person's answer must not decide a purchase the archive is cancelling, and
-// an agent enabled again before the cancellations reached its approvals keeps them waiting.
+// an agent enabled again before the cancellations reached its approvals keeps them waiting; and one
+// already past its expiry when the cancellation reaches it has expired (nobody answered it in time).
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { shopManifest, purchase } from '../helpers/shop.ts';
 import { windowOfPurchase } from '../helpers/windows.ts';
 import { changeAgentStatus } from '../../src/agents/change-status.ts';
-import { closeApproval, finishInterruptedArchives } from '../../src/approvals/close.ts';
+import { closeApproval, expireDueApprovals, finishInterruptedArchives } from '../../src/approvals/close.ts';
 import { runCommand } from '../../src/commands/run-command.ts';
 
 let app: TestApp;
-// No jobs: the approval sweep runs when a test says so (the tests run one at a time, as it sweeps every organisation).
+/** The service's clock: a test may move it on. */
+let clock = Date.now();
+// No jobs: the approval sweeps run when a test says so (the tests run one at a time, as they sweep every organisation).
 test.before(async () => {
-  app = await startApp();
+  app = await startApp({ now: () => new Date(clock) });
 });
 test.after.always(() => app?.close());
 
@@ -82,4 +85,19 @@ test.serial('an agent enabled again before the archive\'s cancellations reached 
   t.is(res.body.purchase.status, 'APPROVED');
   const window = await windowOfPurchase(app.store.db, org.policies.main.id, id);
   t.like(window, { heldMinor: 0, committedMinor: 30000 });
+});
+
+test.serial('an approval past its expiry whose agent is archived before the expiry ran has expired, not been cancelled', async (t) => {
+  const org = await freshShop();
+  const id = await pending(org);
+  const { expiresAt } = (await app.store.db.collection('approvals').findOne({ purchaseId: id }))!;
+  clock = expiresAt.getTime(); // nobody answered by expiresAt; the expiry job has not run yet
+  const archived = await app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } });
+  t.is(archived.status, 200);
+
+  const done = await read(org, id);
+  t.like(done, { status: 'EXPIRED', approval: { state: 'EXPIRED' }, decision: { kind: 'APPROVAL_EXPIRED' } });
+  t.deepEqual(await eventTypes(id), ['purchase.approval_required', 'purchase.approval_expired']);
+  t.is((await windowOfPurchase(app.store.db, org.policies.main.id, id))!.heldMinor, 0);
+  t.is(await expireDueApprovals(app.deps), 0, 'nothing left for the expiry');
 });
