@@ -12,7 +12,7 @@ import { loadPurchaseState } from '../purchases/load.ts';
 
 export type ClosingState = 'EXPIRED' | 'CANCELLED';
 
-/** Closes one approval. False when it was not PENDING (or, for an expiry, not yet due). */
+/** Closes one approval. False when it was not PENDING (or, for an expiry, not yet due; for a cancellation, its agent is no longer archived). */
 export async function closeApproval(deps: AppDeps, approvalId: string, state: ClosingState): Promise<boolean> {
   const approval = await purchaseCollections(deps.store.db).approvals.findOne({ _id: approvalId });
   if (!approval || approval.state !== 'PENDING') return false;

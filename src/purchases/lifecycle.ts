@@ -9,7 +9,7 @@
 //   PENDING_APPROVAL --ANSWER--> APPROVED | REJECTED
 //   PENDING_APPROVAL --ANSWER--> PENDING_APPROVAL  (an approval below the quorum: the answer is recorded)
 //   PENDING_APPROVAL --EXPIRE--> EXPIRED      (nobody answered by expiresAt)
-//   PENDING_APPROVAL --CANCEL--> CANCELLED    (its agent was archived)
+//   PENDING_APPROVAL --CANCEL--> CANCELLED    (its agent was archived; EXPIRED if already past expiresAt)
 import { Duration } from 'luxon';
 import { ApiError, invalidRequest } from '../http/errors.ts';
 import { decide } from '../engine/decide.ts';
@@ -285,6 +285,10 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
   if (!approval) throw new ApiError(409, 'approval_not_pending', 'Nobody was asked about this purchase; there is nothing to answer.');
   if (approval.state !== 'PENDING') throw notPending(approval.state);
   if (approval.expiresAt.getTime() <= now.getTime()) throw notPending('past its expiry');
+  // The archive has committed and its follow-up is cancelling the agent's approvals, one at a time
+  // (src/approvals/close.ts): an answer in between would decide what the archive cancels
+  // (docs/reference/contract.md §3.1).
+  if (agent.status === 'ARCHIVED') throw notPending('being cancelled: its agent was archived');
   const person = state.person;
   if (!person) throw invalidRequest([{ path: 'person', code: 'UNKNOWN_PERSON', message: `No person with handle "${cmd.personHandle}" in this organisation.` }]);
   if (!hasRole(person, 'approver')) throw notAnApprover(person.name);
@@ -382,9 +386,13 @@ function recordAnswer(state: PurchaseState, recorded: ApprovalDoc): Decided {
 function close(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'EXPIRE' | 'CANCEL' }>, now: Date): Decided {
   const { organization: org, agent, approval } = state;
   const purchase = state.purchase!;
-  const expired = cmd.kind === 'EXPIRE';
   if (!approval || approval.state !== 'PENDING') return { outcome: { kind: 'UNCHANGED' }, record: null };
-  if (expired && approval.expiresAt.getTime() > now.getTime()) return { outcome: { kind: 'UNCHANGED' }, record: null };
+  // Past expiresAt nobody answered in time: it has expired, even if an archive's cancellation gets to it
+  // before the expiry job does (docs/reference/contract.md §3.1).
+  const expired = approval.expiresAt.getTime() <= now.getTime();
+  if (cmd.kind === 'EXPIRE' && !expired) return { outcome: { kind: 'UNCHANGED' }, record: null };
+  // An agent enabled again before the archive's cancellations reached this approval keeps it waiting.
+  if (!expired && agent.status !== 'ARCHIVED') return { outcome: { kind: 'UNCHANGED' }, record: null };
   const closing = expired ? ('EXPIRED' as const) : ('CANCELLED' as const);
   const amount = fromStored(purchase.amountMinor);
   const releases: BudgetEffect[] = purchase.windowIds.map((id) => ({ operation: 'RELEASE_HOLD', windowId: id, window: null, budgetCounterId: id, amountMinor: amount }));
@@ -434,7 +442,8 @@ function close(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'EXPI
     windows: changes.writes,
     committedWindowIds: [],
     fencedPolicyIds: [],
-    fenceAgent: false,
+    // A cancellation read the agent ARCHIVED: its enabling again, committed meanwhile, must conflict with it.
+    fenceAgent: !expired,
     events,
     idempotency: null,
     receipt: null,

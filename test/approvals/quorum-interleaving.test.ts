@@ -6,6 +6,8 @@
 // attempt's load. The record writer must refuse that record (the approval, and the purchase, at the
 // versions read) so that the handler runs the command again on what the other answer wrote. Without
 // the version filters these tests fail: an answer is lost below the quorum, or a second decision commits.
+// The last test interleaves an answer and an expiry (whose process's clock is past expiresAt) the same way:
+// the live test of that race (lifecycle.test.ts) runs both in one process, whose mailbox serialises them.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
@@ -15,7 +17,8 @@ import { newId } from '../../src/ids.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { handlePurchaseCommand } from '../../src/purchases/handler.ts';
 import { loadPurchaseState } from '../../src/purchases/load.ts';
-import type { PurchaseState } from '../../src/purchases/lifecycle.ts';
+import type { PurchaseCommand, PurchaseState } from '../../src/purchases/lifecycle.ts';
+import type { AppDeps } from '../../src/app-deps.ts';
 
 let app: TestApp;
 test.before(async () => {
@@ -39,11 +42,11 @@ const approvedEvents = (id: string) => app.store.db.collection('events').countDo
 /** The state `person`'s answer reads now, in a transaction of its own (as another process would read it). */
 const readNow = (id: string, person: string) => app.store.withTransaction((session) => loadPurchaseState(app.deps, session, id, app.deps.now(), { answeredBy: person }));
 
-/** `person` approves with the state read earlier as the first attempt's, and a fresh read on any retry. */
-async function approveWithStale(org: AppliedOrg, id: string, person: string, stale: PurchaseState) {
+/** Runs `command` with the state read earlier as the first attempt's, and a fresh read on any retry. */
+function runWithStale(deps: AppDeps, org: AppliedOrg, id: string, answeredBy: string | null, stale: PurchaseState, command: PurchaseCommand) {
   const loads: Array<'stale' | 'fresh'> = [];
   const run = handlePurchaseCommand(
-    app.deps,
+    deps,
     org.organizationId,
     async (session, now) => {
       if (loads.length === 0) {
@@ -51,12 +54,16 @@ async function approveWithStale(org: AppliedOrg, id: string, person: string, sta
         return stale;
       }
       loads.push('fresh');
-      return loadPurchaseState(app.deps, session, id, now, { answeredBy: person });
+      return loadPurchaseState(deps, session, id, now, { answeredBy });
     },
-    { kind: 'ANSWER', ids: { decisionId: newId() }, answer: 'APPROVE', personHandle: person, comment: null },
+    command,
   );
   return { run, loads };
 }
+
+/** `person` approves with the state read earlier as the first attempt's, and a fresh read on any retry. */
+const approveWithStale = (org: AppliedOrg, id: string, person: string, stale: PurchaseState) =>
+  runWithStale(app.deps, org, id, person, stale, { kind: 'ANSWER', ids: { decisionId: newId() }, answer: 'APPROVE', personHandle: person, comment: null });
 
 test('below the quorum: an approval read before another committed is run again, so neither answer is lost and the second decides', async (t) => {
   const org = await quorumOrg();
@@ -142,4 +149,40 @@ test('at the quorum: the same person reaching it twice at once makes one decisio
   const window: any = await windowOfPurchase(app.store.db, org.policies['two-person'].id, id);
   t.is(window.committedMinor, 30000, 'the amount is spent once');
   t.is(window.heldMinor, 0);
+});
+
+test('an expiry read before the deciding answer committed is run again and changes nothing; an answer read before an expiry committed is refused', async (t) => {
+  const org = await quorumOrg();
+  const expiry = async (id: string) => {
+    const approval = await app.store.db.collection('approvals').findOne({ purchaseId: id });
+    // The expiry's process, its clock past expiresAt.
+    const late = { ...app.deps, now: () => new Date(approval!.expiresAt.getTime() + 1) };
+    const state = await app.store.withTransaction((session) => loadPurchaseState(late, session, id, late.now(), { answeredBy: null }));
+    return { late, state };
+  };
+  const dayWindow = (id: string): Promise<any> => windowOfPurchase(app.store.db, org.policies['two-person'].id, id);
+
+  const answered = await submit(org, 30000); // two approvers
+  t.is((await answer(answered, 'ana')).status, 200);
+  const stale = await expiry(answered);
+  t.is((await answer(answered, 'bob')).body.purchase.status, 'APPROVED');
+  const expire = runWithStale(stale.late, org, answered, null, stale.state, { kind: 'EXPIRE', ids: { decisionId: newId() } });
+  t.is((await expire.run).kind, 'UNCHANGED', 'on what the answer wrote, nothing is left to expire');
+  t.deepEqual(expire.loads, ['stale', 'fresh']);
+  t.deepEqual(await decisionKinds(answered), ['APPROVAL_REEVALUATION', 'INITIAL']);
+  t.like(await dayWindow(answered), { heldMinor: 0, committedMinor: 30000 });
+
+  const expired = await submit(org, 30000);
+  t.is((await answer(expired, 'ana')).status, 200);
+  const staleAnswer = await readNow(expired, 'bob');
+  const { late } = await expiry(expired);
+  const spentBefore = (await dayWindow(expired)).committedMinor;
+  t.is((await handlePurchaseCommand(late, org.organizationId, (session, now) => loadPurchaseState(late, session, expired, now, { answeredBy: null }), { kind: 'EXPIRE', ids: { decisionId: newId() } })).kind, 'CLOSED');
+  const { run, loads } = approveWithStale(org, expired, 'bob', staleAnswer);
+  const error = await t.throwsAsync(run, { instanceOf: ApiError });
+  t.is(error!.code, 'approval_not_pending');
+  t.deepEqual(loads, ['stale', 'fresh']);
+  t.deepEqual(await decisionKinds(expired), ['APPROVAL_EXPIRED', 'INITIAL']);
+  t.is(await approvedEvents(expired), 0);
+  t.like(await dayWindow(expired), { heldMinor: 0, committedMinor: spentBefore }, 'released, not spent');
 });

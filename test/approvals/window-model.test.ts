@@ -1,5 +1,5 @@
 // Budget windows against the purchases they count. Random sequences of submissions,
-// answers, expiries and policy changes (scope, DAY and MONTH limits, approval threshold, activation or
+// answers, expiries, archives (which cancel) and policy changes (scope, DAY and MONTH limits, approval threshold, activation or
 // a draft, status) run through the HTTP surface, one organisation per run, and after every step every
 // window of the organisation is checked against what the recorded purchases say
 // (docs/reference/contract.md §2.6, docs/internals/design.md §4 item 6):
@@ -49,6 +49,8 @@ type Step =
   | { kind: 'submit'; agent: AgentHandle; amount: number; minutes: number }
   | { kind: 'answer'; pick: number; answer: 'APPROVE' | 'REJECT'; minutes: number }
   | { kind: 'expire'; pick: number; minutes: number }
+  /** The agent archived (its pending purchases cancelled, their holds released), then enabled again. */
+  | { kind: 'archive'; agent: AgentHandle; minutes: number }
   | { kind: 'policy'; policy: number; variant: Variant; activate: boolean; minutes: number };
 
 // Limits and amounts on one grid, small enough that a few purchases reach a limit, often exactly.
@@ -65,6 +67,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('submit' as const), agent: fc.constantFrom(...AGENTS), amount: fc.integer({ min: 1, max: 16 }).map((n) => n * 500), minutes: minutesArb }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('answer' as const), pick: fc.nat(7), answer: fc.constantFrom('APPROVE' as const, 'APPROVE' as const, 'REJECT' as const), minutes: minutesArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('expire' as const), pick: fc.nat(7), minutes: minutesArb }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('archive' as const), agent: fc.constantFrom(...AGENTS), minutes: minutesArb }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('policy' as const), policy: fc.nat(1), variant: variantArb, activate: fc.boolean(), minutes: minutesArb }) },
 );
 const scenarioArb = fc.record({
@@ -288,6 +291,18 @@ test('every budget window counts what the recorded purchases say, after every st
             trace.push(`${now.toISOString()} expire ${target.amountMinor} of ${agentIds.get(target.agentId)}`);
             break;
           }
+          case 'archive': {
+            const held = (await pendingPurchases()).filter((p) => p.agentId === org.agents[step.agent].id).length;
+            for (const status of ['ARCHIVED', 'ENABLED']) {
+              const res = await app.admin(`/admin/agents/${org.agents[step.agent].id}`, { method: 'PATCH', body: { status } });
+              if (res.status !== 200) throw new Error(`agent ${status} refused: ${res.status} ${res.text}`);
+            }
+            const left = (await pendingPurchases()).filter((p) => p.agentId === org.agents[step.agent].id).length;
+            if (left !== 0) throw new Error(`${left} purchases of archived agent ${step.agent} still pending`);
+            if (held > 0) saw('archive cancels');
+            trace.push(`${now.toISOString()} archive ${step.agent}: ${held} cancelled`);
+            break;
+          }
           case 'policy': {
             const i = step.policy % declared.length;
             const d = declared[i];
@@ -307,5 +322,5 @@ test('every budget window counts what the recorded purchases say, after every st
   );
   t.log(`${runs} runs, ${steps} steps; seen: ${JSON.stringify(Object.fromEntries([...seen].sort()))}`);
   // The sequences reached what the invariants are about (each comes up several times a run on average).
-  for (const what of ['submit DAILY_LIMIT_EXCEEDED', 'answer APPROVED APPROVAL_THRESHOLD_EXCEEDED', 'reconciled opening grows']) t.true((seen.get(what) ?? 0) > 0, what);
+  for (const what of ['submit DAILY_LIMIT_EXCEEDED', 'answer APPROVED APPROVAL_THRESHOLD_EXCEEDED', 'reconciled opening grows', 'archive cancels']) t.true((seen.get(what) ?? 0) > 0, what);
 });

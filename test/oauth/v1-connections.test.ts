@@ -56,7 +56,7 @@ test('a purchase is readable only by the credential that submitted it (404 for e
   t.is((await app.request('/v1/purchase-requests/not-a-uuid', { key: full.access_token })).status, 404);
 });
 
-test('purchase:check only: simulations as its agent; submitting or reading is insufficient_scope', async (t) => {
+test('purchase:check only: simulations as its agent; submitting, reading or listing receipts is insufficient_scope', async (t) => {
   const sim = await app.request('/v1/simulations/current-policies', { key: checkOnly.access_token, body: purchase });
   t.is(sim.status, 200);
   t.is(sim.body.agent.id, org.agents.buyer.id);
@@ -69,6 +69,9 @@ test('purchase:check only: simulations as its agent; submitting or reading is in
   t.regex(submit.headers.get('www-authenticate') ?? '', /insufficient_scope/);
   const read = await app.request('/v1/purchase-requests/00000000-0000-7000-8000-000000000000', { key: checkOnly.access_token });
   t.is(read.body.error.code, 'insufficient_scope');
+  const receipts = await app.request('/v1/purchase-requests/00000000-0000-7000-8000-000000000000/receipts', { key: checkOnly.access_token });
+  t.is(receipts.status, 403);
+  t.is(receipts.body.error.code, 'insufficient_scope');
 });
 
 test('every other /v1 operation is oauth_not_permitted, whatever the scopes', async (t) => {

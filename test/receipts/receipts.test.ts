@@ -111,14 +111,20 @@ test('receipts are read by whoever may read the purchase: another agent, another
   const created = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'paper' } });
   const path = `/v1/purchase-requests/${created.body.purchaseRequest.id}/receipts`;
   t.is((await app.request(path, { key: org.keys['buyer-key'] })).status, 200);
+  const unknown = await app.request('/v1/purchase-requests/0190aaaa-0000-7000-8000-000000000000/receipts', { key: other.keys['buyer-key'] });
+  t.is(unknown.status, 404);
   for (const key of [org.keys['travel-key'], other.keys['buyer-key']]) {
     const refused = await app.request(path, { key });
     t.is(refused.status, 404);
-    t.is(refused.body.error.code, 'not_found');
+    t.is(refused.text, unknown.text, 'the same answer as for a purchase that does not exist');
   }
-  t.is((await app.request('/v1/purchase-requests/0190aaaa-0000-7000-8000-000000000000/receipts', { key: org.keys['buyer-key'] })).status, 404);
   t.is((await app.request('/v1/purchase-requests/not-a-uuid/receipts', { key: org.keys['buyer-key'] })).status, 404);
-  t.is((await app.request(path, { key: org.keys['admin-key'] })).status, 403, 'an organisation-scoped key reads no purchase');
+  const orgScoped = await app.request(path, { key: org.keys['admin-key'] });
+  t.is(orgScoped.status, 403, 'an organisation-scoped key reads no purchase');
+  t.is(orgScoped.body.error.code, 'api_key_not_bound_to_agent');
+  const query = await app.request(`${path}?limit=1`, { key: org.keys['buyer-key'] });
+  t.is(query.status, 400, 'the list takes no parameter');
+  t.is(query.body.error.code, 'invalid_request');
   t.is((await app.request(path)).status, 401);
 });
 

@@ -4,7 +4,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
-import { allChanges, manifest, request, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
+import { allChanges, manifest, storeHash, request, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
 
 const START = Date.parse('2026-05-04T06:00:00.000Z');
 const STEP_MS = 5 * 60_000;
@@ -169,6 +169,7 @@ test('a replay above REPLAY_INLINE_LIMIT runs as a job with progress, and report
     t.is((await app.request('/v1/purchase-requests', { key: o.keys[agent], body })).status, 201);
   }
   const body = { policyVersionId: draft, from: new Date(START - 1).toISOString(), to: new Date(START + 1).toISOString() };
+  const before = await storeHash(app);
   const queued = await app.request('/v1/simulations/replay', { key: o.keys['org-key'], body });
   t.is(queued.status, 202, queued.text);
   t.like(queued.body.replay, { status: 'QUEUED', progress: { evaluated: 0, total: 40 } });
@@ -180,6 +181,11 @@ test('a replay above REPLAY_INLINE_LIMIT runs as a job with progress, and report
     done = await app.request(`/v1/simulations/replay/${queued.body.replay.id}`, { key: o.keys['org-key'] });
   }
   t.like(done.body.replay, { status: 'SUCCEEDED', progress: { evaluated: 40, total: 40 } });
+  // A replay writes nothing a decision reads (docs/internals/design.md §9): in a job, only its own
+  // documents and the job's.
+  const after = await storeHash(app);
+  const written = Object.keys({ ...before, ...after }).filter((name) => after[name] !== before[name]);
+  t.deepEqual(written.filter((name) => !['agendaJobs', 'simulation_replays', 'simulation_replay_changes'].includes(name)), []);
   const jobChanges = await allChanges(
     await app.request(`/v1/simulations/replay/${queued.body.replay.id}?limit=3`, { key: o.keys['org-key'] }),
     (cursor) => app.request(`/v1/simulations/replay/${queued.body.replay.id}?limit=3&cursor=${cursor}`, { key: o.keys['org-key'] }),

@@ -32,6 +32,8 @@ import { decidePurchase, evolve, type PurchaseCommand, type PurchaseRecord, type
 import { IdempotencyKeyTaken, transactionalRecords } from '../../src/purchases/record-writer.ts';
 import { answerApproval } from '../../src/approvals/answer.ts';
 import { closeApproval } from '../../src/approvals/close.ts';
+import { changeAgentStatus } from '../../src/agents/change-status.ts';
+import { runCommand } from '../../src/commands/run-command.ts';
 import { ensureSigningKey } from '../../src/receipts/keys.ts';
 import { loadReceiptContext } from '../../src/receipts/load.ts';
 import type { Store, StoreDb } from '../../src/store/store.ts';
@@ -357,11 +359,15 @@ export function registerCommandConformance(factory: () => Promise<Store>, option
     t.not(rejection.decision, null);
     await refused(t, w, rejection, /approval/);
 
-    // A purchase that holds no window (the one-person rule has no spend limit): its cancellation writes
-    // the purchase and the approval; an answer read before it is stale at the purchase first.
+    // A purchase that holds no window (the one-person rule has no spend limit): its cancellation (its agent
+    // archived) writes the purchase and the approval; an answer read before both is stale at the purchase first.
     const solo = await pending(w, org, 30000, 'solo');
     const stale = await readPurchase(w, solo, 'ana');
     t.deepEqual(stale.purchase!.windowIds, []);
+    await runCommand(w.store, async (session) => {
+      const agent = await w.other.collections.agents.findOne({ _id: org.applied.agents.solo.id }, { session });
+      return changeAgentStatus(w.other, session, agent!, 'ARCHIVED', w.now);
+    });
     t.true(await closeApproval(w.other, stale.approval!._id, 'CANCELLED'));
     const approval = decidePurchase(stale, { kind: 'ANSWER', ids: { decisionId: newId() }, answer: 'APPROVE', personHandle: 'ana', comment: null }, w.now).record!;
     t.deepEqual(approval.windows, []);

@@ -49,7 +49,7 @@ async function committed<T>(call: () => Promise<T>): Promise<{ result: T; tx: Tr
   return { result, tx };
 }
 
-test.serial('submission, answer and archive of one agent all write the agent: on MongoDB they cannot interleave', async (t) => {
+test.serial('submission, answer, archive and the cancellations it makes all write the agent: on MongoDB they cannot interleave', async (t) => {
   const handle = `fence-agent-${++handles}`;
   const org = await applyManifest(app, manifest(handle, [ASK_ABOVE_100]));
   const key = org.keys['a-key'];
@@ -59,14 +59,20 @@ test.serial('submission, answer and archive of one agent all write the agent: on
   const other = await app.request('/v1/purchase-requests', { key, body: purchase(30000) });
   const answer = await committed(() => app.admin(`/admin/purchase-requests/${other.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } }));
   t.is(answer.result.status, 200);
+  const mark = store.transactions.length;
   const archive = await committed(() => app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } }));
   t.is(archive.result.status, 200);
+  // After the archive's commit, the cancellation of the approval it left pending (the first submission's).
+  const cancel = store.transactions.slice(mark).find((r) => r.outcome === 'committed' && r.writes.some((w) => w.collection === 'approvals'));
+  if (!cancel) throw new Error('no cancellation committed');
   const activate = await committed(() => app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'ENABLED' } }));
 
   t.true(commonWrites(submit.tx, archive.tx).includes(agent), 'submit × archive');
   t.true(commonWrites(answer.tx, archive.tx).includes(agent), 'answer × archive');
   t.true(commonWrites(submit.tx, activate.tx).includes(agent), 'submit × activate');
   t.true(commonWrites(answer.tx, activate.tx).includes(agent), 'answer × activate');
+  // A cancellation that read the agent ARCHIVED must not commit beside the agent's enabling again.
+  t.true(commonWrites(cancel, activate.tx).includes(agent), 'cancel × activate');
 });
 
 test.serial('an approval that writes none of its policy’s windows writes the policy, as a new version’s activation does', async (t) => {

@@ -1,12 +1,17 @@
 // Two approvers answering the same purchase at the same moment, from two real service processes on one
 // DATA_DIR (issue #32): 100 purchases under a two-person rule, each answered at once by ana through one
 // process, bob through the other and ana again through the other. Every purchase ends with exactly one
-// decision besides its first, two distinct approvers, and ana counted once.
+// decision besides its first, two distinct approvers, and ana counted once; each decision has one
+// receipt, and the organisation's chain verifies.
 import test from 'ava';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { startService, tempDataDir, type ServiceProcess } from '../helpers/service-process.ts';
 import { quorumManifest } from '../helpers/quorum.ts';
 import { windowTotals } from '../helpers/windows.ts';
+
+const run = promisify(execFile);
 
 const TRIALS = 100;
 
@@ -17,6 +22,7 @@ test('100 purchases answered concurrently by two approvers in two processes: one
   const applied = await one.admin('/admin/manifests', quorumManifest('race'));
   t.is(applied.status, 200);
   const key: string = applied.body.apiKeys['buyer-key'].key;
+  const organizationId: string = applied.body.organization.id;
 
   const ids: string[] = [];
   for (let batch = 0; batch < TRIALS / 10; batch++) {
@@ -71,8 +77,16 @@ test('100 purchases answered concurrently by two approvers in two processes: one
     const window = await windowTotals(db, { policyId: applied.body.policies['two-person'].id });
     t.is(window.heldMinor, 0);
     t.is(window.committedMinor, 30000 * TRIALS);
+    // Each decision, initial or a person's, has one receipt in the organisation's chain (docs/integrate/receipts.md).
+    const receipts = await db.collection('receipts').find({ organizationId }).toArray();
+    const decided = await db.collection('decisions').find({ organizationId }).toArray();
+    t.is(decided.length, 2 * TRIALS);
+    t.deepEqual(receipts.map((r: any) => r.decisionId).sort(), decided.map((d: any) => d._id).sort());
   } finally {
     await store.close();
   }
   await Promise.all([one.stop(), two.stop()]);
+  // The chain the answers raced to extend verifies: signatures, seq 1..200 without a gap, every prev.
+  const verified = await run(process.execPath, ['scripts/admin.ts', 'verify-log', organizationId], { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '' } });
+  t.regex(verified.stdout, new RegExp(`${2 * TRIALS} receipt\\(s\\), seq 1\\.\\.${2 * TRIALS}, signatures, chain and stored decisions agree`));
 });
