@@ -170,6 +170,31 @@ test.serial('the consent page offers only ENABLED agents of the person\'s organi
   }
 });
 
+test.serial('a code whose agent was disabled after consent is refused without being used up: the client trying again is no token reuse', async (t) => {
+  const p = pkce();
+  const { browser, consentHtml } = await signInToConsent(app, org, authorizeUrl(app, meta.clientId, p));
+  const approved = await browser.post(`${app.url}/oauth/consent`, { request: hiddenField(consentHtml, 'request'), csrf: hiddenField(consentHtml, 'csrf'), agent: org.agents.travel.id, decision: 'approve' });
+  const code = new URL(approved.headers.get('location')!).searchParams.get('code')!;
+  const reuses = (await eventsOf(app, 'security.connection_token_reuse_detected')).length;
+  const revocations = (await eventsOf(app, 'connection.revoked')).length;
+  await app.admin(`/admin/agents/${org.agents.travel.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
+  try {
+    for (const attempt of ['first', 'again']) {
+      const res = await exchange(code, p.verifier);
+      t.is(res.status, 400, attempt);
+      const body = await res.json();
+      t.is(body.error, 'invalid_grant', attempt);
+      t.is(body.error_description, 'the agent of this connection is not enabled', attempt);
+    }
+    t.is((await eventsOf(app, 'security.connection_token_reuse_detected')).length, reuses, 'no reuse alarm');
+    t.is((await eventsOf(app, 'connection.revoked')).length, revocations, 'the connection is not revoked');
+  } finally {
+    await app.admin(`/admin/agents/${org.agents.travel.id}`, { method: 'PATCH', body: { status: 'ENABLED' } });
+  }
+  const tokens = await (await exchange(code, p.verifier)).json();
+  t.truthy(tokens.access_token, 'enabled again within the code\'s minute, the code still works once');
+});
+
 test('cancelling on the sign-in page returns access_denied without signing in', async (t) => {
   const browser = new Browser();
   const html = await (await browser.fetch(authorizeUrl(app, meta.clientId, pkce(), { state: 'cancel-me' }))).text();

@@ -149,10 +149,12 @@ async function exchangeCode(deps: AppDeps, form: Form, clientId: string): Promis
     if (found.redirectUri !== redirectUri) return invalidGrant('redirect_uri does not match the authorization request');
     if (found.resource !== resource) return failure('invalid_target', 'resource does not match the authorization request');
     if (!verifierMatches(verifier, found.codeChallenge)) return invalidGrant('code_verifier does not match the code_challenge');
-    const used = await o.codes.updateOne({ _id: digest, usedAt: null }, { $set: { usedAt: now } }, { session });
-    if (used.matchedCount !== 1) throw new VersionConflict(`authorization code ${digest.slice(0, 8)}`);
+    // Refused before it is used up: a client that tries again (its agent was disabled after consent, say)
+    // must not look like a code replayed by someone else, which revokes the connection as token reuse.
     const connection = await usableConnection(deps, session, found.connectionId);
     if (typeof connection === 'string') return invalidGrant(connection);
+    const used = await o.codes.updateOne({ _id: digest, usedAt: null }, { $set: { usedAt: now } }, { session });
+    if (used.matchedCount !== 1) throw new VersionConflict(`authorization code ${digest.slice(0, 8)}`);
     return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, { access: found.scopes, refresh: found.scopes }, found.resource, now) };
   });
 }
