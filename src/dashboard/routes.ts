@@ -85,6 +85,9 @@ export function dashboardRoutes(deps: AppDeps): Router {
     ctx.set('X-Frame-Options', 'DENY');
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Referrer-Policy', 'same-origin');
+    // Before the handler, so that error pages (which name the person and carry the CSRF token) get it too;
+    // the assets replace it with their own.
+    ctx.set('Cache-Control', 'no-store');
     try {
       await next();
     } catch (err) {
@@ -103,7 +106,6 @@ export function dashboardRoutes(deps: AppDeps): Router {
       const detail = err.issues?.map((i) => i.message).join(' ') ?? '';
       send(ctx, err.status, views.messagePage(viewer, title, `${err.message} ${detail}`.trim()));
     }
-    if (!ctx.response.get('Cache-Control')) ctx.set('Cache-Control', 'no-store');
   });
 
   // Every request that changes something: from our own pages only (cross-site form posts are refused).

@@ -646,3 +646,21 @@ test('signing in from a page\'s link returns to that page; a return address off 
     t.is(res.location, '/dashboard', elsewhere);
   }
 });
+
+test('a page that fails on our side is not cached either: it names the person and holds their session\'s CSRF token', async (t) => {
+  const { app, acme } = await setUp(t);
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const csrf = await ana.csrf();
+  app.deps.collections.agents.find = () => {
+    throw new Error('the store broke');
+  };
+  const logged: string[] = [];
+  app.deps.log.error = (msg) => logged.push(msg);
+  const broken = await ana.get('/dashboard/purchases/new');
+  t.is(broken.status, 500);
+  t.deepEqual(logged, ['unhandled error']);
+  t.regex(broken.text, /Something went wrong on our side/);
+  t.true(broken.text.includes(csrf));
+  t.is(broken.headers.get('cache-control'), 'no-store');
+});
