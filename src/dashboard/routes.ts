@@ -125,8 +125,8 @@ export function dashboardRoutes(deps: AppDeps): Router {
   }
 
   /** The signed-in person (else to the sign-in page), holding `role` when given. */
-  async function signedIn(ctx: Context, role?: PersonRole): Promise<SignedIn | null> {
-    const s = await currentSession(deps, ctx);
+  async function signedIn(ctx: Context, role?: PersonRole, options?: { slide: boolean }): Promise<SignedIn | null> {
+    const s = await currentSession(deps, ctx, options);
     if (!s) {
       if (!SAFE_METHODS.has(ctx.method)) throw new ApiError(403, 'session_ended', 'You are signed out (or your session ended), so nothing was changed. Sign in again.');
       ctx.status = 303;
@@ -207,7 +207,8 @@ export function dashboardRoutes(deps: AppDeps): Router {
   });
 
   router.get('/inbox/live', async (ctx) => {
-    const s = await signedIn(ctx);
+    // The page's own polling: an inbox left open still signs out after the idle timeout.
+    const s = await signedIn(ctx, undefined, { slide: false });
     if (!s) return;
     const now = deps.now();
     send(ctx, 200, views.inboxFragment(await pendingApprovals(deps, s.organization._id, now), await inboxViewer(s), now, hasRole(s.person, 'approver')));

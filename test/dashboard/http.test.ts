@@ -664,3 +664,21 @@ test('a page that fails on our side is not cached either: it names the person an
   t.true(broken.text.includes(csrf));
   t.is(broken.headers.get('cache-control'), 'no-store');
 });
+
+test('an inbox left open signs out after 30 idle minutes: its own polling does not keep the session alive', async (t) => {
+  const c = clock();
+  const { app, acme } = await setUp(t, { clock: c });
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  t.is((await ana.get('/dashboard')).status, 200);
+  // The page's script asks every 3 seconds; two minutes apart is enough to have slid the session.
+  for (let minutes = 2; minutes < 30; minutes += 2) {
+    c.advance(2 * 60 * 1000);
+    t.is((await ana.get('/dashboard/inbox/live')).status, 200, `${minutes} minutes`);
+  }
+  c.advance(2 * 60 * 1000);
+  const poll = await ana.get('/dashboard/inbox/live');
+  t.is(poll.status, 303, 'the page reloads itself to the sign-in page');
+  t.regex(poll.location!, /^\/dashboard\/sign-in/);
+  t.is((await ana.get('/dashboard')).location, '/dashboard/sign-in');
+});
