@@ -85,6 +85,9 @@ export function dashboardRoutes(deps: AppDeps): Router {
     ctx.set('X-Frame-Options', 'DENY');
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Referrer-Policy', 'same-origin');
+    // Before the handler, so that error pages (which name the person and carry the CSRF token) get it too;
+    // the assets replace it with their own.
+    ctx.set('Cache-Control', 'no-store');
     try {
       await next();
     } catch (err) {
@@ -103,7 +106,6 @@ export function dashboardRoutes(deps: AppDeps): Router {
       const detail = err.issues?.map((i) => i.message).join(' ') ?? '';
       send(ctx, err.status, views.messagePage(viewer, title, `${err.message} ${detail}`.trim()));
     }
-    if (!ctx.response.get('Cache-Control')) ctx.set('Cache-Control', 'no-store');
   });
 
   // Every request that changes something: from our own pages only (cross-site form posts are refused).
@@ -123,8 +125,8 @@ export function dashboardRoutes(deps: AppDeps): Router {
   }
 
   /** The signed-in person (else to the sign-in page), holding `role` when given. */
-  async function signedIn(ctx: Context, role?: PersonRole): Promise<SignedIn | null> {
-    const s = await currentSession(deps, ctx);
+  async function signedIn(ctx: Context, role?: PersonRole, options?: { slide: boolean }): Promise<SignedIn | null> {
+    const s = await currentSession(deps, ctx, options);
     if (!s) {
       if (!SAFE_METHODS.has(ctx.method)) throw new ApiError(403, 'session_ended', 'You are signed out (or your session ended), so nothing was changed. Sign in again.');
       ctx.status = 303;
@@ -205,7 +207,8 @@ export function dashboardRoutes(deps: AppDeps): Router {
   });
 
   router.get('/inbox/live', async (ctx) => {
-    const s = await signedIn(ctx);
+    // The page's own polling: an inbox left open still signs out after the idle timeout.
+    const s = await signedIn(ctx, undefined, { slide: false });
     if (!s) return;
     const now = deps.now();
     send(ctx, 200, views.inboxFragment(await pendingApprovals(deps, s.organization._id, now), await inboxViewer(s), now, hasRole(s.person, 'approver')));

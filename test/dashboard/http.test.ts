@@ -646,3 +646,39 @@ test('signing in from a page\'s link returns to that page; a return address off 
     t.is(res.location, '/dashboard', elsewhere);
   }
 });
+
+test('a page that fails on our side is not cached either: it names the person and holds their session\'s CSRF token', async (t) => {
+  const { app, acme } = await setUp(t);
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  const csrf = await ana.csrf();
+  app.deps.collections.agents.find = () => {
+    throw new Error('the store broke');
+  };
+  const logged: string[] = [];
+  app.deps.log.error = (msg) => logged.push(msg);
+  const broken = await ana.get('/dashboard/purchases/new');
+  t.is(broken.status, 500);
+  t.deepEqual(logged, ['unhandled error']);
+  t.regex(broken.text, /Something went wrong on our side/);
+  t.true(broken.text.includes(csrf));
+  t.is(broken.headers.get('cache-control'), 'no-store');
+});
+
+test('an inbox left open signs out after 30 idle minutes: its own polling does not keep the session alive', async (t) => {
+  const c = clock();
+  const { app, acme } = await setUp(t, { clock: c });
+  const ana = new Client(app.url);
+  await ana.signIn(acme.people.ana.email);
+  t.is((await ana.get('/dashboard')).status, 200);
+  // The page's script asks every 3 seconds; two minutes apart is enough to have slid the session.
+  for (let minutes = 2; minutes < 30; minutes += 2) {
+    c.advance(2 * 60 * 1000);
+    t.is((await ana.get('/dashboard/inbox/live')).status, 200, `${minutes} minutes`);
+  }
+  c.advance(2 * 60 * 1000);
+  const poll = await ana.get('/dashboard/inbox/live');
+  t.is(poll.status, 303, 'the page reloads itself to the sign-in page');
+  t.regex(poll.location!, /^\/dashboard\/sign-in/);
+  t.is((await ana.get('/dashboard')).location, '/dashboard/sign-in');
+});

@@ -51,6 +51,7 @@ test('a dashboard purchase that finds no space answers 503 with Retry-After, and
   t.is(refused.status, 503);
   t.regex(refused.text, /cannot store new data right now/);
   t.is(refused.headers.get('retry-after'), '30');
+  t.is(refused.headers.get('cache-control'), 'no-store', 'the page names the person and holds their CSRF token');
   t.is((await fetch(`${app.url}/health/ready`)).status, 503, 'readiness tries a write, and it fails too');
 
   disk.fill(false);

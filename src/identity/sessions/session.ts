@@ -60,8 +60,12 @@ export async function startSession(deps: AppDeps, ctx: Context, person: PersonDo
   setCookie(ctx, deps.config, signInCookie(deps.config), '', 0);
 }
 
-/** The signed-in person, or null (no cookie, unknown, expired, person gone, organisation suspended). */
-export async function currentSession(deps: AppDeps, ctx: Context): Promise<SignedIn | null> {
+/**
+ * The signed-in person, or null (no cookie, unknown, expired, person gone, organisation suspended).
+ * `slide: false` for what a page asks by itself (the inbox's polling): it is not the person's activity,
+ * so it does not push the idle timeout back.
+ */
+export async function currentSession(deps: AppDeps, ctx: Context, { slide = true } = {}): Promise<SignedIn | null> {
   const token = readCookie(ctx, sessionCookie(deps.config));
   if (!token) return null;
   const sessions = dashboardCollections(deps.store.db).sessions;
@@ -78,7 +82,7 @@ export async function currentSession(deps: AppDeps, ctx: Context): Promise<Signe
     await sessions.deleteOne({ _id: session._id });
     return null;
   }
-  if (now.getTime() - session.lastSeenAt.getTime() >= SLIDE_RESOLUTION_MS) {
+  if (slide && now.getTime() - session.lastSeenAt.getTime() >= SLIDE_RESOLUTION_MS) {
     const expiresAt = new Date(Math.min(now.getTime() + IDLE_MS, session.absoluteExpiresAt.getTime()));
     await sessions.updateOne({ _id: session._id }, { $set: { lastSeenAt: now, expiresAt } });
     session.lastSeenAt = now;
