@@ -170,3 +170,17 @@ test('pipelines from a read model cannot reach another collection: $lookup, $gra
     for (const pipeline of pipelines) t.like(await refusal(views.aggregate(pipeline).toArray()), UNAUTHORIZED, `${name}: ${JSON.stringify(pipeline)}`);
   }
 });
+
+test('the analyst writes nowhere, not even into a read model through $out or $merge nested in $facet, $lookup or $unionWith', async (t) => {
+  const views = db().collection('analytics_purchases');
+  const before = await service.db().collection('analytics_purchases').find().toArray();
+  const pipelines: Document[][] = [
+    [{ $facet: { copy: [{ $out: 'analytics_purchases' }] } }],
+    [{ $facet: { copy: [{ $merge: { into: 'policy_views' } }] } }],
+    [{ $lookup: { from: 'policy_views', pipeline: [{ $merge: { into: 'analytics_purchases', whenMatched: 'replace' } }], as: 'x' } }],
+    [{ $unionWith: { coll: 'policy_views', pipeline: [{ $out: 'analytics_purchases' }] } }],
+    [{ $lookup: { from: 'policy_views', pipeline: [{ $facet: { deep: [{ $out: 'purchase_views' }] } }], as: 'x' } }],
+  ];
+  for (const pipeline of pipelines) t.like(await refusal(views.aggregate(pipeline).toArray()), UNAUTHORIZED, JSON.stringify(pipeline));
+  t.deepEqual(await service.db().collection('analytics_purchases').find().toArray(), before);
+});

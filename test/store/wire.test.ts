@@ -200,6 +200,19 @@ test('the analyst lists, finds, counts, distincts and aggregates a read model, a
   t.is(await service.db().collection('analytics_purchases').countDocuments({ amount: { $gt: 0 } }), 2, 'nothing was written');
 });
 
+test('$out and $merge nested in $facet, $lookup or $unionWith are refused, as MongoDB refuses them, not run on a copy', async (t) => {
+  const db = (await client(t, wire.serviceUrl(dbName()))).db();
+  const sales = db.collection<{ _id: number }>('sales');
+  await sales.insertMany([{ _id: 1 }, { _id: 2 }]);
+  const nested = [
+    [{ $facet: { copy: [{ $out: 'copy' }] } }],
+    [{ $lookup: { from: 'sales', pipeline: [{ $merge: { into: 'copy' } }], as: 'x' } }],
+    [{ $unionWith: { coll: 'sales', pipeline: [{ $out: 'copy' }] } }],
+  ];
+  for (const pipeline of nested) await t.throwsAsync(sales.aggregate(pipeline).toArray(), { instanceOf: MongoServerError }, JSON.stringify(pipeline));
+  t.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['sales']);
+});
+
 test('an unknown command is CommandNotFound (59); a malformed message closes only its connection', async (t) => {
   const c = await client(t, wire.serviceUrl(dbName()));
   const unknown = await code(c.db().command({ frobnicate: 1 }));

@@ -5,6 +5,7 @@ import { MongoInvalidArgumentError, MongoServerError, ObjectId } from 'mongodb';
 import { Query, update as mingoUpdate, updateOne as mingoUpdateOne } from 'mingo';
 import { resolve } from 'mingo/util';
 import { aggregatorOf, queryOf } from './queries.ts';
+import { writesAnywhere } from '../pipelines.ts';
 import type { CollectionData, IndexOptions, Row } from './collection-data.ts';
 import type { Engine } from './engine.ts';
 import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
@@ -349,11 +350,7 @@ export class EmbeddedCollection {
 
   async _aggregate(pipeline: Doc[], session: unknown): Promise<Doc[]> {
     return this.#engine.read(session, () => {
-      for (const stage of pipeline) {
-        if ('$out' in stage || '$merge' in stage) {
-          throw new MongoInvalidArgumentError('the embedded engine does not support $out or $merge');
-        }
-      }
+      if (writesAnywhere(pipeline)) throw new MongoInvalidArgumentError('the embedded engine does not support $out or $merge');
       let stages = pipeline;
       let input: Doc[];
       const first = pipeline[0];
