@@ -213,6 +213,15 @@ test('$out and $merge nested in $facet, $lookup or $unionWith are refused, as Mo
   t.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['sales']);
 });
 
+test('a reply larger than BSON allows is MongoDB\'s BSONObjectTooLarge (10334), not a closed connection', async (t) => {
+  const db = (await client(t, wire.serviceUrl(dbName()))).db();
+  const c = db.collection<{ _id: number; v: string }>('large');
+  await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, v: `${i}`.padEnd(1024 * 1024, 'x') })));
+  t.like(await code(c.distinct('v')), { code: 10334, codeName: 'BSONObjectTooLarge' });
+  t.like(await code(c.aggregate([{ $group: { _id: null, all: { $push: '$v' } } }]).toArray()), { code: 10334, codeName: 'BSONObjectTooLarge' });
+  t.is((await c.distinct('_id')).length, 20, 'the connection serves on');
+});
+
 test('an unknown command is CommandNotFound (59); a malformed message closes only its connection', async (t) => {
   const c = await client(t, wire.serviceUrl(dbName()));
   const unknown = await code(c.db().command({ frobnicate: 1 }));

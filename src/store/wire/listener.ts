@@ -2,11 +2,13 @@
 // presents itself as the primary of a one-member replica set, so drivers allow transactions.
 // A malformed message closes its connection; nothing a client sends can stop the process.
 import { createServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { BSON } from 'bson';
 import type { Connection, Server } from './call.ts';
 import { runCommand } from './commands.ts';
 import { ConnectionLimits } from './connection-limits.ts';
 import { BATCH_BYTES, Cursors } from './cursors.ts';
 import type { Databases } from './databases.ts';
+import { CommandError, errorReply } from './errors.ts';
 import { FailPoints } from './fail-points.ts';
 import { InFlight } from './in-flight.ts';
 import {
@@ -14,6 +16,7 @@ import {
   encodeMsgReply,
   encodeQueryReply,
   FrameReader,
+  MAX_BSON_BYTES,
   MAX_MESSAGE_BYTES,
   MAX_UNAUTHENTICATED_MESSAGE_BYTES,
   ProtocolError,
@@ -303,7 +306,16 @@ export class WireListener {
       }
       if (request.kind === 'msg' && request.moreToCome) return undefined;
       const encode = request.kind === 'msg' ? encodeMsgReply : encodeQueryReply;
-      return encode(++this.#replies, request.header.requestId, outcome.reply);
+      try {
+        return encode(++this.#replies, request.header.requestId, outcome.reply);
+      } catch (error) {
+        // A reply past what BSON encodes (a distinct of many large values, a $group into one document):
+        // MongoDB's error, not a closed connection that drivers would take for a network fault and retry.
+        const bytes = BSON.calculateObjectSize(outcome.reply);
+        if (bytes <= MAX_BSON_BYTES) throw error;
+        const tooLarge = new CommandError('BSONObjectTooLarge', `the reply would be ${bytes} bytes, more than BSON's 16 MiB: narrow the command ($match, $project, $limit)`);
+        return encode(++this.#replies, request.header.requestId, errorReply(tooLarge));
+      }
     } catch {
       // A malformed message, or a reply that cannot be encoded: this connection is done.
       socket.destroy();
