@@ -101,7 +101,7 @@ export function buildInfo(): Document {
   return {
     version: VERSION,
     gitVersion: 'spend-control-embedded',
-    versionArray: [7, 0, 0, 0],
+    versionArray: [...VERSION.split('.').map(Number), 0],
     modules: [],
     allocator: 'system',
     javascriptEngine: 'none',
