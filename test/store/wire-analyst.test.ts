@@ -170,3 +170,38 @@ test('pipelines from a read model cannot reach another collection: $lookup, $gra
     for (const pipeline of pipelines) t.like(await refusal(views.aggregate(pipeline).toArray()), UNAUTHORIZED, `${name}: ${JSON.stringify(pipeline)}`);
   }
 });
+
+test('the analyst writes nowhere, not even into a read model through $out or $merge nested in $facet, $lookup or $unionWith', async (t) => {
+  const views = db().collection('analytics_purchases');
+  const before = await service.db().collection('analytics_purchases').find().toArray();
+  const pipelines: Document[][] = [
+    [{ $facet: { copy: [{ $out: 'analytics_purchases' }] } }],
+    [{ $facet: { copy: [{ $merge: { into: 'policy_views' } }] } }],
+    [{ $lookup: { from: 'policy_views', pipeline: [{ $merge: { into: 'analytics_purchases', whenMatched: 'replace' } }], as: 'x' } }],
+    [{ $unionWith: { coll: 'policy_views', pipeline: [{ $out: 'analytics_purchases' }] } }],
+    [{ $lookup: { from: 'policy_views', pipeline: [{ $facet: { deep: [{ $out: 'purchase_views' }] } }], as: 'x' } }],
+  ];
+  for (const pipeline of pipelines) t.like(await refusal(views.aggregate(pipeline).toArray()), UNAUTHORIZED, JSON.stringify(pipeline));
+  t.deepEqual(await service.db().collection('analytics_purchases').find().toArray(), before);
+});
+
+test('no server-side JavaScript: $function, $accumulator and $where are refused before anything is called, for either user', async (t) => {
+  const views = db().collection('analytics_purchases');
+  // A field path leads to a function (Date.prototype.getTime): the engine must not call it.
+  const fn = { $function: { body: '$requestedAt.getTime', args: [], lang: 'js' } };
+  const accumulator = { $accumulator: { init: '$requestedAt.getTime', accumulate: '$requestedAt.getTime', accumulateArgs: [], merge: '$requestedAt.getTime', lang: 'js' } };
+  const attempts: Array<[string, () => Promise<unknown>]> = [
+    ['$function in a pipeline', () => views.aggregate([{ $project: { x: fn } }]).toArray()],
+    ['$function in a filter', () => views.find({ $expr: fn }).toArray()],
+    ['$function in a projection', () => views.find({}, { projection: { x: fn } }).toArray()],
+    ['$function in a count', () => views.countDocuments({ $expr: fn })],
+    ['$accumulator', () => views.aggregate([{ $group: { _id: null, x: accumulator } }]).toArray()],
+    ['$where', () => views.find({ $where: 'this.amountMinor > 0' }).toArray()],
+    // Nor for the service user, whose update pipelines run expressions too.
+    ['$function in an update pipeline', () => service.db().collection('analytics_purchases').updateOne({}, [{ $set: { x: fn } }])],
+  ];
+  for (const [what, attempt] of attempts) {
+    const error = await t.throwsAsync(attempt, undefined, what);
+    t.regex(String(error?.message), /scriptEnabled/, what);
+  }
+});

@@ -1,12 +1,13 @@
 // The wire-protocol listener's defences (it runs inside the web process, so exhausting it takes
 // HTTP down too): backpressure on a client that sends without reading, the small message limit
-// before authentication, the connection cap and the idle timeouts. Real sockets, real listener.
+// before authentication, the connection cap and the idle timeouts, the analyst's budget of bytes in
+// flight. Real sockets, real listener.
 import test from 'ava';
-import { randomBytes } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BSON, MongoClient, type Document } from 'mongodb';
+import { Binary, BSON, MongoClient, type Document } from 'mongodb';
 import { MAX_UNAUTHENTICATED_MESSAGE_BYTES } from '../../src/store/wire/frames.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
 
@@ -266,4 +267,103 @@ test.serial('authenticated connections are capped per user: a third of the servi
   const again = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000, maxPoolSize: 1 });
   clients.push(again);
   t.is(await again.db().collection('analytics_purchases').countDocuments(), 2);
+});
+
+// The analyst's connections together hold a budget of bytes in flight (messages arriving, waiting or
+// running, and replies not yet taken by the client): raw connections that authenticate by hand.
+
+interface RawConnection {
+  socket: Socket;
+  /** The body of the next reply (replies come in order). */
+  next(): Promise<Document>;
+}
+
+async function rawConnection(wire: TestListener): Promise<RawConnection> {
+  const socket = await open(wire);
+  const chunks: Buffer[] = [];
+  const ready: Document[] = [];
+  const waiting: Array<(reply: Document) => void> = [];
+  socket.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    let pending = Buffer.concat(chunks.splice(0));
+    while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
+      const reply = BSON.deserialize(pending.subarray(21, pending.readInt32LE(0)));
+      pending = pending.subarray(pending.readInt32LE(0));
+      const waiter = waiting.shift();
+      if (waiter) waiter(reply);
+      else ready.push(reply);
+    }
+    if (pending.length) chunks.push(pending);
+  });
+  return { socket, next: () => (ready.length ? Promise.resolve(ready.shift()!) : new Promise((resolve) => waiting.push(resolve))) };
+}
+
+/** SCRAM-SHA-256 by hand (RFC 5802), as the analyst; `then` is sent at once after the last step, before its reply. */
+async function analystConnection(wire: TestListener, then: Buffer = Buffer.alloc(0)): Promise<RawConnection> {
+  const url = new URL(wire.analystUrl('x'));
+  const connection = await rawConnection(wire);
+  const send = (command: Document, after: Buffer = Buffer.alloc(0)) => (connection.socket.write(Buffer.concat([opMsg({ ...command, $db: 'admin' }), after])), connection.next());
+  const clientFirst = `n=${url.username},r=${randomBytes(18).toString('base64')}`;
+  const started = await send({ saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: new Binary(Buffer.from(`n,,${clientFirst}`)) });
+  const serverFirst = Buffer.from(started.payload.buffer).toString();
+  const attributes = new Map(serverFirst.split(',').map((part) => [part[0], part.slice(2)]));
+  const salted = pbkdf2Sync(decodeURIComponent(url.password), Buffer.from(attributes.get('s')!, 'base64'), Number(attributes.get('i')), 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const withoutProof = `c=biws,r=${attributes.get('r')}`;
+  const signature = createHmac('sha256', createHash('sha256').update(clientKey).digest()).update(`${clientFirst},${serverFirst},${withoutProof}`).digest();
+  const proof = Buffer.from(clientKey.map((byte, i) => byte ^ signature[i])).toString('base64');
+  const finished = await send({ saslContinue: 1, conversationId: 1, payload: new Binary(Buffer.from(`${withoutProof},p=${proof}`)) }, then);
+  if (finished.done !== true) throw new Error(`authentication failed: ${JSON.stringify(finished)}`);
+  return connection;
+}
+
+/** What came first: the reply, or what the test did after giving a listener without the budget time to answer. */
+async function answeredBefore(reply: Promise<Document>, then: () => void): Promise<boolean> {
+  let answered = false;
+  const settled = reply.then(() => (answered = true));
+  await Promise.race([settled, sleep(500)]);
+  const first = answered;
+  then();
+  await settled;
+  return first;
+}
+
+test('the analyst\'s next message waits while another of its messages, still arriving, holds the budget', async (t) => {
+  // A budget of one message at a time.
+  const wire = await startListener({ maxInFlightBytes: 1 });
+  t.teardown(() => wire.close());
+  const a = await analystConnection(wire);
+  t.teardown(() => a.socket.destroy());
+  // a's first message is answered; its second has begun to arrive (its length is in, the rest is not).
+  const second = opMsg({ ping: 1, $db: 'admin', padding: 'x'.repeat(1000) }, 3);
+  a.socket.write(Buffer.concat([opMsg({ ping: 1, $db: 'admin' }, 2), second.subarray(0, 100)]));
+  t.is((await a.next()).ok, 1);
+  // b sends its ping with its last authentication message: it is read as the analyst's all the same.
+  const b = await analystConnection(wire, opMsg({ ping: 1, $db: 'admin' }, 4));
+  t.teardown(() => b.socket.destroy());
+  const early = await answeredBefore(b.next(), () => a.socket.write(second.subarray(100)));
+  t.false(early, 'b was answered while a\'s message held the budget');
+  t.is((await a.next()).ok, 1);
+});
+
+test('an analyst\'s reply the client does not read holds the budget until it does', async (t) => {
+  const wire = await startListener({ maxInFlightBytes: 1 });
+  t.teardown(() => wire.close());
+  const name = `l_${randomBytes(5).toString('hex')}`;
+  const service = await MongoClient.connect(wire.serviceUrl(name), { serverSelectionTimeoutMS: 5000 });
+  t.teardown(() => service.close());
+  // One document larger than what the sockets' kernel buffers hold (about 4 MB here).
+  await service.db().collection('analytics_purchases').insertOne({ _id: 'big', blob: 'y'.repeat(15 * MB) } as Document);
+  const a = await analystConnection(wire);
+  const b = await analystConnection(wire);
+  t.teardown(() => (a.socket.destroy(), b.socket.destroy()));
+  // Once a's ping is answered its find holds the budget (both were sent at once); a then stops reading.
+  a.socket.write(Buffer.concat([opMsg({ ping: 1, $db: 'admin' }, 2), opMsg({ find: 'analytics_purchases', $db: name }, 3)]));
+  t.is((await a.next()).ok, 1);
+  a.socket.pause();
+  const read = a.next();
+  b.socket.write(opMsg({ ping: 1, $db: 'admin' }, 4));
+  const early = await answeredBefore(b.next(), () => a.socket.resume());
+  t.false(early, 'b was answered while a\'s unread reply held the budget');
+  t.is((await read).cursor.firstBatch[0].blob.length, 15 * MB);
 });

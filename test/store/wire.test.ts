@@ -70,7 +70,7 @@ test('handshake: a one-member replica set that allows transactions, on a wire ve
   t.true(hello.maxWireVersion >= MONGODB_8_WIRE_VERSION, 'what the service asks of a MongoDB (its bulkWrite command)');
   const legacy = await c.db('admin').command({ isMaster: 1 });
   t.is(legacy.ismaster, true);
-  t.is((await c.db('admin').command({ buildInfo: 1 })).version, '8.0.0');
+  t.like(await c.db('admin').command({ buildInfo: 1 }), { version: '8.0.0', versionArray: [8, 0, 0, 0] });
 });
 
 test('cursors: a large find comes back through getMore batches; killCursors ends one early', async (t) => {
@@ -198,6 +198,28 @@ test('the analyst lists, finds, counts, distincts and aggregates a read model, a
   ];
   for (const write of writes) t.is((await code(write)).code, 13);
   t.is(await service.db().collection('analytics_purchases').countDocuments({ amount: { $gt: 0 } }), 2, 'nothing was written');
+});
+
+test('$out and $merge nested in $facet, $lookup or $unionWith are refused, as MongoDB refuses them, not run on a copy', async (t) => {
+  const db = (await client(t, wire.serviceUrl(dbName()))).db();
+  const sales = db.collection<{ _id: number }>('sales');
+  await sales.insertMany([{ _id: 1 }, { _id: 2 }]);
+  const nested = [
+    [{ $facet: { copy: [{ $out: 'copy' }] } }],
+    [{ $lookup: { from: 'sales', pipeline: [{ $merge: { into: 'copy' } }], as: 'x' } }],
+    [{ $unionWith: { coll: 'sales', pipeline: [{ $out: 'copy' }] } }],
+  ];
+  for (const pipeline of nested) await t.throwsAsync(sales.aggregate(pipeline).toArray(), { instanceOf: MongoServerError }, JSON.stringify(pipeline));
+  t.deepEqual((await db.listCollections().toArray()).map((c) => c.name), ['sales']);
+});
+
+test('a reply larger than BSON allows is MongoDB\'s BSONObjectTooLarge (10334), not a closed connection', async (t) => {
+  const db = (await client(t, wire.serviceUrl(dbName()))).db();
+  const c = db.collection<{ _id: number; v: string }>('large');
+  await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, v: `${i}`.padEnd(1024 * 1024, 'x') })));
+  t.like(await code(c.distinct('v')), { code: 10334, codeName: 'BSONObjectTooLarge' });
+  t.like(await code(c.aggregate([{ $group: { _id: null, all: { $push: '$v' } } }]).toArray()), { code: 10334, codeName: 'BSONObjectTooLarge' });
+  t.is((await c.distinct('_id')).length, 20, 'the connection serves on');
 });
 
 test('an unknown command is CommandNotFound (59); a malformed message closes only its connection', async (t) => {

@@ -4,7 +4,8 @@
 import { MongoInvalidArgumentError, MongoServerError, ObjectId } from 'mongodb';
 import { Query, update as mingoUpdate, updateOne as mingoUpdateOne } from 'mingo';
 import { resolve } from 'mingo/util';
-import { aggregatorOf, queryOf } from './queries.ts';
+import { aggregatorOf, NO_SCRIPTS, queryOf } from './queries.ts';
+import { writesAnywhere } from '../pipelines.ts';
 import type { CollectionData, IndexOptions, Row } from './collection-data.ts';
 import type { Engine } from './engine.ts';
 import { equalityMatcher, fastUpdate, type Matcher } from './fast-paths.ts';
@@ -173,7 +174,7 @@ function usesPositional(update: Doc): boolean {
 function applyUpdate(doc: Doc, update: unknown, filter: Doc, inserting: boolean, options: Options): { next: Doc; modified: boolean } {
   if (Array.isArray(update)) {
     const docs = [doc];
-    const result = mingoUpdateOne(docs, {}, cloneIn(update) as never, { cloneMode: 'copy' });
+    const result = mingoUpdateOne(docs, {}, cloneIn(update) as never, { cloneMode: 'copy' }, NO_SCRIPTS);
     return { next: cloneDocIn(docs[0]), modified: result.modifiedCount > 0 };
   }
   if (!hasAtomicOperators(update)) throw new MongoInvalidArgumentError('Update document requires atomic operators');
@@ -282,7 +283,7 @@ function immutableId(): MongoServerError {
 
 function project(docs: Doc[], projection: Doc | undefined): Doc[] {
   if (!projection || Object.keys(projection).length === 0) return docs;
-  return new Query({}).find(docs, projection as never).all() as Doc[];
+  return queryOf({}).find(docs, projection as never).all() as Doc[];
 }
 
 function positiveOrUndefined(n: unknown): number | undefined {
@@ -349,11 +350,7 @@ export class EmbeddedCollection {
 
   async _aggregate(pipeline: Doc[], session: unknown): Promise<Doc[]> {
     return this.#engine.read(session, () => {
-      for (const stage of pipeline) {
-        if ('$out' in stage || '$merge' in stage) {
-          throw new MongoInvalidArgumentError('the embedded engine does not support $out or $merge');
-        }
-      }
+      if (writesAnywhere(pipeline)) throw new MongoInvalidArgumentError('the embedded engine does not support $out or $merge');
       let stages = pipeline;
       let input: Doc[];
       const first = pipeline[0];

@@ -108,10 +108,16 @@ function pipelineWithBsonType(pipeline: Doc[]): Doc[] {
   });
 }
 
+/**
+ * No server-side JavaScript ($where, $function, $accumulator), as docs/operate/wire-protocol.md says:
+ * mingo allows it by default, and would call whatever function a field path led to.
+ */
+export const NO_SCRIPTS = { scriptEnabled: false } as const;
+
 export function queryOf(filter: Doc): Query {
-  return new Query(withBsonType(filter), { context });
+  return new Query(withBsonType(filter), { context, ...NO_SCRIPTS });
 }
 
 export function aggregatorOf(pipeline: Doc[], options: { collectionResolver: (name: string) => Doc[] }): Aggregator {
-  return new Aggregator(pipelineWithBsonType(pipeline), { ...options, context });
+  return new Aggregator(pipelineWithBsonType(pipeline), { ...options, context, ...NO_SCRIPTS });
 }

@@ -5,13 +5,12 @@ import { Binary, EJSON, ObjectId, type Document } from 'bson';
 import type { Call } from './call.ts';
 import { analystMayRead } from './analyst-access.ts';
 import { CommandError } from './errors.ts';
-import { MAX_MESSAGE_BYTES } from './frames.ts';
+import { MAX_BSON_BYTES, MAX_MESSAGE_BYTES } from './frames.ts';
 import { MECHANISM, ScramConversation } from './scram.ts';
 
 export const VERSION = '8.0.0';
 /** MongoDB 8.0's wire version (the service needs its bulkWrite command); the mongodb driver 7 needs at least 9 (MongoDB 4.4). */
 const MAX_WIRE_VERSION = 25;
-const MAX_BSON_BYTES = 16 * 1024 * 1024;
 const ELECTION_ID = new ObjectId('7fffffff0000000000000001');
 
 export function hello(call: Call): Document {
@@ -102,7 +101,7 @@ export function buildInfo(): Document {
   return {
     version: VERSION,
     gitVersion: 'spend-control-embedded',
-    versionArray: [7, 0, 0, 0],
+    versionArray: [...VERSION.split('.').map(Number), 0],
     modules: [],
     allocator: 'system',
     javascriptEngine: 'none',

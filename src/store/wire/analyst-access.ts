@@ -4,6 +4,7 @@
 // password hashes, API-key and OAuth token digests, dashboard sessions and their CSRF tokens, sign-in
 // attempts, sealed webhook secrets, idempotency records and the outbox: none of that is for analysts.
 import type { Document } from 'bson';
+import { forEachStage } from '../pipelines.ts';
 import { CommandError } from './errors.ts';
 
 /**
@@ -31,44 +32,30 @@ function refused(db: string, command: string, collection: unknown): CommandError
  */
 export function pipelineCollections(pipeline: unknown): unknown[] {
   const found: unknown[] = [];
-  const walk = (stages: unknown): void => {
-    if (!Array.isArray(stages)) return;
-    for (const stage of stages) {
-      if (!stage || typeof stage !== 'object') continue;
-      for (const [name, spec] of Object.entries(stage as Document)) {
-        const s = spec && typeof spec === 'object' && !Array.isArray(spec) ? (spec as Document) : undefined;
-        switch (name) {
-          case '$lookup':
-          case '$graphLookup':
-            // $lookup without from (a pipeline of $documents) reads no collection.
-            if (s?.from !== undefined || name === '$graphLookup') found.push(s?.from);
-            walk(s?.pipeline);
-            break;
-          case '$unionWith':
-            if (typeof spec === 'string') found.push(spec);
-            else {
-              if (s?.coll !== undefined) found.push(s.coll);
-              else if (!Array.isArray(s?.pipeline)) found.push(spec);
-              walk(s?.pipeline);
-            }
-            break;
-          case '$facet':
-            for (const sub of Object.values(s ?? {})) walk(sub);
-            break;
-          case '$out':
-            found.push(typeof spec === 'string' ? spec : s?.coll);
-            break;
-          case '$merge':
-            found.push(typeof spec === 'string' ? spec : typeof s?.into === 'string' ? s.into : (s?.into as Document | undefined)?.coll);
-            break;
-          default:
-            // A stage this list does not know that names a collection would be an unchecked way in.
-            if (/lookup|union/i.test(name)) found.push(spec);
-        }
-      }
+  forEachStage(pipeline, (name, spec) => {
+    const s = spec && typeof spec === 'object' && !Array.isArray(spec) ? (spec as Document) : undefined;
+    switch (name) {
+      case '$lookup':
+      case '$graphLookup':
+        // $lookup without from (a pipeline of $documents) reads no collection.
+        if (s?.from !== undefined || name === '$graphLookup') found.push(s?.from);
+        break;
+      case '$unionWith':
+        if (typeof spec === 'string') found.push(spec);
+        else if (s?.coll !== undefined) found.push(s.coll);
+        else if (!Array.isArray(s?.pipeline)) found.push(spec);
+        break;
+      case '$out':
+        found.push(typeof spec === 'string' ? spec : s?.coll);
+        break;
+      case '$merge':
+        found.push(typeof spec === 'string' ? spec : typeof s?.into === 'string' ? s.into : (s?.into as Document | undefined)?.coll);
+        break;
+      default:
+        // A stage this list does not know that names a collection would be an unchecked way in.
+        if (/lookup|union/i.test(name)) found.push(spec);
     }
-  };
-  walk(pipeline);
+  });
   return found;
 }
 

@@ -6,6 +6,7 @@ import type { Call, Connection, Server } from './call.ts';
 import { bulkWrite, bulkWriteDatabase } from './bulk-write.ts';
 import * as crud from './crud.ts';
 import { checkAnalystRead } from './analyst-access.ts';
+import { writesAnywhere } from '../pipelines.ts';
 import { CommandError, errorReply } from './errors.ts';
 
 type Handler = (call: Call) => Document | Promise<Document>;
@@ -119,7 +120,7 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
     if (spec.access === 'write' && conn.user?.role !== 'readWrite') throw unauthorized(call, `user ${conn.user?.user} may only read`);
     if (spec.access === 'read' && conn.user?.role === 'read') checkAnalystRead(db, name, command);
     if (name === 'configureFailPoint' && !server.testCommands) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
-    if (name === 'aggregate' && conn.user?.role !== 'readWrite' && crud.writesOutside(asArray(command.pipeline) as Document[])) {
+    if (name === 'aggregate' && conn.user?.role !== 'readWrite' && writesAnywhere(command.pipeline)) {
       throw unauthorized(call, '$out and $merge write, and this user may only read');
     }
     const action = server.failPoints.check(name, {

@@ -6,6 +6,7 @@ import type { Call } from './call.ts';
 import { cursorId } from './cursors.ts';
 import { CommandError, writeError } from './errors.ts';
 import { analystRead } from './analyst-read.ts';
+import { writesAnywhere } from '../pipelines.ts';
 
 function collectionName(call: Call): string {
   const name = call.command[call.name];
@@ -201,10 +202,6 @@ export async function findAndModify(call: Call): Promise<Document> {
   return { lastErrorObject: result.lastErrorObject, value: result.value ?? null, ok: 1 };
 }
 
-export function writesOutside(pipeline: Document[]): boolean {
-  return pipeline.some((stage) => stage && typeof stage === 'object' && ('$out' in stage || '$merge' in stage));
-}
-
 export async function aggregate(call: Call): Promise<Document> {
   const { command } = call;
   if (typeof command.aggregate !== 'string') {
@@ -214,7 +211,7 @@ export async function aggregate(call: Call): Promise<Document> {
   const pipeline = list(command.pipeline, 'pipeline');
   const cursor = doc(command.cursor, 'cursor');
   const batchSize = count(cursor.batchSize, 'cursor.batchSize');
-  const writes = writesOutside(pipeline);
+  const writes = writesAnywhere(pipeline);
   // Stops a streaming pipeline one document past the cap ($unwind of a huge $range, say) before it is all
   // built in memory only to be refused; a $out or $merge stage must stay last.
   const bounded = writes ? pipeline : [...pipeline, { $limit: call.server.cursors.limits.resultDocuments + 1 }];

@@ -10,7 +10,7 @@ import { CommandError } from './errors.ts';
 
 const FIRST_BATCH = 101;
 /** Keeps a batch well inside the 16 MiB reply limit. */
-const BATCH_BYTES = 8 * 1024 * 1024;
+export const BATCH_BYTES = 8 * 1024 * 1024;
 const IDLE_MS = 10 * 60_000;
 
 export interface CursorLimits {

@@ -23,6 +23,7 @@ export const CODES = {
   OperationNotSupportedInTransaction: 263,
   MechanismUnavailable: 334,
   ClientDisconnect: 279,
+  BSONObjectTooLarge: 10334,
   DuplicateKey: 11000,
 } as const;
 

@@ -8,6 +8,8 @@ export const OP_QUERY = 2004;
 export const OP_MSG = 2013;
 
 export const MAX_MESSAGE_BYTES = 48_000_000;
+/** The largest document, a command or its reply (MongoDB's maxBsonObjectSize). */
+export const MAX_BSON_BYTES = 16 * 1024 * 1024;
 const HEADER_BYTES = 16;
 const CHECKSUM_PRESENT = 1 << 0;
 const MORE_TO_COME = 1 << 1;

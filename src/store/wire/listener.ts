@@ -2,17 +2,21 @@
 // presents itself as the primary of a one-member replica set, so drivers allow transactions.
 // A malformed message closes its connection; nothing a client sends can stop the process.
 import { createServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
+import { BSON } from 'bson';
 import type { Connection, Server } from './call.ts';
 import { runCommand } from './commands.ts';
 import { ConnectionLimits } from './connection-limits.ts';
-import { Cursors } from './cursors.ts';
+import { BATCH_BYTES, Cursors } from './cursors.ts';
 import type { Databases } from './databases.ts';
+import { CommandError, errorReply } from './errors.ts';
 import { FailPoints } from './fail-points.ts';
+import { InFlight } from './in-flight.ts';
 import {
   decodeRequest,
   encodeMsgReply,
   encodeQueryReply,
   FrameReader,
+  MAX_BSON_BYTES,
   MAX_MESSAGE_BYTES,
   MAX_UNAUTHENTICATED_MESSAGE_BYTES,
   ProtocolError,
@@ -48,6 +52,8 @@ export interface ListenerOptions {
   handshakeTimeoutMs?: number;
   /** An authenticated connection with no traffic and no command running is closed after this long (default 10 minutes). */
   idleTimeoutMs?: number;
+  /** Bytes the read-only user's messages and unsent replies may hold at once, all its connections together (in-flight.ts; default 64 MiB). */
+  maxInFlightBytes?: number;
   /** The analyst's query threads: how many, their deadline and memory (query-threads.ts). */
   queryThreads?: Partial<QueryThreadOptions>;
 }
@@ -61,18 +67,26 @@ interface Limits {
   idleTimeoutMs: number;
 }
 
+/** Bytes reserved for a read-only user's message (in-flight.ts). */
+interface Held {
+  user: string;
+  bytes: number;
+}
+
 export class WireListener {
   readonly failPoints: FailPoints;
   readonly #server: NetServer;
   readonly #context: Server;
   readonly #sockets = new Set<Socket>();
   readonly #limits: Limits;
+  readonly #inFlight: InFlight;
   #replies = 0;
 
-  private constructor(server: NetServer, context: Server, limits: Limits) {
+  private constructor(server: NetServer, context: Server, limits: Limits, inFlight: InFlight) {
     this.#server = server;
     this.#context = context;
     this.#limits = limits;
+    this.#inFlight = inFlight;
     this.failPoints = context.failPoints;
   }
 
@@ -98,7 +112,7 @@ export class WireListener {
     const listener = new WireListener(server, context, {
       handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000,
       idleTimeoutMs: options.idleTimeoutMs ?? 10 * 60_000,
-    });
+    }, new InFlight(options.maxInFlightBytes ?? 64 * 1024 * 1024));
     let connections = 0;
     server.on('connection', (socket) => listener.#serve(socket, ++connections));
     return listener;
@@ -118,13 +132,16 @@ export class WireListener {
     const closed = new AbortController();
     const conn: Connection = { id, remote: `${socket.remoteAddress}:${socket.remotePort}`, closed: closed.signal };
     const reader = new FrameReader();
-    const queue: Buffer[] = [];
+    const queue: Array<{ frame: Buffer; held?: Held }> = [];
+    // What the next message, still arriving, holds of the user's budget.
+    let reserved: Held | undefined;
     let queuedBytes = 0;
     let running = false;
     // A command is running; its reply is waiting for the socket to drain.
     let executing = false;
     let writing = false;
-    // The next message is too large for an unauthenticated connection, but a command in the queue may authenticate it.
+    // The next message waits for a command before it to end: one that may authenticate the connection
+    // (a message too large before, or any message after it), or one that holds the user's budget.
     let deferred = false;
     let idle: NodeJS.Timeout | undefined;
     // Unauthenticated: the handshake deadline has passed; the connection closes after its next reply.
@@ -132,6 +149,7 @@ export class WireListener {
     let closing = false;
     let handshake: NodeJS.Timeout | undefined;
     const connections = this.#context.connections;
+    const inFlight = this.#inFlight;
 
     // Closes an authenticated connection that neither sends nor reads for a while; never while a
     // command runs (it may be waiting for a transaction that holds the store).
@@ -157,9 +175,15 @@ export class WireListener {
 
     // Cuts what has arrived into messages, then reads on only while there is room for more:
     // a client that sends without reading its replies is held back by TCP, not by our memory.
+    // Before authentication one message at a time, so that the message after the authentication is
+    // read as the user's (its size limit, its budget).
     const admit = (): void => {
       deferred = false;
       while (queue.length < MAX_QUEUED_MESSAGES && queuedBytes < MAX_QUEUED_BYTES) {
+        if (!conn.user && (queue.length > 0 || executing)) {
+          deferred = true;
+          break;
+        }
         const length = reader.nextLength();
         if (length === undefined) break;
         if (length > (conn.user ? MAX_MESSAGE_BYTES : MAX_UNAUTHENTICATED_MESSAGE_BYTES)) {
@@ -167,9 +191,19 @@ export class WireListener {
           deferred = true;
           break;
         }
+        if (!reserved && conn.user?.role === 'read') {
+          // Its reply may be a whole batch, whatever the size of the message.
+          const held = { user: conn.user.user, bytes: Math.max(length, BATCH_BYTES) };
+          if (!inFlight.take(held.user, held.bytes, wake)) {
+            deferred = true;
+            break;
+          }
+          reserved = held;
+        }
         const frame = reader.next();
         if (!frame) break;
-        queue.push(frame);
+        queue.push({ frame, held: reserved });
+        reserved = undefined;
         queuedBytes += frame.length;
       }
       if (writing || deferred || queue.length >= MAX_QUEUED_MESSAGES || queuedBytes >= MAX_QUEUED_BYTES) socket.pause();
@@ -184,10 +218,14 @@ export class WireListener {
       }
     };
 
+    const release = (held: Held | undefined) => {
+      if (held) inFlight.give(held.user, held.bytes);
+    };
+
     const run = async (): Promise<void> => {
       running = true;
       while (queue.length > 0 && !socket.destroyed && !closing) {
-        const frame = queue.shift()!;
+        const { frame, held } = queue.shift()!;
         queuedBytes -= frame.length;
         executing = true;
         armIdle();
@@ -198,6 +236,7 @@ export class WireListener {
         if (!conn.user && before) waitForAuthentication();
         armIdle();
         if (expired && !conn.user) {
+          release(held);
           closing = true;
           socket.pause();
           if (reply && !socket.destroyed) socket.end(reply);
@@ -211,23 +250,35 @@ export class WireListener {
           writing = false;
           armIdle();
         }
+        // Its reply is written out (or the connection closed): the user's budget has its bytes back.
+        release(held);
         take();
       }
       running = false;
+    };
+
+    // Reads what has arrived (or was held back) and runs it.
+    const wake = (): void => {
+      if (closing || socket.destroyed) return;
+      take();
+      if (!running && queue.length > 0) void run();
     };
 
     socket.on('data', (chunk: Buffer) => {
       if (closing) return;
       reader.push(chunk);
       armIdle();
-      take();
-      if (!running && queue.length > 0) void run();
+      wake();
     });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => {
       clearTimeout(idle);
       clearTimeout(handshake);
       connections.closed(conn);
+      inFlight.forget(wake);
+      for (const { held } of queue.splice(0)) release(held);
+      release(reserved);
+      reserved = undefined;
       this.#sockets.delete(socket);
       // A cursor's whole result is held in memory: it goes with the connection that last used it.
       this.#context.cursors.closeConnection(id);
@@ -255,7 +306,16 @@ export class WireListener {
       }
       if (request.kind === 'msg' && request.moreToCome) return undefined;
       const encode = request.kind === 'msg' ? encodeMsgReply : encodeQueryReply;
-      return encode(++this.#replies, request.header.requestId, outcome.reply);
+      try {
+        return encode(++this.#replies, request.header.requestId, outcome.reply);
+      } catch (error) {
+        // A reply past what BSON encodes (a distinct of many large values, a $group into one document):
+        // MongoDB's error, not a closed connection that drivers would take for a network fault and retry.
+        const bytes = BSON.calculateObjectSize(outcome.reply);
+        if (bytes <= MAX_BSON_BYTES) throw error;
+        const tooLarge = new CommandError('BSONObjectTooLarge', `the reply would be ${bytes} bytes, more than BSON's 16 MiB: narrow the command ($match, $project, $limit)`);
+        return encode(++this.#replies, request.header.requestId, errorReply(tooLarge));
+      }
     } catch {
       // A malformed message, or a reply that cannot be encoded: this connection is done.
       socket.destroy();
