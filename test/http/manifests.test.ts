@@ -98,6 +98,23 @@ test.serial('an invalid manifest is refused whole, listing every problem, and no
   t.deepEqual(await counts(), before);
 });
 
+test.serial('rebinding keys is refused with every other problem, each at the key\'s index, and nothing is written', async (t) => {
+  const manifest: any = acmeManifest('rebind');
+  await applyManifest(app, manifest);
+  // buyer-key (0) to the travel agent, admin-key (2) to the buyer: two keys whose binding cannot change.
+  manifest.apiKeys[0].agent = 'travel';
+  manifest.apiKeys[2].agent = 'buyer';
+  manifest.organization.timezone = 'Mars/Olympus';
+  const before = await counts();
+  const res = await app.admin('/admin/manifests', { body: manifest });
+  t.is(res.status, 400, res.text);
+  t.deepEqual(
+    res.body.error.issues.map((i: any) => `${i.path}:${i.code}`).sort(),
+    ['apiKeys.0.agent:KEY_BINDING_IMMUTABLE', 'apiKeys.2.agent:KEY_BINDING_IMMUTABLE', 'organization.timezone:INVALID_TIMEZONE'],
+  );
+  t.deepEqual(await counts(), before);
+});
+
 test.serial('a value outside a closed list is INVALID_VALUE naming the values allowed, in a manifest and on the operator API', async (t) => {
   const manifest: any = acmeManifest('closed-lists');
   manifest.policies[0].rules[0].effect = 'DENY';
