@@ -30,12 +30,15 @@ export function parseJson(text: string): unknown {
 
 function remember(this: object, key: string, value: unknown, context?: { source?: string }): unknown {
   // context.source: the number's text (Node 21+, Deno); without it nothing can be told, and nothing is remembered.
-  if (typeof value === 'number' && Number.isInteger(value) && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) {
-    let keys = notWrittenAsInteger.get(this);
-    if (keys === undefined) notWrittenAsInteger.set(this, (keys = new Set()));
-    keys.add(key);
-  }
+  if (typeof value === 'number' && Number.isInteger(value) && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) markNotWrittenAsInteger(this, key);
   return value;
+}
+
+/** Records that holder[key], a whole number, was not written as an integer literal (a YAML manifest's 1e3 or 100.0). */
+export function markNotWrittenAsInteger(holder: object, key: string): void {
+  let keys = notWrittenAsInteger.get(holder);
+  if (keys === undefined) notWrittenAsInteger.set(holder, (keys = new Set()));
+  keys.add(key);
 }
 
 /** Whether holder[key] was written as an integer literal in the JSON parseJson read (true for anything not parsed by it). */

@@ -14,7 +14,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
-import { checkManifest } from './check.ts';
+import { checkManifest, keyBindingImmutable } from './check.ts';
 import { quorumWarnings, type PolicyIssue } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
 
@@ -81,10 +81,14 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const c = deps.collections;
   const handle = (input as Manifest)?.organization?.handle;
   const existingOrg = typeof handle === 'string' ? await c.organizations.findOne({ handle }) : null;
-  const existingAgents = existingOrg
-    ? new Set((await c.agents.find({ organizationId: existingOrg._id }).toArray()).map((a) => a.handle))
-    : new Set<string>();
-  const issues = checkManifest(input, existingAgents);
+  const agents = existingOrg ? await c.agents.find({ organizationId: existingOrg._id }).toArray() : [];
+  const agentHandles = new Map(agents.map((a) => [a._id, a.handle]));
+  const keys = existingOrg ? await c.apiKeys.find({ organizationId: existingOrg._id }).toArray() : [];
+  const issues = checkManifest(
+    input,
+    new Set(agents.map((a) => a.handle)),
+    new Map(keys.map((k) => [k.handle, k.agentId === null ? null : (agentHandles.get(k.agentId) ?? k.agentId)])),
+  );
   if (issues.length > 0) throw invalidRequest(issues, 'The manifest is not valid; nothing was applied.');
   const manifest = input as Manifest;
   const now = deps.now();
@@ -142,14 +146,13 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       result.policies[p.handle] = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
     }
 
-    for (const k of manifest.apiKeys ?? []) {
+    for (const [i, k] of (manifest.apiKeys ?? []).entries()) {
       const existing = await c.apiKeys.findOne({ organizationId: orgId, handle: k.handle }, { session });
       const agentId = k.agent ? agentIds.get(k.agent)! : null;
       const expiresAt = k.expiresAt ? new Date(k.expiresAt) : null;
       if (existing) {
-        if (existing.agentId !== agentId) {
-          throw invalidRequest([{ path: `apiKeys.${k.handle}.agent`, code: 'KEY_BINDING_IMMUTABLE', message: 'A key cannot be rebound; revoke it and issue one under a new handle.' }], 'The manifest is not valid; nothing was applied.');
-        }
+        // Checked before (checkManifest); again here for a key issued since by another apply.
+        if (existing.agentId !== agentId) throw invalidRequest([keyBindingImmutable(i)], 'The manifest is not valid; nothing was applied.');
         const set: Record<string, unknown> = {};
         if ((existing.expiresAt?.getTime() ?? null) !== (expiresAt?.getTime() ?? null)) set.expiresAt = expiresAt;
         if (k.revoked && !existing.revokedAt) set.revokedAt = now;

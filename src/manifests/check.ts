@@ -11,6 +11,12 @@ import { writtenAsInteger } from '../json.ts';
 
 const validator = compile(Manifest);
 
+export const keyBindingImmutable = (index: number): ErrorIssue => ({
+  path: `apiKeys.${index}.agent`,
+  code: 'KEY_BINDING_IMMUTABLE',
+  message: 'A key cannot be rebound; revoke it and issue one under a new handle.',
+});
+
 function duplicates(list: { handle: string }[] | undefined, path: string, issues: ErrorIssue[]) {
   const seen = new Set<string>();
   (list ?? []).forEach((item, i) => {
@@ -21,9 +27,10 @@ function duplicates(list: { handle: string }[] | undefined, path: string, issues
 
 /**
  * Returns the issues of a manifest. `existingAgents` are handles already stored for the organisation,
- * so a manifest may refer to agents it does not list again.
+ * so a manifest may refer to agents it does not list again; `existingKeys` the agent handle each of its
+ * keys is bound to (null: organization-scoped), a binding no manifest may change.
  */
-export function checkManifest(input: unknown, existingAgents: ReadonlySet<string> = new Set()): ErrorIssue[] {
+export function checkManifest(input: unknown, existingAgents: ReadonlySet<string> = new Set(), existingKeys: ReadonlyMap<string, string | null> = new Map()): ErrorIssue[] {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return [{ path: '', code: 'INVALID_TYPE', message: 'A manifest is an object.' }];
   }
@@ -79,6 +86,8 @@ export function checkManifest(input: unknown, existingAgents: ReadonlySet<string
 
   (m.apiKeys ?? []).forEach((k, i) => {
     if (k.agent !== undefined && !agents.has(k.agent)) issues.push({ path: `apiKeys.${i}.agent`, code: 'UNKNOWN_AGENT', message: `No agent with handle "${k.agent}".` });
+    const bound = existingKeys.get(k.handle);
+    if (bound !== undefined && bound !== (k.agent ?? null)) issues.push(keyBindingImmutable(i));
     if (k.expiresAt && Number.isNaN(Date.parse(k.expiresAt))) issues.push({ path: `apiKeys.${i}.expiresAt`, code: 'INVALID_FORMAT', message: 'expiresAt is an ISO 8601 instant.' });
   });
   return issues;

@@ -14,9 +14,10 @@
 // value is checked exactly afterwards (checkDepth), with the same refusal. Flow ('[', '{'), block
 // (indentation, '- ', '? ') and mixed nesting all push onto that stack; quoted scalars, block scalars
 // and comments do not, so brackets inside them are not counted.
-import { Composer, Lexer, Parser, type Document } from 'yaml';
+import { Composer, Lexer, Parser, isPair, isScalar, isSeq, visit, type Document } from 'yaml';
 import { MAX_JSON_DEPTH, checkDepth, parseBodyJson, tooDeep } from '../http/body.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, invalidRequest } from '../http/errors.ts';
+import { markNotWrittenAsInteger } from '../json.ts';
 
 const MAX_OPEN_YAML_NODES = 2 * MAX_JSON_DEPTH + 2;
 const YAML_COLLECTIONS = 'YAML mappings and sequences';
@@ -34,17 +35,74 @@ function* boundedSyntaxTree(text: string) {
   yield* parser.end();
 }
 
+/** A number written otherwise than as a decimal integer (1e3, 100.0, 0x10, .inf), until the reviver marks it so. */
+class NotAnIntegerLiteral {
+  readonly value: number;
+  constructor(value: number) {
+    this.value = value;
+  }
+}
+const INTEGER_LITERAL = /^[-+]?\d+$/;
+
+/**
+ * Reads the document as JSON reads its text: a name given twice in one mapping is DUPLICATE_KEY at its
+ * path (the yaml package refuses it without saying where; JSON.parse would keep the last), and a whole
+ * number not written as an integer literal is remembered as such (src/json.ts writtenAsInteger), so that
+ * `amountMinor: 1e3` or `0.99999999999999999` is refused as it is in a JSON manifest.
+ */
+function asJson(doc: Document.Parsed, text: string): void {
+  visit(doc, {
+    Map(_, map, path) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        const name = String(pair.key.value);
+        if (!seen.has(name)) {
+          seen.add(name);
+          continue;
+        }
+        const at = [...pathOf([...path, map]), name].join('.');
+        throw invalidRequest([{ path: at, code: 'DUPLICATE_KEY', message: `"${at}" is given twice; give each field once.` }]);
+      }
+    },
+    Scalar(key, node) {
+      if (key === 'key' || typeof node.value !== 'number' || !node.range) return;
+      if (!INTEGER_LITERAL.test(text.slice(node.range[0], node.range[1]))) node.value = new NotAnIntegerLiteral(node.value);
+    },
+  });
+}
+
+/** The names and indexes leading to the last node of a visit's path (the document and mappings add none). */
+function pathOf(chain: readonly unknown[]): string[] {
+  const parts: string[] = [];
+  for (let i = 0; i + 1 < chain.length; i++) {
+    const parent = chain[i];
+    const child = chain[i + 1];
+    if (isSeq(parent)) parts.push(String(parent.items.indexOf(child as never)));
+    else if (isPair(parent) && parent.value === child) parts.push(isScalar(parent.key) ? String(parent.key.value) : String(parent.key));
+  }
+  return parts;
+}
+
+function revive(this: object, key: unknown, value: unknown): unknown {
+  if (!(value instanceof NotAnIntegerLiteral)) return value;
+  markNotWrittenAsInteger(this, String(key));
+  return value.value;
+}
+
 export function parseYamlManifest(text: string): unknown {
   let doc: Document.Parsed | null = null;
   // forceDoc and the end offset as yaml.parse passes them: an empty text is one empty document.
-  for (const next of new Composer().compose(boundedSyntaxTree(text), true, text.length)) {
+  // Names given twice are found by asJson, which says where.
+  for (const next of new Composer({ uniqueKeys: false }).compose(boundedSyntaxTree(text), true, text.length)) {
     if (doc !== null) throw notYaml(': it holds more than one document');
     doc = next;
   }
   if (doc === null || doc.errors.length > 0) throw notYaml();
+  asJson(doc, text);
   let value: unknown;
   try {
-    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT, reviver: revive });
   } catch {
     throw notYaml(`: it uses more than ${MAX_ALIAS_COUNT} aliases`);
   }

@@ -98,6 +98,23 @@ test.serial('an invalid manifest is refused whole, listing every problem, and no
   t.deepEqual(await counts(), before);
 });
 
+test.serial('rebinding keys is refused with every other problem, each at the key\'s index, and nothing is written', async (t) => {
+  const manifest: any = acmeManifest('rebind');
+  await applyManifest(app, manifest);
+  // buyer-key (0) to the travel agent, admin-key (2) to the buyer: two keys whose binding cannot change.
+  manifest.apiKeys[0].agent = 'travel';
+  manifest.apiKeys[2].agent = 'buyer';
+  manifest.organization.timezone = 'Mars/Olympus';
+  const before = await counts();
+  const res = await app.admin('/admin/manifests', { body: manifest });
+  t.is(res.status, 400, res.text);
+  t.deepEqual(
+    res.body.error.issues.map((i: any) => `${i.path}:${i.code}`).sort(),
+    ['apiKeys.0.agent:KEY_BINDING_IMMUTABLE', 'apiKeys.2.agent:KEY_BINDING_IMMUTABLE', 'organization.timezone:INVALID_TIMEZONE'],
+  );
+  t.deepEqual(await counts(), before);
+});
+
 test.serial('a value outside a closed list is INVALID_VALUE naming the values allowed, in a manifest and on the operator API', async (t) => {
   const manifest: any = acmeManifest('closed-lists');
   manifest.policies[0].rules[0].effect = 'DENY';
@@ -132,6 +149,39 @@ test.serial('a limit written as a JSON or YAML integer above 2^53-1 is AMOUNT_TO
   const asYaml = await app.admin('/admin/manifests', { raw: stringify(JSON.parse(json)).replace('amountMinor: 9007199254740992', 'amountMinor: 9007199254740993'), headers: { 'content-type': 'application/yaml' } });
   t.is(asYaml.status, 400, asYaml.text);
   t.deepEqual(asYaml.body.error.issues.map((i: any) => [i.path, i.code]), [['policies.0.rules.0.amountMinor', 'AMOUNT_TOO_LARGE']]);
+  t.deepEqual(await counts(), before);
+});
+
+test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {
+  const before = await counts();
+  const text = stringify(acmeManifest('yaml-numbers'));
+  t.true(text.includes('amountMinor: "50000"'));
+  for (const written of ['1e3', '100.0', '0x10', '0o17', '0.99999999999999999', '+5e0']) {
+    const res = await app.admin('/admin/manifests', { raw: text.replace('amountMinor: "50000"', `amountMinor: ${written}`), headers: { 'content-type': 'application/yaml' } });
+    t.is(res.status, 400, `${written}: ${res.text}`);
+    t.deepEqual(res.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['policies.0.rules.0.amountMinor:AMOUNT_NOT_POSITIVE'], written);
+  }
+  const json = await app.admin('/admin/manifests', { raw: JSON.stringify(acmeManifest('yaml-numbers')).replace('"amountMinor":"50000"', '"amountMinor":1e3'), headers: { 'content-type': 'application/json' } });
+  t.deepEqual(json.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['policies.0.rules.0.amountMinor:AMOUNT_NOT_POSITIVE']);
+  t.deepEqual(await counts(), before);
+  // Integers, signed or quoted, are limits.
+  const ok = await app.admin('/admin/manifests', { raw: text.replace('amountMinor: "50000"', 'amountMinor: +50000'), headers: { 'content-type': 'application/yaml' } });
+  t.is(ok.status, 200, ok.text);
+});
+
+test.serial('a name given twice in a YAML mapping is DUPLICATE_KEY at its path, as in JSON, and nothing is written', async (t) => {
+  const before = await counts();
+  const yaml = stringify(acmeManifest('yaml-twice')).replace('amountMinor: "20000"', 'amountMinor: "20000"\n        amountMinor: "2"');
+  t.regex(yaml, /amountMinor: "2"\n/);
+  const asYaml = await app.admin('/admin/manifests', { raw: yaml, headers: { 'content-type': 'application/yaml' } });
+  const json = JSON.stringify(acmeManifest('yaml-twice')).replace('"amountMinor":"20000"', '"amountMinor":"20000","amountMinor":"2"');
+  const asJson = await app.admin('/admin/manifests', { raw: json, headers: { 'content-type': 'application/json' } });
+  for (const res of [asYaml, asJson]) {
+    t.is(res.status, 400, res.text);
+    t.deepEqual(res.body.error.issues, [{ path: 'policies.0.rules.1.amountMinor', code: 'DUPLICATE_KEY', message: '"policies.0.rules.1.amountMinor" is given twice; give each field once.' }]);
+  }
+  const top = await app.admin('/admin/manifests', { raw: 'organization: {handle: a}\norganization: {handle: b}\n', headers: { 'content-type': 'application/yaml' } });
+  t.deepEqual(top.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['organization:DUPLICATE_KEY']);
   t.deepEqual(await counts(), before);
 });
 
