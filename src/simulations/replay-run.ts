@@ -110,7 +110,7 @@ export async function replayRange(
 ): Promise<Summary> {
   const history = await loadHistory(deps, org._id, req.version);
   // Purchases still waiting for a person at `from` hold their amounts in the replayed windows until their recorded answer.
-  const carried = await loadCarried(deps, org._id, req.from);
+  const carried = await loadCarried(deps, org, history, req.from);
   const approvals = new Map<string, ApprovalDoc>(carried.approvals.map((a) => [a._id, a]));
   const state = emptyReplayState(carried.carried);
   const ctx = { organization: org, history, seed: seedFrom(deps, org._id, req.from), approval: (id: string) => approvals.get(id), from: req.from };
