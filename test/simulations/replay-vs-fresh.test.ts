@@ -7,6 +7,7 @@
 // the same instants. And the version in force, replayed from any purchase on, changes nothing.
 import test from 'ava';
 import fc from 'fast-check';
+import { ruleArbitrary } from '../helpers/arbitraries.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { allChanges } from '../helpers/replay.ts';
@@ -27,19 +28,7 @@ test.after.always(async () => {
 const ZONES = ['Europe/Berlin', 'America/Los_Angeles', 'Asia/Kolkata', 'UTC'];
 const CURRENCIES = ['EUR', 'USD'];
 
-const rule = fc.oneof(
-  fc.record({ ruleType: fc.constant('AMOUNT_LIMIT'), effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'), periodKind: fc.constant('PER_REQUEST'), amountMinor: fc.integer({ min: 1000, max: 40000 }).map(String) }),
-  fc.record(
-    {
-      ruleType: fc.constant('SPEND_LIMIT'),
-      effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'),
-      periodKind: fc.constantFrom('DAY', 'MONTH'),
-      amountMinor: fc.integer({ min: 5000, max: 150000 }).map(String),
-      currency: fc.constantFrom(...CURRENCIES),
-    },
-    { requiredKeys: ['ruleType', 'effect', 'periodKind', 'amountMinor'] },
-  ),
-);
+const rule = ruleArbitrary(CURRENCIES, { min: 1000, max: 40000 }, { min: 5000, max: 150000 });
 const content = fc.record({
   currencies: fc.subarray(CURRENCIES, { minLength: 1 }),
   rules: fc.array(rule, { maxLength: 3 }),

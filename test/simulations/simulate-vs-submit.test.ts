@@ -5,6 +5,7 @@
 // instant, through the real HTTP surface.
 import test from 'ava';
 import fc from 'fast-check';
+import { ruleArbitrary } from '../helpers/arbitraries.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 
@@ -19,19 +20,7 @@ const ZONES = ['Europe/Berlin', 'America/Los_Angeles', 'Asia/Kolkata', 'Pacific/
 const CURRENCIES = ['EUR', 'USD', 'JPY'];
 const MERCHANTS = ['Paper Co', 'PAPER CO.', 'Shady Goods Ltd', 'Coffee Beans', 'Travel Inc'];
 
-const rule = fc.oneof(
-  fc.record({ ruleType: fc.constant('AMOUNT_LIMIT'), effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'), periodKind: fc.constant('PER_REQUEST'), amountMinor: fc.integer({ min: 1, max: 60000 }).map(String) }),
-  fc.record(
-    {
-      ruleType: fc.constant('SPEND_LIMIT'),
-      effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'),
-      periodKind: fc.constantFrom('DAY', 'MONTH'),
-      amountMinor: fc.integer({ min: 1, max: 120000 }).map(String),
-      currency: fc.constantFrom(...CURRENCIES),
-    },
-    { requiredKeys: ['ruleType', 'effect', 'periodKind', 'amountMinor'] },
-  ),
-);
+const rule = ruleArbitrary(CURRENCIES, { min: 1, max: 60000 }, { min: 1, max: 120000 });
 
 const policy = fc.record({
   status: fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'DISABLED'),
