@@ -46,7 +46,7 @@ mongo-url and backup run on the service's machine and read DATA_DIR (mongo-url a
 EMBEDDED_MONGO_HOST) instead; rotate-signing-key, export-log and verify-log open the service's store
 (MONGODB_URI, else DATA_DIR; rotate-signing-key also WEBHOOK_ENCRYPTION_KEY, which seals the key).`;
 
-type Call = { method: string; path: string; body?: string; contentType?: string };
+type Call = { method: string; path: string; body?: string | Buffer; contentType?: string };
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -70,10 +70,11 @@ export async function buildCall(argv: string[]): Promise<Call> {
   switch (command) {
     case 'apply': {
       if (!a) break;
-      const text = await readFile(a, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      // The bytes as they are: the service refuses text that is not UTF-8 rather than store it with characters replaced.
+      const bytes = await readFile(a).catch((err: NodeJS.ErrnoException) => {
         throw new UsageError(`cannot read ${a}: ${err.code ?? err.message}`);
       });
-      return { method: 'POST', path: '/admin/manifests', body: text, contentType: /\.json$/i.test(a) ? 'application/json' : 'application/yaml' };
+      return { method: 'POST', path: '/admin/manifests', body: bytes, contentType: /\.json$/i.test(a) ? 'application/json' : 'application/yaml' };
     }
     case 'answer': {
       if (!a || !b || !values.person) break;

@@ -12,6 +12,7 @@ import { listen, reservePort } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
 import { parseManifest } from './manifests/parse.ts';
 import { ApiError } from './http/errors.ts';
+import { utf8Text } from './http/body.ts';
 import { startJobs } from './compose.ts';
 import { serviceApp } from './service-app.ts';
 import { startJobsThread } from './worker/jobs-thread.ts';
@@ -44,11 +45,11 @@ deps.lifecycle = newLifecycle(runsJobs);
 if (config.adminTokenSha256 === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 
 if (values.manifest && first) {
-  const text = await readFile(values.manifest, 'utf8');
+  const bytes = await readFile(values.manifest);
   let result;
   try {
-    // Parsed as the operator API parses one (bounded depth, one YAML document, few aliases).
-    result = await applyManifest(deps, parseManifest(text, /\.json$/i.test(values.manifest) ? 'json' : 'yaml'));
+    // Read and parsed as the operator API reads one (UTF-8 only, bounded depth, one YAML document, few aliases).
+    result = await applyManifest(deps, parseManifest(utf8Text(bytes, 'The manifest'), /\.json$/i.test(values.manifest) ? 'json' : 'yaml'));
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     const issues = (err.issues ?? []).map((i) => `\n  ${i.path}: ${i.code}: ${i.message}`).join('');

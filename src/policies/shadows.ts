@@ -22,6 +22,15 @@ export interface ShadowWindowEntry {
   committedMinor: string;
   heldMinor: string;
   openingBalanceMinor: string;
+  /** The policy version that last read it (src/simulations/replay.ts ReplayState.versions); absent in documents written before. */
+  versionId?: string;
+}
+
+/** Approved spend the shadow counted outside a window of its (src/simulations/replay.ts ReplayState.outside). */
+export interface ShadowOutsideEntry {
+  id: string;
+  periodEnd: string;
+  amountMinor: string;
 }
 
 export interface ShadowHoldEntry {
@@ -37,10 +46,12 @@ export interface ShadowHoldEntry {
 export interface ShadowCarriedEntry {
   purchaseId: string;
   approvalId: string;
+  agentId?: string;
   amountMinor: string;
   currency: string;
   requestedAt: Date;
   policyIds: string[];
+  heldIds?: string[];
   approvedNow: boolean;
   windowIds: string[];
   settled: 'CONVERT' | 'RELEASE' | null;
@@ -170,6 +181,8 @@ export interface ShadowDoc extends ShadowStatusDoc {
   stopReason: 'STOPPED' | 'ACTIVATED' | null;
   /** The shadow's own budget windows and holds (the replay state, src/simulations/replay.ts). */
   windows: ShadowWindowEntry[];
+  /** Its approved spend outside its windows (absent in documents written before it was kept). */
+  outside?: ShadowOutsideEntry[];
   /**
    * The holds (ShadowHoldEntry) that follow a recorded approval, as one JSON text grouped by the windows
    * they hold (src/simulations/shadow.ts): one per purchase both escalated, until its answer or expiry.

@@ -72,11 +72,15 @@ export function rangeOf(body: { from: string; to: string }): { from: Date; to: D
   const issues: ErrorIssue[] = [];
   // Luxon refuses a date that does not exist (Date would roll 30 February over into March), but reads any
   // two-digit offset ("+99:99" as 99 hours and 99 minutes): an offset is hours 00-23 and minutes 00-59 (RFC 3339).
+  // Purchases are timed to the millisecond: an instant with a finer fraction is rounded up, so that
+  // `from` (inclusive) and `to` (exclusive) keep out exactly the purchases before them (Luxon truncates).
   const instant = (s: string) => {
     const offset = /([+-])(\d{2}):(\d{2})$/.exec(s);
     if (offset && (Number(offset[2]) > 23 || Number(offset[3]) > 59)) return new Date(Number.NaN);
     const at = DateTime.fromISO(s, { setZone: true });
-    return at.isValid ? at.toJSDate() : new Date(Number.NaN);
+    if (!at.isValid) return new Date(Number.NaN);
+    const finer = /\.\d{3}(\d+)/.exec(s)?.[1] ?? '';
+    return new Date(at.toMillis() + (/[1-9]/.test(finer) ? 1 : 0));
   };
   const from = instant(body.from);
   const to = instant(body.to);
@@ -110,7 +114,7 @@ export async function replayRange(
 ): Promise<Summary> {
   const history = await loadHistory(deps, org._id, req.version);
   // Purchases still waiting for a person at `from` hold their amounts in the replayed windows until their recorded answer.
-  const carried = await loadCarried(deps, org._id, req.from);
+  const carried = await loadCarried(deps, org, history, req.from);
   const approvals = new Map<string, ApprovalDoc>(carried.approvals.map((a) => [a._id, a]));
   const state = emptyReplayState(carried.carried);
   const ctx = { organization: org, history, seed: seedFrom(deps, org._id, req.from), approval: (id: string) => approvals.get(id), from: req.from };

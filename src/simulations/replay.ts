@@ -8,8 +8,9 @@ import type { AppDeps } from '../app-deps.ts';
 import { attributableSpendByPolicy } from '../budgets/windows.ts';
 import { decide } from '../engine/decide.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
-import { windowBounds, windowKeysFor, windowId } from '../engine/periods.ts';
+import { periodFor, periodWindows, windowBounds, windowKeysFor, windowId } from '../engine/periods.ts';
 import type { Outcome, PolicyCandidate, PolicyVersionInput, ReasonCode, WindowKey, WindowState } from '../engine/types.ts';
+import { selectPolicies } from '../engine/applicability.ts';
 import { toCandidate, toEngineVersion } from '../policies/candidates.ts';
 import { engineBase } from '../purchases/input.ts';
 import { purchaseCollections, type ApprovalDoc, type DecisionDoc, type PurchaseDoc } from '../purchases/documents.ts';
@@ -124,21 +125,28 @@ export interface ReplayHold {
   amountMinor: bigint;
   expiresAt: Date;
   approvalId: string | null;
+  /** A hold that follows a recorded approval: its agent, currency and request, to count its spend once approved (settleHolds). */
+  spend?: [agentId: string, currency: string, requestedAtMs: number];
 }
 
 /**
  * A recorded purchase requested before the replay's start and still waiting for a person then: its
- * amount was held in the recorded windows at `from`, so it is held in the replayed windows of the
- * policies that governed it (those whose period contains its request) until its recorded approval was
- * answered or expired, then spent (when the purchase ended approved) or released.
+ * amount was held in the recorded windows at `from`, so it is held in the same replayed windows (those
+ * its recorded decision held: of the versions that governed it, with a limit on its currency, in the
+ * periods of its request) until its recorded approval was answered or expired, then spent (when the
+ * purchase ended approved, as the answer's re-evaluation spent it: spendApproved) or released.
  */
 export interface CarriedHold {
   purchaseId: string;
   approvalId: string;
+  /** Its agent (absent in a shadow's document written before: its spend then counts in the windows holding it only). */
+  agentId?: string;
   amountMinor: bigint;
   currency: string;
   requestedAt: Date;
   policyIds: string[];
+  /** The ids of the windows its recorded decision held (absent in a shadow's document written before: then every window of its policies). */
+  heldIds?: string[];
   /** Whether the recorded purchase is approved now: the seed (the approved spend before `from`) counts it already. */
   approvedNow: boolean;
   /** The replayed windows it is held in, as each was first read. */
@@ -151,6 +159,15 @@ export interface CarriedHold {
 export interface ReplayState {
   windows: Map<string, WindowState>;
   ends: Map<string, string>;
+  /** The policy version that last read each window: read under another, it is reconciled (src/budgets/windows.ts loadWindows). */
+  versions: Map<string, string>;
+  /**
+   * Replayed approved spend of a window's policy, currency and period that did not commit into the window
+   * (its policy's version then had no limit reading it, or the window was not opened yet), by window id
+   * with its period's end: what a window opened or reconciled later counts in its opening balance, as a
+   * live window counts the policy's approved spend that did not commit into it.
+   */
+  outside: Map<string, { amountMinor: bigint; periodEnd: string }>;
   holds: ReplayHold[];
   carried: CarriedHold[];
   /**
@@ -161,45 +178,92 @@ export interface ReplayState {
   nextSettle?: number;
 }
 
-export const emptyReplayState = (carried: CarriedHold[] = []): ReplayState => ({ windows: new Map(), ends: new Map(), holds: [], carried });
+export const emptyReplayState = (carried: CarriedHold[] = []): ReplayState => ({ windows: new Map(), ends: new Map(), versions: new Map(), outside: new Map(), holds: [], carried });
+
+function spendOutside(state: ReplayState, id: string, periodEnd: string, amountMinor: bigint): void {
+  const entry = state.outside.get(id);
+  state.outside.set(id, { amountMinor: (entry?.amountMinor ?? 0n) + amountMinor, periodEnd });
+}
+
+/** The spend counted outside a window so far, taken into its opening balance (the window counts it from now on). */
+function takeOutside(state: ReplayState, id: string): bigint {
+  const entry = state.outside.get(id);
+  if (entry === undefined) return 0n;
+  state.outside.delete(id);
+  return entry.amountMinor;
+}
 
 /**
  * The organisation's purchases pending at `from` (requested before it, their approval answered or
  * expired after it, or not yet), with their approvals: what a replay starting at `from` carries in.
  */
-export async function loadCarried(deps: AppDeps, organizationId: string, from: Date): Promise<{ carried: CarriedHold[]; approvals: ApprovalDoc[] }> {
-  const approvals = await purchaseCollections(deps.store.db)
-    .approvals.find({ organizationId, createdAt: { $lt: from }, $or: [{ state: 'PENDING' }, { resolvedAt: { $gt: from } }] })
-    .toArray();
+export async function loadCarried(deps: AppDeps, organization: OrganizationDoc, history: PolicyHistory, from: Date): Promise<{ carried: CarriedHold[]; approvals: ApprovalDoc[] }> {
+  const pc = purchaseCollections(deps.store.db);
+  const approvals = await pc.approvals.find({ organizationId: organization._id, createdAt: { $lt: from }, $or: [{ state: 'PENDING' }, { resolvedAt: { $gt: from } }] }).toArray();
   if (approvals.length === 0) return { carried: [], approvals };
-  const rows = new Map((await views(deps.store.db).analyticsPurchases.find({ _id: { $in: approvals.map((a) => a.purchaseId) } }).toArray()).map((r) => [r._id, r]));
+  const ids = approvals.map((a) => a.purchaseId);
+  const rows = new Map((await views(deps.store.db).analyticsPurchases.find({ _id: { $in: ids } }).toArray()).map((r) => [r._id, r]));
+  const initial = new Map<string, DecisionDoc>();
+  for (const d of await pc.decisions.find({ purchaseId: { $in: ids } }).toArray()) if (d.kind === 'INITIAL') initial.set(d.purchaseId, d);
   const carried = approvals.flatMap((a): CarriedHold[] => {
     const row = rows.get(a.purchaseId);
     if (!row || row.requestedAt.getTime() >= from.getTime()) return [];
-    return [{ purchaseId: row._id, approvalId: a._id, amountMinor: BigInt(row.amountMinor), currency: row.currency, requestedAt: row.requestedAt, policyIds: row.policyIds, approvedNow: row.status === 'APPROVED', windowIds: [], settled: null }];
+    const decision = initial.get(row._id);
+    return [
+      {
+        purchaseId: row._id,
+        approvalId: a._id,
+        agentId: row.agentId,
+        amountMinor: BigInt(row.amountMinor),
+        currency: row.currency,
+        requestedAt: row.requestedAt,
+        policyIds: row.policyIds,
+        ...(decision ? { heldIds: heldWindowIds(history, decision, row.currency, row.requestedAt, organization.timezone) } : {}),
+        approvedNow: row.status === 'APPROVED',
+        windowIds: [],
+        settled: null,
+      },
+    ];
   });
   carried.sort((x, y) => x.requestedAt.getTime() - y.requestedAt.getTime() || (x.purchaseId < y.purchaseId ? -1 : 1));
   return { carried, approvals };
 }
 
-const covers = (key: WindowKey, c: CarriedHold) =>
-  c.currency === key.currency && c.policyIds.includes(key.policyId) && new Date(key.periodStart).getTime() <= c.requestedAt.getTime() && c.requestedAt.getTime() < new Date(key.periodEnd).getTime();
+/** The windows a recorded escalation held: those of the versions its decision names with a limit on its currency, in its request's periods. */
+function heldWindowIds(h: PolicyHistory, decision: Pick<DecisionDoc, 'policyVersions'>, currency: string, requestedAt: Date, timeZone: string): string[] {
+  const ids = new Set<string>();
+  for (const pv of decision.policyVersions) {
+    const version = h.versionById.get(pv.policyVersionId);
+    if (version === undefined) continue;
+    for (const { ruleType, periodKind, currency: only } of version.rules) {
+      if (ruleType !== 'SPEND_LIMIT' || periodKind === 'PER_REQUEST' || (only !== null && only !== currency)) continue;
+      ids.add(windowId({ policyId: version.policyId, currency, periodKind, periodKey: periodFor(periodKind, requestedAt.toISOString(), timeZone).periodKey }));
+    }
+  }
+  return [...ids];
+}
 
 /** A window the replay reads first: its recorded state at the start, with the carried holds in it. */
 async function openWindow(ctx: ReplayContext, state: ReplayState, key: WindowKey, id: string): Promise<WindowState> {
   let opening = await ctx.seed(key);
   let held = 0n;
   let committed = 0n;
+  const { startMs, endMs } = windowBounds(key);
   for (const c of state.carried) {
-    if (!covers(key, c)) continue;
-    // The seed counted an approved purchase as spent before the start; it was only held then.
-    if (c.approvedNow && new Date(key.periodStart).getTime() < ctx.from.getTime()) opening -= c.amountMinor;
+    const at = c.requestedAt.getTime();
+    if (c.currency !== key.currency || at < startMs || at >= endMs) continue;
+    // The seed counted a purchase approved since as spent before the start, in its policies' windows
+    // (those of its final decision, as the recorded spend counts it); it was only held then.
+    const counted = c.policyIds.includes(key.policyId);
+    if (c.approvedNow && counted && startMs < ctx.from.getTime()) opening -= c.amountMinor;
+    // It is held in the windows its recorded decision held; another window counts it only once approved (settleHolds).
+    if (!(c.heldIds?.includes(id) ?? counted)) continue;
     if (c.settled === null) {
       held += c.amountMinor;
       c.windowIds.push(id);
     } else if (c.settled === 'CONVERT') committed += c.amountMinor;
   }
-  return { budgetCounterId: null, committedMinor: committed, heldMinor: held, openingBalanceMinor: opening };
+  return { budgetCounterId: null, committedMinor: committed, heldMinor: held, openingBalanceMinor: opening + takeOutside(state, id) };
 }
 
 export interface ReplayContext {
@@ -236,7 +300,7 @@ function adjust(state: ReplayState, id: string, held: bigint, committed: bigint)
  * purchase was held too (approved: the amount is spent; otherwise released), else the expiry a person's
  * silence would have brought.
  */
-function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
+async function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): Promise<void> {
   if (state.holds.length === 0 && state.carried.length === 0) return;
   if (state.nextSettle === undefined || state.nextSettle <= at) {
     let next = Infinity;
@@ -252,6 +316,10 @@ function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
         continue;
       }
       for (const id of h.windowIds) adjust(state, id, -h.amountMinor, settled === 'CONVERT' ? h.amountMinor : 0n);
+      if (settled === 'CONVERT' && h.spend) {
+        const [agentId, currency, requestedAtMs] = h.spend;
+        await spendApproved(ctx, state, { agentId, currency, requestedAt: new Date(requestedAtMs), amountMinor: h.amountMinor }, new Set(h.windowIds), a!.resolvedAt!);
+      }
     }
     state.holds = kept;
     state.nextSettle = next;
@@ -263,7 +331,55 @@ function settleHolds(ctx: ReplayContext, state: ReplayState, at: number): void {
     // Spent only when the recorded purchase ended approved (an approval re-evaluated into a refusal released it).
     c.settled = a.state === 'APPROVED' && c.approvedNow ? 'CONVERT' : 'RELEASE';
     for (const id of c.windowIds) adjust(state, id, -c.amountMinor, c.settled === 'CONVERT' ? c.amountMinor : 0n);
+    if (c.settled === 'CONVERT' && c.heldIds !== undefined && c.agentId !== undefined) {
+      await spendApproved(ctx, state, { agentId: c.agentId, currency: c.currency, requestedAt: c.requestedAt, amountMinor: c.amountMinor }, new Set(c.heldIds), a.resolvedAt);
+    }
   }
+}
+
+/**
+ * A held amount a person approved at `at`, spent as the answer's re-evaluation spends it
+ * (src/engine/reevaluate.ts): beside the windows holding it (converted by the caller), in the windows of
+ * the policies in force then that it counts toward but did not hold (read as that re-evaluation reads
+ * them), and outside the other windows of those policies.
+ */
+async function spendApproved(ctx: ReplayContext, state: ReplayState, p: { agentId: string; currency: string; requestedAt: Date; amountMinor: bigint }, held: ReadonlySet<string>, at: Date): Promise<void> {
+  const base = engineBase({
+    mode: 'CURRENT_POLICIES',
+    purchase: { merchant: '', merchantKey: '', amountMinor: p.amountMinor, currency: p.currency, category: null },
+    agent: { _id: p.agentId, status: 'ENABLED' },
+    policies: candidatesAt(ctx.history, at, p.agentId, p.currency, null),
+    now: at,
+    timeZone: ctx.organization.timezone,
+    periodInstant: p.requestedAt,
+  });
+  const moved = new Set(held);
+  for (const key of windowKeysFor(base)) {
+    const id = await readWindow(ctx, state, key);
+    if (moved.has(id)) continue;
+    adjust(state, id, 0n, p.amountMinor);
+    moved.add(id);
+  }
+  const governing = selectPolicies(base).covering.map((c) => c.candidate.policyId);
+  for (const [id, periodEnd] of windowsOf(governing, p.currency, p.requestedAt.toISOString(), ctx.organization.timezone, moved)) spendOutside(state, id, periodEnd, p.amountMinor);
+}
+
+/**
+ * A window as a decision reads it (src/budgets/windows.ts loadWindows): opened from its recorded state at the
+ * start the first time, reconciled when first read under another version of its policy than the last.
+ */
+async function readWindow(ctx: ReplayContext, state: ReplayState, key: WindowKey): Promise<string> {
+  const id = windowId(key);
+  const window = state.windows.get(id);
+  if (window === undefined) {
+    state.windows.set(id, await openWindow(ctx, state, key, id));
+    state.ends.set(id, key.periodEnd);
+  } else if (state.versions.get(id) !== key.policyVersionId) {
+    // The spend its policy approved outside it meanwhile counts now.
+    state.windows.set(id, { ...window, openingBalanceMinor: window.openingBalanceMinor + takeOutside(state, id) });
+  }
+  state.versions.set(id, key.policyVersionId);
+  return id;
 }
 
 /** The earliest instant a hold can settle at: its approval's answer when known, else its expiry. */
@@ -284,6 +400,25 @@ function ttlMsOf(ttl: string): number {
   return ms;
 }
 
+const WINDOW_KINDS = ['DAY', 'MONTH'] as const;
+
+/**
+ * The windows (id, period end) of these policies, of a currency and the periods of an instant, but for
+ * `except`: where the spend of a purchase they governed counts once approved, as a live window opened or
+ * reconciled later counts it (src/budgets/windows.ts attributableSpend).
+ */
+function windowsOf(policyIds: readonly string[], currency: string, instant: string, timeZone: string, except: ReadonlySet<string>): [string, string][] {
+  const out = new Map<string, string>();
+  for (const periodKind of WINDOW_KINDS) {
+    const { periodKey, periodEnd } = periodWindows(periodKind, instant, timeZone).period;
+    for (const policyId of policyIds) {
+      const id = windowId({ policyId, currency, periodKind, periodKey });
+      if (!except.has(id)) out.set(id, periodEnd);
+    }
+  }
+  return [...out];
+}
+
 const sameCodes = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((c, i) => c === b[i]);
 
 /** What a replay reads of a recorded purchase: its request (a purchase's own fields). */
@@ -294,7 +429,7 @@ export type RecordedDecision = Pick<DecisionDoc, 'outcome' | 'reasonCodes' | 'po
 /** Decides one recorded purchase again and applies the replayed decision to the replayed windows. */
 export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: RecordedPurchase, recorded: RecordedDecision): Promise<ReplayedPurchase> {
   const at = p.requestedAt;
-  settleHolds(ctx, state, at.getTime());
+  await settleHolds(ctx, state, at.getTime());
   const policies = candidatesAt(ctx.history, at, p.agentId, p.currency, recorded);
   // The agent's status at the time is what the recorded decision says: refused as not enabled before any policy was read.
   const disabled = recorded.reasonCodes.includes('AGENT_DISABLED') && recorded.policyVersions.length === 0;
@@ -307,25 +442,34 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
     now: at,
     timeZone: ctx.organization.timezone,
   });
-  for (const key of windowKeysFor(base)) {
-    const id = windowId(key);
-    if (state.windows.has(id)) continue;
-    state.windows.set(id, await openWindow(ctx, state, key, id));
-    state.ends.set(id, key.periodEnd);
-  }
+  for (const key of windowKeysFor(base)) await readWindow(ctx, state, key);
   const decision = decide({ ...base, windows: state.windows });
+  const moved = new Set<string>();
   const held: string[] = [];
   for (const e of decision.effects.budget) {
-    if (e.operation === 'COMMIT') adjust(state, e.windowId, 0n, amountMinor);
-    else if (e.operation === 'HOLD') {
+    if (e.operation === 'COMMIT') {
+      adjust(state, e.windowId, 0n, amountMinor);
+      moved.add(e.windowId);
+    } else if (e.operation === 'HOLD') {
       adjust(state, e.windowId, amountMinor, 0n);
       held.push(e.windowId);
     }
   }
+  if (decision.outcome === 'APPROVED') {
+    for (const [id, periodEnd] of windowsOf(decision.policiesConsidered.map((c) => c.policyId), p.currency, base.now, ctx.organization.timezone, moved)) spendOutside(state, id, periodEnd, amountMinor);
+  }
   if (decision.outcome === 'REQUIRES_APPROVAL') {
     const ttlMs = ttlMsOf(ctx.organization.approvalTtl);
     const followsRecorded = recorded.outcome === 'REQUIRES_APPROVAL' && p.approvalId !== null;
-    const hold: ReplayHold = { purchaseId: p._id, windowIds: held, amountMinor, expiresAt: new Date(at.getTime() + ttlMs), approvalId: followsRecorded ? p.approvalId : null };
+    // Only a hold that follows a recorded answer can end approved.
+    const hold: ReplayHold = {
+      purchaseId: p._id,
+      windowIds: held,
+      amountMinor,
+      expiresAt: new Date(at.getTime() + ttlMs),
+      approvalId: followsRecorded ? p.approvalId : null,
+      ...(followsRecorded ? { spend: [p.agentId, p.currency, at.getTime()] as [string, string, number] } : {}),
+    };
     state.holds.push(hold);
     if (state.nextSettle !== undefined) state.nextSettle = Math.min(state.nextSettle, settlesAt(ctx, hold));
   }

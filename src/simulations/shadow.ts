@@ -55,14 +55,20 @@ const fromCarried = (c: CarriedHold): ShadowCarriedEntry => ({ ...c, amountMinor
 function toState(doc: ShadowDoc, carried: CarriedHold[], chunks: readonly ShadowHoldChunkDoc[]): ReplayState {
   const windows = new Map<string, WindowState>();
   const ends = new Map<string, string>();
+  const versions = new Map<string, string>();
   for (const w of doc.windows) {
     windows.set(w.id, { budgetCounterId: null, committedMinor: BigInt(w.committedMinor), heldMinor: BigInt(w.heldMinor), openingBalanceMinor: BigInt(w.openingBalanceMinor) });
     ends.set(w.id, w.periodEnd);
+    if (w.versionId !== undefined) versions.set(w.id, w.versionId);
   }
-  return { windows, ends, holds: [...parseHolds(doc.holds), ...chunks.flatMap((c) => parseHolds(c.holds))], carried };
+  const outside = new Map((doc.outside ?? []).map((o) => [o.id, { amountMinor: BigInt(o.amountMinor), periodEnd: o.periodEnd }]));
+  return { windows, ends, versions, outside, holds: [...parseHolds(doc.holds), ...chunks.flatMap((c) => parseHolds(c.holds))], carried };
 }
 
-type HoldGroup = [windowIds: string[], holds: [purchaseId: string, amountMinor: string, expiresAtMs: number, approvalId: string | null][]];
+type HoldGroup = [
+  windowIds: string[],
+  holds: [purchaseId: string, amountMinor: string, expiresAtMs: number, approvalId: string | null, spend?: [agentId: string, currency: string, requestedAtMs: number]][],
+];
 
 /**
  * The holds as stored: grouped by the windows they hold (most of an organisation's share a few sets of
@@ -74,14 +80,21 @@ function stringifyHolds(holds: readonly ReplayHold[]): string {
     const key = h.windowIds.join(' ');
     let group = groups.get(key);
     if (group === undefined) groups.set(key, (group = [h.windowIds, []]));
-    group[1].push([h.purchaseId, h.amountMinor.toString(), h.expiresAt.getTime(), h.approvalId]);
+    group[1].push(h.spend ? [h.purchaseId, h.amountMinor.toString(), h.expiresAt.getTime(), h.approvalId, h.spend] : [h.purchaseId, h.amountMinor.toString(), h.expiresAt.getTime(), h.approvalId]);
   }
   return JSON.stringify([...groups.values()]);
 }
 
 function parseHolds(text: string): ReplayHold[] {
   return (JSON.parse(text) as HoldGroup[]).flatMap(([windowIds, holds]) =>
-    holds.map(([purchaseId, amountMinor, expiresAtMs, approvalId]) => ({ purchaseId, windowIds, amountMinor: BigInt(amountMinor), expiresAt: new Date(expiresAtMs), approvalId })),
+    holds.map(([purchaseId, amountMinor, expiresAtMs, approvalId, spend]) => ({
+      purchaseId,
+      windowIds,
+      amountMinor: BigInt(amountMinor),
+      expiresAt: new Date(expiresAtMs),
+      approvalId,
+      ...(spend ? { spend } : {}),
+    })),
   );
 }
 
@@ -90,17 +103,19 @@ function parseHolds(text: string): ReplayHold[] {
  * (no later purchase reads them); the holds that follow a recorded approval stay in the document, and
  * those that end only by expiry go to the chunks of the seconds they expire in (holdChunkWrites).
  */
-function fromState(state: ReplayState, newest: Date): { set: Pick<ShadowDoc, 'windows' | 'holds' | 'carried'>; expiring: ReplayHold[] } {
+function fromState(state: ReplayState, newest: Date): { set: Pick<ShadowDoc, 'windows' | 'outside' | 'holds' | 'carried'>; expiring: ReplayHold[] } {
   const keepAfter = new Date(newest.getTime() - 86_400_000).toISOString();
   const windows = [...state.windows].flatMap(([id, w]) => {
     const periodEnd = state.ends.get(id)!;
+    const versionId = state.versions.get(id);
     return periodEnd <= keepAfter
       ? []
-      : [{ id, periodEnd, committedMinor: w.committedMinor.toString(), heldMinor: w.heldMinor.toString(), openingBalanceMinor: w.openingBalanceMinor.toString() }];
+      : [{ id, periodEnd, committedMinor: w.committedMinor.toString(), heldMinor: w.heldMinor.toString(), openingBalanceMinor: w.openingBalanceMinor.toString(), ...(versionId ? { versionId } : {}) }];
   });
+  const outside = [...state.outside].flatMap(([id, o]) => (o.periodEnd <= keepAfter ? [] : [{ id, periodEnd: o.periodEnd, amountMinor: o.amountMinor.toString() }]));
   const following = state.holds.filter((h) => h.approvalId !== null);
   const expiring = state.holds.filter((h) => h.approvalId === null);
-  return { set: { windows, holds: stringifyHolds(following), carried: state.carried.map(fromCarried) }, expiring };
+  return { set: { windows, outside, holds: stringifyHolds(following), carried: state.carried.map(fromCarried) }, expiring };
 }
 
 /** A purchase to evaluate: its receipt's place, its request and its recorded decision. */
@@ -218,7 +233,7 @@ async function drainBatch(deps: AppDeps, shadowId: string): Promise<number> {
     // The holds pending at the start are carried in once, by the first evaluation, as a replay from the start carries them.
     let carried: CarriedHold[];
     if (doc.carried === undefined) {
-      const loaded = await loadCarried(deps, doc.organizationId, doc.startedAt);
+      const loaded = await loadCarried(deps, setting.organization, setting.history, doc.startedAt);
       carried = loaded.carried;
       for (const a of loaded.approvals) approvals.set(a._id, a);
     } else carried = doc.carried.map(toCarried);

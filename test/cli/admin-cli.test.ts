@@ -4,6 +4,9 @@ import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ADMIN_TOKEN, startApp, type TestApp } from '../helpers/app.ts';
 import { Client, dashboardPurchase, setUpDashboardOrg } from '../helpers/dashboard.ts';
 import { quorumManifest } from '../helpers/quorum.ts';
@@ -47,6 +50,18 @@ test('apply prints the manifest result with the new keys, then an answer goes th
   const revoked = await cli(['revoke-key', result.apiKeys['buyer-key'].id]);
   t.is(revoked.code, 0);
   t.is((await app.request('/v1/purchase-requests', { key: buyerKey, body: { merchant: 'x', amountMinor: 1, reason: 'y' } })).body.error.code, 'api_key_revoked');
+});
+
+test('apply sends the manifest\'s bytes as they are: one that is not UTF-8 is refused, not stored with characters replaced', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'admin-cli-latin1-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'latin1.yaml');
+  // "Café" in Latin-1: the é is the byte 0xE9, which is no UTF-8.
+  writeFileSync(file, Buffer.concat([Buffer.from('organization: {handle: latin1, name: "Caf'), Buffer.from([0xe9]), Buffer.from('", currency: EUR, timezone: UTC}\n')]));
+  const applied = await cli(['apply', file]);
+  t.is(applied.code, 1, applied.stdout);
+  t.regex(applied.stderr, /malformed_json/);
+  t.is(await app.deps.collections.organizations.findOne({ handle: 'latin1' }), null);
 });
 
 test('answer refuses to approve a purchase in the name of the person who made it on the dashboard; it stays pending', async (t) => {

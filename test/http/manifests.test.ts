@@ -246,6 +246,18 @@ test('`npm start -- --manifest FILE` refuses a too-deep manifest with the same m
   t.notRegex(stdout, /listening/);
 });
 
+test('`npm start -- --manifest FILE` refuses a manifest that is not UTF-8, as the operator API does, and does not start', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'spend-control-manifest-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'latin1.yaml');
+  // "Café" in Latin-1: read as UTF-8 with replacement, the name would be stored as "Caf\uFFFD".
+  writeFileSync(file, Buffer.concat([Buffer.from('organization: {handle: latin1, name: "Caf'), Buffer.from([0xe9]), Buffer.from('", currency: EUR, timezone: UTC}\n')]));
+  const { code, stdout, stderr } = await runService({ DATA_DIR: ':memory:' }, ['--manifest', file]);
+  t.is(code, 2, stderr);
+  t.regex(stderr, /refused \(malformed_json\): The manifest is not valid UTF-8\./);
+  t.notRegex(stdout, /listening/);
+});
+
 test('changing an agent’s status records agent.disabled and agent.archived events', async (t) => {
   const org = await applyManifest(app, acmeManifest('events'));
   const agentId = org.agents.buyer.id;

@@ -45,3 +45,20 @@ test.serial('a replay refuses an offset that is no offset (hours past 23, minute
   t.is(widest.status, 200, widest.text);
   t.like(widest.body.replay, { from: '2026-02-28T10:00:00.000Z', to: '2026-03-02T12:00:00.000Z' });
 });
+
+test.serial('a range bound finer than a millisecond keeps out exactly the purchases before it', async (t) => {
+  clock = Date.parse('2026-05-05T10:00:00.000Z');
+  const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'at the bound' } });
+  t.is(res.status, 201);
+  clock = Date.parse('2026-05-05T11:00:00.000Z');
+  const evaluated = async (from: string, to: string) => {
+    const r = await app.request('/v1/simulations/replay', { key: org.keys['org-key'], body: { policyVersionId: draftId, from, to } });
+    t.is(r.status, 200, r.text);
+    return r.body.summary.evaluated;
+  };
+  // Requested at 10:00:00.000: before a `from` of 10:00:00.0005, and before a `to` of 10:00:00.0005.
+  t.is(await evaluated('2026-05-05T10:00:00.0005Z', '2026-05-05T10:30:00Z'), 0);
+  t.is(await evaluated('2026-05-05T09:30:00Z', '2026-05-05T10:00:00.0005Z'), 1);
+  t.is(await evaluated('2026-05-05T10:00:00.000Z', '2026-05-05T10:00:00.0010Z'), 1);
+  t.is(await evaluated('2026-05-05T09:30:00Z', '2026-05-05T10:00:00.000000Z'), 0);
+});
