@@ -1,7 +1,8 @@
 // Configuration comes from the environment only, checked once at start (docs/internals/design.md §6a: composition root).
 // A bad value stops the process with a message naming the variable.
 import { Duration } from 'luxon';
-import { createHash, createPrivateKey } from 'node:crypto';
+import { createPrivateKey } from 'node:crypto';
+import { sha256Hex } from './digest.ts';
 import { parseEncryptionKey } from './webhooks/secrets.ts';
 
 function isEd25519PrivateKey(pem: string): boolean {
@@ -268,7 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: env.DATA_DIR || './data',
     sqliteSynchronous,
     runJobs: flag(env, 'RUN_JOBS', mongodbUri === null),
-    adminTokenSha256: adminToken === null ? null : createHash('sha256').update(adminToken, 'utf8').digest('hex'),
+    adminTokenSha256: adminToken === null ? null : sha256Hex(adminToken),
     webhookEncryptionKey,
     decisionSigningKey,
     webhookUnsafeAllowLocal,

@@ -2,12 +2,13 @@
 // no /v1 credential reaches it. Only the token's SHA-256 digest is known here (the configuration keeps
 // no other, and the embedded store keeps no other of a generated one); digests of equal length are
 // compared in constant time.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../digest.ts';
 import type { Context, Next } from 'koa';
 import { ApiError, unauthorized } from '../http/errors.ts';
 import { bearerOf, REPEATED_AUTHORIZATION } from '../http/bearer.ts';
 
-const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+const digest = (s: string) => Buffer.from(sha256Hex(s), 'hex');
 
 /** `tokenSha256`: the token's SHA-256 digest in hex (Config.adminTokenSha256), null when the operator API is off. */
 export function requireAdmin(tokenSha256: string | null) {

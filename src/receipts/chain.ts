@@ -4,6 +4,7 @@
 // (RFC 7515) signed with Ed25519 (RFC 8037, alg EdDSA); `prev` is the base64url SHA-256 of the previous
 // receipt's compact JWS, null for the first, and `seq` counts from 1 without gaps.
 import { createHash, sign, type KeyObject } from 'node:crypto';
+import { sha256Hex } from '../digest.ts';
 
 export const RECEIPT_TYPE = 'decision-receipt+jwt';
 
@@ -53,7 +54,7 @@ export interface ReceiptKey {
 export const receiptHash = (jws: string): string => createHash('sha256').update(jws, 'utf8').digest('base64url');
 
 /** Lower-case hex SHA-256 of a stored request body. */
-export const bodySha256 = (body: string): string => createHash('sha256').update(body, 'utf8').digest('hex');
+export const bodySha256 = sha256Hex;
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 

@@ -2,7 +2,8 @@
 // display prefix and the lookup key; only a SHA-256 digest of the whole key is stored, and it is
 // compared in constant time. Keys carry 256 bits of entropy, so a fast hash is the right tool here
 // (a slow password hash would only add latency to every request).
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../../digest.ts';
 
 export const LIVE_PREFIX = 'cmp_live_';
 const PUBLIC_ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -23,7 +24,7 @@ function publicId(): string {
   return out;
 }
 
-export const hashKey = (key: string): string => createHash('sha256').update(key, 'utf8').digest('hex');
+export const hashKey = sha256Hex;
 
 export function issueApiKey(): IssuedKey {
   const key = `${LIVE_PREFIX}${publicId()}_${randomBytes(32).toString('base64url')}`;

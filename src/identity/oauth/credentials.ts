@@ -1,7 +1,8 @@
 // OAuth credentials (docs/reference/contract.md §2.1, §5.2): a permanent namespace prefix, then 32 random bytes in
 // base64url. Only the SHA-256 digest is stored and looked up, so a leaked database reveals no
 // usable token.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../../digest.ts';
 
 export const ACCESS_TOKEN_PREFIX = 'cmp_oat_';
 export const REFRESH_TOKEN_PREFIX = 'cmp_ort_';
@@ -23,7 +24,7 @@ export function newCredential(prefix: CredentialPrefix): string {
 
 /** The stored form and lookup key of a credential (hex SHA-256). */
 export function credentialDigest(credential: string): string {
-  return createHash('sha256').update(credential, 'utf8').digest('hex');
+  return sha256Hex(credential);
 }
 
 /** True when the string has the shape of a credential of that kind (cheap pre-check before a lookup). */

@@ -21,10 +21,11 @@
 // all resolve only once the group is durable, and all fail if its commit fails.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { MongoServerError } from 'mongodb';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { isMainThread, type Worker } from 'node:worker_threads';
 import { startSmallThread } from '../../small-thread.ts';
+import { sha256Hex } from '../../digest.ts';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { CollectionData, Index, type IndexOptions } from './collection-data.ts';
 import { collectionOf, quoteIdent, tableOf } from './table-names.ts';
@@ -623,7 +624,7 @@ export class Engine {
       const kept = this.statement('SELECT v FROM _sc_meta WHERE k = ?').get(key) as { v: string } | undefined;
       if (kept) return { sha256: kept.v, created: null };
       const value = plain?.v ?? make();
-      const sha256 = createHash('sha256').update(value, 'utf8').digest('hex');
+      const sha256 = sha256Hex(value);
       this.statement('INSERT INTO _sc_meta (k, v) VALUES (?, ?)').run(key, sha256);
       return { sha256, created: plain === undefined ? value : null };
     });
