@@ -320,6 +320,26 @@ test('RFC 7009 revocation of a refresh token ends the connection', async (t) => 
   t.is(unknown.status, 200, 'unknown tokens are not an error (RFC 7009 2.2)');
 });
 
+test('RFC 7009 2.1: a token issued to another client is refused with invalid_request and stays valid; an unknown one is still 200', async (t) => {
+  const tokens = await connect(app, org, meta.clientId);
+  const revoke = (token: string, clientId: string) =>
+    fetchJson(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token, client_id: clientId }) });
+  const other = `${meta.origin}/another-client.json`;
+  const simulate = () => app.request('/v1/simulations/current-policies', { key: tokens.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  for (const token of [tokens.access_token, tokens.refresh_token]) {
+    const res = await revoke(token, other);
+    t.is(res.status, 400);
+    t.is(res.headers.get('cache-control'), 'no-store');
+    t.deepEqual(await res.json(), { error: 'invalid_request', error_description: 'the token was issued to another client' });
+  }
+  t.is((await simulate()).status, 200, 'the access token still works');
+  t.is((await eventsOf(app, 'connection.revoked')).filter((e) => e.data.connectionId === tokens.connectionId).length, 0, 'the connection is not revoked');
+  t.is((await revoke(`cmp_oat_${'x'.repeat(43)}`, other)).status, 200, 'an unknown token is not an error (RFC 7009 2.2)');
+
+  t.is((await revoke(tokens.access_token, meta.clientId)).status, 200);
+  t.is((await simulate()).status, 401, 'its own client revokes it');
+});
+
 // ---- the operator API ----------------------------------------------------------------------
 
 test('operator API: passwords are at least 12 characters; connections are listed and revoked once', async (t) => {
