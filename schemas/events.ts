@@ -43,7 +43,7 @@ export const EventData = {
   'agent.disabled': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('DISABLED') }),
   'agent.archived': Type.Object({ agentId: Id, agentName: Type.String(), previousStatus: Type.String(), status: Type.Literal('ARCHIVED') }),
   'connection.created': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), clientId: Type.String(), scopes: Type.Array(Type.String()), grantedBy: Type.Object({ name: Type.String() }) }),
-  'connection.revoked': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), clientId: Type.String(), reason: Type.String({ description: 'OPERATOR, TOKEN_REUSE, CLIENT_REVOCATION, ...' }) }),
+  'connection.revoked': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), clientId: Type.String(), reason: Type.String({ description: 'OPERATOR, CLIENT, TOKEN_REUSE, PASSWORD_RESET, ...' }) }),
   'security.connection_token_reuse_detected': Type.Object({ connectionId: Id, agentId: Id, application: Type.String(), clientId: Type.String(), credential: Type.String() }),
   'webhook.test': Type.Object({ webhookId: Id, message: Type.String() }),
 } as const;

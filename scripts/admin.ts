@@ -26,7 +26,8 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   org-status <organizationId> ACTIVE|SUSPENDED
   revoke-key <apiKeyId>
   shadow <policyVersionId> on|off              put a DRAFT version in shadow beside live decisions, or stop it
-  set-password <personId>                      reads the new password from standard input
+  set-password <personId>                      reads the new password from standard input; ends the person's
+                                               dashboard sessions and assistant connections
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
   oauth-clients                                list clients registered through Dynamic Client Registration

@@ -170,6 +170,29 @@ test.serial('the consent page offers only ENABLED agents of the person\'s organi
   }
 });
 
+test('the consent page warns when every redirect URI of a metadata-document client is on this computer (MCP authorization)', async (t) => {
+  const document = (path: string, name: string, redirectUris: string[]) =>
+    meta.serve(path, { client_id: `${meta.origin}${path}`, client_name: name, redirect_uris: redirectUris, token_endpoint_auth_method: 'none' });
+  const consentFor = async (clientId: string) => (await signInToConsent(app, org, authorizeUrl(app, clientId, pkce()))).consentHtml;
+  const warning = /<p class="warning" id="local-client-warning"><strong>Warning:<\/strong> ([^<]+) can only send you back to this computer \(<code>localhost<\/code>\), so any program running on it could claim to be \1\./;
+
+  t.regex(await consentFor(meta.clientId), warning, 'its one redirect URI is 127.0.0.1');
+  const local = await consentFor(document('/all-local.json', 'Local Tool', [REDIRECT_URI, 'http://localhost/cb', 'http://[::1]/cb', 'https://127.0.0.5/cb', 'https://dev.localhost/cb']));
+  t.is(warning.exec(local)?.[1], 'Local Tool');
+  t.notRegex(await consentFor(document('/mixed.json', 'Web And Local', [REDIRECT_URI, 'https://app.example/cb'])), /local-client-warning/, 'one redirect URI on the web');
+  t.notRegex(await consentFor(document('/native.json', 'Native App', [REDIRECT_URI, 'com.example.app:/cb'])), /local-client-warning/, 'a private-use scheme is not localhost');
+
+  // A client registered here is already shown as unverified, whatever its redirect URIs.
+  const registered = await fetchJson(`${app.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Registered Local', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none' }),
+  });
+  const registeredHtml = await consentFor((await registered.json()).client_id);
+  t.regex(registeredHtml, /Registered Local <strong>\(unverified\)<\/strong>/);
+  t.notRegex(registeredHtml, /local-client-warning/);
+});
+
 test.serial('a code whose agent was disabled after consent is refused without being used up: the client trying again is no token reuse', async (t) => {
   const p = pkce();
   const { browser, consentHtml } = await signInToConsent(app, org, authorizeUrl(app, meta.clientId, p));
@@ -318,6 +341,26 @@ test('RFC 7009 revocation of a refresh token ends the connection', async (t) => 
   t.is(sim.body.error.code, 'connection_unauthorized');
   const unknown = await fetchJson(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=nonsense&client_id=${encodeURIComponent(meta.clientId)}` });
   t.is(unknown.status, 200, 'unknown tokens are not an error (RFC 7009 2.2)');
+});
+
+test('RFC 7009 2.1: a token issued to another client is refused with invalid_request and stays valid; an unknown one is still 200', async (t) => {
+  const tokens = await connect(app, org, meta.clientId);
+  const revoke = (token: string, clientId: string) =>
+    fetchJson(`${app.url}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token, client_id: clientId }) });
+  const other = `${meta.origin}/another-client.json`;
+  const simulate = () => app.request('/v1/simulations/current-policies', { key: tokens.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  for (const token of [tokens.access_token, tokens.refresh_token]) {
+    const res = await revoke(token, other);
+    t.is(res.status, 400);
+    t.is(res.headers.get('cache-control'), 'no-store');
+    t.deepEqual(await res.json(), { error: 'invalid_request', error_description: 'the token was issued to another client' });
+  }
+  t.is((await simulate()).status, 200, 'the access token still works');
+  t.is((await eventsOf(app, 'connection.revoked')).filter((e) => e.data.connectionId === tokens.connectionId).length, 0, 'the connection is not revoked');
+  t.is((await revoke(`cmp_oat_${'x'.repeat(43)}`, other)).status, 200, 'an unknown token is not an error (RFC 7009 2.2)');
+
+  t.is((await revoke(tokens.access_token, meta.clientId)).status, 200);
+  t.is((await simulate()).status, 401, 'its own client revokes it');
 });
 
 // ---- the operator API ----------------------------------------------------------------------

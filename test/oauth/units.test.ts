@@ -2,7 +2,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
-import { findRegisteredRedirect, isAcceptableRedirectUri, redirectUriMatches } from '../../src/identity/oauth/redirect-uri.ts';
+import { findRegisteredRedirect, isAcceptableRedirectUri, isLocalRedirect, onlyLocalRedirects, redirectUriMatches } from '../../src/identity/oauth/redirect-uri.ts';
 import { parseScopes } from '../../src/identity/oauth/scopes.ts';
 import { ACCESS_TOKEN_PREFIX, CODE_PREFIX, REFRESH_TOKEN_PREFIX, credentialDigest, hasShape, newCredential } from '../../src/identity/oauth/credentials.ts';
 import { verifierMatches } from '../../src/identity/oauth/token.ts';
@@ -45,6 +45,18 @@ test('redirect URIs: exact match, loopback port-agnostic only on http loopback',
   t.false(isAcceptableRedirectUri('http://app.example/cb'));
   t.false(isAcceptableRedirectUri('javascript:alert(1)'));
   t.false(isAcceptableRedirectUri('https://app.example/cb#frag'));
+});
+
+test('redirect URIs on the person\'s machine: localhost and names under it, 127.0.0.0/8 in any spelling, ::1', (t) => {
+  for (const uri of ['http://localhost/cb', 'https://localhost./cb', 'https://dev.LOCALHOST/cb', 'http://127.0.0.1:9/cb', 'https://127.255.0.1/cb', 'http://2130706433/cb', 'http://0x7f.1/cb', 'http://[::1]/cb', 'http://[0:0:0:0:0:0:0:1]/cb', 'http://[::ffff:127.0.0.1]/cb']) {
+    t.true(isLocalRedirect(uri), uri);
+  }
+  for (const uri of ['https://app.example/cb', 'https://localhost.example.com/cb', 'http://127.0.0.1.nip.io/cb', 'https://[::ffff:10.0.0.1]/cb', 'com.example.app:/cb', 'not a url']) {
+    t.false(isLocalRedirect(uri), uri);
+  }
+  t.true(onlyLocalRedirects(['http://127.0.0.1/cb', 'http://localhost/cb']));
+  t.false(onlyLocalRedirects(['http://127.0.0.1/cb', 'https://app.example/cb']));
+  t.false(onlyLocalRedirects([]));
 });
 
 test('redirect URIs: a non-loopback URI matches only itself (property)', (t) => {

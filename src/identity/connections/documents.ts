@@ -4,7 +4,7 @@ import type { Scope } from '../auth.ts';
 import { iso } from '../../timestamps.ts';
 import type { StoreDb } from '../../store/store.ts';
 
-export type RevokedReason = 'OPERATOR' | 'CLIENT' | 'TOKEN_REUSE';
+export type RevokedReason = 'OPERATOR' | 'CLIENT' | 'TOKEN_REUSE' | 'PASSWORD_RESET';
 
 export interface ConnectionDoc {
   _id: string;

@@ -1,5 +1,6 @@
 // Operator API for connections (docs/internals/design.md §5), mounted beside src/admin/routes.ts:
-//   PUT    /admin/people/{personId}/password   body {password}: sets a person's sign-in password
+//   PUT    /admin/people/{personId}/password   body {password}: sets a person's sign-in password, ending
+//                                               their sessions and connections (people/set-password.ts)
 //   GET    /admin/connections?organizationId=  lists an organisation's connections, newest first
 //   DELETE /admin/connections/{connectionId}   revokes one (connection.revoked), idempotent
 //   GET    /admin/oauth-clients                 clients registered through RFC 7591, newest first
@@ -16,10 +17,10 @@ import { compile } from '../../http/validate.ts';
 import { isUuid } from '../../ids.ts';
 import { iso } from '../../timestamps.ts';
 import { runCommand } from '../../commands/run-command.ts';
-import { dashboardCollections } from '../sessions/documents.ts';
 import { connectionsCollection, presentConnection, type ConnectionDoc } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../people/password.ts';
+import { setPassword } from '../people/set-password.ts';
 import { oauthCollections, type RegisteredClientDoc } from './documents.ts';
 import { registeredClientId, revokeRegisteredClient } from './registration.ts';
 
@@ -51,13 +52,7 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
     if (password.trim().length < MIN_PASSWORD_LENGTH) {
       throw invalidRequest([{ path: 'password', code: 'TOO_SHORT', message: `The password needs at least ${MIN_PASSWORD_LENGTH} characters that are not spaces.` }]);
     }
-    const passwordHash = await hashPassword(password);
-    // A new password is how an operator locks out whoever learnt the old one: their dashboard sessions end with it.
-    const person = await runCommand(deps.store, async (session) => {
-      const updated = await c.people.findOneAndUpdate({ _id: id }, { $set: { passwordHash, updatedAt: deps.now() } }, { returnDocument: 'after', session });
-      if (updated) await dashboardCollections(deps.store.db).sessions.deleteMany({ personId: id }, { session });
-      return updated;
-    });
+    const person = await setPassword(deps, id, await hashPassword(password));
     if (!person) throw notFound('person');
     ctx.body = { person: { id: person._id, organizationId: person.organizationId, name: person.name, email: person.email, passwordSet: true } };
   });

@@ -22,6 +22,11 @@ export interface AuthorizationRequestDoc {
   codeChallenge: string;
   resource: string;
   scopes: Scope[];
+  /**
+   * A metadata-document client whose redirect URIs are all on the person's machine (onlyLocalRedirects):
+   * the consent page warns. Absent on requests stored before it existed.
+   */
+  localRedirectsOnly?: boolean;
   /** Set once a person signed in on this request. */
   personId: string | null;
   failedSignIns: number;

@@ -21,6 +21,7 @@ legend{font-weight:600;padding:0 .25rem}
 button{font-size:1rem;padding:.6rem 1.2rem;border-radius:4px;border:1px solid #1f2937;background:#fff;color:#1f2937;cursor:pointer}
 button.primary{background:#1d4ed8;border-color:#1d4ed8;color:#fff}
 .alert{border-left:4px solid #b91c1c;background:#fef2f2;padding:.5rem 1rem;margin:1rem 0}
+.warning{border-left:4px solid #b45309;background:#fffbeb;padding:.5rem 1rem;margin:1rem 0}
 .muted{color:#4b5563}
 code{font-size:.9em;word-break:break-all}
 `;
@@ -116,6 +117,8 @@ export interface ConsentView {
   clientId: string;
   clientHost: string;
   registered: boolean;
+  /** Every redirect URI of its metadata document is on the person's machine: any local program could be it. */
+  localRedirectsOnly: boolean;
   redirectHost: string;
   scopes: Scope[];
   agents: { id: string; name: string; description: string | null }[];
@@ -152,7 +155,11 @@ ${err}
     }</dd>
 <dt>You will be sent back to</dt><dd><strong>${escapeHtml(v.redirectHost)}</strong></dd>
 </dl>
-<h2>What it may do</h2>
+${
+  v.localRedirectsOnly
+    ? `<p class="warning" id="local-client-warning"><strong>Warning:</strong> ${escapeHtml(v.clientName)} can only send you back to this computer (<code>localhost</code>), so any program running on it could claim to be ${escapeHtml(v.clientName)}. Allow it only if you started this connection yourself, just now, from that application.</p>\n`
+    : ''
+}<h2>What it may do</h2>
 <ul>
 ${scopes}
 </ul>

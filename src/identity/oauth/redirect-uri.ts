@@ -58,6 +58,31 @@ export function isAcceptableRedirectUri(uri: string): boolean {
   return false;
 }
 
+/**
+ * Whether a redirect URI leads to the person's own machine: http or https to `localhost` (or a name
+ * under it, RFC 6761 6.3), 127.0.0.0/8 or ::1 (IPv4-mapped included). The URL parser has already
+ * turned other spellings of an IPv4 address (`2130706433`, `0x7f.1`) into dotted form.
+ */
+export function isLocalRedirect(uri: string): boolean {
+  const url = parse(uri);
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return false;
+  const host = url.hostname.toLowerCase().replace(/\.$/, '');
+  return (
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    /^127\.\d+\.\d+\.\d+$/.test(host) ||
+    host === '[::1]' ||
+    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host)
+  );
+}
+
+/**
+ * Whether a client ID metadata document's redirect URIs all lead to the person's own machine: then
+ * any program running there can take the code, so the document's host vouches for nothing and the
+ * consent page warns (MCP authorization 2025-11-25, client ID metadata documents: SHOULD warn).
+ */
+export const onlyLocalRedirects = (uris: readonly string[]): boolean => uris.length > 0 && uris.every(isLocalRedirect);
+
 /** Whether the redirect_uri of a request matches one registered URI. */
 export function redirectUriMatches(requested: string, registered: string): boolean {
   if (requested === registered) return true;

@@ -17,7 +17,7 @@ import { bindBrowser, randomToken, requestBelongsHere, REQUEST_TTL_MS } from './
 import { credentialDigest } from './credentials.ts';
 import { oauthCollections, type AuthorizationRequestDoc } from './documents.ts';
 import { queryParams, readForm } from './form.ts';
-import { isWebRedirect } from './redirect-uri.ts';
+import { isWebRedirect, onlyLocalRedirects } from './redirect-uri.ts';
 import { authorizationEndpointOf, issuerOf, mcpResourceOf, registrationEndpointOf, revocationEndpointOf, tokenEndpointOf } from './issuer.ts';
 import { consentPage, errorPage, sendPage, signInPage } from './pages.ts';
 import { SCOPES } from './scopes.ts';
@@ -106,6 +106,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       clientName: r.client.clientName,
       clientHost: r.client.clientHost,
       registeredClientId: r.client.registeredId,
+      localRedirectsOnly: r.client.registeredId === null && onlyLocalRedirects(r.client.redirectUris),
       redirectUri: r.redirectUri,
       state: r.state,
       codeChallenge: r.codeChallenge,
@@ -169,6 +170,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       clientId: request.clientId,
       clientHost: request.clientHost,
       registered: request.registeredClientId !== null,
+      localRedirectsOnly: request.localRedirectsOnly === true,
       redirectHost: redirectHostOf(request.redirectUri),
       scopes: request.scopes,
       agents: agents.map((a) => ({ id: a._id, name: a.name, description: a.description })),

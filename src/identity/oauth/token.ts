@@ -199,9 +199,11 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
 }
 
 /**
- * RFC 7009: always 200 for a well-formed request, whether or not the token was known. Revoking an
- * access token ends that token; revoking a refresh token ends the grant, that is the connection
- * (RFC 7009 2.1), with `connection.revoked`.
+ * RFC 7009: 200 for a well-formed request naming a token this service does not know (2.2). A known
+ * token issued to another client is refused, as 2.1 requires, with 400 `invalid_request`
+ * (docs/reference/decisions.md): only its holder can present it, so the answer tells nothing a guesser
+ * could use. Revoking an access token ends that token; revoking a refresh token ends the grant, that
+ * is the connection (RFC 7009 2.1), with `connection.revoked`.
  */
 export async function revocationRequest(deps: AppDeps, form: FormResult): Promise<{ ok: true } | { ok: false; status: 400; error: string; description: string }> {
   if (!form.ok) return { ok: false, status: 400, error: 'invalid_request', description: form.detail };
@@ -212,14 +214,15 @@ export async function revocationRequest(deps: AppDeps, form: FormResult): Promis
   const clientId = canonicalClientId(deps.config, sent);
   const o = oauthCollections(deps.store.db);
   const digest = credentialDigest(token);
-  const now = deps.now();
+  const otherClients = { ok: false, status: 400, error: 'invalid_request', description: 'the token was issued to another client' } as const;
   if (hasShape(token, ACCESS_TOKEN_PREFIX)) {
-    await o.accessTokens.deleteOne({ _id: digest, clientId });
+    const found = await o.accessTokens.findOne({ _id: digest });
+    if (found && !issuedTo(deps, found.clientId, clientId)) return otherClients;
+    if (found) await o.accessTokens.deleteOne({ _id: digest });
   } else if (hasShape(token, REFRESH_TOKEN_PREFIX)) {
     const found = await o.refreshTokens.findOne({ _id: digest });
-    if (found && issuedTo(deps, found.clientId, clientId)) {
-      await runCommand(deps.store, (session) => revokeConnectionIn(deps.store.db, session, found.connectionId, 'CLIENT', now));
-    }
+    if (found && !issuedTo(deps, found.clientId, clientId)) return otherClients;
+    if (found) await runCommand(deps.store, (session) => revokeConnectionIn(deps.store.db, session, found.connectionId, 'CLIENT', deps.now()));
   }
   return { ok: true };
 }
