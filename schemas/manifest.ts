@@ -1,7 +1,7 @@
 // The organisation manifest (docs/internals/design.md §5; README "Manifests"). Handles are the manifest's
 // stable names: applying the same file twice changes nothing.
 import Type from 'typebox';
-import { AgentStatus, Currency, ListType, MinorAmountInput, PeriodKind, PolicyStatus, RuleEffect, RuleType, ScopeType } from './common.ts';
+import { AgentStatus, Currency, ListType, MerchantName, MinorAmountInput, PeriodKind, PolicyStatus, RuleEffect, RuleType, ScopeType } from './common.ts';
 
 const Handle = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' });
 const Name = Type.String({ minLength: 1, maxLength: 200 });
@@ -28,7 +28,7 @@ export const ManifestRule = Type.Object(
 );
 
 export const ManifestMerchant = Type.Object(
-  { listType: ListType, label: Type.String({ minLength: 1, maxLength: 200 }) },
+  { listType: ListType, label: MerchantName({ minLength: 1 }) },
   { additionalProperties: false },
 );
 

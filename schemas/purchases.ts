@@ -1,13 +1,13 @@
 // Request bodies of docs/reference/contract.md §4.1 and §4.3-4.5. Unknown fields are refused (docs/reference/contract.md §1 rule 6).
 import Type from 'typebox';
-import { Currency, MinorAmountInput, Uuid } from './common.ts';
+import { Currency, MerchantName, MinorAmountInput, Uuid } from './common.ts';
 
 // An empty merchant or reason is the domain's MERCHANT_EMPTY / REASON_EMPTY, not a length problem.
 const Text = (max: number) => Type.String({ maxLength: max });
 const OptionalNullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
 
 const purchaseFields = {
-  merchant: Text(200),
+  merchant: MerchantName(),
   amountMinor: MinorAmountInput,
   reason: Text(2000),
   currency: Type.Optional(Type.Union([Currency, Type.Null()])),

@@ -4,6 +4,7 @@ import type { TSchema, Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Settings } from 'typebox/system';
 import { invalidRequest, type ErrorIssue } from './errors.ts';
+import { NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
 
 /**
  * At most this many issues are listed (the first ones found, in body order); a body can never
@@ -102,7 +103,10 @@ function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
       }
       default: {
         if (unionPaths.has(e.instancePath)) continue;
-        issue = { path: join(rootPath, path), code: codeFor(e.keyword), message: `"${path || 'body'}" ${e.message}.` };
+        issue =
+          e.keyword === 'pattern' && e.params.pattern === NO_CONTROL_CHARACTERS
+            ? { path: join(rootPath, path), code: 'CONTROL_CHARACTER', message: `"${path}" holds a control character or a line break (U+0000 to U+001F, U+007F to U+009F, U+2028, U+2029).` }
+            : { path: join(rootPath, path), code: codeFor(e.keyword), message: `"${path || 'body'}" ${e.message}.` };
       }
     }
     issues.push(issue);

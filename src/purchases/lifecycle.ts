@@ -163,11 +163,23 @@ export function decidePurchase(state: PurchaseState, command: PurchaseCommand, n
     case 'SUBMIT':
       return submit(state, command, now);
     case 'ANSWER':
-      return answer(state, command, now);
+      return answer(state, command, notBeforeRecorded(state, now));
     case 'EXPIRE':
     case 'CANCEL':
-      return close(state, command, now);
+      return close(state, command, notBeforeRecorded(state, now));
   }
+}
+
+/**
+ * The time a command on an existing purchase records: its clock's, but never before what the purchase
+ * already recorded (its request, the answers so far). Another process's clock may be behind the one
+ * that recorded those, and an answer dated before its request would break the order of the purchase's
+ * events (docs/reference/contract.md §6.2) and its read-back (docs/reference/decisions.md).
+ */
+function notBeforeRecorded(state: PurchaseState, now: Date): Date {
+  const recorded = [state.purchase?.requestedAt, ...(state.approval ? answersOf(state.approval).map((a) => a.answeredAt) : [])];
+  const latest = Math.max(...recorded.map((at) => at?.getTime() ?? 0));
+  return latest > now.getTime() ? new Date(latest) : now;
 }
 
 /**

@@ -146,7 +146,10 @@ test.serial('one human listed under two handles (one email) is emailed once, and
 
 test.serial('what the agent wrote cannot add a header, a recipient or markup to the email', async (t) => {
   const { handle, org: o } = await org(app);
-  const merchant = 'Evil <b>Co</b>\r\nBcc: victim@attacker.example\r\n\r\n<a href="https://attacker.example">Approve here</a>';
+  // A line break in a merchant is refused at the door (docs/reference/decisions.md); the rest of the attempt gets in.
+  const forged = await app.request('/v1/purchase-requests', { key: o.keys['buyer-key'], body: { merchant: 'Evil Co\r\nBcc: victim@attacker.example', amountMinor: '30000', reason: 'r' } });
+  t.is(forged.status, 400, forged.text);
+  const merchant = 'Evil <b>Co</b> Bcc: victim@attacker.example <a href="https://attacker.example">Approve here</a>';
   const res = await app.request('/v1/purchase-requests', {
     key: o.keys['buyer-key'],
     body: { merchant, amountMinor: '30000', reason: '<img src=x onerror="alert(1)"> & <script>steal()</script>' },

@@ -167,6 +167,20 @@ test('tool errors carry docs/reference/contract.md codes', async (t) => {
   await c.close();
 });
 
+test('a merchant holding a control character or line break is refused by the tools as on /v1, and nothing is requested', async (t) => {
+  const c = await client(full.access_token);
+  const merchants = ['Staples\r\nX-Forged: yes', 'Sta\u0000ples', 'Staples\u2028'];
+  for (const merchant of merchants) {
+    for (const name of ['check_purchase', 'request_purchase']) {
+      const refused = errorOf(await c.callTool({ name, arguments: { merchant, amountMinor: '100', reason: 'Pens' } }));
+      t.is(refused.code, 'invalid_request', name);
+      t.deepEqual(refused.issues?.map((i) => [i.path, i.code]), [['merchant', 'CONTROL_CHARACTER']], `${name} ${JSON.stringify(merchant)}`);
+    }
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: { $in: merchants } }), 0);
+  await c.close();
+});
+
 // Serial: it briefly changes a token's audience, which must not disturb the other tests.
 test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', async (t) => {
   const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
