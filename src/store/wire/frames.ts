@@ -177,9 +177,13 @@ export function encodeMsgReply(requestId: number, responseTo: number, reply: Doc
   return Buffer.concat([header(length, requestId, responseTo, OP_MSG), flagsAndKind, body]);
 }
 
-export function encodeQueryReply(requestId: number, responseTo: number, reply: Document): Buffer {
+/** QueryFailure: the reply's one document is an error ({$err, code}), not a result. */
+export const QUERY_FAILURE = 1 << 1;
+
+export function encodeQueryReply(requestId: number, responseTo: number, reply: Document, responseFlags = 0): Buffer {
   const body = BSON.serialize(reply, SERIALIZE);
   const fields = Buffer.alloc(20); // responseFlags, cursorID (8), startingFrom, numberReturned
+  fields.writeInt32LE(responseFlags, 0);
   fields.writeInt32LE(1, 16);
   return Buffer.concat([header(HEADER_BYTES + 20 + body.length, requestId, responseTo, OP_REPLY), fields, body]);
 }
