@@ -3,40 +3,18 @@
 // before authentication, the connection cap and the idle timeouts, the analyst's budget of bytes in
 // flight. Real sockets, real listener.
 import test from 'ava';
-import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Binary, BSON, MongoClient, type Document } from 'mongodb';
+import { MongoClient, type Document } from 'mongodb';
 import { MAX_UNAUTHENTICATED_MESSAGE_BYTES } from '../../src/store/wire/frames.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
+import { authenticatedConnection, closedWithin, open, opMsg } from '../helpers/wire-raw.ts';
 
 const MB = 1024 * 1024;
 
-function opMsg(command: Document, requestId = 1): Buffer {
-  const body = BSON.serialize(command);
-  const header = Buffer.alloc(21); // header, flags 0, section kind 0
-  header.writeInt32LE(21 + body.length, 0);
-  header.writeInt32LE(requestId, 4);
-  header.writeInt32LE(2013, 12);
-  return Buffer.concat([header, body]);
-}
-
 const hello = (requestId = 1) => opMsg({ hello: 1, $db: 'admin' }, requestId);
-
-async function open(wire: TestListener): Promise<Socket> {
-  const socket = connect(wire.listener.port, '127.0.0.1');
-  socket.on('error', () => {});
-  await once(socket, 'connect');
-  return socket;
-}
-
-/** Whether the server closes the socket within ms. */
-async function closedWithin(socket: Socket, ms: number): Promise<boolean> {
-  if (socket.destroyed) return true;
-  const closed = once(socket, 'close').then(() => true);
-  return Promise.race([closed, sleep(ms).then(() => false)]);
-}
 
 /** Reads replies until count of them have arrived; returns their responseTo fields. */
 async function replies(socket: Socket, count: number, ms = 10_000): Promise<number[]> {
@@ -272,50 +250,8 @@ test.serial('authenticated connections are capped per user: a third of the servi
 // The analyst's connections together hold a budget of bytes in flight (messages arriving, waiting or
 // running, and replies not yet taken by the client): raw connections that authenticate by hand.
 
-interface RawConnection {
-  socket: Socket;
-  /** The body of the next reply (replies come in order). */
-  next(): Promise<Document>;
-}
-
-async function rawConnection(wire: TestListener): Promise<RawConnection> {
-  const socket = await open(wire);
-  const chunks: Buffer[] = [];
-  const ready: Document[] = [];
-  const waiting: Array<(reply: Document) => void> = [];
-  socket.on('data', (chunk: Buffer) => {
-    chunks.push(chunk);
-    let pending = Buffer.concat(chunks.splice(0));
-    while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
-      const reply = BSON.deserialize(pending.subarray(21, pending.readInt32LE(0)));
-      pending = pending.subarray(pending.readInt32LE(0));
-      const waiter = waiting.shift();
-      if (waiter) waiter(reply);
-      else ready.push(reply);
-    }
-    if (pending.length) chunks.push(pending);
-  });
-  return { socket, next: () => (ready.length ? Promise.resolve(ready.shift()!) : new Promise((resolve) => waiting.push(resolve))) };
-}
-
-/** SCRAM-SHA-256 by hand (RFC 5802), as the analyst; `then` is sent at once after the last step, before its reply. */
-async function analystConnection(wire: TestListener, then: Buffer = Buffer.alloc(0)): Promise<RawConnection> {
-  const url = new URL(wire.analystUrl('x'));
-  const connection = await rawConnection(wire);
-  const send = (command: Document, after: Buffer = Buffer.alloc(0)) => (connection.socket.write(Buffer.concat([opMsg({ ...command, $db: 'admin' }), after])), connection.next());
-  const clientFirst = `n=${url.username},r=${randomBytes(18).toString('base64')}`;
-  const started = await send({ saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: new Binary(Buffer.from(`n,,${clientFirst}`)) });
-  const serverFirst = Buffer.from(started.payload.buffer).toString();
-  const attributes = new Map(serverFirst.split(',').map((part) => [part[0], part.slice(2)]));
-  const salted = pbkdf2Sync(decodeURIComponent(url.password), Buffer.from(attributes.get('s')!, 'base64'), Number(attributes.get('i')), 32, 'sha256');
-  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
-  const withoutProof = `c=biws,r=${attributes.get('r')}`;
-  const signature = createHmac('sha256', createHash('sha256').update(clientKey).digest()).update(`${clientFirst},${serverFirst},${withoutProof}`).digest();
-  const proof = Buffer.from(clientKey.map((byte, i) => byte ^ signature[i])).toString('base64');
-  const finished = await send({ saslContinue: 1, conversationId: 1, payload: new Binary(Buffer.from(`${withoutProof},p=${proof}`)) }, then);
-  if (finished.done !== true) throw new Error(`authentication failed: ${JSON.stringify(finished)}`);
-  return connection;
-}
+/** A raw connection authenticated as the analyst (SCRAM by hand); `then` is sent right after its last step. */
+const analystConnection = (wire: TestListener, then?: Buffer) => authenticatedConnection(wire, wire.analystUrl('x'), then);
 
 /** What came first: the reply, or what the test did after giving a listener without the budget time to answer. */
 async function answeredBefore(reply: Promise<Document>, then: () => void): Promise<boolean> {

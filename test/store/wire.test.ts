@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { once } from 'node:events';
-import { BSON, MongoClient, MongoServerError } from 'mongodb';
+import { MongoClient, MongoServerError } from 'mongodb';
 import { MONGODB_8_WIRE_VERSION, openMongoStore } from '../../src/store/mongo.ts';
 import type { Store } from '../../src/store/store.ts';
 import { registerStoreConformance } from './conformance.ts';
@@ -387,23 +387,11 @@ test('a retryable write whose acknowledgement failed is retried by the driver an
   t.is((await coll.findOne({ _id: 'counter' }))!.n, 1, 'the retry was answered from the session, not run again');
 });
 
-test('the legacy handshake: OP_QUERY isMaster on admin.$cmd gets an OP_REPLY', async (t) => {
-  const socket = connect(wire.listener.port, '127.0.0.1');
-  await once(socket, 'connect');
-  const name = Buffer.from('admin.$cmd\0');
-  const body = BSON.serialize({ isMaster: 1, helloOk: true });
-  const frame = Buffer.concat([Buffer.alloc(16), Buffer.alloc(4), name, Buffer.from([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]), body]);
-  frame.writeInt32LE(frame.length, 0);
-  frame.writeInt32LE(42, 4);
-  frame.writeInt32LE(2004, 12);
-  socket.write(frame);
-  const [reply] = (await once(socket, 'data')) as [Buffer];
-  socket.destroy();
-  t.is(reply.readInt32LE(8), 42, 'responseTo');
-  t.is(reply.readInt32LE(12), 1, 'OP_REPLY');
-  t.is(reply.readInt32LE(32), 1, 'one document');
-  const doc = BSON.deserialize(reply.subarray(36));
-  t.like(doc, { ismaster: true, helloOk: true, setName: 'spend-control', ok: 1 });
+test('hostInfo (the machine\'s name, cores and kernel) is refused to the analyst with Unauthorized, as mongod\'s read role is', async (t) => {
+  const analyst = await client(t, wire.analystUrl(dbName()));
+  t.like(await code(analyst.db('admin').command({ hostInfo: 1 })), { code: 13, codeName: 'Unauthorized' });
+  const service = await client(t, wire.serviceUrl(dbName()));
+  t.is((await service.db('admin').command({ hostInfo: 1 })).ok, 1);
 });
 
 test('configureFailPoint is refused to the analyst and unknown to a listener without test commands', async (t) => {

@@ -13,7 +13,7 @@ type Handler = (call: Call) => Document | Promise<Document>;
 
 interface Command {
   run: Handler;
-  /** public: before authentication; read: the analyst may; write: the service's user only. */
+  /** public: before authentication; read: the analyst may; write: the service's user only (writes, and what mongod's read role does not grant). */
   access: 'public' | 'read' | 'write';
   /** May run inside a multi-document transaction. */
   inTransaction?: boolean;
@@ -52,7 +52,6 @@ const COMMANDS: Record<string, Command> = {
   listDatabases: { run: admin.listDatabases, access: 'read' },
   dbStats: { run: admin.dbStats, access: 'read' },
   serverStatus: { run: admin.serverStatus, access: 'read' },
-  hostInfo: { run: admin.hostInfo, access: 'read' },
   getLog: { run: admin.getLog, access: 'read' },
   getParameter: { run: admin.getParameter, access: 'read' },
   getCmdLineOpts: { run: () => ({ argv: [], parsed: {}, ok: 1 }), access: 'read' },
@@ -78,6 +77,8 @@ const COMMANDS: Record<string, Command> = {
     access: 'write',
   },
   configureFailPoint: { run: admin.configureFailPoint, access: 'write' },
+  // The machine's name, cores and kernel: mongod's read role does not grant it either (clusterMonitor does).
+  hostInfo: { run: admin.hostInfo, access: 'write' },
 };
 
 /** Write-level commands that touch no database's data. */

@@ -13,8 +13,27 @@ export function mongoUrl(host: string, port: number, user: string, password: str
   return `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${address}:${port}/${encodeURIComponent(database)}?${query}`;
 }
 
+/** Whether an address the listener is bound to is reachable from this machine only. */
+export function isLoopback(address: string): boolean {
+  return address === '::1' || /^(::ffff:)?127\./i.test(address);
+}
+
 /** Null when EMBEDDED_MONGO_PORT is not set. `print` shows what a person needs once. */
 export async function startEmbeddedListener(store: Store, config: Config, log: Logger, print: (text: string) => void): Promise<WireListener | null> {
+  const listener = await startListener(store, config, log, print);
+  // The bound address, not EMBEDDED_MONGO_HOST: a name such as localhost is judged by what it resolved to.
+  if (listener && !isLoopback(listener.host)) {
+    log.warn('the mongodb wire protocol listener is reachable from the network, without TLS: what it serves crosses the network in the clear', {
+      host: config.embeddedMongoHost,
+      address: listener.host,
+      port: listener.port,
+      advice: 'keep EMBEDDED_MONGO_HOST=127.0.0.1 and reach it through an SSH tunnel (docs/operate/wire-protocol.md)',
+    });
+  }
+  return listener;
+}
+
+async function startListener(store: Store, config: Config, log: Logger, print: (text: string) => void): Promise<WireListener | null> {
   if (config.embeddedMongoPort === null) return null;
   const database = store.db.raw.databaseName;
   const host = config.embeddedMongoHost;

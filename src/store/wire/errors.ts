@@ -23,6 +23,7 @@ export const CODES = {
   OperationNotSupportedInTransaction: 263,
   MechanismUnavailable: 334,
   ClientDisconnect: 279,
+  UnsupportedOpQueryCommand: 352,
   BSONObjectTooLarge: 10334,
   DuplicateKey: 11000,
 } as const;

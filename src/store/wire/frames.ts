@@ -16,6 +16,20 @@ const MORE_TO_COME = 1 << 1;
 
 export class ProtocolError extends Error {}
 
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), which OP_MSG's optional checksum uses;
+// node:zlib's crc32 is the other polynomial.
+const CRC32C_TABLE = Int32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1;
+  return c;
+});
+
+export function crc32c(bytes: Uint8Array): number {
+  let crc = -1;
+  for (const byte of bytes) crc = CRC32C_TABLE[(crc ^ byte) & 0xff] ^ (crc >>> 8);
+  return (crc ^ -1) >>> 0;
+}
+
 export interface Header {
   length: number;
   requestId: number;
@@ -98,6 +112,10 @@ export function decodeRequest(frame: Buffer): Request {
     // Bits 0-15 are required: a flag we do not know must fail the message (the spec's rule).
     if ((flags & 0xffff & ~(CHECKSUM_PRESENT | MORE_TO_COME)) !== 0) throw new ProtocolError(`unknown OP_MSG flags ${flags}`);
     const end = flags & CHECKSUM_PRESENT ? frame.length - 4 : frame.length;
+    // mongod closes the connection on a mismatch (ChecksumMismatch is a connection-fatal parse error).
+    if (end !== frame.length && (end < HEADER_BYTES + 4 || crc32c(frame.subarray(0, end)) !== frame.readUInt32LE(end))) {
+      throw new ProtocolError('OP_MSG checksum does not match contents');
+    }
     let offset = HEADER_BYTES + 4;
     let command: Document | undefined;
     const sequences: Array<[string, Document[]]> = [];
@@ -159,9 +177,13 @@ export function encodeMsgReply(requestId: number, responseTo: number, reply: Doc
   return Buffer.concat([header(length, requestId, responseTo, OP_MSG), flagsAndKind, body]);
 }
 
-export function encodeQueryReply(requestId: number, responseTo: number, reply: Document): Buffer {
+/** QueryFailure: the reply's one document is an error ({$err, code}), not a result. */
+export const QUERY_FAILURE = 1 << 1;
+
+export function encodeQueryReply(requestId: number, responseTo: number, reply: Document, responseFlags = 0): Buffer {
   const body = BSON.serialize(reply, SERIALIZE);
   const fields = Buffer.alloc(20); // responseFlags, cursorID (8), startingFrom, numberReturned
+  fields.writeInt32LE(responseFlags, 0);
   fields.writeInt32LE(1, 16);
   return Buffer.concat([header(HEADER_BYTES + 20 + body.length, requestId, responseTo, OP_REPLY), fields, body]);
 }

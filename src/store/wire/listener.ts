@@ -20,6 +20,7 @@ import {
   MAX_MESSAGE_BYTES,
   MAX_UNAUTHENTICATED_MESSAGE_BYTES,
   ProtocolError,
+  QUERY_FAILURE,
 } from './frames.ts';
 import { QueryThreads, type QueryThreadOptions } from './query-threads.ts';
 import { Sessions } from './sessions.ts';
@@ -293,11 +294,20 @@ export class WireListener {
     if (socket.destroyed) return undefined;
     try {
       const request = decodeRequest(frame);
+      if (request.kind === 'query' && !request.collection.endsWith('.$cmd')) {
+        // mongod 5.1 and later answer a legacy query (a find on a collection) with an error, and keep the connection.
+        const removed = { $err: `OP_QUERY is no longer supported. ${LEGACY_OPCODE_REMOVAL}`, code: 5739101, ok: 0 };
+        return encodeQueryReply(++this.#replies, request.header.requestId, removed, QUERY_FAILURE);
+      }
+      const name = Object.keys(request.command)[0] ?? '';
+      if (request.kind === 'query' && !OP_QUERY_COMMANDS.has(name)) {
+        const refused = new CommandError('UnsupportedOpQueryCommand', `Unsupported OP_QUERY command: ${name}. ${LEGACY_OPCODE_REMOVAL}`);
+        return encodeQueryReply(++this.#replies, request.header.requestId, errorReply(refused));
+      }
       const db =
         request.kind === 'msg'
           ? typeof request.command.$db === 'string' ? request.command.$db : ''
           : request.collection.slice(0, request.collection.indexOf('.'));
-      if (request.kind === 'query' && !request.collection.endsWith('.$cmd')) throw new ProtocolError('OP_QUERY is only for commands');
       if (!db) throw new ProtocolError('a command without $db');
       const outcome = await runCommand(this.#context, conn, db, request.command);
       if (outcome.close) {
@@ -332,6 +342,14 @@ export class WireListener {
     await closed;
   }
 }
+
+/**
+ * What mongod (5.1 and later) still runs over OP_QUERY: the legacy handshake, and authentication and
+ * buildInfo, which old drivers send the same way (src/mongo/rpc/check_allowed_op_query_cmd.cpp).
+ */
+const OP_QUERY_COMMANDS = new Set(['hello', 'isMaster', 'ismaster', 'saslStart', 'saslContinue', 'buildInfo', 'buildinfo']);
+
+const LEGACY_OPCODE_REMOVAL = 'The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal';
 
 /** Resolves once the socket has sent what it holds, or has closed. */
 function drained(socket: Socket): Promise<void> {
