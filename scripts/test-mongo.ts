@@ -37,8 +37,9 @@ async function startServer(): Promise<Server> {
   const databases = storePerDatabase((dbName) => openStore({ dbName }));
   // The whole suite is one user's: no per-user cap below the listener's own. And its test processes
   // open their pools all at once, each connection unauthenticated until its handshake ends: no cap on
-  // those below the listener's own either (the limits' own tests start listeners of their own).
-  const listener = await WireListener.start({ databases, users, port: 0, testCommands: true, maxConnectionsPerUser: 256, maxUnauthenticated: 256 });
+  // those below the listener's own either, and a handshake deadline for clients that share two loaded
+  // cores with it (the limits' own tests start listeners of their own).
+  const listener = await WireListener.start({ databases, users, port: 0, testCommands: true, maxConnectionsPerUser: 256, maxUnauthenticated: 256, handshakeTimeoutMs: 60_000 });
   const uri = mongoUrl(listener.host, listener.port, SERVICE_USER, password, '');
   return {
     uri,

@@ -102,13 +102,24 @@ export async function rawConnection(wire: TestListener): Promise<RawConnection> 
   return { socket, reply, next: () => reply().then((r) => r.doc) };
 }
 
-/** SCRAM-SHA-256 by hand (RFC 5802) as the user of a connection string; `then` is sent at once after the last step, before its reply. */
-export async function authenticatedConnection(wire: TestListener, connectionString: string, then: Buffer = Buffer.alloc(0)): Promise<RawConnection> {
+/**
+ * SCRAM-SHA-256 by hand (RFC 5802) as the user of a connection string; `then` is sent at once after the last step, before its reply.
+ * `stallMs`: once the listener has taken the connection, its first message is sent and this thread (the listener's, in a
+ * test) is held that long before anything reads it, as a listener too busy to read would be.
+ */
+export async function authenticatedConnection(wire: TestListener, connectionString: string, then: Buffer = Buffer.alloc(0), stallMs = 0): Promise<RawConnection> {
   const url = new URL(connectionString);
   const connection = await rawConnection(wire);
   const send = (command: Document, after: Buffer = Buffer.alloc(0)) => (connection.socket.write(Buffer.concat([opMsg({ ...command, $db: 'admin' }), after])), connection.next());
   const clientFirst = `n=${url.username},r=${randomBytes(18).toString('base64')}`;
-  const started = await send({ saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: new Binary(Buffer.from(`n,,${clientFirst}`)) });
+  if (stallMs > 0) {
+    // Taken by the listener, and past this turn's reading: the stall ends in the next turn's timers, before its reads.
+    await sleep(50);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const answer = send({ saslStart: 1, mechanism: 'SCRAM-SHA-256', payload: new Binary(Buffer.from(`n,,${clientFirst}`)) });
+  for (const until = Date.now() + stallMs; Date.now() < until; );
+  const started = await answer;
   const serverFirst = Buffer.from(started.payload.buffer).toString();
   const attributes = new Map(serverFirst.split(',').map((part) => [part[0], part.slice(2)]));
   const salted = pbkdf2Sync(decodeURIComponent(url.password), Buffer.from(attributes.get('s')!, 'base64'), Number(attributes.get('i')), 32, 'sha256');

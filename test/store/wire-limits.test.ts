@@ -217,6 +217,19 @@ test.serial('an unauthenticated connection is closed at the handshake deadline e
   t.true(answered > 0, 'its hellos were answered until then');
 });
 
+test.serial('a client whose login arrived before the handshake deadline, but was read after it, still logs in', async (t) => {
+  // A listener too busy to read (a loaded machine) is not a client that never authenticates: the
+  // deadline judges what the client had sent by then, not what the listener had got round to reading.
+  const wire = await startListener({ handshakeTimeoutMs: 300 });
+  t.teardown(() => wire.close());
+  const login = authenticatedConnection(wire, wire.serviceUrl('x'), undefined, 700);
+  const connection = await Promise.race([login, sleep(5000).then(() => undefined)]);
+  t.teardown(() => connection?.socket.destroy());
+  if (connection === undefined) return t.fail('the login never finished: the connection was closed after its first step');
+  connection.socket.write(opMsg({ ping: 1, $db: 'admin' }, 9));
+  t.is((await connection.next()).ok, 1);
+});
+
 test.serial('authenticated connections are capped per user: a third of the service user is refused; the analyst still connects', async (t) => {
   const wire = await startListener({ maxConnectionsPerUser: 2 });
   t.teardown(() => wire.close());

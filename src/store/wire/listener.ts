@@ -149,6 +149,8 @@ export class WireListener {
     let expired = false;
     let closing = false;
     let handshake: NodeJS.Timeout | undefined;
+    // Which wait for authentication a deadline belongs to (a logout starts another).
+    let handshakes = 0;
     const connections = this.#context.connections;
     const inFlight = this.#inFlight;
 
@@ -163,15 +165,21 @@ export class WireListener {
     // client that sends hello for ever holds no slot for ever. Drivers' monitoring connections never
     // authenticate; closing one right after a reply (or when it has been silent as long again) lets
     // the driver see it closed before its next heartbeat and open another, with no failed heartbeat.
+    // A deadline is judged after the event loop's reads of its turn (setImmediate): a busy listener
+    // reads late, and a login step that had arrived in time would otherwise be answered, then cut off.
     const waitForAuthentication = () => {
       expired = false;
       clearTimeout(handshake);
       connections.waiting(conn, () => socket.destroy());
-      handshake = setTimeout(() => {
-        if (conn.user) return;
-        expired = true;
-        handshake = setTimeout(() => socket.destroy(), this.#limits.handshakeTimeoutMs).unref();
-      }, this.#limits.handshakeTimeoutMs).unref();
+      const round = ++handshakes;
+      const unlessAuthenticated = (then: () => void) => () => setImmediate(() => conn.user || socket.destroyed || round !== handshakes || then());
+      handshake = setTimeout(
+        unlessAuthenticated(() => {
+          expired = true;
+          handshake = setTimeout(unlessAuthenticated(() => socket.destroy()), this.#limits.handshakeTimeoutMs).unref();
+        }),
+        this.#limits.handshakeTimeoutMs,
+      ).unref();
     };
 
     // Cuts what has arrived into messages, then reads on only while there is room for more:
