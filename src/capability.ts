@@ -2,7 +2,7 @@
 // needs in the store (its `capability.ts`), and apart from those its HTTP routes and middleware (its
 // `surface.ts`). The composition root (src/compose.ts) lists the capabilities and src/service-app.ts the
 // surfaces, and the HTTP app, the worker and index creation read only those lists, so none of them names
-// a capability. Kept apart so that a process that only runs jobs (the jobs thread, `npm run worker`)
+// a capability. Kept apart so that a process that only runs jobs (`npm run worker`)
 // loads no HTTP code: no route, no dashboard page, no MCP SDK (test/worker/jobs-graph.test.ts).
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';

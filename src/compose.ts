@@ -3,7 +3,7 @@
 // (scripts/create-indexes.ts, the Procfile's release step) and the tests (test/helpers/app.ts) all start
 // from here; the HTTP app, the worker and the store's set-up read the list and name no capability.
 // What each capability serves over HTTP is listed apart, in src/service-app.ts, so that a process that
-// only runs jobs (the jobs thread, `npm run worker`) loads none of it (src/capability.ts).
+// only runs jobs (`npm run worker`) loads none of it (src/capability.ts).
 import type { Agenda } from 'agenda';
 import type { AppDeps } from './app-deps.ts';
 import type { Capability, WorkerOptions } from './capability.ts';

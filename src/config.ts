@@ -214,8 +214,8 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
 
 /**
  * The store lives in this process alone (the embedded engine on DATA_DIR=:memory:): no other process
- * or thread can open it, so nothing that needs a shared store (a second web process, the worker, the
- * jobs thread) can run beside this one.
+ * or thread can open it, so nothing that needs a shared store (a second web process, the worker) can
+ * run beside this one.
  */
 export const storeIsPrivate = (config: Pick<Config, 'mongodbUri' | 'dataDir'>): boolean => config.mongodbUri === null && config.dataDir === ':memory:';
 

@@ -1,12 +1,10 @@
-// The web process (Procfile `web`; `npm start`). It also runs the jobs when RUN_JOBS is on (the
-// default on the embedded store, so that `npm start` alone is a whole service): on a worker thread
-// when the store is a DATA_DIR file (src/worker/jobs-thread.ts), in this thread on MongoDB or
-// DATA_DIR=:memory: (another thread cannot open a private in-memory database).
+// The web process (Procfile `web`; `npm start`). It also runs the jobs, in this thread, when RUN_JOBS
+// is on (the default on the embedded store, so that `npm start` alone is a whole service); the
+// Procfile's `worker` process runs them apart (docs/operate/deployment.md).
 import cluster from 'node:cluster';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { bootstrap, configOrExit, onShutdown } from './bootstrap.ts';
-import { storeIsPrivate } from './config.ts';
 import { createHttpServer } from './http/server.ts';
 import { listen, reservePort } from './http/listen.ts';
 import { applyManifest } from './manifests/apply.ts';
@@ -15,7 +13,6 @@ import { ApiError } from './http/errors.ts';
 import { utf8Text } from './http/body.ts';
 import { startJobs } from './compose.ts';
 import { serviceApp } from './service-app.ts';
-import { startJobsThread } from './worker/jobs-thread.ts';
 import { superviseWebProcesses } from './http/web-cluster.ts';
 import { newLifecycle } from './lifecycle.ts';
 import { stopGracefully } from './http/shutdown.ts';
@@ -60,8 +57,7 @@ if (values.manifest && first) {
   process.stdout.write(`Manifest ${values.manifest} applied (keys are shown only now):\n${JSON.stringify(result, null, 2)}\n`);
 }
 
-const jobsOnThread = embedded && !storeIsPrivate(config);
-const stopWorker = !runsJobs ? null : jobsOnThread ? await startJobsThread(deps.log) : await startJobs(deps, agenda);
+const stopWorker = runsJobs ? await startJobs(deps, agenda) : null;
 deps.lifecycle.jobsRunning = stopWorker !== null;
 const wire = embedded && first ? await startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)) : null;
 const server = createHttpServer(serviceApp(deps));

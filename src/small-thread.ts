@@ -1,5 +1,5 @@
-// Worker threads with a small young generation, for the threads that allocate little (the jobs
-// thread, the WAL checkpointer). The web process runs with --max-semi-space-size=16 (package.json,
+// Worker threads with a small young generation, for the threads that allocate little (the WAL
+// checkpointer). The web process runs with --max-semi-space-size=16 (package.json,
 // Procfile): large semi-spaces let the request thread scavenge less often. V8 gives that flag
 // precedence over a Worker's resourceLimits, so every thread would get a 32 MB young generation of
 // its own, which it fills with garbage between scavenges: 30 MB of the soak's resident memory.

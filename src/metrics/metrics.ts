@@ -1,68 +1,62 @@
 // The service's Prometheus metrics (docs/operate/observability.md). Other modules report through the small
 // functions below and never touch prom-client; /metrics renders the registry (http.ts).
-import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'spend_' });
-/**
- * The metrics that count events where they happen (requests, decisions, expiries, delivery attempts,
- * retries): also in this registry, which is what another thread's /metrics adds in (eventMetrics). Not the
- * process's default metrics (the same process, measured there) nor the gauges (read from the store there).
- */
-const events = new Registry();
 
 const httpRequests = new Counter({
   name: 'spend_http_requests_total',
   help: 'HTTP requests answered, by method, route template and status.',
   labelNames: ['method', 'route', 'status'],
-  registers: [registry, events],
+  registers: [registry],
 });
 const httpDuration = new Histogram({
   name: 'spend_http_request_duration_seconds',
   help: 'Time from receiving a request to its response, by method, route template and status.',
   labelNames: ['method', 'route', 'status'],
   buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  registers: [registry, events],
+  registers: [registry],
 });
 const decisions = new Counter({
   name: 'spend_decisions_total',
   help: 'Decisions recorded, by outcome and kind (INITIAL, APPROVAL_REEVALUATION, APPROVAL_EXPIRED).',
   labelNames: ['outcome', 'kind'],
-  registers: [registry, events],
+  registers: [registry],
 });
 const decisionReasons = new Counter({
   name: 'spend_decision_reasons_total',
   help: 'Reason codes of recorded decisions, by outcome and reason code (a decision counts once per reason).',
   labelNames: ['outcome', 'reason_code'],
-  registers: [registry, events],
+  registers: [registry],
 });
 const approvalsExpired = new Counter({
   name: 'spend_approvals_expired_total',
   help: 'Pending approvals that expired because nobody answered in time.',
-  registers: [registry, events],
+  registers: [registry],
 });
 const webhookDeliveries = new Counter({
   name: 'spend_webhook_delivery_attempts_total',
   help: 'Webhook delivery attempts, by result (delivered, retry, failed, exhausted) and attempt number (1..7).',
   labelNames: ['result', 'attempt'],
-  registers: [registry, events],
+  registers: [registry],
 });
 const transactionRetries = new Counter({
   name: 'spend_store_transaction_retries_total',
   help: 'Store transactions run again (a version conflict, or a transient error the driver retried).',
-  registers: [registry, events],
+  registers: [registry],
 });
 const versionConflicts = new Counter({
   name: 'spend_store_version_conflicts_total',
   help: 'Conflicts: another writer changed a versioned document first, or MongoDB reported a write conflict (112).',
-  registers: [registry, events],
+  registers: [registry],
 });
 const jobLag = new Histogram({
   name: 'spend_job_lag_seconds',
   help: 'How late scheduled work ran: now minus the time it was due, by job.',
   labelNames: ['job'],
   buckets: [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 900, 3600],
-  registers: [registry, events],
+  registers: [registry],
 });
 
 let countPendingApprovals: (() => Promise<number>) | null = null;
@@ -101,28 +95,8 @@ export function webhookAttempted(result: 'delivered' | 'retry' | 'failed' | 'exh
   jobLag.observe({ job: 'webhooks.attempt' }, Math.max(0, lagSeconds));
 }
 
-/** What this thread counted of events, for the thread that serves /metrics. */
-export const eventMetrics = (): Promise<MetricObjectWithValues<MetricValue<string>>[]> => events.getMetricsAsJSON();
-
-type EventSource = () => Promise<MetricObjectWithValues<MetricValue<string>>[]>;
-const otherThreads: EventSource[] = [];
-
-/** Another thread of this process whose events /metrics adds to this one's (the jobs thread). */
-export function addEventSource(source: EventSource): () => void {
-  otherThreads.push(source);
-  return () => void otherThreads.splice(otherThreads.indexOf(source), 1);
-}
-
-/** The text /metrics answers: this thread's registry, with the events other threads counted added in. */
-export async function renderMetrics(): Promise<string> {
-  if (otherThreads.length === 0) return registry.metrics();
-  const others = await Promise.all(otherThreads.map((source) => source().catch(() => [])));
-  // What only this thread has (the process's default metrics, the gauges) passes through as it is: prom-client
-  // marks the process's start time 'omit' (meaningless summed across a cluster's processes), which would
-  // drop it from the scrape, and Prometheus reads restarts from it.
-  const own = (await registry.getMetricsAsJSON()).map((metric) => (metric.aggregator === 'omit' ? { ...metric, aggregator: 'first' as const } : metric));
-  return AggregatorRegistry.aggregate([own, ...others] as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
-}
+/** The text /metrics answers. */
+export const renderMetrics = (): Promise<string> => registry.metrics();
 
 export const transactionRetried = (): void => transactionRetries.inc();
 export const versionConflicted = (): void => versionConflicts.inc();

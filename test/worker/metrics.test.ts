@@ -1,6 +1,6 @@
-// What the jobs count (expiries, delivery attempts, their lag) is counted where they run: on a thread of
-// the web process (src/worker/jobs-thread.ts), whose /metrics must add it in, or in the worker process,
-// which serves it on METRICS_PORT (src/worker/metrics-listener.ts).
+// What the jobs count (expiries, delivery attempts, their lag) is counted where they run: in the web
+// process that runs them (RUN_JOBS, npm start's default on the embedded store), beside its requests, or
+// in the worker process, which serves it on METRICS_PORT (src/worker/metrics-listener.ts).
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { startService, tempDataDir, type ServiceProcess } from '../helpers/service-process.ts';
 
-const METRICS_TOKEN = 'metrics-token-for-the-jobs-thread-test';
+const METRICS_TOKEN = 'metrics-token-for-the-jobs-metrics-test';
 
 async function scrape(svc: { url: string }): Promise<string> {
   const res = await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
@@ -74,19 +74,18 @@ async function scrapeUntilExpired(t: ExecutionContext, target: { url: string }):
   return text;
 }
 
-test('an approval expired by the jobs thread is counted on the web thread\'s /metrics, beside the decisions the requests made', async (t) => {
+test('an approval expired by the web process\'s own jobs is counted on its /metrics, beside the decisions the requests made', async (t) => {
   const svc = await startService(t, tempDataDir(t), { METRICS_TOKEN, JOBS_PROCESS_EVERY: '1 second' });
   t.teardown(() => svc.stop('SIGTERM'));
   const held = await heldPurchase(t, svc, 'metrics');
   const text = await scrapeUntilExpired(t, svc);
-  t.is(sample(text, /spend_approvals_expired_total/), 1, 'the expiry the jobs thread ran');
-  t.is(sample(text, /spend_decisions_total\{outcome="REJECTED",kind="APPROVAL_EXPIRED"\}/), 1, 'its decision, counted on the thread');
-  t.is(sample(text, /spend_decisions_total\{outcome="REQUIRES_APPROVAL",kind="INITIAL"\}/), 1, 'the request thread\'s decision, in the same family');
+  t.is(sample(text, /spend_approvals_expired_total/), 1, 'the expiry its jobs ran');
+  t.is(sample(text, /spend_decisions_total\{outcome="REJECTED",kind="APPROVAL_EXPIRED"\}/), 1, 'its decision');
+  t.is(sample(text, /spend_decisions_total\{outcome="REQUIRES_APPROVAL",kind="INITIAL"\}/), 1, 'the request\'s decision, in the same family');
   t.is(sample(text, /spend_job_lag_seconds_count\{job="approvals.expire"\}/), 1);
-  t.is((text.match(/^# TYPE spend_decisions_total counter$/gm) ?? []).length, 1, 'one family, not one per thread');
+  t.is((text.match(/^# TYPE spend_decisions_total counter$/gm) ?? []).length, 1, 'one family');
   t.is((text.match(/^spend_process_cpu_user_seconds_total /gm) ?? []).length, 1, 'the process\'s own metrics once');
-  // Every family the process serves alone is still there, however prom-client aggregates it across
-  // threads (the start time, which Prometheus's restart detection reads, is 'omit' across a cluster).
+  // The process's own families, the start time among them (Prometheus reads restarts from it).
   const served = families(t, text);
   for (const own of ['spend_process_start_time_seconds', 'spend_nodejs_version_info', 'spend_process_resident_memory_bytes', 'spend_approvals_pending']) {
     t.true(served.has(own), `${own} is served`);

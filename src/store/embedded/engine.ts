@@ -145,8 +145,8 @@ export class Engine {
     this.dbName = options.dbName;
     this.#groupMaxMs = options.groupMaxMs;
     this.#walPath = location === ':memory:' ? undefined : `${location}-wal`;
-    // One checkpointer per process: a store opened on a worker thread (the jobs thread of npm start)
-    // shares the file with the main thread's store, whose checkpointer copies the WAL for both.
+    // One checkpointer per process: a store opened on a worker thread shares the file with the main
+    // thread's store, whose checkpointer copies the WAL for both.
     if (location !== ':memory:' && isMainThread) {
       this.#checkpointer = startSmallThread(new URL('./checkpointer.js', import.meta.url), { workerData: { file: location, intervalMs: 1000 } });
       this.#checkpointer.unref();
