@@ -103,6 +103,18 @@ test.serial('media types are compared without regard to case', async (t) => {
   t.is((await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r"}', { 'content-type': 'text/plain' })).status, 415);
 });
 
+test.serial('a media type the body reader cannot parse is 415, not a body said to be empty', async (t) => {
+  // `*` and an empty name before `+json` are no media type: the reader skipped the body, and the
+  // answer was 400 "The request body is empty" for a body that was sent.
+  for (const type of ['application/*+json', 'application/+json', 'application/json/x']) {
+    const res = await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r"}', { 'content-type': type });
+    t.is(res.status, 415, `${type}: ${res.text}`);
+    t.is(res.body.error.code, 'unsupported_media_type');
+  }
+  t.is((await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r"}', { 'content-type': 'application/vnd.shop.order+json; v=2' })).status, 201);
+  t.is((await submitRaw('', { 'content-type': 'application/json' })).body.error.code, 'malformed_json', 'an empty body is still malformed_json');
+});
+
 test.serial('an unknown Content-Encoding is 415 unsupported_media_type; gzip is read', async (t) => {
   const body = '{"merchant":"Paper Co","amountMinor":"100","reason":"r"}';
   const res = await submitRaw(body, { 'content-type': 'application/json', 'content-encoding': 'xyz' });
