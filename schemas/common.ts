@@ -3,8 +3,11 @@ import Type from 'typebox';
 
 export const Uuid = Type.String({ format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });
 export const Currency = Type.String({ pattern: '^[A-Z]{3}$' });
-/** On input a MinorAmount is a decimal string or a JSON integer; range checks happen in the domain. */
-export const MinorAmountInput = Type.Union([Type.String({ pattern: '^-?\\d+$', maxLength: 40 }), Type.Integer()]);
+/**
+ * On input a MinorAmount is a decimal string or a JSON integer; range checks happen in the domain, by
+ * value, so no length is capped here: leading zeros are allowed, and 41 nines are AMOUNT_TOO_LARGE.
+ */
+export const MinorAmountInput = Type.Union([Type.String({ pattern: '^-?\\d+$' }), Type.Integer()]);
 export const MinorAmount = Type.String({ pattern: '^-?\\d+$' });
 export const Timestamp = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$' });
 /**

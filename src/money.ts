@@ -12,7 +12,8 @@ const MINOR_PATTERN = /^-?\d+$/;
 export function parseMinor(value: unknown): bigint | null {
   if (typeof value === 'bigint') return value;
   if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : null;
-  if (typeof value === 'string' && MINOR_PATTERN.test(value) && value.length <= 40) return BigInt(value);
+  // Any length: the body's size bounds it (64 KB of digits parse in a few milliseconds).
+  if (typeof value === 'string' && MINOR_PATTERN.test(value)) return BigInt(value);
   return null;
 }
 

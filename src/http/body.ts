@@ -43,6 +43,8 @@ const isJson = (ctx: Context) => {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 };
 
+const unsupportedMediaType = () => new ApiError(415, 'unsupported_media_type', 'Send the body as Content-Type: application/json.');
+
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Bytes decoded as UTF-8 strictly; `what` names them in the malformed_json refusal. */
@@ -102,7 +104,7 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       return next();
     }
     if (!isJson(ctx)) {
-      throw new ApiError(415, 'unsupported_media_type', 'Send the body as Content-Type: application/json.');
+      throw unsupportedMediaType();
     }
     const declared = Number(ctx.get('content-length') || '0');
     if (declared > limit) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
@@ -118,6 +120,9 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       if (status === 415) throw new ApiError(415, 'unsupported_media_type', 'Send the body without Content-Encoding, or with gzip, deflate or br.');
       throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
     }
+    // koa-body reads only a media type it can parse: `application/*+json` passes isJson but is none,
+    // and its body, left unread, is not an empty one.
+    if (typeof ctx.request.body !== 'string' && hasBody(ctx)) throw unsupportedMediaType();
     // koa-body read the bytes as latin1: one character per byte, so nothing is lost on the way back.
     const raw = utf8Text(Buffer.from(typeof ctx.request.body === 'string' ? ctx.request.body : '', 'latin1'));
     if (raw.trim() === '') {

@@ -57,6 +57,34 @@ test.serial('an amount written as an integer beyond 2^53-1 is AMOUNT_TOO_LARGE, 
   t.is(await purchases(), before);
 });
 
+test.serial('a string amount is judged by its value, however many digits it is written with', async (t) => {
+  const before = await purchases();
+  // More than 40 characters was TOO_LONG: a value of 1 written with leading zeros ("01999" is 1999), and
+  // a value above 2^53-1 that the amount range calls AMOUNT_TOO_LARGE.
+  const zeros = await submitRaw(`{"merchant":"Paper Co","amountMinor":"${'0'.repeat(60)}7","reason":"r"}`);
+  t.is(zeros.status, 201, zeros.text);
+  t.is(zeros.body.purchaseRequest.amountMinor, '7');
+  const long = await submitRaw(`{"merchant":"Paper Co","amountMinor":"${'9'.repeat(41)}","reason":"r"}`);
+  t.deepEqual(long.body.error?.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['amountMinor', 'AMOUNT_TOO_LARGE']], long.text);
+  t.is(await purchases(), before + 1);
+
+  // The simulation reads the body as a submission does, and writes nothing.
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  const written = fc.tuple(fc.boolean(), fc.nat({ max: 50 }), fc.oneof(fc.bigInt({ min: 0n, max: max + 10n }), fc.bigInt({ min: 0n, max: 10n ** 80n })));
+  await fc.assert(
+    fc.asyncProperty(written, async ([negative, zeros, value]) => {
+      const text = `${negative ? '-' : ''}${'0'.repeat(zeros)}${value}`;
+      const res = await app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: text, reason: 'r' } });
+      const amount = negative ? -value : value;
+      if (amount >= 1n && amount <= max) return res.status === 200 && res.body.purchase.amountMinor === value.toString();
+      const code = amount < 1n ? 'AMOUNT_NOT_POSITIVE' : 'AMOUNT_TOO_LARGE';
+      return res.status === 400 && JSON.stringify(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code])) === JSON.stringify([['amountMinor', code]]);
+    }),
+    { numRuns: 60 },
+  );
+  t.is(await purchases(), before + 1);
+});
+
 test.serial('a manifest limit written as a fraction is refused', async (t) => {
   const manifest = acmeManifest('fractional');
   const text = JSON.stringify(manifest).replace(/"amountMinor":"?(\d+)"?/, '"amountMinor":$1.0');
@@ -101,6 +129,18 @@ test.serial('media types are compared without regard to case', async (t) => {
     t.is(res.status, 201, `${type}: ${res.text}`);
   }
   t.is((await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r"}', { 'content-type': 'text/plain' })).status, 415);
+});
+
+test.serial('a media type the body reader cannot parse is 415, not a body said to be empty', async (t) => {
+  // `*` and an empty name before `+json` are no media type: the reader skipped the body, and the
+  // answer was 400 "The request body is empty" for a body that was sent.
+  for (const type of ['application/*+json', 'application/+json', 'application/json/x']) {
+    const res = await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r"}', { 'content-type': type });
+    t.is(res.status, 415, `${type}: ${res.text}`);
+    t.is(res.body.error.code, 'unsupported_media_type');
+  }
+  t.is((await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r"}', { 'content-type': 'application/vnd.shop.order+json; v=2' })).status, 201);
+  t.is((await submitRaw('', { 'content-type': 'application/json' })).body.error.code, 'malformed_json', 'an empty body is still malformed_json');
 });
 
 test.serial('an unknown Content-Encoding is 415 unsupported_media_type; gzip is read', async (t) => {
