@@ -446,6 +446,27 @@ test.serial('an endpoint disabled and re-enabled during an attempt does not get 
   t.is(sentTo('/flapping').length, 1, 'not replayed after re-enabling');
 });
 
+test.serial('a delivery held by a dead worker while its endpoint was disabled is not replayed after re-enabling', async (t) => {
+  const o = await setup(['/dead-flap']);
+  const id = o.endpoints[0].id;
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(id);
+  // Claimed by a worker that then died: its lease still runs, so the disable's cancel passes it by.
+  await webhookCollections(app.store.db).deliveries.updateOne({ _id: d0._id }, { $set: { leaseUntil: new Date(now().getTime() + 60_000), leaseToken: 'dead-worker' } });
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } })).status, 200);
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } })).status, 200);
+  offset += 61_000;
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/dead-flap').length, 0, 'old traffic is not replayed after re-enabling');
+  t.like(await delivery(d0._id), { status: 'CANCELLED', nextAttemptAt: null, attemptCount: 0 });
+  // What happens after re-enabling is delivered as usual.
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/dead-flap').length, 1);
+});
+
 test.serial('disabling cancels pending deliveries (tests excepted); revoking cancels everything; neither counts as a failure', async (t) => {
   const o = await setup(['/paused']);
   scripts.set('/paused', [{ verdict: 'RETRY', statusCode: 500, errorClass: 'HTTP_STATUS' }, { verdict: 'SUCCESS', statusCode: 200 }]);
