@@ -26,7 +26,7 @@ import { attemptSlots, hostOf, Reservations, type Scope, type SlotKey } from './
 import { scheduleAttempts } from './queue.ts';
 import { encryptionKeyOrNull, webhookRuntime } from './runtime.ts';
 import { nextAttemptAt } from './schedule.ts';
-import { decryptSecret } from './secrets.ts';
+import { decryptSecret, SecretDecryptionError } from './secrets.ts';
 import type { AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
 import { webhookAttempted } from '../metrics/metrics.ts';
@@ -44,13 +44,22 @@ export type AttemptOutcome =
   | { kind: 'LOST_LEASE' }
   | { kind: 'ATTEMPTED'; attempt: number; status: DeliveryStatus; result: AttemptResult; nextAttemptAt: Date | null };
 
-/** The secrets that sign right now, newest first (two entries during a rotation overlap). */
+/**
+ * The secrets that sign right now, newest first (two entries during a rotation overlap). Throws when
+ * the current one cannot be opened. A previous one that cannot be opened is left out: after
+ * WEBHOOK_ENCRYPTION_KEY changes, the rotation the docs ask for leaves the old secret, sealed under
+ * the old key, as `previous` for 24 hours, and the new secret alone must sign meanwhile.
+ */
 export function signingSecrets(endpoint: WebhookEndpointDoc, key: Buffer, now: Date): string[] {
   const s = endpoint.secrets;
   if (!s) return [];
   const secrets = [decryptSecret(key, s.current, endpoint._id)];
   if (s.previous && s.previousExpiresAt && s.previousExpiresAt.getTime() > now.getTime()) {
-    secrets.push(decryptSecret(key, s.previous, endpoint._id));
+    try {
+      secrets.push(decryptSecret(key, s.previous, endpoint._id));
+    } catch (err) {
+      if (!(err instanceof SecretDecryptionError)) throw err;
+    }
   }
   return secrets;
 }

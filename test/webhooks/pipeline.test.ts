@@ -532,6 +532,22 @@ test.serial('rotation: two signature entries (old and new secret) for 24 hours, 
   t.false(verifies(retired, rotated.secret));
 });
 
+test.serial('after WEBHOOK_ENCRYPTION_KEY changes, rotating as the docs say delivers at once, signed with the new secret only', async (t) => {
+  const o = await setup(['/new-key']);
+  const ep = o.endpoints[0];
+  // The same store served under another key (docs/integrate/webhooks.md, "Turning webhooks on").
+  const moved = await startApp({ store: app.store, env: { WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex') }, now, scheduler: recordingScheduler });
+  t.teardown(() => moved.close());
+  configureWebhooks(moved.deps, { send: fakeSend, lookup });
+  const rotated = await moved.request(`/v1/webhooks/${ep.id}/rotate-secret`, { key: o.admin, method: 'POST' });
+  t.is(rotated.status, 200, rotated.text);
+  const queued = await moved.request(`/v1/webhooks/${ep.id}/test`, { key: o.admin, method: 'POST' });
+  t.like(await attemptDelivery(moved.deps, queued.body.deliveryId), { kind: 'ATTEMPTED', status: 'DELIVERED' });
+  const [s] = sentTo('/new-key');
+  t.is(s.headers[WEBHOOK_SIGNATURE_HEADER].split(',').length, 1, 'the old secret cannot be opened: it cannot sign');
+  t.true(verifySignature({ header: s.headers[WEBHOOK_SIGNATURE_HEADER], timestamp: s.headers[WEBHOOK_TIMESTAMP_HEADER], body: s.body, secret: rotated.body.secret, now: s.at }));
+});
+
 // The loopback answers are refused here because this app runs without WEBHOOK_UNSAFE_ALLOW_LOCAL; the
 // other classes, and the connection going to the checked address, are proven against real receivers in
 // hostile-receivers.test.ts.
