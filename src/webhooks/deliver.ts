@@ -26,7 +26,7 @@ import { attemptSlots, hostOf, Reservations, type Scope, type SlotKey } from './
 import { scheduleAttempts } from './queue.ts';
 import { encryptionKeyOrNull, webhookRuntime } from './runtime.ts';
 import { nextAttemptAt } from './schedule.ts';
-import { decryptSecret } from './secrets.ts';
+import { decryptSecret, SecretDecryptionError } from './secrets.ts';
 import type { AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
 import { webhookAttempted } from '../metrics/metrics.ts';
@@ -44,23 +44,37 @@ export type AttemptOutcome =
   | { kind: 'LOST_LEASE' }
   | { kind: 'ATTEMPTED'; attempt: number; status: DeliveryStatus; result: AttemptResult; nextAttemptAt: Date | null };
 
-/** The secrets that sign right now, newest first (two entries during a rotation overlap). */
+/**
+ * The secrets that sign right now, newest first (two entries during a rotation overlap). Throws when
+ * the current one cannot be opened. A previous one that cannot be opened is left out: after
+ * WEBHOOK_ENCRYPTION_KEY changes, the rotation the docs ask for leaves the old secret, sealed under
+ * the old key, as `previous` for 24 hours, and the new secret alone must sign meanwhile.
+ */
 export function signingSecrets(endpoint: WebhookEndpointDoc, key: Buffer, now: Date): string[] {
   const s = endpoint.secrets;
   if (!s) return [];
   const secrets = [decryptSecret(key, s.current, endpoint._id)];
   if (s.previous && s.previousExpiresAt && s.previousExpiresAt.getTime() > now.getTime()) {
-    secrets.push(decryptSecret(key, s.previous, endpoint._id));
+    try {
+      secrets.push(decryptSecret(key, s.previous, endpoint._id));
+    } catch (err) {
+      if (!(err instanceof SecretDecryptionError)) throw err;
+    }
   }
   return secrets;
 }
 
 /**
  * REVOKED receives nothing more. DISABLED receives only `webhook.test` deliveries, so a receiver
- * can be checked before the endpoint is enabled again; its other deliveries are cancelled.
+ * can be checked before the endpoint is enabled again; its other deliveries are cancelled, and so is
+ * one that was pending when the endpoint was last disabled, even if it has been enabled again since:
+ * disabling cancels it unless an attempt held it then (one in flight, or a dead worker's lease), and
+ * re-enabling does not replay old traffic.
  */
-const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType'>): boolean =>
-  endpoint.status === 'ACTIVE' || (endpoint.status === 'DISABLED' && delivery.eventType === 'webhook.test');
+const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'createdAt'>): boolean => {
+  if (delivery.eventType === 'webhook.test') return endpoint.status === 'ACTIVE' || endpoint.status === 'DISABLED';
+  return endpoint.status === 'ACTIVE' && !(endpoint.disabledAt != null && endpoint.disabledAt.getTime() >= delivery.createdAt.getTime());
+};
 
 const RESULT_LABEL = { DELIVERED: 'delivered', PENDING: 'retry', FAILED: 'failed', EXHAUSTED: 'exhausted', CANCELLED: 'failed' } as const;
 
@@ -178,7 +192,7 @@ async function attemptHolding(deps: AppDeps, deliveryId: string): Promise<Attemp
   let next = result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
   const finishedAt = deps.now();
   const status = await runCommand(deps.store, (session) =>
-    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, eventType: claimed.eventType, claimedAt, attempt, startedAt, finishedAt, result, status: statusFor(result, next), next }),
+    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, delivery: claimed, attempt, startedAt, finishedAt, result, status: statusFor(result, next), next }),
   );
   if (status !== 'PENDING') next = null;
   if (status === null) {
@@ -196,9 +210,8 @@ async function attemptHolding(deps: AppDeps, deliveryId: string): Promise<Attemp
 interface AttemptRecord {
   held: { _id: string; leaseToken: string; status: 'PENDING' };
   endpointId: string;
-  eventType: WebhookDeliveryDoc['eventType'];
-  /** When this attempt took the delivery: an endpoint disabled since then cancels its retry. */
-  claimedAt: Date;
+  /** Whether the endpoint may still receive it (mayReceive) depends on these. */
+  delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'createdAt'>;
   attempt: number;
   startedAt: Date;
   finishedAt: Date;
@@ -222,8 +235,7 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
   let status = r.status;
   if (status === 'PENDING') {
     const endpoint = await endpoints.findOne({ _id: r.endpointId }, { session });
-    const disabledSince = r.eventType !== 'webhook.test' && endpoint?.disabledAt != null && endpoint.disabledAt.getTime() >= r.claimedAt.getTime();
-    if (!endpoint || !mayReceive(endpoint, { eventType: r.eventType }) || disabledSince) status = 'CANCELLED';
+    if (!endpoint || !mayReceive(endpoint, r.delivery)) status = 'CANCELLED';
   }
   const updated = await deliveries.updateOne(
     r.held,

@@ -232,6 +232,12 @@ test('415 without JSON content type, 400 malformed_json, 413 above 16 KB', async
   expectError(t, await app.request('/v1/webhooks', malformed), 400, 'malformed_json');
   expectError(t, await app.request(`/v1/webhooks/${id}`, { ...malformed, method: 'PATCH' }), 400, 'malformed_json');
   expectError(t, await app.request(`/v1/webhooks/${id}/rotate-secret`, malformed), 400, 'malformed_json');
+  expectError(t, await app.request(`/v1/webhooks/${id}/test`, { key: o.admin, raw: '{}', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+  expectError(t, await app.request(`/v1/webhooks/${id}/test`, malformed), 400, 'malformed_json');
+  for (const op of ['rotate-secret', 'test']) {
+    const big = await app.request(`/v1/webhooks/${id}/${op}`, { key: o.admin, raw: `{"x":"${'d'.repeat(16 * 1024)}"}`, headers: { 'content-type': 'application/json' } });
+    expectError(t, big, 413, 'payload_too_large');
+  }
 
   // Exactly at the limit the body is read (and refused for its content); one byte over is 413.
   const padded = (size: number) => {

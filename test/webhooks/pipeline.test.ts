@@ -446,6 +446,27 @@ test.serial('an endpoint disabled and re-enabled during an attempt does not get 
   t.is(sentTo('/flapping').length, 1, 'not replayed after re-enabling');
 });
 
+test.serial('a delivery held by a dead worker while its endpoint was disabled is not replayed after re-enabling', async (t) => {
+  const o = await setup(['/dead-flap']);
+  const id = o.endpoints[0].id;
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(id);
+  // Claimed by a worker that then died: its lease still runs, so the disable's cancel passes it by.
+  await webhookCollections(app.store.db).deliveries.updateOne({ _id: d0._id }, { $set: { leaseUntil: new Date(now().getTime() + 60_000), leaseToken: 'dead-worker' } });
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } })).status, 200);
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } })).status, 200);
+  offset += 61_000;
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/dead-flap').length, 0, 'old traffic is not replayed after re-enabling');
+  t.like(await delivery(d0._id), { status: 'CANCELLED', nextAttemptAt: null, attemptCount: 0 });
+  // What happens after re-enabling is delivered as usual.
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/dead-flap').length, 1);
+});
+
 test.serial('disabling cancels pending deliveries (tests excepted); revoking cancels everything; neither counts as a failure', async (t) => {
   const o = await setup(['/paused']);
   scripts.set('/paused', [{ verdict: 'RETRY', statusCode: 500, errorClass: 'HTTP_STATUS' }, { verdict: 'SUCCESS', statusCode: 200 }]);
@@ -509,6 +530,22 @@ test.serial('rotation: two signature entries (old and new secret) for 24 hours, 
   t.is(entries(retired).length, 1);
   t.true(verifies(retired, again.secret));
   t.false(verifies(retired, rotated.secret));
+});
+
+test.serial('after WEBHOOK_ENCRYPTION_KEY changes, rotating as the docs say delivers at once, signed with the new secret only', async (t) => {
+  const o = await setup(['/new-key']);
+  const ep = o.endpoints[0];
+  // The same store served under another key (docs/integrate/webhooks.md, "Turning webhooks on").
+  const moved = await startApp({ store: app.store, env: { WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex') }, now, scheduler: recordingScheduler });
+  t.teardown(() => moved.close());
+  configureWebhooks(moved.deps, { send: fakeSend, lookup });
+  const rotated = await moved.request(`/v1/webhooks/${ep.id}/rotate-secret`, { key: o.admin, method: 'POST' });
+  t.is(rotated.status, 200, rotated.text);
+  const queued = await moved.request(`/v1/webhooks/${ep.id}/test`, { key: o.admin, method: 'POST' });
+  t.like(await attemptDelivery(moved.deps, queued.body.deliveryId), { kind: 'ATTEMPTED', status: 'DELIVERED' });
+  const [s] = sentTo('/new-key');
+  t.is(s.headers[WEBHOOK_SIGNATURE_HEADER].split(',').length, 1, 'the old secret cannot be opened: it cannot sign');
+  t.true(verifySignature({ header: s.headers[WEBHOOK_SIGNATURE_HEADER], timestamp: s.headers[WEBHOOK_TIMESTAMP_HEADER], body: s.body, secret: rotated.body.secret, now: s.at }));
 });
 
 // The loopback answers are refused here because this app runs without WEBHOOK_UNSAFE_ALLOW_LOCAL; the
