@@ -3,7 +3,7 @@
 // instant, is judged against exactly that spending. Property-based, through the real HTTP surface: random
 // organisations and purchases (held, answered, in several currencies and zones, across midnights and
 // DST changes), policies whose limits change mid-period, then a draft with day and month budgets that is
-// validated, activated and tried.
+// validated, simulated, activated and tried: the draft simulation reads the same windows too.
 import test from 'ava';
 import fc from 'fast-check';
 import { ruleArbitrary } from '../helpers/arbitraries.ts';
@@ -107,12 +107,18 @@ test('a purchase right after activation counts what validate said the windows ho
           if (draftId === null) continue; // the draft is the active version already
           const validated = await app.request(`/v1/policies/${policyId}/versions/${draftId}/validate`, { method: 'POST', key: org.keys.org });
           if (validated.status !== 200) throw new Error(`validate ${validated.status} ${validated.text}`);
+          const purchaseCurrency = st.purchase.currency ?? s.currency;
+          const simulated = await app.request('/v1/simulations/draft-policy', {
+            key: org.keys.org,
+            body: { policyVersionId: draftId, merchant: 'Paper Co', amountMinor: String(st.purchase.amount), reason: 'property', currency: purchaseCurrency },
+          });
+          if (simulated.status !== 200) throw new Error(`draft simulation ${simulated.status} ${simulated.text}`);
           rules = st.draft;
           const activated = await applyManifest(app, manifest(rules));
           if (activated.policies.p.activeVersionId !== draftId) throw new Error('activation made another version than the one validated');
           const amount = BigInt(st.purchase.amount);
           const answer = await submit({ ...st.purchase, advanceMinutes: 0 });
-          const currency = st.purchase.currency ?? s.currency;
+          const currency = purchaseCurrency;
           const versionRules: any[] = validated.body.version.rules;
           for (const evaluation of answer.ruleEvaluations) {
             if (evaluation.policyId !== policyId || evaluation.outcome === 'NOT_APPLICABLE') continue;
@@ -128,6 +134,12 @@ test('a purchase right after activation counts what validate said the windows ho
               throw new Error(`at ${new Date(clock).toISOString()} in ${s.timezone}, ${r.periodKind} ${currency}: validate said ${JSON.stringify(said)} (${JSON.stringify(validated.body.budgetImpact)}), the submission counted ${JSON.stringify(got)}`);
             }
             if (impact) checked++;
+            // The draft simulation, made before activation, read the same windows.
+            const window = simulated.body.budgets.find((b: any) => b.currency === currency && b.periodKind === r.periodKind);
+            const current = window && BigInt(window.current.openingBalanceMinor) + BigInt(window.current.reservedMinor);
+            if (current !== before) {
+              throw new Error(`at ${new Date(clock).toISOString()} in ${s.timezone}, ${r.periodKind} ${currency}: the draft simulation counted ${current}, the submission ${before}`);
+            }
           }
         }
       }
