@@ -186,6 +186,43 @@ test('validate reports the problems of a version and writes nothing', async (t) 
   t.deepEqual(good.body.issues, []);
 });
 
+test('a threshold above a maximum of one currency is valid when it applies in another the version covers', async (t) => {
+  const manifest = acmeManifest('multi');
+  manifest.policies = [
+    {
+      handle: 'both',
+      name: 'Euros and dollars',
+      description: null,
+      status: 'ACTIVE',
+      scope: 'ORGANIZATION',
+      currencies: ['EUR', 'USD'],
+      activate: true,
+      rules: [
+        { ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '1000', currency: 'EUR' },
+        { ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '5000' },
+      ],
+      merchants: [],
+    } as never,
+  ];
+  const multi = await applyManifest(app, manifest);
+  const validate = (o: AppliedOrg) =>
+    app.request(`/v1/policies/${o.policies.both.id}/versions/${o.policies.both.activeVersionId}/validate`, { method: 'POST', key: multi.keys['admin-key'] });
+  const res = await validate(multi);
+  t.is(res.status, 200);
+  t.deepEqual(res.body.issues, []);
+  t.true(res.body.valid);
+  // It does apply: a dollar purchase above it goes to a person.
+  const usd = await app.request('/v1/purchase-requests', { key: multi.keys['buyer-key'], body: { amountMinor: '6000', currency: 'USD', merchant: 'Paper Co', reason: 'desk' } });
+  t.deepEqual(usd.body.decision.reasonCodes, ['APPROVAL_THRESHOLD_EXCEEDED']);
+
+  // Below a maximum in every currency it covers, it can never apply.
+  (manifest.policies[0] as any).rules.push({ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '2000', currency: 'USD' });
+  const dead = await validate(await applyManifest(app, manifest));
+  t.is(dead.status, 200, dead.text);
+  t.false(dead.body.valid);
+  t.deepEqual(dead.body.issues.map((i: any) => [i.code, i.path]), [['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1'], ['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1']]);
+});
+
 test('validate takes no body: an empty object is tolerated, a field is refused, not ignored', async (t) => {
   const path = `/v1/policies/${acme.policies.office.id}/versions/${acme.policies.office.activeVersionId}/validate`;
   t.is((await app.request(path, { method: 'POST', key, body: {} })).status, 200);
