@@ -5,7 +5,7 @@
 // it has a budget of attempts AND time: a command that cannot commit within it answers 503, never hangs.
 import pRetry from 'p-retry';
 import { VersionConflict, storeUnavailable } from '../http/errors.ts';
-import { hasErrorLabel, isStoreTimeout, type Store, type StoreSession, type StoreTransactionOptions } from '../store/store.ts';
+import { hasErrorLabel, isStoreUnavailable, type Store, type StoreSession, type StoreTransactionOptions } from '../store/store.ts';
 import { transactionRetried, versionConflicted } from '../metrics/metrics.ts';
 
 export interface RetryBudget {
@@ -43,7 +43,7 @@ export async function runCommand<T>(
       },
     });
   } catch (error) {
-    if (lostRace(error) || isStoreTimeout(error) || hasErrorLabel(error, 'UnknownTransactionCommitResult')) throw storeUnavailable(error);
+    if (lostRace(error) || isStoreUnavailable(error) || hasErrorLabel(error, 'UnknownTransactionCommitResult')) throw storeUnavailable(error);
     throw error;
   }
 }

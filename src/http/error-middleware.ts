@@ -1,8 +1,8 @@
 // Mounted first (docs/internals/design.md §6a): renders docs/reference/contract.md §7's error body for expected errors,
 // and logs anything else once as a 500 `internal_error` without exposing its message.
 import type { Context, Next } from 'koa';
-import { ApiError, StorageFull, storeUnavailable } from './errors.ts';
-import { isStorageFull, isStoreTimeout } from '../store/store.ts';
+import { ApiError, StorageFull, StoreUnavailable, storeUnavailable } from './errors.ts';
+import { isStorageFull, isStoreUnavailable } from '../store/store.ts';
 import type { Logger } from '../log.ts';
 
 /** `onStorageFull`: told when a request's write failed for lack of space (readiness then fails). */
@@ -19,6 +19,8 @@ export function errorMiddleware(log: Logger, onStorageFull: () => void = () => {
       if (apiError instanceof StorageFull) {
         onStorageFull();
         log.warn('storage full: a write found no space', { err: describe(err), method: ctx.method, path: ctx.path });
+      } else if (apiError instanceof StoreUnavailable) {
+        log.warn('store unavailable: a request gave up', { err: describe(apiError.cause), method: ctx.method, path: ctx.path });
       } else if (!apiError) {
         log.error('unhandled error', { err: describe(err), method: ctx.method, path: ctx.path });
       }
@@ -33,7 +35,7 @@ export function errorMiddleware(log: Logger, onStorageFull: () => void = () => {
 /** Errors raised by the HTTP stack itself (body parsers, routers) mapped onto the contract's codes. */
 function toApiError(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
-  if (isStoreTimeout(err)) return storeUnavailable(err);
+  if (isStoreUnavailable(err)) return storeUnavailable(err);
   // Before any other mapping: a store error for lack of space may also carry a status of its own.
   if (isStorageFull(err)) return new StorageFull(err);
   const e = err as { status?: number; statusCode?: number; type?: string; expose?: boolean };

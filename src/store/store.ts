@@ -100,9 +100,14 @@ export function hasErrorLabel(error: unknown, label: string): boolean {
   return e.cause !== error && hasErrorLabel(e.cause, label);
 }
 
-/** The driver gave up waiting (a deadline of src/store/mongo.ts deadlineOptions): the store is unavailable now. */
-const TIMEOUT_ERRORS = new Set(['MongoOperationTimeoutError', 'MongoServerSelectionError', 'MongoNetworkTimeoutError', 'MongoWaitQueueTimeoutError']);
-export const isStoreTimeout = (error: unknown): boolean => error instanceof Error && (TIMEOUT_ERRORS.has(error.name) || (error.cause !== error && isStoreTimeout(error.cause)));
+/**
+ * The store is unavailable now: the driver gave up waiting (a deadline of src/store/mongo.ts
+ * deadlineOptions), or lost its connection and its one retry did too (a failover closes the primary's
+ * connections; MongoNetworkTimeoutError is a MongoNetworkError).
+ */
+const UNAVAILABLE_ERRORS = new Set(['MongoOperationTimeoutError', 'MongoServerSelectionError', 'MongoNetworkTimeoutError', 'MongoWaitQueueTimeoutError', 'MongoNetworkError', 'MongoPoolClearedError', 'PoolClearedOnNetworkError']);
+export const isStoreUnavailable = (error: unknown): boolean =>
+  error instanceof Error && (UNAVAILABLE_ERRORS.has(error.name) || (error.cause !== error && isStoreUnavailable(error.cause)));
 
 /** SQLite's primary result code for a write that found no space (extended codes keep it in their low byte). */
 const SQLITE_FULL = 13;

@@ -132,3 +132,20 @@ test.serial('200 concurrent purchases while commits answer UnknownTransactionCom
     },
   });
 });
+
+test.serial('a store connection that drops twice (the driver retries once) answers 503 with Retry-After, not a 500; the next request is served', async (t) => {
+  // What a MongoDB failover looks like to a request: the primary closes its connections.
+  const org = await applyManifest(app, manifest('dropped-connections'));
+  const created = await app.request('/v1/purchase-requests', { key: org.keys['x-key'], body: { merchant: 'Parts Ltd', amountMinor: 1000, reason: 'part' } });
+  t.is(created.status, 201);
+  const admin = (store as unknown as { client: import('mongodb').MongoClient }).client.db('admin');
+  await admin.command({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], closeConnection: true, appName: 'service-under-test' } });
+  const dropped = await app.request(`/v1/purchase-requests/${created.body.purchaseRequest.id}`, { key: org.keys['x-key'] });
+  const { count } = await admin.command({ configureFailPoint: 'failCommand', mode: 'off' });
+  t.is(count, 2, 'the connection was closed on both attempts');
+  t.is(dropped.status, 503, dropped.text);
+  t.is(dropped.body.error.code, 'internal_error');
+  t.is(dropped.headers.get('retry-after'), '1');
+  const again = await app.request(`/v1/purchase-requests/${created.body.purchaseRequest.id}`, { key: org.keys['x-key'] });
+  t.is(again.status, 200);
+});

@@ -5,7 +5,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import test from 'ava';
 import { openMongoStore } from '../../src/store/mongo.ts';
-import { isStoreTimeout } from '../../src/store/store.ts';
+import { isStoreUnavailable } from '../../src/store/store.ts';
 import { runCommand } from '../../src/commands/run-command.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { startListener } from '../helpers/wire.ts';
@@ -28,7 +28,7 @@ test('a server that accepts connections and never answers: refused within the de
   });
   const started = performance.now();
   const error = await t.throwsAsync(openMongoStore(`mongodb://127.0.0.1:${port}/deadlines`, { dbName: 'deadlines', timeoutMs: DEADLINE_MS }));
-  t.true(isStoreTimeout(error), `${error?.name}: ${error?.message}`);
+  t.true(isStoreUnavailable(error), `${error?.name}: ${error?.message}`);
   t.true(performance.now() - started < WELL_WITHIN_MS);
 });
 
