@@ -38,7 +38,7 @@ export interface Capability {
   readonly metrics?: (deps: AppDeps) => void;
   /** Defines its jobs, in every process that runs jobs. */
   readonly defineJobs?: (agenda: Agenda, deps: AppDeps) => void;
-  /** Declares its recurring jobs (from the worker only, DESIGN.md 8). */
+  /** Declares its recurring jobs (from the job runner only, docs/internals/design.md §8). */
   readonly scheduleJobs?: (agenda: Agenda, options: WorkerOptions) => Promise<void>;
   /** The collections it writes that none of its indexes names (all are created at start). */
   readonly collections?: readonly string[];

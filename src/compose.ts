@@ -43,7 +43,7 @@ export const STORE_LAYOUT: StoreLayout = {
 /** Creates every collection and index (idempotent), and drops the retired indexes. */
 export const createIndexes = (db: StoreDb): Promise<void> => createStoreIndexes(db, STORE_LAYOUT);
 
-/** The dependencies, built once per process (DESIGN.md 6a). */
+/** The dependencies, built once per process (docs/internals/design.md §1). */
 export function composeDeps(parts: { config: Config; store: Store; log: Logger; scheduler: Scheduler; now?: () => Date }): AppDeps {
   const { config, store, log, scheduler } = parts;
   const deps: AppDeps = { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), actors: new OrganizationActors(), scheduler };

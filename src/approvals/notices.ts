@@ -1,6 +1,6 @@
 // Approvers are told (docs/approve/approvals.md, issue #32): when a purchase needs a person, every
 // approver of its organisation is emailed (SMTP_URL, SMTP_FROM), and reminded once before it expires
-// (APPROVAL_REMINDER_AT). Run by the jobs worker only (src/approvals/jobs.ts), never on a request's thread:
+// (APPROVAL_REMINDER_AT). Run by the jobs only (src/approvals/jobs.ts), never inside a request:
 //
 // - `approval_notices`, one per approval, says which message is due next and when: the request at
 //   once, then the reminder at its moment, then nothing. The job `approvals.notify` (scheduled after

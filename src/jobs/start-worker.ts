@@ -1,5 +1,5 @@
 // startWorker(deps, agenda, capabilities): defines every capability's jobs, declares the recurring ones
-// (from the worker only, DESIGN.md 8) and starts processing. Returns a stop function that finishes or
+// (from the job runner only, docs/internals/design.md §8) and starts processing. Returns a stop function that finishes or
 // releases the jobs in hand. src/compose.ts's startJobs hands in the service's capabilities.
 import type { Agenda } from 'agenda';
 import type { AppDeps } from '../app-deps.ts';
