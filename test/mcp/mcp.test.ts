@@ -377,3 +377,17 @@ test('get_purchase gives the purchase\'s receipts, so that the receipt of a pers
   t.deepEqual(rest.body.receipts, read.receipts);
   await c.close();
 });
+
+// MCP 2025-11-25, tasks: a server that declares no `tasks` capability (this one) must process a
+// task-augmented request normally, ignoring `task`; the SDK's server answered -32603 Internal error.
+test('a task-augmented tools/call is processed normally, as the server declares no tasks capability', async (t) => {
+  const c = await client(full.access_token);
+  t.is(c.getServerCapabilities()?.tasks, undefined);
+  const asked = await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Task Paper', amountMinor: '120', reason: 'Pens' } }, undefined, { task: { ttl: 60_000 } });
+  t.falsy(asked.isError, JSON.stringify(asked));
+  const id = (asked.structuredContent as any).purchaseRequest.id;
+  t.is((asked.structuredContent as any).decision.outcome, 'APPROVED');
+  const read = await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: id } }, undefined, { task: { ttl: 60_000 } });
+  t.is((read.structuredContent as any).purchase.id, id);
+  await c.close();
+});
