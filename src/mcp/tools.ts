@@ -14,6 +14,7 @@ import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
+import { NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
 import { parsePurchase, reservedKeys } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
@@ -29,7 +30,9 @@ const simulationBody = compile(CurrentPoliciesSimulationBody);
 // ---- schemas ---------------------------------------------------------------------------------
 
 const purchaseFields = {
-  merchant: z.string().max(200).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
+  // The pattern is listed, as in the OpenAPI document, but not enforced by zod: the domain refuses such a
+  // name with its own issue code, CONTROL_CHARACTER (docs/reference/decisions.md).
+  merchant: z.string().max(200).meta({ pattern: NO_CONTROL_CHARACTERS }).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
   amountMinor: z
     .union([z.string().regex(/^-?\d+$/), z.number().int()])
     .describe('The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.'),

@@ -181,6 +181,19 @@ test('a merchant holding a control character or line break is refused by the too
   await c.close();
 });
 
+test('the merchant schema tools/list gives refuses what the tools refuse: control characters and line breaks', async (t) => {
+  const c = await client(full.access_token);
+  const { tools } = await c.listTools();
+  for (const name of ['check_purchase', 'request_purchase']) {
+    const merchant = (tools.find((x) => x.name === name)!.inputSchema.properties as Record<string, { pattern?: string }>).merchant;
+    t.truthy(merchant.pattern, name);
+    const pattern = new RegExp(merchant.pattern!, 'u');
+    for (const refused of ['Staples\r\nX-Forged: yes', 'Sta\u0000ples', 'Staples\u2028', 'Tab\tShop', 'C1\u0085Shop']) t.false(pattern.test(refused), `${name} ${JSON.stringify(refused)}`);
+    for (const accepted of ['Staples', 'Deutsche Bahn', 'Zero\u200Bwidth', 'Café Müller']) t.true(pattern.test(accepted), `${name} ${JSON.stringify(accepted)}`);
+  }
+  await c.close();
+});
+
 // Serial: it briefly changes a token's audience, which must not disturb the other tests.
 test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', async (t) => {
   const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
