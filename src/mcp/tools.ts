@@ -7,7 +7,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
-import { ApiError, StorageFull, invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { ApiError, StorageFull, invalidRequest, storeUnavailable, type ErrorIssue } from '../http/errors.ts';
+import { isStoreUnavailable } from '../store/store.ts';
 import { noteStorageFull } from '../store/storage-space.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
@@ -158,6 +159,11 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       return toolResult(await work());
     } catch (err) {
       if (err instanceof ApiError) return toolError(err);
+      if (isStoreUnavailable(err)) {
+        // As on /v1 (src/http/error-middleware.ts): a store busy or failing over for a moment, not a bug.
+        deps.log.warn('store unavailable: a tool gave up', { err: err instanceof Error ? err.message : String(err) });
+        return toolError(storeUnavailable(err));
+      }
       if (noteStorageFull(deps.store, err)) {
         // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
         deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err) });
