@@ -97,6 +97,17 @@ function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown
     const raw = sent[next++] as { params?: { arguments?: unknown } } | null | undefined;
     const answer = !isJSONRPCRequest(message) ? null : message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : screenRequest(message);
     if (answer) transport.send(answer).catch((err: unknown) => deps.log.warn('mcp answer not sent', { err: String(err) }));
-    else deliver(message, extra);
+    else deliver(withoutTask(message), extra);
   };
+}
+
+/**
+ * MCP 2025-11-25, tasks: a receiver that does not declare the tasks capability (this server) MUST
+ * process a task-augmented request normally, ignoring `params.task`; the SDK's server answers it
+ * -32603 Internal error instead.
+ */
+function withoutTask(message: JSONRPCMessage): JSONRPCMessage {
+  if (!isJSONRPCRequest(message) || message.params === undefined || !Object.hasOwn(message.params, 'task')) return message;
+  const { task: _ignored, ...params } = message.params;
+  return { ...message, params };
 }

@@ -7,13 +7,15 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
-import { ApiError, StorageFull, invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { ApiError, StorageFull, invalidRequest, storeUnavailable, type ErrorIssue } from '../http/errors.ts';
+import { isStoreUnavailable } from '../store/store.ts';
 import { noteStorageFull } from '../store/storage-space.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
+import { NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
 import { parsePurchase, reservedKeys } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
@@ -29,7 +31,9 @@ const simulationBody = compile(CurrentPoliciesSimulationBody);
 // ---- schemas ---------------------------------------------------------------------------------
 
 const purchaseFields = {
-  merchant: z.string().max(200).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
+  // The pattern is listed, as in the OpenAPI document, but not enforced by zod: the domain refuses such a
+  // name with its own issue code, CONTROL_CHARACTER (docs/reference/decisions.md).
+  merchant: z.string().max(200).meta({ pattern: NO_CONTROL_CHARACTERS }).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
   amountMinor: z
     .union([z.string().regex(/^-?\d+$/), z.number().int()])
     .describe('The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.'),
@@ -155,6 +159,11 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       return toolResult(await work());
     } catch (err) {
       if (err instanceof ApiError) return toolError(err);
+      if (isStoreUnavailable(err)) {
+        // As on /v1 (src/http/error-middleware.ts): a store busy or failing over for a moment, not a bug.
+        deps.log.warn('store unavailable: a tool gave up', { err: err instanceof Error ? err.message : String(err) });
+        return toolError(storeUnavailable(err));
+      }
       if (noteStorageFull(deps.store, err)) {
         // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
         deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err) });

@@ -181,6 +181,19 @@ test('a merchant holding a control character or line break is refused by the too
   await c.close();
 });
 
+test('the merchant schema tools/list gives refuses what the tools refuse: control characters and line breaks', async (t) => {
+  const c = await client(full.access_token);
+  const { tools } = await c.listTools();
+  for (const name of ['check_purchase', 'request_purchase']) {
+    const merchant = (tools.find((x) => x.name === name)!.inputSchema.properties as Record<string, { pattern?: string }>).merchant;
+    t.truthy(merchant.pattern, name);
+    const pattern = new RegExp(merchant.pattern!, 'u');
+    for (const refused of ['Staples\r\nX-Forged: yes', 'Sta\u0000ples', 'Staples\u2028', 'Tab\tShop', 'C1\u0085Shop']) t.false(pattern.test(refused), `${name} ${JSON.stringify(refused)}`);
+    for (const accepted of ['Staples', 'Deutsche Bahn', 'Zero\u200Bwidth', 'Café Müller']) t.true(pattern.test(accepted), `${name} ${JSON.stringify(accepted)}`);
+  }
+  await c.close();
+});
+
 // Serial: it briefly changes a token's audience, which must not disturb the other tests.
 test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', async (t) => {
   const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
@@ -375,5 +388,19 @@ test('get_purchase gives the purchase\'s receipts, so that the receipt of a pers
   const rest = await app.request(`/v1/purchase-requests/${held.purchaseRequest.id}/receipts`, { key: full.access_token });
   t.is(rest.status, 200, rest.text);
   t.deepEqual(rest.body.receipts, read.receipts);
+  await c.close();
+});
+
+// MCP 2025-11-25, tasks: a server that declares no `tasks` capability (this one) must process a
+// task-augmented request normally, ignoring `task`; the SDK's server answered -32603 Internal error.
+test('a task-augmented tools/call is processed normally, as the server declares no tasks capability', async (t) => {
+  const c = await client(full.access_token);
+  t.is(c.getServerCapabilities()?.tasks, undefined);
+  const asked = await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Task Paper', amountMinor: '120', reason: 'Pens' } }, undefined, { task: { ttl: 60_000 } });
+  t.falsy(asked.isError, JSON.stringify(asked));
+  const id = (asked.structuredContent as any).purchaseRequest.id;
+  t.is((asked.structuredContent as any).decision.outcome, 'APPROVED');
+  const read = await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: id } }, undefined, { task: { ttl: 60_000 } });
+  t.is((read.structuredContent as any).purchase.id, id);
   await c.close();
 });
