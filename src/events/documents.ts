@@ -1,4 +1,4 @@
-// The `events` outbox's documents (SPEC.md 6.1-6.2): what src/events/outbox.ts records and the webhook
+// The `events` outbox's documents (docs/reference/contract.md §6.1-6.2): what src/events/outbox.ts records and the webhook
 // dispatcher reads. Apart from the recording so that the readers need not import the writer.
 import type { StoreDb } from '../store/store.ts';
 

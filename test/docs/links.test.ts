@@ -92,6 +92,8 @@ export function brokenCitations(file: string, text: string = readFileSync(file, 
   const where = relative(ROOT, file);
   const SECTION = String.raw`\d+(?:\.\d+)?[a-z]?`;
   const LIST = new RegExp(String.raw`^ §${SECTION}(?:-${SECTION})?(?:(?:, | and | / |/)§${SECTION}(?:-${SECTION})?)*`);
+  // The contract and design as this repository's authors received them are not in it: cite docs/ instead.
+  for (const match of text.matchAll(/(?<![\w/.-])(?:SPEC|DESIGN)\.md\b/g)) problems.push(`${where}: cites ${match[0]}, which a cloner does not have`);
   for (const match of text.matchAll(/(?<![\w/.])(docs\/[\w/-]+\.md)/g)) {
     const page = match[1];
     const path = join(ROOT, page);
@@ -140,9 +142,12 @@ test('the citation checker finds a missing page, a missing section, and one bad 
       '// docs/reference/contract.md §4.1 and docs/internals/design.md §6a are fine, as is docs/reference/decisions.md.',
       '// docs/reference/nope.md is missing; docs/reference/contract.md §4.99 is not a section.',
       '// docs/reference/contract.md §2.1, §2.9 and docs/reference/contract.md §4.3-4.25; docs/internals/design.md §1 and §12.',
+      '// The outbox (SPEC.md 6.1), as DESIGN.md plans it.',
     ].join('\n'),
   );
   t.deepEqual(problems, [
+    'src/example.ts: cites SPEC.md, which a cloner does not have',
+    'src/example.ts: cites DESIGN.md, which a cloner does not have',
     'src/example.ts: cites docs/reference/nope.md, which does not exist',
     'src/example.ts: cites docs/reference/contract.md §4.99, which has no such section',
     'src/example.ts: cites docs/reference/contract.md §2.9, which has no such section',
