@@ -9,10 +9,10 @@ export async function startWorker(deps: AppDeps, agenda: Agenda, capabilities: r
   for (const capability of capabilities) capability.defineJobs?.(agenda, deps);
   for (const capability of capabilities) await capability.scheduleJobs?.(agenda, options);
   await agenda.start();
-  deps.log.info('worker started');
+  deps.log.info('jobs started');
   return async () => {
     // Finish the jobs in hand (bounded), then release whatever is left for another worker.
     await agenda.drain(15_000);
-    deps.log.info('worker stopped');
+    deps.log.info('jobs stopped');
   };
 }

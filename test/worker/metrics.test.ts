@@ -147,5 +147,5 @@ test('a METRICS_PORT another process holds stops the worker before it takes any 
   t.not(code, 0);
   t.regex(output, new RegExp(`METRICS_PORT ${taken}`));
   // A worker that had started would have locked due jobs, left to their lock's expiry by the crash.
-  t.notRegex(output, /worker started/);
+  t.notRegex(output, /jobs started/);
 });
