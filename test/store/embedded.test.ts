@@ -702,3 +702,50 @@ test('embedded: a partial filter’s dates and ObjectIds survive the catalog’s
   await d.insertOne({ _id: 'd', k: 'x', at: new Date('2025-12-31T00:00:00Z'), owner });
   t.deepEqual((await d.find({}).toArray()).map((doc) => doc._id), ['a', 'd']);
 });
+
+// --- partial indexes in the planner ------------------------------------------------------------
+
+test('embedded: a partial index serves only the queries that ask for its filter expression, as MongoDB uses one', (t) => {
+  const partial = new Index(1, { agentId: 1, requestedAt: -1 }, { partialFilterExpression: { origin: 'DASHBOARD' } });
+  t.true(partial.servesFilter({ agentId: 'a', origin: 'DASHBOARD' }));
+  t.true(partial.servesFilter({ agentId: 'a', origin: { $eq: 'DASHBOARD' }, requestedAt: { $lt: new Date() } }));
+  t.false(partial.servesFilter({ agentId: 'a' }), 'documents outside the expression would be missed');
+  t.false(partial.servesFilter({ agentId: 'a', origin: 'API' }));
+  t.false(partial.servesFilter({ agentId: 'a', origin: { $in: ['DASHBOARD', 'API'] } }));
+  t.false(new Index(2, { a: 1 }, { sparse: true }).servesFilter({ a: 1 }));
+  t.true(new Index(3, { a: 1 }, {}).servesFilter({ b: 1 }), 'a complete index, as before');
+});
+
+type Loose = Record<string, unknown>;
+
+test('embedded: finds through a partial index answer what a scan of every document answers', async (t) => {
+  const kinds = ['DASHBOARD', 'API', undefined] as const;
+  const doc = fc.record({ g: fc.constantFrom('a', 'b', 'c'), n: fc.integer({ min: 0, max: 20 }), origin: fc.constantFrom(...kinds) });
+  const query = fc.record({ g: fc.constantFrom('a', 'b', 'c'), origin: fc.constantFrom<unknown>('DASHBOARD', 'API', { $eq: 'DASHBOARD' }, undefined), below: fc.option(fc.integer({ min: 0, max: 20 }), { nil: undefined }) });
+  await fc.assert(
+    fc.asyncProperty(fc.array(doc, { maxLength: 30 }), fc.array(query, { minLength: 1, maxLength: 5 }), async (docs, queries) => {
+      const store = await openEmbeddedStore();
+      try {
+        const c = store.db.collection<Loose>('p');
+        await c.createIndex({ g: 1, n: -1 }, { partialFilterExpression: { origin: 'DASHBOARD' } });
+        const stored = docs.map((d, i) => Object.fromEntries(Object.entries({ _id: i, ...d }).filter(([, v]) => v !== undefined)) as Loose);
+        if (stored.length > 0) await c.insertMany(stored);
+        for (const q of queries) {
+          const filter: Loose = { g: q.g };
+          if (q.origin !== undefined) filter.origin = q.origin;
+          if (q.below !== undefined) filter.n = { $lt: q.below };
+          const wantedOrigin = typeof q.origin === 'object' ? 'DASHBOARD' : q.origin;
+          const expected = stored
+            .filter((d) => d.g === q.g && (q.origin === undefined || d.origin === wantedOrigin) && (q.below === undefined || Number(d.n) < q.below))
+            .sort((x, y) => Number(y.n) - Number(x.n) || Number(y._id) - Number(x._id));
+          const found = await c.find(filter).sort({ n: -1, _id: -1 }).toArray();
+          assert.deepEqual(found, expected, JSON.stringify(filter));
+        }
+      } finally {
+        await store.close();
+      }
+    }),
+    { numRuns: 60 },
+  );
+  t.pass();
+});

@@ -168,6 +168,20 @@ export class Index {
     return !this.sparse && this.#partial === undefined;
   }
 
+  /**
+   * Usable for this filter's equality lookups: complete, or partial with a filter that asks for its
+   * expression's own equalities (`{origin: 'DASHBOARD'}`), so that every match has its keys in it. As
+   * MongoDB, which uses a partial index only for a query that implies its filter expression.
+   */
+  servesFilter(filter: Doc): boolean {
+    if (this.complete) return true;
+    if (this.sparse || !this.partialFilterExpression) return false;
+    return Object.entries(this.partialFilterExpression).every(([field, wanted]) => {
+      const asked = Object.hasOwn(filter, field) ? equalityValue(filter[field]) : { ok: false as const };
+      return isIndexableScalar(wanted) && asked.ok && asked.value === wanted;
+    });
+  }
+
   /** The distinct keys of doc (one per combination of array elements), none when left out. */
   keysOf(doc: Doc): IndexKey[] {
     if (this.#partial && !this.#partial.test(doc)) return [];
@@ -371,7 +385,7 @@ export class CollectionData {
     // The index whose leading fields the filter fixes by equality the most.
     let best: { index: Index; values: unknown[] } | undefined;
     for (const index of this.indexes.values()) {
-      if (!index.complete) continue;
+      if (!index.servesFilter(filter)) continue;
       const values: unknown[] = [];
       for (const f of index.fields) {
         if (!Object.hasOwn(filter, f)) break;
