@@ -152,6 +152,13 @@ test('verify-receipts: a file with a line removed fails naming the missing seq',
   t.regex(again.stderr, /^seq 5: the receipt says seq 6/);
 });
 
+test('verify-receipts: a line that is JSON but not an object (null) fails naming its seq, it does not crash', async (t) => {
+  const file = variant('null-line.jsonl', (ls) => ls.map((l) => (JSON.parse(l).seq === 4 ? 'null' : l)));
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
+  t.is(res.code, 1);
+  t.regex(res.stderr, /^seq 4: seq 4 was expected here, found null/);
+});
+
 test('verify-receipts: a file without its first lines fails naming seq 1; an export from a later seq needs --from, and must start there', async (t) => {
   // Without --from, a file that starts at seq 3 is the whole log with seq 1 and 2 removed.
   const headless = variant('headless.jsonl', (ls) => ls.slice(2));
