@@ -232,6 +232,19 @@ test('the Python check of docs/operate/auditors.md verifies a receipt, and refus
   t.not((await check(`${h}.${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${s}`)).code, 0);
 });
 
+test('the chain-link check of docs/operate/auditors.md, run as written in Python, matches the prev of the next receipt', async (t) => {
+  const doc = readFileSync('docs/operate/auditors.md', 'utf8');
+  const expression = /`prev` of receipt n\+1 is\s+`([^`]+)`/.exec(doc)![1];
+  const script = [
+    'import base64, hashlib, json, sys',
+    'def b64(s): return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))',
+    'receipt_n, receipt_next = sys.argv[1], sys.argv[2]',
+    `print(json.dumps(${expression} == json.loads(b64(receipt_next.split(".")[1]))["prev"]))`,
+  ].join('\n');
+  const { stdout } = await run('python3', ['-c', script, sent.get(2)!, sent.get(3)!]);
+  t.is(stdout.trim(), 'true');
+});
+
 test('verify-log: a decision whose receipt was deleted with the chain head rewound to the receipt before is found', async (t) => {
   // An organisation of its own: this test edits the store too.
   const tail = await applyManifest(app, acmeManifest('audited-tail'));
