@@ -5,7 +5,7 @@
 // docs/operate/auditors.md run as written.
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -188,6 +188,24 @@ test('verify-receipts: the last receipt with its signature spelled differently (
   const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
   t.is(res.code, 1, res.stdout);
   t.regex(res.stderr, /^seq 8: its signature is not spelled in base64url as signed/);
+});
+
+test('verify-receipts: a receipt whose header names critical extensions (crit, b64 false) is refused, though its signature verifies', async (t) => {
+  // Signed by a key of the JWKS: only the key's holder could make it, and a JOSE library would read its
+  // payload as the literal base64url text, not the decision this verifier would report.
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const { x } = publicKey.export({ format: 'jwk' }) as { x: string };
+  const kid = 'crit-test-key';
+  const jwks = join(dir, 'crit-jwks.json');
+  writeFileSync(jwks, JSON.stringify({ keys: [{ kty: 'OKP', crv: 'Ed25519', x, kid, alg: 'EdDSA', use: 'sig' }] }));
+  const payload = sent.get(1)!.split('.')[1];
+  const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', kid, typ: 'decision-receipt+jwt', crit: ['b64'], b64: false })).toString('base64url');
+  const input = `${header}.${payload}`;
+  const file = join(dir, 'crit.jsonl');
+  writeFileSync(file, JSON.stringify({ seq: 1, receipt: `${input}.${sign(null, Buffer.from(input), privateKey).toString('base64url')}` }) + '\n');
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwks, file]);
+  t.is(res.code, 1, res.stdout);
+  t.regex(res.stderr, /^seq 1: its header names critical extensions/);
 });
 
 test('verify-receipts: a JWKS that holds a private part is refused (exit 2): receipts under a published private key prove nothing', async (t) => {
