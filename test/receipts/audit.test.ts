@@ -26,9 +26,9 @@ let org: AppliedOrg;
 /** The receipts of every decision made here, by seq, as the service sent them. */
 const sent = new Map<number, string>();
 
-async function cli(script: string, args: string[]) {
+async function cli(script: string, args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [script, ...args], { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '', WEBHOOK_ENCRYPTION_KEY } });
+    const { stdout, stderr } = await run(process.execPath, [script, ...args], { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '', WEBHOOK_ENCRYPTION_KEY, ...env } });
     return { code: 0, stdout, stderr };
   } catch (err: any) {
     return { code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string };
@@ -98,6 +98,16 @@ test('rotate-signing-key: the new key signs from the next decision on, and the o
   t.regex(verified.stdout, /8 receipt\(s\), seq 1\.\.8, verified/);
   const byUrl = await cli('scripts/verify-receipts.ts', ['--jwks', `${app.url}/.well-known/jwks.json`, exportFile]);
   t.is(byUrl.code, 0, byUrl.stderr);
+});
+
+test('rotate-signing-key without the encryption key of the service is refused: the key it made would be one the service cannot open', async (t) => {
+  const before = ((await fetch(`${app.url}/.well-known/jwks.json`).then((r) => r.json())) as { keys: unknown[] }).keys.length;
+  for (const key of ['', 'cd'.repeat(32)]) {
+    const res = await cli('scripts/admin.ts', ['rotate-signing-key'], { WEBHOOK_ENCRYPTION_KEY: key });
+    t.is(res.code, 2, res.stdout);
+    t.regex(res.stderr, /WEBHOOK_ENCRYPTION_KEY/);
+  }
+  t.is(((await fetch(`${app.url}/.well-known/jwks.json`).then((r) => r.json())) as { keys: unknown[] }).keys.length, before, 'no key was added');
 });
 
 test('export-log prints the chain as JSON Lines, the receipts the service sent, from --from on when asked', async (t) => {
