@@ -26,14 +26,17 @@ let org: AppliedOrg;
 /** The receipts of every decision made here, by seq, as the service sent them. */
 const sent = new Map<number, string>();
 
-async function cli(script: string, args: string[], env: Record<string, string> = {}) {
+/** A command run as an operator runs it, on the test's store. */
+async function command(file: string, args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [script, ...args], { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '', WEBHOOK_ENCRYPTION_KEY, ...env } });
+    const { stdout, stderr } = await run(file, args, { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '', WEBHOOK_ENCRYPTION_KEY, ...env } });
     return { code: 0, stdout, stderr };
   } catch (err: any) {
     return { code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string };
   }
 }
+
+const cli = (script: string, args: string[], env: Record<string, string> = {}) => command(process.execPath, [script, ...args], env);
 
 const seqOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[1], 'base64url').toString()).seq as number;
 const kidOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[0], 'base64url').toString()).kid as string;
@@ -108,6 +111,18 @@ test('rotate-signing-key without the encryption key of the service is refused: t
     t.regex(res.stderr, /WEBHOOK_ENCRYPTION_KEY/);
   }
   t.is(((await fetch(`${app.url}/.well-known/jwks.json`).then((r) => r.json())) as { keys: unknown[] }).keys.length, before, 'no key was added');
+});
+
+test('the auditors page run as written: export-log through npm into a file, then verify-receipts through npm, verifies', async (t) => {
+  const doc = readFileSync('docs/operate/auditors.md', 'utf8');
+  const exportLine = /^(npm run [^\n#]*export-log <organizationId> > acme\.jsonl)/m.exec(doc)![1];
+  const verifyLine = /^(npm run [^\n#]*verify-receipts -- --jwks jwks\.json acme\.jsonl)\s*$/m.exec(doc)![1];
+  const file = join(dir, 'acme.jsonl');
+  const sh = (line: string) => command('/bin/sh', ['-c', line]);
+  const exported = await sh(exportLine.replace('<organizationId>', org.organizationId).replace('acme.jsonl', file));
+  t.is(exported.code, 0, exported.stderr);
+  const verified = await sh(verifyLine.replace('jwks.json', jwksFile).replace('acme.jsonl', file));
+  t.is(verified.code, 0, verified.stderr);
 });
 
 test('export-log prints the chain as JSON Lines, the receipts the service sent, from --from on when asked', async (t) => {
