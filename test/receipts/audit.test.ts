@@ -317,7 +317,8 @@ test('verify-log: the stored chain agrees with the stored decisions until one is
   t.is(clean.code, 0, clean.stderr);
   t.regex(clean.stdout, /8 receipt\(s\), seq 1\.\.8/);
   const decisionId = JSON.parse(Buffer.from(sent.get(2)!.split('.')[1], 'base64url').toString()).decisionId;
-  const sqlite = new DatabaseSync(store.location);
+  // Other tests (and their CLI processes) use the store meanwhile: wait for their locks.
+  const sqlite = new DatabaseSync(store.location, { timeout: 10_000 });
   try {
     const changed = sqlite.prepare(`UPDATE decisions SET doc = json_set(doc, '$.outcome', 'REJECTED') WHERE id = ?`).run(`s${decisionId}`);
     t.is(changed.changes, 1);
