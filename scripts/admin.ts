@@ -12,7 +12,7 @@ import { backupDatabase } from '../src/store/embedded/backup.ts';
 import { EmbeddedStore } from '../src/store/embedded/embedded-store.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
-import { createSigningKey, sealingKey } from '../src/receipts/keys.ts';
+import { createSigningKey, sealingKey, sealOpensNewestKey } from '../src/receipts/keys.ts';
 import { exportLog, verifyLog } from '../src/receipts/audit.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [arguments]
@@ -187,7 +187,12 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
         // The key that seals it is the service's: WEBHOOK_ENCRYPTION_KEY, or the one the embedded store generated.
         let raw = config.webhookEncryptionKey;
         if (raw === null && store instanceof EmbeddedStore) raw = (await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'))).value;
-        const kid = await createSigningKey(store.db, sealingKey(raw));
+        const seal = sealingKey(raw);
+        if (!(await sealOpensNewestKey(store.db, seal))) {
+          process.stderr.write("rotate-signing-key: the newest signing key is sealed with another encryption key than this command has: run it with the service's WEBHOOK_ENCRYPTION_KEY, or the service would go on signing with the old key.\n");
+          return 2;
+        }
+        const kid = await createSigningKey(store.db, seal);
         process.stdout.write(`New signing key ${kid}: it signs every decision from now on; earlier keys stay in /.well-known/jwks.json.\n`);
         return 0;
       }

@@ -28,12 +28,14 @@ async function readJwks(source: string): Promise<unknown> {
 function* linesOf(text: string): Generator<LogLine> {
   for (const raw of text.split('\n')) {
     if (raw.trim() === '') continue;
-    let line: Partial<LogLine>;
+    let line: Partial<LogLine> | null;
     try {
       line = JSON.parse(raw);
     } catch {
       line = {};
     }
+    // A line that is JSON but no object (`null`, say) is a bad line too, not a crash.
+    if (line === null || typeof line !== 'object') line = {};
     yield { seq: typeof line.seq === 'number' ? line.seq : NaN, receipt: typeof line.receipt === 'string' ? line.receipt : '' };
   }
 }

@@ -89,6 +89,23 @@ export async function createSigningKey(db: StoreDb, seal: Buffer | null, now = n
 
 const newestFirst = { createdAt: -1, _id: -1 } as const;
 
+/**
+ * Whether a key sealed with `seal` is one the service can open: the newest key in the store that it
+ * sealed opens with it (or there is none, or it is unsealed). rotate-signing-key runs with its own
+ * environment; without the service's WEBHOOK_ENCRYPTION_KEY it would add a key the service passes over.
+ */
+export async function sealOpensNewestKey(db: StoreDb, seal: Buffer | null): Promise<boolean> {
+  const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst }).toArray();
+  const newest = docs.find((d) => d.privateKey !== CONFIGURED);
+  if (newest === undefined) return true;
+  try {
+    openPrivateKey(newest, seal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The configured key's public half in the JWKS, kept there once it is replaced. */
 async function publishConfiguredKey(db: StoreDb, key: ConfiguredKey): Promise<void> {
   if (await receiptCollections(db).keys.findOne({ _id: key.kid }, { projection: { _id: 1 } })) return;

@@ -61,6 +61,10 @@ export function verifyReceipt(jws: string, keys: Map<string, KeyObject>): Receip
   const payload = jsonObject(canonicalBase64url(parts[1])) as ReceiptPayload | null;
   if (header === null || payload === null) throw new ReceiptError('its header or payload is not a JSON object in base64url');
   if (header.alg !== 'EdDSA' || header.typ !== RECEIPT_TYPE) throw new ReceiptError(`unexpected header (alg ${String(header.alg)}, typ ${String(header.typ)})`);
+  // RFC 7515 §4.1.11: a recipient must refuse extensions it does not understand, and this one understands
+  // none. With `"crit": ["b64"], "b64": false` (RFC 7797) a JOSE library reads the payload part as the
+  // payload itself, not its base64url: the same signature would say two things.
+  if ('crit' in header) throw new ReceiptError(`its header names critical extensions (crit ${JSON.stringify(header.crit)}), which receipts do not use`);
   const key = typeof header.kid === 'string' ? keys.get(header.kid) : undefined;
   if (!key) throw new ReceiptError(`signed with key ${String(header.kid)}, which is not in the JWKS`);
   const signature = canonicalBase64url(parts[2]);

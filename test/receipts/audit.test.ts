@@ -5,7 +5,7 @@
 // docs/operate/auditors.md run as written.
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,14 +26,17 @@ let org: AppliedOrg;
 /** The receipts of every decision made here, by seq, as the service sent them. */
 const sent = new Map<number, string>();
 
-async function cli(script: string, args: string[]) {
+/** A command run as an operator runs it, on the test's store. */
+async function command(file: string, args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [script, ...args], { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '', WEBHOOK_ENCRYPTION_KEY } });
+    const { stdout, stderr } = await run(file, args, { env: { ...process.env, DATA_DIR: dataDir, MONGODB_URI: '', WEBHOOK_ENCRYPTION_KEY, ...env } });
     return { code: 0, stdout, stderr };
   } catch (err: any) {
     return { code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string };
   }
 }
+
+const cli = (script: string, args: string[], env: Record<string, string> = {}) => command(process.execPath, [script, ...args], env);
 
 const seqOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[1], 'base64url').toString()).seq as number;
 const kidOf = (jws: string) => JSON.parse(Buffer.from(jws.split('.')[0], 'base64url').toString()).kid as string;
@@ -100,6 +103,28 @@ test('rotate-signing-key: the new key signs from the next decision on, and the o
   t.is(byUrl.code, 0, byUrl.stderr);
 });
 
+test('rotate-signing-key without the encryption key of the service is refused: the key it made would be one the service cannot open', async (t) => {
+  const before = ((await fetch(`${app.url}/.well-known/jwks.json`).then((r) => r.json())) as { keys: unknown[] }).keys.length;
+  for (const key of ['', 'cd'.repeat(32)]) {
+    const res = await cli('scripts/admin.ts', ['rotate-signing-key'], { WEBHOOK_ENCRYPTION_KEY: key });
+    t.is(res.code, 2, res.stdout);
+    t.regex(res.stderr, /WEBHOOK_ENCRYPTION_KEY/);
+  }
+  t.is(((await fetch(`${app.url}/.well-known/jwks.json`).then((r) => r.json())) as { keys: unknown[] }).keys.length, before, 'no key was added');
+});
+
+test('the auditors page run as written: export-log through npm into a file, then verify-receipts through npm, verifies', async (t) => {
+  const doc = readFileSync('docs/operate/auditors.md', 'utf8');
+  const exportLine = /^(npm run [^\n#]*export-log <organizationId> > acme\.jsonl)/m.exec(doc)![1];
+  const verifyLine = /^(npm run [^\n#]*verify-receipts -- --jwks jwks\.json acme\.jsonl)\s*$/m.exec(doc)![1];
+  const file = join(dir, 'acme.jsonl');
+  const sh = (line: string) => command('/bin/sh', ['-c', line]);
+  const exported = await sh(exportLine.replace('<organizationId>', org.organizationId).replace('acme.jsonl', file));
+  t.is(exported.code, 0, exported.stderr);
+  const verified = await sh(verifyLine.replace('jwks.json', jwksFile).replace('acme.jsonl', file));
+  t.is(verified.code, 0, verified.stderr);
+});
+
 test('export-log prints the chain as JSON Lines, the receipts the service sent, from --from on when asked', async (t) => {
   const all = lines().map((l) => JSON.parse(l));
   t.deepEqual(all.map((l) => l.seq), [1, 2, 3, 4, 5, 6, 7, 8]);
@@ -152,6 +177,13 @@ test('verify-receipts: a file with a line removed fails naming the missing seq',
   t.regex(again.stderr, /^seq 5: the receipt says seq 6/);
 });
 
+test('verify-receipts: a line that is JSON but not an object (null) fails naming its seq, it does not crash', async (t) => {
+  const file = variant('null-line.jsonl', (ls) => ls.map((l) => (JSON.parse(l).seq === 4 ? 'null' : l)));
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
+  t.is(res.code, 1);
+  t.regex(res.stderr, /^seq 4: seq 4 was expected here, found null/);
+});
+
 test('verify-receipts: a file without its first lines fails naming seq 1; an export from a later seq needs --from, and must start there', async (t) => {
   // Without --from, a file that starts at seq 3 is the whole log with seq 1 and 2 removed.
   const headless = variant('headless.jsonl', (ls) => ls.slice(2));
@@ -181,6 +213,24 @@ test('verify-receipts: the last receipt with its signature spelled differently (
   const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, file]);
   t.is(res.code, 1, res.stdout);
   t.regex(res.stderr, /^seq 8: its signature is not spelled in base64url as signed/);
+});
+
+test('verify-receipts: a receipt whose header names critical extensions (crit, b64 false) is refused, though its signature verifies', async (t) => {
+  // Signed by a key of the JWKS: only the key's holder could make it, and a JOSE library would read its
+  // payload as the literal base64url text, not the decision this verifier would report.
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const { x } = publicKey.export({ format: 'jwk' }) as { x: string };
+  const kid = 'crit-test-key';
+  const jwks = join(dir, 'crit-jwks.json');
+  writeFileSync(jwks, JSON.stringify({ keys: [{ kty: 'OKP', crv: 'Ed25519', x, kid, alg: 'EdDSA', use: 'sig' }] }));
+  const payload = sent.get(1)!.split('.')[1];
+  const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', kid, typ: 'decision-receipt+jwt', crit: ['b64'], b64: false })).toString('base64url');
+  const input = `${header}.${payload}`;
+  const file = join(dir, 'crit.jsonl');
+  writeFileSync(file, JSON.stringify({ seq: 1, receipt: `${input}.${sign(null, Buffer.from(input), privateKey).toString('base64url')}` }) + '\n');
+  const res = await cli('scripts/verify-receipts.ts', ['--jwks', jwks, file]);
+  t.is(res.code, 1, res.stdout);
+  t.regex(res.stderr, /^seq 1: its header names critical extensions/);
 });
 
 test('verify-receipts: a JWKS that holds a private part is refused (exit 2): receipts under a published private key prove nothing', async (t) => {
@@ -225,6 +275,19 @@ test('the Python check of docs/operate/auditors.md verifies a receipt, and refus
   t.not((await check(`${h}.${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${s}`)).code, 0);
 });
 
+test('the chain-link check of docs/operate/auditors.md, run as written in Python, matches the prev of the next receipt', async (t) => {
+  const doc = readFileSync('docs/operate/auditors.md', 'utf8');
+  const expression = /`prev` of receipt n\+1 is\s+`([^`]+)`/.exec(doc)![1];
+  const script = [
+    'import base64, hashlib, json, sys',
+    'def b64(s): return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))',
+    'receipt_n, receipt_next = sys.argv[1], sys.argv[2]',
+    `print(json.dumps(${expression} == json.loads(b64(receipt_next.split(".")[1]))["prev"]))`,
+  ].join('\n');
+  const { stdout } = await run('python3', ['-c', script, sent.get(2)!, sent.get(3)!]);
+  t.is(stdout.trim(), 'true');
+});
+
 test('verify-log: a decision whose receipt was deleted with the chain head rewound to the receipt before is found', async (t) => {
   // An organisation of its own: this test edits the store too.
   const tail = await applyManifest(app, acmeManifest('audited-tail'));
@@ -254,7 +317,8 @@ test('verify-log: the stored chain agrees with the stored decisions until one is
   t.is(clean.code, 0, clean.stderr);
   t.regex(clean.stdout, /8 receipt\(s\), seq 1\.\.8/);
   const decisionId = JSON.parse(Buffer.from(sent.get(2)!.split('.')[1], 'base64url').toString()).decisionId;
-  const sqlite = new DatabaseSync(store.location);
+  // Other tests (and their CLI processes) use the store meanwhile: wait for their locks.
+  const sqlite = new DatabaseSync(store.location, { timeout: 10_000 });
   try {
     const changed = sqlite.prepare(`UPDATE decisions SET doc = json_set(doc, '$.outcome', 'REJECTED') WHERE id = ?`).run(`s${decisionId}`);
     t.is(changed.changes, 1);
