@@ -1,5 +1,7 @@
-// list_purchases (docs/reference/contract.md §4.19): the purchases this connection submitted, newest first, from the
-// purchase_views read model, paged by an opaque cursor (the position of the last purchase returned).
+// list_purchases (docs/reference/contract.md §4.19): the purchases this connection may read (those it submitted,
+// and those a person made for its agent on the dashboard, as get_purchase reads them: src/purchases/read.ts),
+// newest first, from the purchase_views read model, paged by an opaque cursor (the position of the last purchase
+// returned).
 import type { StoreDb } from '../store/store.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { isUuid } from '../ids.ts';
@@ -38,13 +40,23 @@ export async function listConnectionPurchases(db: StoreDb, principal: Connection
   if (!Number.isInteger(limit) || limit < LIST_LIMIT_MIN || limit > LIST_LIMIT_MAX) {
     throw invalidRequest([{ path: 'limit', code: 'OUT_OF_RANGE', message: `limit is a whole number from ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX}.` }]);
   }
-  const filter: Record<string, unknown> = { organizationId: principal.organizationId, submitterId: principal.connectionId };
+  const position: Record<string, unknown> = {};
   if (input.cursor !== undefined && input.cursor !== null && input.cursor !== '') {
     const after = decodeCursor(input.cursor);
     if (!after) throw invalidRequest([{ path: 'cursor', code: 'INVALID_CURSOR', message: 'cursor is not one this tool returned; omit it to start from the newest purchase.' }]);
-    filter.$or = [{ requestedAt: { $lt: after.requestedAt } }, { requestedAt: after.requestedAt, _id: { $lt: after.id } }];
+    position.$or = [{ requestedAt: { $lt: after.requestedAt } }, { requestedAt: after.requestedAt, _id: { $lt: after.id } }];
   }
-  const rows: PurchaseViewDoc[] = await views(db).purchaseViews.find(filter).sort({ requestedAt: -1, _id: -1 }).limit(limit + 1).toArray();
+  // One query per set, each on its own index (the dashboard's through a partial one: src/purchases/capability.ts),
+  // merged here: a page of each is enough for a page of both.
+  const newest = (filter: Record<string, unknown>) =>
+    views(db).purchaseViews.find({ ...filter, ...position }).sort({ requestedAt: -1, _id: -1 }).limit(limit + 1).toArray();
+  const [submitted, dashboard] = await Promise.all([
+    newest({ organizationId: principal.organizationId, submitterId: principal.connectionId }),
+    newest({ agentId: principal.agentId, 'readback.origin': 'DASHBOARD', organizationId: principal.organizationId }),
+  ]);
+  const rows: PurchaseViewDoc[] = [...submitted, ...dashboard]
+    .sort((a, b) => b.requestedAt.getTime() - a.requestedAt.getTime() || (a._id < b._id ? 1 : a._id > b._id ? -1 : 0))
+    .slice(0, limit + 1);
   const hasMore = rows.length > limit;
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];

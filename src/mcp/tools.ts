@@ -187,7 +187,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       {
         title: 'List my purchases',
         description:
-          'Lists the purchases this connection requested, newest first, with their current status and decision. ' +
+          'Lists the purchases this connection requested, and those a person made for its agent on the dashboard, newest first, with their current status and decision. ' +
           'Returns {purchases, nextCursor, hasMore}; when hasMore is true, call again with cursor set to nextCursor for older ones.',
         inputSchema: z.strictObject({
           limit: z.number().int().min(LIST_LIMIT_MIN).max(LIST_LIMIT_MAX).optional().describe(`How many purchases to return, ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX} (default 20).`),

@@ -16,6 +16,13 @@ export const purchases: Capability = {
     { collection: 'decisions', keys: { purchaseId: 1 } },
     { collection: 'idempotency_keys', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     { collection: 'purchase_views', keys: { submitterId: 1, requestedAt: -1, _id: -1 } },
+    // The purchases people made on the dashboard for an agent, which its connections list too (src/mcp/list-purchases.ts):
+    // partial, so that the purchases agents make themselves write no key to it.
+    {
+      collection: 'purchase_views',
+      keys: { agentId: 1, 'readback.origin': 1, requestedAt: -1, _id: -1 },
+      options: { partialFilterExpression: { 'readback.origin': 'DASHBOARD' } },
+    },
     { collection: 'purchase_views', keys: { organizationId: 1, requestedAt: -1, _id: -1 } },
     // Also, with the next, a policy's approved spend in a period and what committed into a window, label by
     // label (src/budgets/windows.ts approvedSpend): read only when a window is opened or reconciled.

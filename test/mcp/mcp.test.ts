@@ -10,6 +10,7 @@ import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotoc
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { TestApp } from '../helpers/app.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
+import { Client as DashboardClient, dashboardPurchase } from '../helpers/dashboard.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
 import { REDIRECT_URI, connect, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
@@ -97,6 +98,32 @@ test('stepping up with the SDK client asks for the scopes held as well as the on
   await transport.finishAuth(new URL(approved.headers.get('location')!).searchParams.get('code')!);
   t.deepEqual((await c.listTools()).tools.map((x) => x.name).sort(), ['get_purchase', 'list_purchases', 'request_purchase']);
   await c.close();
+});
+
+test('list_purchases also lists what a person bought for the connection\'s agent on the dashboard, in order, as get_purchase reads it', async (t) => {
+  const h = await setUpOrg(app, 'listing');
+  const mine = await connect(app, h, meta.clientId, { scope: 'purchase:read purchase:request' });
+  const elsewhere = await connect(app, h, meta.clientId, { scope: 'purchase:read', agentId: h.agents.travel.id });
+  const c = await client(mine.access_token);
+  const request = async (merchant: string) => ((await c.callTool({ name: 'request_purchase', arguments: { merchant, amountMinor: '100', reason: 'Supplies' } })).structuredContent as any).purchaseRequest.id as string;
+  const person = new DashboardClient(app.url);
+  await person.signIn(h.email);
+  const first = await request('Shop A');
+  const bought = await dashboardPurchase(person, h.agents.buyer.id, { merchant: 'Desk Co', amount: '3.00' });
+  const last = await request('Shop B');
+  const listed: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = (await c.callTool({ name: 'list_purchases', arguments: { limit: 1, ...(cursor ? { cursor } : {}) } })).structuredContent as any;
+    listed.push(...page.purchases.map((p: any) => p.id));
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  t.deepEqual(listed, [last, bought, first]);
+  t.is(((await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: bought } })).structuredContent as any).purchase.origin, 'DASHBOARD');
+  // A connection to another agent of the organisation lists none of them.
+  const other = await client(elsewhere.access_token);
+  t.deepEqual(((await other.callTool({ name: 'list_purchases', arguments: {} })).structuredContent as any).purchases, []);
+  await Promise.all([c.close(), other.close()]);
 });
 
 test('request_purchase, get_purchase and list_purchases: newest first, paged by cursor', async (t) => {
