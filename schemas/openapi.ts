@@ -372,9 +372,11 @@ const OPERATIONS: Operation[] = [
     path: '/v1/webhooks/{webhookId}',
     id: 'revokeWebhookEndpoint',
     summary: 'Revoke an endpoint for good (200 with the REVOKED endpoint)',
+    description: 'No body (an empty JSON object is tolerated; a field is refused).',
     access: 'organization',
+    body: { schema: TestWebhookBody, required: false, limit: webhooks },
     ok: [{ status: 200, description: 'The revoked endpoint.', schema: WebhookEndpoint }],
-    errors: { ...orgRead, 409: ['webhook_endpoint_revoked'] },
+    errors: { 400: ['invalid_request', 'malformed_json'], ...orgRead, 409: ['webhook_endpoint_revoked'], 413: ['payload_too_large'], 415: ['unsupported_media_type'] },
   },
   {
     method: 'get',

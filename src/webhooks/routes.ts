@@ -28,7 +28,8 @@ import { warnIfUnsafe } from './runtime.ts';
 const createBody = compile(CreateWebhookBody);
 const updateBody = compile(UpdateWebhookBody);
 const rotateBody = compile(RotateSecretBody);
-const testBody = compile(TestWebhookBody);
+// The body of the operations that take none (an empty object is tolerated): test and DELETE.
+const noFields = compile(TestWebhookBody);
 
 function parseBody<T extends TSchema>(validator: Validator<T>, value: unknown): Static<T> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -83,8 +84,11 @@ export function webhookRoutes(deps: AppDeps): Router {
     ctx.body = await updateEndpoint(deps, orgOf(ctx), id, parsed);
   });
 
-  router.delete('/v1/webhooks/:webhookId', requireOrganizationKey, queryParams(), async (ctx) => {
-    ctx.body = await revokeEndpoint(deps, orgOf(ctx), webhookId(ctx));
+  router.delete('/v1/webhooks/:webhookId', requireOrganizationKey, optionalBody, queryParams(), async (ctx) => {
+    const id = webhookId(ctx);
+    // Takes no fields: one sent ({"force": true}) is refused, not ignored (docs/reference/contract.md §1).
+    if (ctx.state.body !== undefined) parseBody(noFields, ctx.state.body);
+    ctx.body = await revokeEndpoint(deps, orgOf(ctx), id);
   });
 
   router.get('/v1/webhooks/:webhookId/deliveries', requireOrganizationKey, queryParams('limit'), async (ctx) => {
@@ -100,7 +104,7 @@ export function webhookRoutes(deps: AppDeps): Router {
 
   router.post('/v1/webhooks/:webhookId/test', requireOrganizationKey, optionalBody, queryParams(), async (ctx) => {
     const id = webhookId(ctx);
-    if (ctx.state.body !== undefined) parseBody(testBody, ctx.state.body);
+    if (ctx.state.body !== undefined) parseBody(noFields, ctx.state.body);
     ctx.status = 202;
     ctx.body = await queueTestEvent(deps, orgOf(ctx), id);
   });

@@ -306,6 +306,20 @@ test('DELETE revokes: 200 with REVOKED, secrets destroyed, still listed; then 40
   t.is((await app.request(`/v1/webhooks/${id}`, { key: o.admin })).body.status, 'REVOKED');
 });
 
+test('DELETE takes no fields: an unknown one is refused and nothing is revoked; an empty object is tolerated', async (t) => {
+  const o = await org();
+  const id = (await create(o.admin)).body.id;
+  const refused = await app.request(`/v1/webhooks/${id}`, { method: 'DELETE', key: o.admin, body: { force: true } });
+  expectError(t, refused, 400, 'invalid_request');
+  t.is(refused.body.error.issues[0].path, 'force');
+  t.is(refused.body.error.issues[0].code, 'UNKNOWN_FIELD');
+  t.is((await app.request(`/v1/webhooks/${id}`, { key: o.admin })).body.status, 'ACTIVE', 'nothing was revoked');
+  expectError(t, await app.request(`/v1/webhooks/${id}`, { method: 'DELETE', key: o.admin, raw: '{"force":', headers: { 'content-type': 'application/json' } }), 400, 'malformed_json');
+  const deleted = await app.request(`/v1/webhooks/${id}`, { method: 'DELETE', key: o.admin, body: {} });
+  t.is(deleted.status, 200, deleted.text);
+  t.is(deleted.body.status, 'REVOKED');
+});
+
 test('409 webhook_limit_reached at the allowance of non-revoked endpoints; revoking frees a place', async (t) => {
   const o = await org();
   const ids: string[] = [];
