@@ -4,7 +4,8 @@ import test from 'ava';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
-import { isLoopback, startEmbeddedListener } from '../../src/store/wire/embedded-listener.ts';
+import { startEmbeddedListener } from '../../src/store/wire/embedded-listener.ts';
+import { isLoopbackAddress as isLoopback } from '../../src/loopback.ts';
 
 async function startWith(host: string): Promise<Array<{ level: string; msg: string; address?: string }>> {
   const lines: string[] = [];
@@ -25,7 +26,7 @@ test('a listener bound beyond loopback logs a warning at start; one on loopback 
   t.deepEqual((await startWith('localhost')).filter((line) => line.level === 'warn'), [], 'judged by the address the name resolved to');
 });
 
-test('isLoopback: 127.0.0.0/8, ::1 and their IPv4-mapped form only', (t) => {
+test('isLoopbackAddress: 127.0.0.0/8, ::1 and their IPv4-mapped form only', (t) => {
   for (const address of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) t.true(isLoopback(address), address);
   for (const address of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.127', '::ffff:10.0.0.1', '1270::1']) t.false(isLoopback(address), address);
 });

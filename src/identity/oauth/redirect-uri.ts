@@ -2,6 +2,7 @@
 // (RFC 9700 2.1, OAuth 2.1 4.1.1), with one exception: native apps on loopback (RFC 8252 7.3)
 // pick a port at run time, so for http://127.0.0.1, http://[::1] and http://localhost the port is
 // ignored and everything else must still match exactly.
+import { isLoopbackAddress } from '../../loopback.ts';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
@@ -67,13 +68,7 @@ export function isLocalRedirect(uri: string): boolean {
   const url = parse(uri);
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) return false;
   const host = url.hostname.toLowerCase().replace(/\.$/, '');
-  return (
-    host === 'localhost' ||
-    host.endsWith('.localhost') ||
-    /^127\.\d+\.\d+\.\d+$/.test(host) ||
-    host === '[::1]' ||
-    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host)
-  );
+  return host === 'localhost' || host.endsWith('.localhost') || isLoopbackAddress(host.replace(/^\[(.*)\]$/, '$1'));
 }
 
 /**

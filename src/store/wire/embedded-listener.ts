@@ -5,6 +5,7 @@ import type { Logger } from '../../log.ts';
 import type { Store } from '../store.ts';
 import { singleDatabase } from './databases.ts';
 import { WireListener } from './listener.ts';
+import { isLoopbackAddress } from '../../loopback.ts';
 import { ANALYST_USER, FileUsers, MemoryUsers, SERVICE_USER, usersFilePath } from './users.ts';
 
 export function mongoUrl(host: string, port: number, user: string, password: string, database: string): string {
@@ -13,16 +14,11 @@ export function mongoUrl(host: string, port: number, user: string, password: str
   return `mongodb://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${address}:${port}/${encodeURIComponent(database)}?${query}`;
 }
 
-/** Whether an address the listener is bound to is reachable from this machine only. */
-export function isLoopback(address: string): boolean {
-  return address === '::1' || /^(::ffff:)?127\./i.test(address);
-}
-
 /** Null when EMBEDDED_MONGO_PORT is not set. `print` shows what a person needs once. */
 export async function startEmbeddedListener(store: Store, config: Config, log: Logger, print: (text: string) => void): Promise<WireListener | null> {
   const listener = await startListener(store, config, log, print);
   // The bound address, not EMBEDDED_MONGO_HOST: a name such as localhost is judged by what it resolved to.
-  if (listener && !isLoopback(listener.host)) {
+  if (listener && !isLoopbackAddress(listener.host)) {
     log.warn('the mongodb wire protocol listener is reachable from the network, without TLS: what it serves crosses the network in the clear', {
       host: config.embeddedMongoHost,
       address: listener.host,
