@@ -11,11 +11,11 @@
 // of open nodes passes MAX_OPEN_YAML_NODES, then composes the same tokens: one parse, as yaml.parse
 // would do it, stopped early. That stack is not the value's depth exactly (it also holds the document
 // and a key being read: a 32-deep value holds 33 or 34), so its bound is twice the depth, and the
-// value is checked exactly afterwards (checkDepth), with the same refusal. Flow ('[', '{'), block
+// value is checked exactly afterwards (checkParsed), with the same refusal. Flow ('[', '{'), block
 // (indentation, '- ', '? ') and mixed nesting all push onto that stack; quoted scalars, block scalars
 // and comments do not, so brackets inside them are not counted.
 import { Composer, Lexer, Parser, isPair, isScalar, isSeq, visit, type Document } from 'yaml';
-import { MAX_JSON_DEPTH, checkDepth, parseBodyJson, tooDeep } from '../http/body.ts';
+import { MAX_JSON_DEPTH, checkParsed, parseBodyJson, tooDeep } from '../http/body.ts';
 import { ApiError, invalidRequest } from '../http/errors.ts';
 import { markNotWrittenAsInteger } from '../json.ts';
 
@@ -106,13 +106,13 @@ export function parseYamlManifest(text: string): unknown {
   } catch {
     throw notYaml(`: it uses more than ${MAX_ALIAS_COUNT} aliases`);
   }
-  checkDepth(value, YAML_COLLECTIONS);
+  checkParsed(value, YAML_COLLECTIONS);
   return value;
 }
 
 export function parseJsonManifest(text: string): unknown {
   const value = parseBodyJson(text);
-  checkDepth(value);
+  checkParsed(value);
   return value;
 }
 

@@ -3,6 +3,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { gzipSync } from 'node:zlib';
+import { stringify } from 'yaml';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { DuplicateKeyError, parseJson } from '../../src/json.ts';
@@ -180,4 +181,49 @@ test.serial('parseJson reads every JSON value as JSON.parse does, and finds a re
       t.is(error?.path, name);
     }),
   );
+});
+
+test.serial('a lone UTF-16 surrogate is LONE_SURROGATE at its field, in every body and manifest; a pair is kept as sent', async (t) => {
+  const before = await purchases();
+  const json = { 'content-type': 'application/json' };
+  const orgKey = acme.keys['admin-key'];
+  const cases: Array<[string, Promise<{ status: number; body: any; text: string }>, string[]]> = [
+    ['merchant', submitRaw('{"merchant":"Paper \\ud800 Co","amountMinor":"100","reason":"r"}'), ['merchant']],
+    ['reason and a metadata name', submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r\\udfff","metadata":{"n\\udc00":1,"list":["ok","\\ud83d"]}}'), ['reason', 'metadata.n\udc00', 'metadata.list.1']],
+    ['simulation', app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], method: 'POST', headers: json, raw: '{"merchant":"Paper Co","amountMinor":"100","reason":"\\ude00\\ud83d"}' }), ['reason']],
+    ['webhook url', app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/\\ud800","subscribedTypes":["purchase.approved"]}' }), ['url']],
+    ['webhook description', app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/x","subscribedTypes":["purchase.approved"],"description":"d\\udbff"}' }), ['description']],
+    ['operator API', app.admin(`/admin/agents/${acme.agents.buyer!.id}`, { method: 'PATCH', headers: json, raw: '{"status":"ENABLED\\ud800"}' }), ['status']],
+    ['JSON manifest', app.admin('/admin/manifests', { headers: json, raw: JSON.stringify(acmeManifest('lone-json')).replace('"Office buyer"', '"Office \\ud800buyer"') }), ['agents.0.name']],
+    ['YAML manifest', app.admin('/admin/manifests', { headers: { 'content-type': 'application/yaml' }, raw: stringify(acmeManifest('lone-yaml')).replace('name: Office buyer', 'name: "Office \\ud800buyer"') }), ['agents.0.name']],
+  ];
+  for (const [what, pending, paths] of cases) {
+    const res = await pending;
+    t.is(res.status, 400, `${what}: ${res.text}`);
+    t.is(res.body.error.code, 'invalid_request', what);
+    t.deepEqual(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), paths.map((p) => [p, 'LONE_SURROGATE']), what);
+  }
+  t.is(await purchases(), before);
+  t.is((await app.admin('/admin/manifests', { headers: json, raw: JSON.stringify(acmeManifest('lone-json')) })).status, 200, 'nothing of the refused manifest was applied');
+
+  // An escaped pair is one character, kept as sent.
+  const ok = await submitRaw('{"merchant":"Paper \\ud83d\\ude00 Co","amountMinor":"100","reason":"r"}');
+  t.is(ok.status, 201, ok.text);
+  const readback = await app.request(`/v1/purchase-requests/${ok.body.purchaseRequest.id}`, { key: acme.keys['buyer-key'] });
+  t.is(readback.body.purchase.merchant, 'Paper 😀 Co', readback.text);
+});
+
+test.serial('any reason with a surrogate alone is refused for it, and any other is not', async (t) => {
+  // Surrogates one by one (a high one followed by a low one is a pair), among any other characters.
+  const surrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((unit) => String.fromCharCode(unit));
+  const text = fc.array(fc.oneof(surrogate, fc.string({ unit: 'binary', maxLength: 2 })), { maxLength: 6 }).map((parts) => parts.join(''));
+  await fc.assert(
+    fc.asyncProperty(text, async (reason) => {
+      const res = await app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: `r${reason}` } });
+      const refused = res.status === 400 && res.body.error.issues.some((i: { path: string; code: string }) => i.path === 'reason' && i.code === 'LONE_SURROGATE');
+      return refused === /\p{Cs}/u.test(reason);
+    }),
+    { numRuns: 60 },
+  );
+  t.pass();
 });
