@@ -17,7 +17,7 @@
 import { Composer, Lexer, Parser, isPair, isScalar, isSeq, visit, type Document } from 'yaml';
 import { MAX_JSON_DEPTH, checkParsed, parseBodyJson, tooDeep } from '../http/body.ts';
 import { ApiError, invalidRequest } from '../http/errors.ts';
-import { markNotWrittenAsInteger } from '../json.ts';
+import { markNotWrittenAsInteger, withinDoubleRange } from '../json.ts';
 
 const MAX_OPEN_YAML_NODES = 2 * MAX_JSON_DEPTH + 2;
 const YAML_COLLECTIONS = 'YAML mappings and sequences';
@@ -35,11 +35,16 @@ function* boundedSyntaxTree(text: string) {
   yield* parser.end();
 }
 
-/** A number written otherwise than as a decimal integer (1e3, 100.0, 0x10, .inf), until the reviver marks it so. */
-class NotAnIntegerLiteral {
+/**
+ * A number written otherwise than as a decimal integer (1e3, 100.0, 0x10, .inf), or beyond a double's
+ * range, until the reviver says so (src/json.ts).
+ */
+class MarkedNumber {
   readonly value: number;
-  constructor(value: number) {
+  readonly integerLiteral: boolean;
+  constructor(value: number, integerLiteral: boolean) {
     this.value = value;
+    this.integerLiteral = integerLiteral;
   }
 }
 const INTEGER_LITERAL = /^[-+]?\d+$/;
@@ -67,7 +72,8 @@ function asJson(doc: Document.Parsed, text: string): void {
     },
     Scalar(key, node) {
       if (key === 'key' || typeof node.value !== 'number' || !node.range) return;
-      if (!INTEGER_LITERAL.test(text.slice(node.range[0], node.range[1]))) node.value = new NotAnIntegerLiteral(node.value);
+      const integerLiteral = INTEGER_LITERAL.test(text.slice(node.range[0], node.range[1]));
+      if (!integerLiteral || Math.abs(node.value) === Infinity) node.value = new MarkedNumber(node.value, integerLiteral);
     },
   });
 }
@@ -85,9 +91,10 @@ function pathOf(chain: readonly unknown[]): string[] {
 }
 
 function revive(this: object, key: unknown, value: unknown): unknown {
-  if (!(value instanceof NotAnIntegerLiteral)) return value;
-  markNotWrittenAsInteger(this, String(key));
-  return value.value;
+  if (!(value instanceof MarkedNumber)) return value;
+  const number = Math.abs(value.value) === Infinity ? withinDoubleRange(this, String(key), value.value) : value.value;
+  if (!value.integerLiteral) markNotWrittenAsInteger(this, String(key));
+  return number;
 }
 
 export function parseYamlManifest(text: string): unknown {

@@ -6,7 +6,7 @@ import { capIssues, type Validator } from '../http/validate.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
-import { writtenAsInteger } from '../json.ts';
+import { beyondDouble, writtenAsInteger } from '../json.ts';
 import type { EngineInput, EvaluationMode, PolicyCandidate } from '../engine/types.ts';
 import type { AgentDoc } from '../store/collections.ts';
 
@@ -61,7 +61,7 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
     issues.push({ path: 'merchant', code: 'MERCHANT_EMPTY', message: 'merchant needs letters or digits.' });
   }
   if (check('reason') && (body.reason as string).trim() === '') issues.push({ path: 'reason', code: 'REASON_EMPTY', message: 'reason must say why.' });
-  if (check('metadata')) issues.push(...reservedKeys(body.metadata, 'metadata'));
+  if (check('metadata')) issues.push(...metadataIssues(body.metadata, 'metadata'));
   return issues;
 }
 
@@ -70,13 +70,14 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
  * documents by assignment would turn into a prototype, `_bsontype`, by which the MongoDB driver's
  * BSON serialiser recognises its own value classes (it refuses a plain object carrying one, so the
  * write would fail), and any key holding a NUL character, which a BSON field name (a C string) cannot
- * (both stores refuse it). The body's depth is already bounded.
+ * (both stores refuse it). And numbers beyond a double's range (OUT_OF_RANGE, src/json.ts): a double
+ * cannot store one, and metadata has no limit to judge it by. The body's depth is already bounded.
  */
 const RESERVED_KEYS = new Set(['__proto__', '_bsontype']);
 
 const reserved = (key: string) => RESERVED_KEYS.has(key) || key.includes('\0');
 
-export function reservedKeys(value: unknown, path: string): ErrorIssue[] {
+export function metadataIssues(value: unknown, path: string): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
   const stack: [unknown, string][] = [[value, path]];
   while (stack.length > 0) {
@@ -84,6 +85,7 @@ export function reservedKeys(value: unknown, path: string): ErrorIssue[] {
     if (current === null || typeof current !== 'object') continue;
     for (const [key, child] of Object.entries(current)) {
       if (reserved(key)) issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: `${JSON.stringify(key)} is not accepted as a key.` });
+      else if (beyondDouble(current, key)) issues.push({ path: `${at}.${key}`, code: 'OUT_OF_RANGE', message: `"${at}.${key}" is beyond the range of a double (about 1.8e308).` });
       else stack.push([child, `${at}.${key}`]);
     }
   }

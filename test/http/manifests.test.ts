@@ -152,6 +152,27 @@ test.serial('a limit written as a JSON or YAML integer above 2^53-1 is AMOUNT_TO
   t.deepEqual(await counts(), before);
 });
 
+test.serial('a limit or a quorum written beyond a double\'s range is judged by its value, in JSON and in YAML', async (t) => {
+  const before = await counts();
+  const huge = '9'.repeat(400);
+  const cases: Array<[string, string, string]> = [
+    [huge, 'policies.0.rules.1.amountMinor', 'AMOUNT_TOO_LARGE'],
+    [`-${huge}`, 'policies.0.rules.1.amountMinor', 'AMOUNT_NOT_POSITIVE'],
+    ['"20000", "approvalsRequired": ' + huge, 'policies.0.rules.1.approvalsRequired', 'OUT_OF_RANGE'],
+  ];
+  for (const [written, path, code] of cases) {
+    const manifest = acmeManifest('beyond-double');
+    const json = JSON.stringify(manifest).replace('"amountMinor":"20000"', `"amountMinor":${written}`);
+    // The same document in YAML (JSON is YAML), for YAML's own number reading.
+    for (const [type, raw] of [['application/json', json], ['application/yaml', json.replace(/,"/g, ', "')]]) {
+      const res = await app.admin('/admin/manifests', { raw, headers: { 'content-type': type! } });
+      t.is(res.status, 400, `${type} ${path}: ${res.text}`);
+      t.deepEqual(res.body.error.issues.map((i: any) => [i.path, i.code]), [[path, code]], `${type} ${written.slice(0, 12)}`);
+    }
+  }
+  t.deepEqual(await counts(), before);
+});
+
 test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {
   const before = await counts();
   const text = stringify(acmeManifest('yaml-numbers'));
