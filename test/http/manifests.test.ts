@@ -173,6 +173,21 @@ test.serial('a limit or a quorum written beyond a double\'s range is judged by i
   t.deepEqual(await counts(), before);
 });
 
+test.serial('a quorum written with a fraction or an exponent is refused as 1.5 is, in JSON and in YAML, not rounded', async (t) => {
+  const before = await counts();
+  for (const written of ['2.0', '2e0', '1.0000000000000001', '20E-1', '1.5']) {
+    const json = JSON.stringify(acmeManifest('quorum-written')).replace('"amountMinor":"20000"', `"amountMinor":"20000","approvalsRequired":${written}`);
+    for (const [type, raw] of [['application/json', json], ['application/yaml', json]]) {
+      const res = await app.admin('/admin/manifests', { raw, headers: { 'content-type': type! } });
+      t.is(res.status, 400, `${type} ${written}: ${res.text}`);
+      t.deepEqual(res.body.error.issues.map((i: any) => [i.path, i.code]), [['policies.0.rules.1.approvalsRequired', 'INVALID_TYPE']], `${type} ${written}`);
+    }
+  }
+  t.deepEqual(await counts(), before);
+  const ok = await app.admin('/admin/manifests', { raw: JSON.stringify(acmeManifest('quorum-written')).replace('"amountMinor":"20000"', '"amountMinor":"20000","approvalsRequired":2'), headers: { 'content-type': 'application/json' } });
+  t.is(ok.status, 200, ok.text);
+});
+
 test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {
   const before = await counts();
   const text = stringify(acmeManifest('yaml-numbers'));
