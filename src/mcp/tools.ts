@@ -16,7 +16,7 @@ import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
 import { NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
-import { parsePurchase, metadataIssues } from '../purchases/input.ts';
+import { amountIssue, parsePurchase, metadataIssues } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
 import { receiptsOfPurchase } from '../receipts/read.ts';
@@ -116,14 +116,16 @@ export function sdkIssues(message: string): ErrorIssue[] {
  * vanishes: at the top level in its own tools/call parse, inside metadata in the tool's schema. The
  * raw arguments, as parsed from the request body, are judged first by /v1's rules for it (docs/reference/decisions.md):
  * an unknown field (every tool's schema is closed), and a reserved key inside metadata; and an amount
- * not written as an integer.
+ * given as a number (one not written as an integer, or past 2^53-1).
  */
 export function rawArgumentsError(name: string, args: unknown): ApiError | null {
   if (!Object.hasOwn(TOOL_SCOPES, name) || args === null || typeof args !== 'object') return null;
   const issues: ErrorIssue[] = Object.hasOwn(args, '__proto__') ? [{ path: '__proto__', code: 'UNKNOWN_FIELD', message: 'Unknown field "__proto__".' }] : [];
   // The copy also loses what parseJson knew of how an amount was written (0.99999999999999999 is 1 once parsed).
-  if (typeof (args as { amountMinor?: unknown }).amountMinor === 'number' && !writtenAsInteger(args, 'amountMinor')) {
-    issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
+  // And zod's int() refuses an integer past 2^53-1 as the wrong type, where /v1 says it is too large.
+  if (typeof (args as { amountMinor?: unknown }).amountMinor === 'number') {
+    const issue = amountIssue(args as Record<string, unknown>);
+    if (issue) issues.push(issue);
   }
   const { metadata } = args as { metadata?: unknown };
   if (name === 'request_purchase' && metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) issues.push(...metadataIssues(metadata, 'metadata'));

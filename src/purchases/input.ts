@@ -48,10 +48,8 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
   const issues: ErrorIssue[] = [];
   const check = (field: string) => Object.hasOwn(body, field) && !refused.has(field);
   if (check('amountMinor')) {
-    const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
-    if (amount === null) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
-    else if (amount <= 0n) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' });
-    else if (amount > MAX_STORED_MINOR) issues.push({ path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` });
+    const issue = amountIssue(body);
+    if (issue) issues.push(issue);
   }
   if (!refused.has('currency')) {
     const currency = body.currency ?? organizationCurrency;
@@ -63,6 +61,15 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
   if (check('reason') && (body.reason as string).trim() === '') issues.push({ path: 'reason', code: 'REASON_EMPTY', message: 'reason must say why.' });
   if (check('metadata')) issues.push(...metadataIssues(body.metadata, 'metadata'));
   return issues;
+}
+
+/** What is wrong with body.amountMinor (a string or a number) by its value and how it was written; null when nothing is. */
+export function amountIssue(body: Record<string, unknown>): ErrorIssue | null {
+  const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
+  if (amount === null) return { path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' };
+  if (amount <= 0n) return { path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' };
+  if (amount > MAX_STORED_MINOR) return { path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` };
+  return null;
 }
 
 /**
