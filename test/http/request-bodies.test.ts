@@ -239,3 +239,11 @@ test.serial('any reason with a surrogate alone is refused for it, and any other 
   );
   t.pass();
 });
+
+test.serial('an unknown field is named as sent, a dot or an empty name included, and listed once', async (t) => {
+  const dotted = await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r","a.b":1}');
+  t.deepEqual(dotted.body.error.issues, [{ path: 'a.b', code: 'UNKNOWN_FIELD', message: 'Unknown field "a.b".' }]);
+  const manifest = JSON.stringify(acmeManifest('empty-name')).replace('"organization":{', '"organization":{"":1,');
+  const res = await app.admin('/admin/manifests', { headers: { 'content-type': 'application/json' }, raw: manifest });
+  t.deepEqual(res.body.error.issues, [{ path: 'organization.', code: 'UNKNOWN_FIELD', message: 'Unknown field "".' }]);
+});
