@@ -101,11 +101,16 @@ export function parseYamlManifest(text: string): unknown {
   let doc: Document.Parsed | null = null;
   // forceDoc and the end offset as yaml.parse passes them: an empty text is one empty document.
   // Names given twice are found by asJson, which says where.
-  for (const next of new Composer({ uniqueKeys: false }).compose(boundedSyntaxTree(text), true, text.length)) {
+  // logLevel 'error': the package would otherwise write a process warning to stderr for every
+  // collection used as a key (which the manifest refuses as an unknown field anyway), at a client's will.
+  for (const next of new Composer({ uniqueKeys: false, logLevel: 'error' }).compose(boundedSyntaxTree(text), true, text.length)) {
     if (doc !== null) throw notYaml(': it holds more than one document');
     doc = next;
   }
   if (doc === null || doc.errors.length > 0) throw notYaml();
+  // A tag the reader does not know (`!!js/function`, `!custom`) would be read as the plain text after it.
+  const unknownTag = doc.warnings.find((w) => w.code === 'TAG_RESOLVE_FAILED');
+  if (unknownTag) throw notYaml(`: ${unknownTag.message.split('\n')[0]}`);
   asJson(doc, text);
   let value: unknown;
   try {

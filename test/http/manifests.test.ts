@@ -188,6 +188,30 @@ test.serial('a quorum written with a fraction or an exponent is refused as 1.5 i
   t.is(ok.status, 200, ok.text);
 });
 
+test.serial('a YAML tag the reader does not know is refused, not read as the text after it; a collection as a key writes no warning', async (t) => {
+  const before = await counts();
+  const text = stringify(acmeManifest('yaml-tags'));
+  for (const tag of ['!!js/function', '!custom']) {
+    const res = await app.admin('/admin/manifests', { raw: text.replace('name: Acme Robotics', `name: ${tag} "Acme Robotics"`), headers: { 'content-type': 'application/yaml' } });
+    t.is(res.status, 400, `${tag}: ${res.text}`);
+    t.is(res.body.error.code, 'malformed_json', tag);
+    t.regex(res.body.error.message, /not valid YAML: Unresolved tag/, tag);
+  }
+  t.deepEqual(await counts(), before);
+  // The yaml package wrote a process warning to stderr for each such key, at the client's will.
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    const res = await app.admin('/admin/manifests', { raw: text.replace('organization:\n', 'organization:\n  ? [a, b]\n  : 1\n'), headers: { 'content-type': 'application/yaml' } });
+    t.deepEqual(res.body.error.issues.map((i: any) => i.code), ['UNKNOWN_FIELD'], res.text);
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', onWarning);
+  }
+  t.deepEqual(warnings.map((w) => w.message), []);
+});
+
 test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {
   const before = await counts();
   const text = stringify(acmeManifest('yaml-numbers'));
