@@ -103,7 +103,9 @@ export function parseYamlManifest(text: string): unknown {
   // Names given twice are found by asJson, which says where.
   // logLevel 'error': the package would otherwise write a process warning to stderr for every
   // collection used as a key (which the manifest refuses as an unknown field anyway), at a client's will.
-  for (const next of new Composer({ uniqueKeys: false, logLevel: 'error' }).compose(boundedSyntaxTree(text), true, text.length)) {
+  // schema 'core': a `%YAML 1.1` directive would otherwise switch to YAML 1.1's schema, where 020000 is
+  // octal (8192), `yes` is true and 1_000 is 1000, and the same text would mean other limits.
+  for (const next of new Composer({ uniqueKeys: false, logLevel: 'error', schema: 'core' }).compose(boundedSyntaxTree(text), true, text.length)) {
     if (doc !== null) throw notYaml(': it holds more than one document');
     doc = next;
   }

@@ -212,6 +212,20 @@ test.serial('a YAML tag the reader does not know is refused, not read as the tex
   t.deepEqual(warnings.map((w) => w.message), []);
 });
 
+test.serial('a %YAML 1.1 directive does not change what the text means: 020000 is still 20000, yes is still text', async (t) => {
+  const manifest = acmeManifest('yaml-one-one');
+  manifest.agents[0]!.name = 'yes';
+  const text = '%YAML 1.1\n---\n' + stringify(manifest).replace('amountMinor: "20000"', 'amountMinor: 020000');
+  const res = await app.admin('/admin/manifests', { raw: text, headers: { 'content-type': 'application/yaml' } });
+  t.is(res.status, 200, res.text);
+  const key = res.body.apiKeys['admin-key'].key;
+  const office = res.body.policies.office;
+  const version = await app.request(`/v1/policies/${office.id}/versions/${office.activeVersionId}`, { key });
+  t.deepEqual(version.body.version.rules.map((r: any) => r.amountMinor), ['50000', '20000', '200000'], version.text);
+  const agents = await app.request('/v1/agents', { key });
+  t.true(agents.body.agents.some((a: any) => a.name === 'yes'), agents.text);
+});
+
 test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {
   const before = await counts();
   const text = stringify(acmeManifest('yaml-numbers'));
