@@ -107,6 +107,24 @@ test.serial('a manifest limit written as a fraction is refused', async (t) => {
   t.true(res.body.error.issues.some((i: { path: string; code: string }) => i.path.endsWith('.amountMinor') && i.code === 'AMOUNT_NOT_POSITIVE'), res.text);
 });
 
+test.serial('an amount written as a JSON integer of any length is judged by its value, as its string is', async (t) => {
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  // Around 2^53, and up to far beyond a double's range (10^308).
+  const value = fc.oneof(fc.bigInt({ min: -10n, max: max + 10n }), fc.bigInt({ min: -(10n ** 400n), max: 10n ** 400n }));
+  await fc.assert(
+    fc.asyncProperty(value, async (amount) => {
+      const body = `{"merchant":"Paper Co","amountMinor":${amount},"reason":"r"}`;
+      const res = await app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], raw: body, headers: { 'content-type': 'application/json' }, method: 'POST' });
+      const expected = amount >= 1n && amount <= max ? null : amount < 1n ? 'AMOUNT_NOT_POSITIVE' : 'AMOUNT_TOO_LARGE';
+      const got = res.status === 200 ? null : res.body.error?.issues?.map((i: { path: string; code: string }) => `${i.path}:${i.code}`).join(',');
+      if (got !== (expected && `amountMinor:${expected}`)) throw new Error(`${amount}: ${res.status} ${res.text.slice(0, 300)}`);
+      if (expected === null && res.body.purchase.amountMinor !== amount.toString()) throw new Error(`${amount} read as ${res.body.purchase.amountMinor}`);
+    }),
+    { numRuns: 60, includeErrorInReport: true },
+  );
+  t.pass();
+});
+
 test.serial('a name given twice in one object is refused with its path, however it is escaped', async (t) => {
   const before = await purchases();
   const cases: Array<[string, string]> = [
