@@ -217,18 +217,20 @@ test.serial('a lone UTF-16 surrogate is LONE_SURROGATE at its field, in every bo
   const before = await purchases();
   const json = { 'content-type': 'application/json' };
   const orgKey = acme.keys['admin-key'];
-  const cases: Array<[string, Promise<{ status: number; body: any; text: string }>, string[]]> = [
-    ['merchant', submitRaw('{"merchant":"Paper \\ud800 Co","amountMinor":"100","reason":"r"}'), ['merchant']],
-    ['reason and a metadata name', submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r\\udfff","metadata":{"n\\udc00":1,"list":["ok","\\ud83d"]}}'), ['reason', 'metadata.n\udc00', 'metadata.list.1']],
-    ['simulation', app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], method: 'POST', headers: json, raw: '{"merchant":"Paper Co","amountMinor":"100","reason":"\\ude00\\ud83d"}' }), ['reason']],
-    ['webhook url', app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/\\ud800","subscribedTypes":["purchase.approved"]}' }), ['url']],
-    ['webhook description', app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/x","subscribedTypes":["purchase.approved"],"description":"d\\udbff"}' }), ['description']],
-    ['operator API', app.admin(`/admin/agents/${acme.agents.buyer!.id}`, { method: 'PATCH', headers: json, raw: '{"status":"ENABLED\\ud800"}' }), ['status']],
-    ['JSON manifest', app.admin('/admin/manifests', { headers: json, raw: JSON.stringify(acmeManifest('lone-json')).replace('"Office buyer"', '"Office \\ud800buyer"') }), ['agents.0.name']],
-    ['YAML manifest', app.admin('/admin/manifests', { headers: { 'content-type': 'application/yaml' }, raw: stringify(acmeManifest('lone-yaml')).replace('name: Office buyer', 'name: "Office \\ud800buyer"') }), ['agents.0.name']],
+  const cases: Array<[string, () => Promise<{ status: number; body: any; text: string }>, string[]]> = [
+    ['merchant', () => submitRaw('{"merchant":"Paper \\ud800 Co","amountMinor":"100","reason":"r"}'), ['merchant']],
+    ['reason and a metadata name', () => submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r\\udfff","metadata":{"n\\udc00":1,"list":["ok","\\ud83d"]}}'), ['reason', 'metadata.n\udc00', 'metadata.list.1']],
+    ['simulation', () => app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], method: 'POST', headers: json, raw: '{"merchant":"Paper Co","amountMinor":"100","reason":"\\ude00\\ud83d"}' }), ['reason']],
+    ['webhook url', () => app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/\\ud800","subscribedTypes":["purchase.approved"]}' }), ['url']],
+    ['webhook description', () => app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/x","subscribedTypes":["purchase.approved"],"description":"d\\udbff"}' }), ['description']],
+    ['operator API', () => app.admin(`/admin/agents/${acme.agents.buyer!.id}`, { method: 'PATCH', headers: json, raw: '{"status":"ENABLED\\ud800"}' }), ['status']],
+    ['JSON manifest', () => app.admin('/admin/manifests', { headers: json, raw: JSON.stringify(acmeManifest('lone-json')).replace('"Office buyer"', '"Office \\ud800buyer"') }), ['agents.0.name']],
+    ['YAML manifest', () => app.admin('/admin/manifests', { headers: { 'content-type': 'application/yaml' }, raw: stringify(acmeManifest('lone-yaml')).replace('name: Office buyer', 'name: "Office \\ud800buyer"') }), ['agents.0.name']],
   ];
-  for (const [what, pending, paths] of cases) {
-    const res = await pending;
+  // One at a time: sent together, they left idle pooled connections, and the next test's first request
+  // sometimes failed with "fetch failed" (presumably one closed by the server's keep-alive timeout as it was reused).
+  for (const [what, send, paths] of cases) {
+    const res = await send();
     t.is(res.status, 400, `${what}: ${res.text}`);
     t.is(res.body.error.code, 'invalid_request', what);
     t.deepEqual(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), paths.map((p) => [p, 'LONE_SURROGATE']), what);
