@@ -3,6 +3,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { stringify } from 'yaml';
 import { MANIFEST_LIMIT } from '../../src/admin/manifest-body.ts';
 import { runService } from '../helpers/service-process.ts';
@@ -224,6 +225,26 @@ test.serial('a %YAML 1.1 directive does not change what the text means: 020000 i
   t.deepEqual(version.body.version.rules.map((r: any) => r.amountMinor), ['50000', '20000', '200000'], version.text);
   const agents = await app.request('/v1/agents', { key });
   t.true(agents.body.agents.some((a: any) => a.name === 'yes'), agents.text);
+});
+
+test.serial('a manifest sent with a Content-Encoding is decoded as JSON bodies are; an unknown one is 415', async (t) => {
+  const before = await counts();
+  const send = (raw: Buffer | string, encoding: string) => app.admin('/admin/manifests', { raw, headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+  const text = JSON.stringify(acmeManifest('compressed'));
+  const unknown = await send(text, 'compress');
+  t.is(unknown.status, 415, unknown.text);
+  t.is(unknown.body.error.code, 'unsupported_media_type');
+  const broken = await send('not gzip at all', 'gzip');
+  t.is(broken.status, 400, broken.text);
+  t.is(broken.body.error.code, 'malformed_json');
+  // Past the limit once decoded, however small compressed.
+  const bomb = await send(gzipSync(`{"organization":${' '.repeat(MANIFEST_LIMIT)}}`), 'gzip');
+  t.is(bomb.status, 413, bomb.text);
+  t.deepEqual(await counts(), before);
+  for (const [encoding, compress] of [['gzip', gzipSync], ['Deflate', deflateSync], ['br', brotliCompressSync]] as const) {
+    const res = await send(compress(text), encoding);
+    t.is(res.status, 200, `${encoding}: ${res.text}`);
+  }
 });
 
 test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {
