@@ -7,9 +7,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
-import { ApiError, StorageFull, invalidRequest, storeUnavailable, type ErrorIssue } from '../http/errors.ts';
-import { isStoreUnavailable } from '../store/store.ts';
-import { noteStorageFull } from '../store/storage-space.ts';
+import { ApiError, invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { storeFailure } from '../http/store-failure.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
@@ -158,17 +157,10 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     try {
       return toolResult(await work());
     } catch (err) {
+      // A store busy, failing over or full: the same answer and log as on /v1 (src/http/store-failure.ts).
+      const failure = storeFailure(deps, err, { surface: 'mcp' });
+      if (failure) return toolError(failure);
       if (err instanceof ApiError) return toolError(err);
-      if (isStoreUnavailable(err)) {
-        // As on /v1 (src/http/error-middleware.ts): a store busy or failing over for a moment, not a bug.
-        deps.log.warn('store unavailable: a tool gave up', { err: err instanceof Error ? err.message : String(err) });
-        return toolError(storeUnavailable(err));
-      }
-      if (noteStorageFull(deps.store, err)) {
-        // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
-        deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err) });
-        return toolError(new StorageFull(err));
-      }
       deps.log.error('mcp tool failed', { err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) });
       return toolError(new ApiError(500, 'internal_error', 'Something went wrong on our side. It is safe to retry request_purchase with the same idempotencyKey.'));
     }

@@ -56,7 +56,7 @@ test('a dropped store connection is a tool error saying to retry shortly, logged
   const error = JSON.parse((dropped.content as { text: string }[])[0].text).error;
   t.is(error.code, 'internal_error');
   t.regex(error.message, /busy.*Retry shortly/);
-  t.deepEqual(logged, ['warn store unavailable: a tool gave up']);
+  t.deepEqual(logged, ['warn store unavailable: a request gave up']);
   const again = await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: asked.purchaseRequest.id } });
   t.is((again.structuredContent as any).purchase.id, asked.purchaseRequest.id);
   await c.close();
