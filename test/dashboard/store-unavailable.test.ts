@@ -9,7 +9,7 @@ import type { MongoClient } from 'mongodb';
 import { openMongoStore } from '../../src/store/mongo.ts';
 import type { Store } from '../../src/store/store.ts';
 import { Client, setUpDashboardOrg, startDashboardApp } from '../helpers/dashboard.ts';
-import type { TestApp } from '../helpers/app.ts';
+import { recordWarnings, type TestApp } from '../helpers/app.ts';
 import { LANE_TIMEOUT_MS } from '../helpers/store.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
 
@@ -33,14 +33,7 @@ test('a dropped store connection is a 503 page saying to try again, logged as a 
   const acme = await setUpDashboardOrg(app, 'acme', [{ handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] }]);
   const client = new Client(app.url);
   await client.signIn(acme.people.ana.email);
-  const logged: string[] = [];
-  for (const level of ['warn', 'error'] as const) {
-    const original = app.deps.log[level].bind(app.deps.log);
-    app.deps.log[level] = (message: string, fields?: Record<string, unknown>) => {
-      logged.push(`${level} ${message}`);
-      original(message, fields);
-    };
-  }
+  const logged = recordWarnings(app);
   // Only the page's own read of the agents: the session lookup before it goes to other collections.
   const admin = (store as unknown as { client: MongoClient }).client.db('admin');
   await admin.command({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], closeConnection: true, appName: 'service-under-test', namespace: `${name}.agents` } });

@@ -101,3 +101,16 @@ export async function startApp(
     },
   };
 }
+
+/** From now on, the app's warnings and errors as `level message` lines (still logged as before). */
+export function recordWarnings(app: TestApp): string[] {
+  const logged: string[] = [];
+  for (const level of ['warn', 'error'] as const) {
+    const original = app.deps.log[level].bind(app.deps.log);
+    app.deps.log[level] = (message: string, fields?: Record<string, unknown>) => {
+      logged.push(`${level} ${message}`);
+      original(message, fields);
+    };
+  }
+  return logged;
+}
