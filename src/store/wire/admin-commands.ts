@@ -3,7 +3,7 @@
 import { hostname, cpus, platform, release } from 'node:os';
 import { Binary, EJSON, ObjectId, type Document } from 'bson';
 import type { Call } from './call.ts';
-import { analystMayRead } from './analyst-access.ts';
+import { ANALYST_ROLE, analystMayRead, analystPrivileges } from './analyst-access.ts';
 import { CommandError } from './errors.ts';
 import { MAX_BSON_BYTES, MAX_MESSAGE_BYTES } from './frames.ts';
 import { MECHANISM, ScramConversation } from './scram.ts';
@@ -80,19 +80,22 @@ export function logout(call: Call): Document {
   return { ok: 1 };
 }
 
-const READ_ACTIONS = ['collStats', 'dbStats', 'find', 'killCursors', 'listCollections', 'listIndexes'];
-const WRITE_ACTIONS = ['createCollection', 'createIndex', 'dropCollection', 'dropDatabase', 'dropIndex', 'insert', 'remove', 'update'];
+const SERVICE_ACTIONS = ['createCollection', 'createIndex', 'dbStats', 'dropCollection', 'dropDatabase', 'dropIndex', 'find', 'insert', 'killCursors', 'listCollections', 'listIndexes', 'remove', 'update'];
+
+function servicePrivileges(): Document[] {
+  return [{ resource: { db: '', collection: '' }, actions: SERVICE_ACTIONS }, { resource: { cluster: true }, actions: ['listDatabases'] }];
+}
 
 export function connectionStatus(call: Call): Document {
   const user = call.conn.user;
+  const analyst = user?.role === 'read';
   const authInfo: Document = {
     authenticatedUsers: user ? [{ user: user.user, db: 'admin' }] : [],
-    authenticatedUserRoles: user ? [{ role: user.role === 'read' ? 'readAnyDatabase' : 'readWriteAnyDatabase', db: 'admin' }] : [],
+    authenticatedUserRoles: user ? [analyst ? { ...ANALYST_ROLE } : { role: 'readWriteAnyDatabase', db: 'admin' }] : [],
   };
   if (call.command.showPrivileges === true) {
     // Compass reads these to decide what to offer.
-    const actions = user ? (user.role === 'read' ? READ_ACTIONS : [...READ_ACTIONS, ...WRITE_ACTIONS]) : [];
-    authInfo.authenticatedUserPrivileges = user ? [{ resource: { db: '', collection: '' }, actions }, { resource: { cluster: true }, actions: ['listDatabases'] }] : [];
+    authInfo.authenticatedUserPrivileges = user ? (analyst ? analystPrivileges() : servicePrivileges()) : [];
   }
   return { authInfo, ok: 1 };
 }
