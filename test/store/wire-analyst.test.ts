@@ -276,3 +276,18 @@ test("the analyst cannot drain or kill the service user's cursors, nor manage us
     t.like(await refusal(analyst.db('admin').command(command)), { code: 59, codeName: 'CommandNotFound' }, JSON.stringify(command));
   }
 });
+
+test('the analyst filters listCollections and listDatabases by name with a string or $in, not a regular expression, which would run on the request thread', async (t) => {
+  // ^((.*)*)*x$ backtracks for ever over 'analytics_daily_spend', and nothing could stop it there: any regular expression is refused.
+  const BAD_VALUE = { code: 2, codeName: 'BadValue' };
+  for (const name of [/^analytics_/, { $regex: '^analytics_' }, { $regex: 'views$', $options: 'i' }]) {
+    t.like(await refusal(db().command({ listCollections: 1, filter: { name } })), BAD_VALUE, `listCollections ${String(name)}`);
+    t.like(await refusal(analyst.db('admin').command({ listDatabases: 1, filter: { name } })), BAD_VALUE, `listDatabases ${String(name)}`);
+  }
+  t.deepEqual((await db().listCollections({ name: 'policy_views' }).toArray()).map((c) => c.name), ['policy_views']);
+  t.deepEqual((await db().listCollections({ name: { $in: ['policy_views', 'people'] } }).toArray()).map((c) => c.name), ['policy_views']);
+  const database = store.db.raw.databaseName;
+  t.deepEqual((await analyst.db('admin').command({ listDatabases: 1, filter: { name: database } })).databases.map((d: Document) => d.name), [database]);
+  // The service user, whose password no analyst has, keeps them.
+  t.deepEqual((await service.db().listCollections({ name: /^policy_vi/ }).toArray()).map((c) => c.name), ['policy_views']);
+});
