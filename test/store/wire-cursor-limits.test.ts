@@ -150,3 +150,12 @@ test.serial("a connection's cursors close with it; a user's cursors may hold onl
   t.throws(() => cursors.open('d.c', 'analyst', big, 1, false, 2), { message: /bytes/ });
   t.not(cursors.open('d.c', 'service', big.slice(0, 4), 1, false, 3).cursor.id, Long.ZERO, 'another user has its own budget');
 });
+
+test.serial('a negative batchSize is refused (BadValue), as mongod refuses it, for find, aggregate and getMore', async (t) => {
+  const { analyst } = await seeded(t, 3);
+  t.like(await failure(analyst.command({ find: c, batchSize: -1 })), { code: 2, codeName: 'BadValue' });
+  t.like(await failure(analyst.command({ aggregate: c, pipeline: [], cursor: { batchSize: -1 } })), { code: 2, codeName: 'BadValue' });
+  const id = asLong((await analyst.command({ find: c, batchSize: 1 })).cursor.id);
+  t.like(await failure(analyst.command({ getMore: id, collection: c, batchSize: -1 })), { code: 2, codeName: 'BadValue' });
+  t.deepEqual((await analyst.command({ getMore: id, collection: c, batchSize: 5 })).cursor.nextBatch, [{ _id: 1 }, { _id: 2 }], 'the cursor is still there');
+});
