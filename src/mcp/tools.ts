@@ -14,7 +14,7 @@ import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
+import { MinorAmountInput, NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
 import { parsePurchase, reservedKeys } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
@@ -33,8 +33,11 @@ const purchaseFields = {
   // The pattern is listed, as in the OpenAPI document, but not enforced by zod: the domain refuses such a
   // name with its own issue code, CONTROL_CHARACTER (docs/reference/decisions.md).
   merchant: z.string().max(200).meta({ pattern: NO_CONTROL_CHARACTERS }).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
+  // Listed as /v1's MinorAmountInput but judged by parsePurchase, as on /v1: zod's int() stops at 2^53-1 and
+  // would call 9007199254740993 a generic INVALID_ARGUMENT where /v1 says AMOUNT_TOO_LARGE (and 1.5 INVALID_TYPE).
   amountMinor: z
-    .union([z.string().regex(/^-?\d+$/), z.number().int()])
+    .unknown()
+    .meta({ anyOf: MinorAmountInput.anyOf })
     .describe('The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.'),
   reason: z.string().max(2000).describe('Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.'),
   currency: z.string().regex(/^[A-Z]{3}$/).nullable().optional().describe('ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.'),

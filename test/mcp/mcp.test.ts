@@ -431,3 +431,33 @@ test('a task-augmented tools/call is processed normally, as the server declares 
   t.is((read.structuredContent as any).purchase.id, id);
   await c.close();
 });
+
+// An assistant sees the reason /v1 gives for the same amount (docs/reference/decisions.md, amount range
+// and amounts written as JSON numbers); the tools' zod int() stopped at 2^53-1 with a generic INVALID_ARGUMENT.
+test('the tools judge an amount as /v1 does: too large, not positive, wrong type or form, same issue codes', async (t) => {
+  const literals = ['9007199254740993', '9007199254740992', '12345678901234567890123456789', '-9007199254740993', '1.5', '1e400', 'true', '"12a"', '"99999999999999999999"'];
+  for (const literal of literals) {
+    const body = `{"merchant":"Huge Amounts Ltd","amountMinor":${literal},"reason":"x"}`;
+    const rest = await app.request('/v1/purchase-requests', { key: full.access_token, raw: body, headers: { 'content-type': 'application/json' } });
+    t.is(rest.status, 400, literal);
+    const expected = rest.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]);
+    if (literal.startsWith('9007') || literal.startsWith('1234')) t.deepEqual(expected, [['amountMinor', 'AMOUNT_TOO_LARGE']], literal);
+    for (const name of ['check_purchase', 'request_purchase']) {
+      const res = await fetchJson(`${app.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${full.access_token}` },
+        body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":${body}}}`,
+      });
+      const refused = errorOf((await res.json()).result);
+      t.is(refused.code, 'invalid_request', `${name} ${literal}`);
+      t.deepEqual(refused.issues?.map((i) => [i.path, i.code]), expected, `${name} ${literal}`);
+    }
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Huge Amounts Ltd' }), 0);
+  // The listed schema still says what an amount is, and that it is required.
+  const c = await client(full.access_token);
+  const listed = (await c.listTools()).tools.find((x) => x.name === 'request_purchase')!.inputSchema;
+  t.deepEqual((listed.properties as any).amountMinor.anyOf, [{ type: 'string', pattern: '^-?\\d+$' }, { type: 'integer' }]);
+  t.true(listed.required?.includes('amountMinor'));
+  await c.close();
+});
