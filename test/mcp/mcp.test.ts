@@ -5,7 +5,7 @@
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { TestApp } from '../helpers/app.ts';
@@ -327,7 +327,8 @@ test('malformed tools/call params are JSON-RPC -32602 Invalid params, not -32603
     t.is(body.error?.code, -32602, JSON.stringify(message) + ' ' + JSON.stringify(body));
     t.notRegex(body.error.message, /expected|\n/, 'no validator dump');
   }
-  // In a batch each message is judged on its own (a __proto__ one too); the others are answered as usual.
+  // In a batch (no MCP-Protocol-Version: 2025-03-26, which has batches) each message is judged on its own
+  // (a __proto__ one too); the others are answered as usual.
   const batch = await rpc([
     { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_purchases', arguments: [] } },
     { jsonrpc: '2.0', method: 'notifications/initialized' },
@@ -460,4 +461,41 @@ test('the tools judge an amount as /v1 does: too large, not positive, wrong type
   t.deepEqual((listed.properties as any).amountMinor.anyOf, [{ type: 'string', pattern: '^-?\\d+$' }, { type: 'integer' }]);
   t.true(listed.required?.includes('amountMinor'));
   await c.close();
+});
+
+// MCP 2025-11-25 keeps `_meta` inside params: a `_meta` that is not an object is an invalid parameter of
+// a well-formed request (JSON-RPC 2.0 section 5.1, -32602), not an invalid request (-32600, as it was).
+test('a params._meta that is not an object is -32602 Invalid params, answered to the request it came with', async (t) => {
+  const c = await client(full.access_token);
+  for (const [method, params] of [['tools/list', { _meta: 5 }], ['ping', { _meta: 'x' }], ['tools/list', { _meta: { progressToken: {} } }], ['tools/call', { name: 'request_purchase', arguments: { merchant: 'Meta Paper', amountMinor: '5', reason: 'm' }, _meta: [] }]] as const) {
+    const error = await t.throwsAsync(c.request({ method, params } as any, ListToolsResultSchema), { instanceOf: McpError }, method);
+    t.is(error?.code, ErrorCode.InvalidParams, `${method} ${JSON.stringify(params)}`);
+    t.regex(error?.message ?? '', /Invalid params at params\._meta/);
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Meta Paper' }), 0);
+  // A notification is never answered (JSON-RPC 2.0 section 4.1): accepted and ignored, as any the server has no use for.
+  const note = await rpc({ jsonrpc: '2.0', method: 'notifications/initialized', params: { _meta: 5 } }, { authorization: `Bearer ${full.access_token}` });
+  t.is(note.status, 202);
+  t.is(await note.text(), '');
+  await c.close();
+});
+
+// MCP 2025-06-18 removed JSON-RPC batches; 2025-03-26, which the server still negotiates, requires them.
+test('a batch is refused under MCP 2025-06-18 and later, before anything runs; answered under 2025-03-26', async (t) => {
+  const batch = [
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_purchase', arguments: { merchant: 'Batch Paper', amountMinor: '5', reason: 'm' } } },
+    { jsonrpc: '2.0', id: 2, method: 'ping' },
+  ];
+  for (const [token, version] of [[full.access_token, '2025-11-25'], [full.access_token, '2025-06-18'], [readOnly.access_token, '2025-11-25']]) {
+    const res = await rpc(batch, { authorization: `Bearer ${token}`, 'mcp-protocol-version': version });
+    t.is(res.status, 400, version);
+    const answer = await res.json();
+    t.deepEqual({ jsonrpc: answer.jsonrpc, id: answer.id, code: answer.error?.code }, { jsonrpc: '2.0', id: null, code: -32600 }, JSON.stringify(answer));
+    t.regex(answer.error.message, /^Invalid Request: MCP \d{4}-\d{2}-\d{2} has no JSON-RPC batches/);
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Batch Paper' }), 0);
+  const legacy = await rpc(batch, { authorization: `Bearer ${full.access_token}`, 'mcp-protocol-version': '2025-03-26' });
+  t.is(legacy.status, 200);
+  t.deepEqual((await legacy.json()).map((a: any) => a.id).sort(), [1, 2]);
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Batch Paper' }), 1);
 });
