@@ -74,10 +74,25 @@ function invalidRequest(body: unknown): JSONRPCMessage | null {
   };
   if (messages.length === 0) return invalid('the batch is empty');
   const i = messages.findIndex((message) => !JSONRPCMessageSchema.safeParse(message).success);
-  if (i === -1) return null;
+  if (i === -1) return batch ? repeatedId(messages as JSONRPCMessage[], invalid) : null;
   const what = `${batch ? `message ${i + 1} of the batch` : 'the body'} is not a JSON-RPC 2.0 request, notification or response`;
   // A batch gets one answer for all its messages: no single id is its.
   return invalid(what, batch ? null : (messages[i] as { id?: unknown } | null)?.id);
+}
+
+/**
+ * Two requests of a batch with one id: the transport answers by id, so only one of them was answered,
+ * though both ran (two purchases, one answer). Refused before anything runs (JSON-RPC 2.0 section 6
+ * matches answers to requests by id).
+ */
+function repeatedId(messages: JSONRPCMessage[], invalid: (what: string) => JSONRPCMessage): JSONRPCMessage | null {
+  const ids = new Set<unknown>();
+  for (const [i, message] of messages.entries()) {
+    if (!isJSONRPCRequest(message)) continue;
+    if (ids.has(message.id)) return invalid(`message ${i + 1} of the batch repeats the id of an earlier request`);
+    ids.add(message.id);
+  }
+  return null;
 }
 
 /**

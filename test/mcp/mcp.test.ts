@@ -499,3 +499,17 @@ test('a batch is refused under MCP 2025-06-18 and later, before anything runs; a
   t.deepEqual((await legacy.json()).map((a: any) => a.id).sort(), [1, 2]);
   t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Batch Paper' }), 1);
 });
+
+// The transport answers by id: of two requests sharing one, both ran and one was answered.
+test('a batch (MCP 2025-03-26) whose requests repeat an id is -32600, and none of it runs', async (t) => {
+  const purchase = (id: number | string, merchant: string) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'request_purchase', arguments: { merchant, amountMinor: '5', reason: 'm' } } });
+  const res = await rpc([purchase(7, 'Twin Paper A'), { jsonrpc: '2.0', method: 'notifications/initialized' }, purchase(7, 'Twin Paper B')], { authorization: `Bearer ${full.access_token}`, 'mcp-protocol-version': '2025-03-26' });
+  t.is(res.status, 400);
+  const answer = await res.json();
+  t.deepEqual({ id: answer.id, code: answer.error?.code }, { id: null, code: -32600 });
+  t.regex(answer.error.message, /message 3 of the batch repeats the id of an earlier request/);
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: { $in: ['Twin Paper A', 'Twin Paper B'] } }), 0);
+  // 7 and "7" are two ids (JSON-RPC 2.0 compares them as sent): both are answered.
+  const distinct = await rpc([purchase(7, 'Twin Paper A'), purchase('7', 'Twin Paper B')], { authorization: `Bearer ${full.access_token}`, 'mcp-protocol-version': '2025-03-26' });
+  t.deepEqual((await distinct.json()).map((a: any) => [a.id, a.result.isError ?? false]).sort(), [[7, false], ['7', false]]);
+});
