@@ -5,6 +5,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
+import type { TObject } from 'typebox';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
 import { ApiError, invalidRequest, type ErrorIssue } from '../http/errors.ts';
@@ -14,7 +15,6 @@ import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { MinorAmountInput, NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
 import { parsePurchase, reservedKeys } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
@@ -29,21 +29,28 @@ const simulationBody = compile(CurrentPoliciesSimulationBody);
 
 // ---- schemas ---------------------------------------------------------------------------------
 
-const purchaseFields = {
-  // The pattern is listed, as in the OpenAPI document, but not enforced by zod: the domain refuses such a
-  // name with its own issue code, CONTROL_CHARACTER (docs/reference/decisions.md).
-  merchant: z.string().max(200).meta({ pattern: NO_CONTROL_CHARACTERS }).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
-  // Listed as /v1's MinorAmountInput but judged by parsePurchase, as on /v1: zod's int() stops at 2^53-1 and
-  // would call 9007199254740993 a generic INVALID_ARGUMENT where /v1 says AMOUNT_TOO_LARGE (and 1.5 INVALID_TYPE).
-  amountMinor: z
-    .unknown()
-    .meta({ anyOf: MinorAmountInput.anyOf })
-    .describe('The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.'),
-  reason: z.string().max(2000).describe('Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.'),
-  currency: z.string().regex(/^[A-Z]{3}$/).nullable().optional().describe('ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.'),
-  category: z.string().max(100).nullable().optional().describe('Optional category, e.g. "office-supplies".'),
-  merchantDomain: z.string().max(253).nullable().optional().describe('Optional web domain of the merchant, recorded as evidence only.'),
+/**
+ * The purchase fields as /v1 has them (schemas/purchases.ts): each listed with /v1's JSON Schema and judged
+ * by parsePurchase, as on /v1, so that an assistant gets /v1's issue codes (REQUIRED, TOO_LONG, INVALID_TYPE,
+ * AMOUNT_TOO_LARGE...) where zod would say INVALID_ARGUMENT for each (and its int() stops at 2^53-1).
+ * zod refuses only unknown fields, as UNKNOWN_FIELD (sdkIssues).
+ */
+const DESCRIPTIONS = {
+  merchant: 'Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".',
+  amountMinor: 'The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.',
+  reason: 'Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.',
+  currency: 'ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.',
+  category: 'Optional category, e.g. "office-supplies".',
+  merchantDomain: 'Optional web domain of the merchant, recorded as evidence only.',
+  metadata: 'Optional details recorded with the request (order number, cart id...). No policy reads them.',
 };
+const PURCHASE_FIELDS = ['merchant', 'amountMinor', 'reason', 'currency', 'category', 'merchantDomain'] as const;
+
+function asOnV1(body: TObject, fields: ReadonlyArray<keyof typeof DESCRIPTIONS>, more: Record<string, z.ZodType> = {}) {
+  const listed = (field: string) => JSON.parse(JSON.stringify(body.properties[field])) as Record<string, unknown>;
+  const shape = Object.fromEntries(fields.map((f) => [f, z.unknown().optional().meta(listed(f)).describe(DESCRIPTIONS[f])]));
+  return z.strictObject({ ...shape, ...more }).meta({ required: body.required?.filter((f) => (fields as readonly string[]).includes(f)) ?? [] });
+}
 
 const Decision = z.looseObject({
   id: z.string(),
@@ -224,7 +231,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         description:
           'Asks whether a purchase would be allowed by the policies in force right now, without recording anything or reserving budget. ' +
           'simulatedDecision.outcome is APPROVED, REJECTED or REQUIRES_APPROVAL, with reasonCodes and an explanation. A real request may still be decided differently later.',
-        inputSchema: z.strictObject(purchaseFields),
+        inputSchema: asOnV1(CurrentPoliciesSimulationBody, PURCHASE_FIELDS),
         outputSchema: SimulationOutput,
         annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       },
@@ -246,10 +253,12 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           'or REQUIRES_APPROVAL (a person must approve first; check later with get_purchase). The request and its decision are recorded, and an approved amount counts against budgets. ' +
           'Pass an idempotencyKey to retry safely: the same key with the same details returns the first decision instead of requesting twice. ' +
           '`receipt` is the decision\'s signed receipt (a compact JWS anyone can check against the service\'s /.well-known/jwks.json).',
-        inputSchema: z.strictObject({
-          ...purchaseFields,
-          metadata: z.record(z.string(), z.unknown()).nullable().optional().describe('Optional details recorded with the request (order number, cart id...). No policy reads them.'),
-          idempotencyKey: z.string().min(1).max(255).regex(IDEMPOTENCY_KEY).optional().describe('Optional key (1 to 255 printable ASCII characters) making retries safe.'),
+        inputSchema: asOnV1(PurchaseRequestBody, [...PURCHASE_FIELDS, 'metadata'], {
+          idempotencyKey: z
+            .unknown()
+            .optional()
+            .meta({ type: 'string', minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY.source })
+            .describe('Optional key (1 to 255 printable ASCII characters) making retries safe.'),
         }),
         outputSchema: SubmissionOutput,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
@@ -257,14 +266,18 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       (args) =>
         run(async () => {
           const { idempotencyKey, ...fields } = args;
-          const { body, purchase } = parsePurchase(submissionBody, fields, organization.currency);
+          const key = (): ErrorIssue[] =>
+            idempotencyKey === undefined || (typeof idempotencyKey === 'string' && IDEMPOTENCY_KEY.test(idempotencyKey))
+              ? []
+              : [{ path: 'idempotencyKey', code: 'INVALID_IDEMPOTENCY_KEY', message: 'idempotencyKey is 1 to 255 printable ASCII characters.' }];
+          const { body, purchase } = parsePurchase(submissionBody, fields, organization.currency, key);
           const result = await submitPurchase(deps, {
             organization,
             principal,
             purchase,
             body: body as Record<string, unknown>,
             rawBody: JSON.stringify(fields),
-            idempotencyKey: idempotencyKey ?? null,
+            idempotencyKey: (idempotencyKey as string | undefined) ?? null,
             origin: 'MCP',
           });
           return { ...result.body, receipt: result.receipt ?? null };

@@ -433,16 +433,21 @@ test('a task-augmented tools/call is processed normally, as the server declares 
   await c.close();
 });
 
-// An assistant sees the reason /v1 gives for the same amount (docs/reference/decisions.md, amount range
-// and amounts written as JSON numbers); the tools' zod int() stopped at 2^53-1 with a generic INVALID_ARGUMENT.
-test('the tools judge an amount as /v1 does: too large, not positive, wrong type or form, same issue codes', async (t) => {
-  const literals = ['9007199254740993', '9007199254740992', '12345678901234567890123456789', '-9007199254740993', '1.5', '1e400', 'true', '"12a"', '"99999999999999999999"'];
-  for (const literal of literals) {
-    const body = `{"merchant":"Huge Amounts Ltd","amountMinor":${literal},"reason":"x"}`;
+// An assistant sees the reason /v1 gives for the same mistake (docs/reference/decisions.md, amount range and
+// amounts written as JSON numbers): zod said INVALID_ARGUMENT for each, and its int() stopped at 2^53-1.
+test('the tools give /v1\'s issue codes for the same mistake: amount too large, field required, too long, wrong type or form', async (t) => {
+  const amount = (literal: string) => `{"merchant":"Huge Amounts Ltd","amountMinor":${literal},"reason":"x"}`;
+  const bodies = [
+    ...['9007199254740993', '9007199254740992', '12345678901234567890123456789', '-9007199254740993', '1.5', '1e400', 'true', '"12a"', '"99999999999999999999"'].map(amount),
+    '{"amountMinor":"5"}',
+    `{"merchant":"${'m'.repeat(201)}","amountMinor":"5","reason":"${'r'.repeat(2001)}","category":"${'c'.repeat(101)}"}`,
+    '{"merchant":5,"amountMinor":"5","reason":"x","currency":"eur","merchantDomain":7}',
+  ];
+  for (const body of bodies) {
     const rest = await app.request('/v1/purchase-requests', { key: full.access_token, raw: body, headers: { 'content-type': 'application/json' } });
-    t.is(rest.status, 400, literal);
+    t.is(rest.status, 400, body);
     const expected = rest.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]);
-    if (literal.startsWith('9007') || literal.startsWith('1234')) t.deepEqual(expected, [['amountMinor', 'AMOUNT_TOO_LARGE']], literal);
+    if (/"amountMinor":(9007199254740993|12345678901234567890123456789),/.test(body)) t.deepEqual(expected, [['amountMinor', 'AMOUNT_TOO_LARGE']], body);
     for (const name of ['check_purchase', 'request_purchase']) {
       const res = await fetchJson(`${app.url}/mcp`, {
         method: 'POST',
@@ -450,16 +455,19 @@ test('the tools judge an amount as /v1 does: too large, not positive, wrong type
         body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":${body}}}`,
       });
       const refused = errorOf((await res.json()).result);
-      t.is(refused.code, 'invalid_request', `${name} ${literal}`);
-      t.deepEqual(refused.issues?.map((i) => [i.path, i.code]), expected, `${name} ${literal}`);
+      t.is(refused.code, 'invalid_request', `${name} ${body}`);
+      t.deepEqual(refused.issues?.map((i) => [i.path, i.code]), expected, `${name} ${body}`);
     }
   }
-  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Huge Amounts Ltd' }), 0);
-  // The listed schema still says what an amount is, and that it is required.
+  t.is(await app.store.db.collection('purchases').countDocuments({ reason: 'x' }), 0);
+  // An idempotencyKey /v1 would refuse in its header is refused under its own name, with the header's code.
   const c = await client(full.access_token);
+  const badKey = errorOf(await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Key Paper', amountMinor: '5', reason: 'm', idempotencyKey: 'é' } }));
+  t.deepEqual(badKey.issues?.map((i) => [i.path, i.code]), [['idempotencyKey', 'INVALID_IDEMPOTENCY_KEY']]);
+  // The listed schema is still /v1's: what an amount is, and what is required.
   const listed = (await c.listTools()).tools.find((x) => x.name === 'request_purchase')!.inputSchema;
   t.deepEqual((listed.properties as any).amountMinor.anyOf, [{ type: 'string', pattern: '^-?\\d+$' }, { type: 'integer' }]);
-  t.true(listed.required?.includes('amountMinor'));
+  t.deepEqual(listed.required, ['merchant', 'amountMinor', 'reason']);
   await c.close();
 });
 
