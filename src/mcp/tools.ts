@@ -5,7 +5,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
-import type { TObject } from 'typebox';
+import Type, { type TObject } from 'typebox';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
 import { ApiError, invalidRequest, type ErrorIssue } from '../http/errors.ts';
@@ -30,27 +30,36 @@ const simulationBody = compile(CurrentPoliciesSimulationBody);
 // ---- schemas ---------------------------------------------------------------------------------
 
 /**
- * The purchase fields as /v1 has them (schemas/purchases.ts): each listed with /v1's JSON Schema and judged
- * by parsePurchase, as on /v1, so that an assistant gets /v1's issue codes (REQUIRED, TOO_LONG, INVALID_TYPE,
- * AMOUNT_TOO_LARGE...) where zod would say INVALID_ARGUMENT for each (and its int() stops at 2^53-1).
- * zod refuses only unknown fields, as UNKNOWN_FIELD (sdkIssues).
+ * Tool arguments listed with a TypeBox schema's JSON Schema and judged by it, as on /v1: the purchase fields
+ * by /v1's own schema and rules (parsePurchase), the others by validator.parse. So an assistant gets /v1's
+ * issue codes (REQUIRED, TOO_LONG, INVALID_TYPE, OUT_OF_RANGE, AMOUNT_TOO_LARGE...) where zod would say
+ * INVALID_ARGUMENT, a code /v1 does not have, for each (and its int() stops at 2^53-1). zod refuses only
+ * unknown fields, as UNKNOWN_FIELD (sdkIssues).
  */
-const DESCRIPTIONS = {
+function listedAs(schema: TObject, descriptions: Record<string, string>, more: Record<string, z.ZodType> = {}) {
+  const fields = Object.keys(descriptions);
+  const listed = (field: string) => JSON.parse(JSON.stringify(schema.properties[field])) as Record<string, unknown>;
+  const shape = Object.fromEntries(fields.map((f) => [f, z.unknown().optional().meta(listed(f)).describe(descriptions[f])]));
+  const required = schema.required?.filter((f) => fields.includes(f)) ?? [];
+  return z.strictObject({ ...shape, ...more }).meta(required.length > 0 ? { required } : {});
+}
+
+const PURCHASE_FIELDS = {
   merchant: 'Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".',
   amountMinor: 'The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.',
   reason: 'Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.',
   currency: 'ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.',
   category: 'Optional category, e.g. "office-supplies".',
   merchantDomain: 'Optional web domain of the merchant, recorded as evidence only.',
-  metadata: 'Optional details recorded with the request (order number, cart id...). No policy reads them.',
 };
-const PURCHASE_FIELDS = ['merchant', 'amountMinor', 'reason', 'currency', 'category', 'merchantDomain'] as const;
 
-function asOnV1(body: TObject, fields: ReadonlyArray<keyof typeof DESCRIPTIONS>, more: Record<string, z.ZodType> = {}) {
-  const listed = (field: string) => JSON.parse(JSON.stringify(body.properties[field])) as Record<string, unknown>;
-  const shape = Object.fromEntries(fields.map((f) => [f, z.unknown().optional().meta(listed(f)).describe(DESCRIPTIONS[f])]));
-  return z.strictObject({ ...shape, ...more }).meta({ required: body.required?.filter((f) => (fields as readonly string[]).includes(f)) ?? [] });
-}
+const ListArguments = Type.Object(
+  { limit: Type.Optional(Type.Integer({ minimum: LIST_LIMIT_MIN, maximum: LIST_LIMIT_MAX })), cursor: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])) },
+  { additionalProperties: false },
+);
+const GetArguments = Type.Object({ purchaseRequestId: Type.String({ maxLength: 100 }) }, { additionalProperties: false });
+const listArguments = compile(ListArguments);
+const getArguments = compile(GetArguments);
 
 const Decision = z.looseObject({
   id: z.string(),
@@ -191,14 +200,14 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         description:
           'Lists the purchases this connection requested, and those a person made for its agent on the dashboard, newest first, with their current status and decision. ' +
           'Returns {purchases, nextCursor, hasMore}; when hasMore is true, call again with cursor set to nextCursor for older ones.',
-        inputSchema: z.strictObject({
-          limit: z.number().int().min(LIST_LIMIT_MIN).max(LIST_LIMIT_MAX).optional().describe(`How many purchases to return, ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX} (default 20).`),
-          cursor: z.string().max(200).nullable().optional().describe('The nextCursor of a previous call, to continue after it; omit for the newest purchases.'),
+        inputSchema: listedAs(ListArguments, {
+          limit: `How many purchases to return, ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX} (default 20).`,
+          cursor: 'The nextCursor of a previous call, to continue after it; omit for the newest purchases.',
         }),
         outputSchema: z.strictObject({ purchases: z.array(Readback), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
-      (args) => run(() => listConnectionPurchases(deps.store.db, principal, args)),
+      (args) => run(() => listConnectionPurchases(deps.store.db, principal, listArguments.parse(args))),
     );
     server.registerTool(
       'get_purchase',
@@ -208,15 +217,16 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           'Reads one purchase this connection requested, by its id (purchaseRequest.id from request_purchase): status, decision in force, and approval. ' +
           'Use it to learn whether a purchase that REQUIRES_APPROVAL has been approved. Purchases requested by anyone else are not found. ' +
           '`receipts` are the signed receipts of its decisions, oldest first: a person\'s answer adds one.',
-        inputSchema: z.strictObject({ purchaseRequestId: z.string().max(100).describe('The purchase request id (a UUID).') }),
+        inputSchema: listedAs(GetArguments, { purchaseRequestId: 'The purchase request id (a UUID).' }),
         outputSchema: z.strictObject({ purchase: Readback, receipts: z.array(z.strictObject({ seq: z.number().int(), receipt: z.string() })) }),
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
       (args) =>
         run(async () => {
+          const { purchaseRequestId } = getArguments.parse(args);
           // A malformed id is the same 404 as an unknown one (docs/reference/contract.md §7).
-          if (!isUuid(args.purchaseRequestId)) throw new ApiError(404, 'not_found', 'No such purchase request.');
-          const { purchase } = await getPurchase(deps.store.db, principal, args.purchaseRequestId.toLowerCase());
+          if (!isUuid(purchaseRequestId)) throw new ApiError(404, 'not_found', 'No such purchase request.');
+          const { purchase } = await getPurchase(deps.store.db, principal, purchaseRequestId.toLowerCase());
           // The decisions' receipts (docs/integrate/receipts.md), as GET /v1/purchase-requests/{id}/receipts gives them.
           return { purchase, ...(await receiptsOfPurchase(deps.store.db, principal.organizationId, purchase.id)) };
         }),
@@ -231,7 +241,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         description:
           'Asks whether a purchase would be allowed by the policies in force right now, without recording anything or reserving budget. ' +
           'simulatedDecision.outcome is APPROVED, REJECTED or REQUIRES_APPROVAL, with reasonCodes and an explanation. A real request may still be decided differently later.',
-        inputSchema: asOnV1(CurrentPoliciesSimulationBody, PURCHASE_FIELDS),
+        inputSchema: listedAs(CurrentPoliciesSimulationBody, PURCHASE_FIELDS),
         outputSchema: SimulationOutput,
         annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       },
@@ -253,7 +263,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           'or REQUIRES_APPROVAL (a person must approve first; check later with get_purchase). The request and its decision are recorded, and an approved amount counts against budgets. ' +
           'Pass an idempotencyKey to retry safely: the same key with the same details returns the first decision instead of requesting twice. ' +
           '`receipt` is the decision\'s signed receipt (a compact JWS anyone can check against the service\'s /.well-known/jwks.json).',
-        inputSchema: asOnV1(PurchaseRequestBody, [...PURCHASE_FIELDS, 'metadata'], {
+        inputSchema: listedAs(PurchaseRequestBody, { ...PURCHASE_FIELDS, metadata: 'Optional details recorded with the request (order number, cart id...). No policy reads them.' }, {
           idempotencyKey: z
             .unknown()
             .optional()

@@ -435,7 +435,7 @@ test('a task-augmented tools/call is processed normally, as the server declares 
 
 // An assistant sees the reason /v1 gives for the same mistake (docs/reference/decisions.md, amount range and
 // amounts written as JSON numbers): zod said INVALID_ARGUMENT for each, and its int() stopped at 2^53-1.
-test('the tools give /v1\'s issue codes for the same mistake: amount too large, field required, too long, wrong type or form', async (t) => {
+test('the tools give /v1\'s issue codes for the same mistake: amount too large, field required, too long, out of range, wrong type or form', async (t) => {
   const amount = (literal: string) => `{"merchant":"Huge Amounts Ltd","amountMinor":${literal},"reason":"x"}`;
   const bodies = [
     ...['9007199254740993', '9007199254740992', '12345678901234567890123456789', '-9007199254740993', '1.5', '1e400', 'true', '"12a"', '"99999999999999999999"'].map(amount),
@@ -462,6 +462,15 @@ test('the tools give /v1\'s issue codes for the same mistake: amount too large, 
   t.is(await app.store.db.collection('purchases').countDocuments({ reason: 'x' }), 0);
   // An idempotencyKey /v1 would refuse in its header is refused under its own name, with the header's code.
   const c = await client(full.access_token);
+  // The other tools' arguments get /v1's codes too, never zod's INVALID_ARGUMENT.
+  for (const [name, args, expected] of [
+    ['list_purchases', { limit: 51 }, [['limit', 'OUT_OF_RANGE']]],
+    ['list_purchases', { limit: '5', cursor: 5 }, [['limit', 'INVALID_TYPE'], ['cursor', 'INVALID_TYPE']]],
+    ['get_purchase', {}, [['purchaseRequestId', 'REQUIRED']]],
+    ['get_purchase', { purchaseRequestId: 'x'.repeat(101) }, [['purchaseRequestId', 'TOO_LONG']]],
+  ] as const) {
+    t.deepEqual(errorOf(await c.callTool({ name, arguments: args })).issues?.map((i) => [i.path, i.code]), expected, `${name} ${JSON.stringify(args)}`);
+  }
   const badKey = errorOf(await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Key Paper', amountMinor: '5', reason: 'm', idempotencyKey: 'é' } }));
   t.deepEqual(badKey.issues?.map((i) => [i.path, i.code]), [['idempotencyKey', 'INVALID_IDEMPOTENCY_KEY']]);
   // The listed schema is still /v1's: what an amount is, and what is required.
