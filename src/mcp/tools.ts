@@ -25,7 +25,9 @@ import { LIST_LIMIT_MAX, LIST_LIMIT_MIN, listConnectionPurchases } from './list-
 import { TOOL_SCOPES } from './tool-scopes.ts';
 
 const submissionBody = compile(PurchaseRequestBody);
-const simulationBody = compile(CurrentPoliciesSimulationBody);
+// A connection checks as its own agent: /v1's agentId is no field of check_purchase.
+const CheckArguments = Type.Omit(CurrentPoliciesSimulationBody, ['agentId'], { additionalProperties: false });
+const simulationBody = compile(CheckArguments);
 
 // ---- schemas ---------------------------------------------------------------------------------
 
@@ -33,15 +35,16 @@ const simulationBody = compile(CurrentPoliciesSimulationBody);
  * Tool arguments listed with a TypeBox schema's JSON Schema and judged by it, as on /v1: the purchase fields
  * by /v1's own schema and rules (parsePurchase), the others by validator.parse. So an assistant gets /v1's
  * issue codes (REQUIRED, TOO_LONG, INVALID_TYPE, OUT_OF_RANGE, AMOUNT_TOO_LARGE...) where zod would say
- * INVALID_ARGUMENT, a code /v1 does not have, for each (and its int() stops at 2^53-1). zod refuses only
- * unknown fields, as UNKNOWN_FIELD (sdkIssues).
+ * INVALID_ARGUMENT, a code /v1 does not have, for each (and its int() stops at 2^53-1). zod lets unknown
+ * fields through too, so that the schema lists them as UNKNOWN_FIELD with every other problem, as /v1 does.
  */
 function listedAs(schema: TObject, descriptions: Record<string, string>, more: Record<string, z.ZodType> = {}) {
+  if ((schema as { additionalProperties?: unknown }).additionalProperties !== false) throw new Error('a tool schema refuses unknown fields');
   const fields = Object.keys(descriptions);
   const listed = (field: string) => JSON.parse(JSON.stringify(schema.properties[field])) as Record<string, unknown>;
   const shape = Object.fromEntries(fields.map((f) => [f, z.unknown().optional().meta(listed(f)).describe(descriptions[f])]));
   const required = schema.required?.filter((f) => fields.includes(f)) ?? [];
-  return z.strictObject({ ...shape, ...more }).meta(required.length > 0 ? { required } : {});
+  return z.looseObject({ ...shape, ...more }).meta({ additionalProperties: false, ...(required.length > 0 ? { required } : {}) });
 }
 
 const PURCHASE_FIELDS = {
@@ -241,7 +244,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         description:
           'Asks whether a purchase would be allowed by the policies in force right now, without recording anything or reserving budget. ' +
           'simulatedDecision.outcome is APPROVED, REJECTED or REQUIRES_APPROVAL, with reasonCodes and an explanation. A real request may still be decided differently later.',
-        inputSchema: listedAs(CurrentPoliciesSimulationBody, PURCHASE_FIELDS),
+        inputSchema: listedAs(CheckArguments, PURCHASE_FIELDS),
         outputSchema: SimulationOutput,
         annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       },

@@ -435,13 +435,15 @@ test('a task-augmented tools/call is processed normally, as the server declares 
 
 // An assistant sees the reason /v1 gives for the same mistake (docs/reference/decisions.md, amount range and
 // amounts written as JSON numbers): zod said INVALID_ARGUMENT for each, and its int() stopped at 2^53-1.
-test('the tools give /v1\'s issue codes for the same mistake: amount too large, field required, too long, out of range, wrong type or form', async (t) => {
+test('the tools give /v1\'s issue codes for the same mistake, all at once: amount too large, field required or unknown, too long, out of range, wrong type or form', async (t) => {
   const amount = (literal: string) => `{"merchant":"Huge Amounts Ltd","amountMinor":${literal},"reason":"x"}`;
   const bodies = [
     ...['9007199254740993', '9007199254740992', '12345678901234567890123456789', '-9007199254740993', '1.5', '1e400', 'true', '"12a"', '"99999999999999999999"'].map(amount),
     '{"amountMinor":"5"}',
     `{"merchant":"${'m'.repeat(201)}","amountMinor":"5","reason":"${'r'.repeat(2001)}","category":"${'c'.repeat(101)}"}`,
     '{"merchant":5,"amountMinor":"5","reason":"x","currency":"eur","merchantDomain":7}',
+    // An unknown field is listed with the other problems, not alone.
+    '{"amountMinor":"5","reason":"x","zzz":1,"currency":"eur"}',
   ];
   for (const body of bodies) {
     const rest = await app.request('/v1/purchase-requests', { key: full.access_token, raw: body, headers: { 'content-type': 'application/json' } });
@@ -467,6 +469,7 @@ test('the tools give /v1\'s issue codes for the same mistake: amount too large, 
     ['list_purchases', { limit: 51 }, [['limit', 'OUT_OF_RANGE']]],
     ['list_purchases', { limit: '5', cursor: 5 }, [['limit', 'INVALID_TYPE'], ['cursor', 'INVALID_TYPE']]],
     ['get_purchase', {}, [['purchaseRequestId', 'REQUIRED']]],
+    ['get_purchase', { y: 1 }, [['purchaseRequestId', 'REQUIRED'], ['y', 'UNKNOWN_FIELD']]],
     ['get_purchase', { purchaseRequestId: 'x'.repeat(101) }, [['purchaseRequestId', 'TOO_LONG']]],
   ] as const) {
     t.deepEqual(errorOf(await c.callTool({ name, arguments: args })).issues?.map((i) => [i.path, i.code]), expected, `${name} ${JSON.stringify(args)}`);
