@@ -187,7 +187,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       return toolError(new ApiError(500, 'internal_error', 'Something went wrong on our side. It is safe to retry request_purchase with the same idempotencyKey.'));
     }
   };
-  // Input the SDK itself refuses (types, unknown fields) is reported in docs/reference/contract.md's shape as well.
+  // Input the SDK itself refuses is reported in docs/reference/contract.md's shape as well (listedAs leaves it little: arguments that are no object are screened by serve.ts).
   (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message: string) =>
     /Input validation error/.test(message)
       ? toolError(new ApiError(400, 'invalid_request', 'The tool arguments are not valid.', sdkIssues(message)))
