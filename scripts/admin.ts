@@ -14,6 +14,7 @@ import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { createSigningKey, sealingKey, sealOpensNewestKey } from '../src/receipts/keys.ts';
 import { exportLog, verifyLog } from '../src/receipts/audit.ts';
+import { parseSeqOption, SEQ_OPTION_MISTAKE } from '../src/receipts/verify.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [arguments]
 
@@ -162,9 +163,10 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
   } catch (err) {
     usageMistake(err);
   }
-  const from = values.from === undefined ? 1 : Number(values.from);
-  const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && Number.isSafeInteger(from) && from >= 1 && (command === 'export-log' || values.from === undefined);
+  const from = values.from === undefined ? 1 : parseSeqOption(values.from);
+  const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && (command === 'export-log' || values.from === undefined);
   if (!usable) usageMistake(new UsageError());
+  if (from === null) usageMistake(new UsageError(SEQ_OPTION_MISTAKE(values.from!)));
   const code = await withStore(async (store, config) => {
     // An id the store does not hold (an organisation's handle, a typo) would export nothing and verify
     // as an empty, sound chain: refused instead. Ids are lower-case UUIDs; one in capitals is the same.

@@ -6,7 +6,7 @@
 // with a private part included).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { keysOf, verifyChain, type LogLine } from '../src/receipts/verify.ts';
+import { keysOf, parseSeqOption, SEQ_OPTION_MISTAKE, verifyChain, type LogLine } from '../src/receipts/verify.ts';
 
 const USAGE = 'Usage: npm run verify-receipts -- --jwks <jwks.json file or https URL> [--from <seq>] <export.jsonl>';
 
@@ -50,8 +50,9 @@ async function main(): Promise<void> {
   }
   // Where an export made with `export-log --from` starts; a whole export starts at 1, so a file that
   // starts later without saying so has lost its first lines.
-  const from = values.from === undefined ? 1 : /^[1-9][0-9]*$/.test(values.from) ? Number(values.from) : NaN;
-  if (!values.jwks || positionals.length !== 1 || !Number.isSafeInteger(from)) fail(2, USAGE);
+  const from = values.from === undefined ? 1 : parseSeqOption(values.from);
+  if (!values.jwks || positionals.length !== 1) fail(2, USAGE);
+  if (from === null) fail(2, `${SEQ_OPTION_MISTAKE(values.from!)}\n${USAGE}`);
   let keys;
   try {
     keys = keysOf(await readJwks(values.jwks));

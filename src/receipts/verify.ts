@@ -73,6 +73,18 @@ export function verifyReceipt(jws: string, keys: Map<string, KeyObject>): Receip
   return payload;
 }
 
+/**
+ * A `--from <seq>` option's value: decimal digits only, from 1 (no sign, exponent, hex, fraction or
+ * spaces, which Number() would take), or null.
+ */
+export function parseSeqOption(text: string): number | null {
+  if (!/^[1-9][0-9]*$/.test(text)) return null;
+  const seq = Number(text);
+  return Number.isSafeInteger(seq) ? seq : null;
+}
+
+export const SEQ_OPTION_MISTAKE = (text: string) => `--from takes a seq, a whole number from 1 written in decimal digits only; not ${JSON.stringify(text)}`;
+
 export interface LogLine {
   seq: number;
   receipt: string;

@@ -142,6 +142,18 @@ test('export-log prints the chain as JSON Lines, the receipts the service sent, 
   t.is((await cli('scripts/admin.ts', ['export-log', org.organizationId, '--from', 'zero'])).code, 2);
 });
 
+test('--from takes decimal digits only: exponent, hex, sign, fraction or spaces exit 2 naming the value', async (t) => {
+  for (const bad of ['1e3', '0x10', '+3', '6.0', ' 6', '0', '-1', '9007199254740993']) {
+    const exported = await cli('scripts/admin.ts', ['export-log', org.organizationId, `--from=${bad}`]);
+    t.is(exported.code, 2, `export-log --from ${JSON.stringify(bad)}: ${exported.stdout}`);
+    t.true(exported.stderr.includes(`--from takes a seq, a whole number from 1 written in decimal digits only; not ${JSON.stringify(bad)}`), exported.stderr);
+    t.is(exported.stdout, '');
+    const verified = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, `--from=${bad}`, exportFile]);
+    t.is(verified.code, 2, `verify-receipts --from ${JSON.stringify(bad)}: ${verified.stdout}`);
+    t.true(verified.stderr.includes(`not ${JSON.stringify(bad)}`), verified.stderr);
+  }
+});
+
 test('verify-receipts: an altered payload fails naming its seq', async (t) => {
   const file = variant('altered.jsonl', (ls) =>
     ls.map((l) => {
