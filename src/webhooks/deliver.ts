@@ -25,7 +25,7 @@ import { NO_LEASE, webhookCollections, type DeliveryStatus, type WebhookDelivery
 import { attemptSlots, hostOf, Reservations, type Scope, type SlotKey } from './attempt-slots.ts';
 import { scheduleAttempts } from './queue.ts';
 import { encryptionKeyOrNull, webhookRuntime } from './runtime.ts';
-import { nextAttemptAt } from './schedule.ts';
+import { nextAttemptAt, signingRetryAt } from './schedule.ts';
 import { decryptSecret, SecretDecryptionError } from './secrets.ts';
 import type { AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
@@ -188,11 +188,13 @@ async function attemptHolding(deps: AppDeps, deliveryId: string): Promise<Attemp
     });
   }
 
-  // Step 5.
-  let next = result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
+  // Step 5. Our own inability to sign is no attempt at the destination: it keeps its seven.
+  const unsigned = result.errorClass === SIGNING_UNAVAILABLE;
+  let next = unsigned ? signingRetryAt(startedAt, runtime.random) : result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
   const finishedAt = deps.now();
+  const attemptCount = unsigned ? claimed.attemptCount : attempt;
   const status = await runCommand(deps.store, (session) =>
-    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, delivery: claimed, attempt, startedAt, finishedAt, result, status: statusFor(result, next), next }),
+    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, delivery: claimed, attemptCount, startedAt, finishedAt, result, status: statusFor(result, next), next }),
   );
   if (status !== 'PENDING') next = null;
   if (status === null) {
@@ -212,7 +214,8 @@ interface AttemptRecord {
   endpointId: string;
   /** Whether the endpoint may still receive it (mayReceive) depends on these. */
   delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'createdAt'>;
-  attempt: number;
+  /** Attempts made at the destination, this one included (not one the service could not sign). */
+  attemptCount: number;
   startedAt: Date;
   finishedAt: Date;
   result: AttemptResult;
@@ -242,7 +245,7 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
     {
       $set: {
         status,
-        attemptCount: r.attempt,
+        attemptCount: r.attemptCount,
         lastAttemptAt: r.startedAt,
         nextAttemptAt: status === 'PENDING' ? r.next : null,
         deliveredAt: status === 'DELIVERED' ? r.finishedAt : null,

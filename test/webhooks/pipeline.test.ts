@@ -21,7 +21,7 @@ import { recordEvent } from '../../src/events/outbox.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../schemas/webhooks.ts';
 import { sendWebhook, type AttemptResult, type SendInput } from '../../src/webhooks/send.ts';
 import { verifySignature, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/webhooks/signing.ts';
-import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule.ts';
+import { RETRY_DELAYS_MS, SIGNING_RETRY_MS } from '../../src/webhooks/schedule.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
 
 const KEY_HEX = randomBytes(32).toString('hex');
@@ -262,6 +262,39 @@ test.serial('seven attempts on the jittered schedule, same body and event id, fr
   offset += 48 * 3600_000;
   await runJob(ATTEMPT_DUE_DELIVERIES);
   t.is(sentTo('/always-503').length, 7);
+});
+
+test.serial('while the service cannot sign (SIGNING_UNAVAILABLE) nothing is sent and no attempt is used up: the destination still gets its seven', async (t) => {
+  const o = await setup(['/unsigned']);
+  scripts.set('/unsigned', [{ verdict: 'SUCCESS', statusCode: 204 }]);
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(o.endpoints[0].id);
+  const { endpoints } = webhookCollections(app.store.db);
+  const sealed = (await endpointDoc(o.endpoints[0].id)).secrets!.current;
+  // As after WEBHOOK_ENCRYPTION_KEY changed: the stored secret no longer opens.
+  await endpoints.updateOne({ _id: o.endpoints[0].id }, { $set: { 'secrets.current': 'v1.AAAA.AAAA.AAAA' } });
+
+  for (let round = 1; round <= 9; round++) {
+    advanceTo((await delivery(d0._id)).nextAttemptAt!);
+    await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+    const d = await delivery(d0._id);
+    t.like(d, { status: 'PENDING', attemptCount: 0, lastErrorClass: 'SIGNING_UNAVAILABLE', lastStatusCode: null }, `round ${round}`);
+    const gap = d.nextAttemptAt!.getTime() - d.lastAttemptAt!.getTime();
+    t.true(gap >= SIGNING_RETRY_MS * 0.8 - 1 && gap <= SIGNING_RETRY_MS * 1.2, `round ${round}: gap ${gap}`);
+    t.is(scheduledFor(d0._id).at(-1)!.at.getTime(), d.nextAttemptAt!.getTime(), 'tried again on the job schedule');
+  }
+  t.is(sentTo('/unsigned').length, 0);
+  t.like(await endpointDoc(o.endpoints[0].id), { consecutiveFailures: 0, lastErrorClass: null, lastFailureAt: null });
+  const listed = await app.request(`/v1/webhooks/${o.endpoints[0].id}/deliveries`, { key: o.admin });
+  t.like(listed.body.items[0], { status: 'PENDING', attemptCount: 0, lastErrorClass: 'SIGNING_UNAVAILABLE' });
+
+  // The key is back: the first attempt at the destination is attempt 1.
+  await endpoints.updateOne({ _id: o.endpoints[0].id }, { $set: { 'secrets.current': sealed } });
+  advanceTo((await delivery(d0._id)).nextAttemptAt!);
+  await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+  t.like(await delivery(d0._id), { status: 'DELIVERED', attemptCount: 1 });
+  t.deepEqual(sentTo('/unsigned').map((a) => a.headers['Service-Webhook-Attempt']), ['1']);
 });
 
 test.serial('a retry then success: DELIVERED, deliveredAt set, consecutiveFailures reset, lastSuccessAt set', async (t) => {
