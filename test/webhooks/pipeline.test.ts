@@ -12,7 +12,7 @@ import { createAgenda } from '../../src/jobs/agenda.ts';
 import type { Scheduler } from '../../src/jobs/scheduler.ts';
 import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { defineWebhookJobs, scheduleRecurringWebhookJobs, ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS } from '../../src/webhooks/jobs.ts';
-import { attemptDelivery, attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
+import { attemptDelivery, attemptDueDeliveries, cancelPendingDeliveriesOf } from '../../src/webhooks/deliver.ts';
 import { attemptSlots, MAX_IN_FLIGHT_PER_ENDPOINT, MAX_IN_FLIGHT_PER_ORGANIZATION } from '../../src/webhooks/attempt-slots.ts';
 import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
 import { webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
@@ -498,6 +498,44 @@ test.serial('a delivery held by a dead worker while its endpoint was disabled is
   await runJob(DISPATCH_EVENTS);
   await runJob(ATTEMPT_DUE_DELIVERIES);
   t.is(sentTo('/dead-flap').length, 1);
+});
+
+test.serial('a cancellation of the disable still running after re-enabling cancels only what was pending when it was disabled', async (t) => {
+  const o = await setup(['/long-cancel']);
+  const id = o.endpoints[0].id;
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } })).status, 200);
+  const { disabledAt } = await endpointDoc(id);
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } })).status, 200);
+  offset += 1000;
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [fresh] = await deliveriesOf(id);
+  // The disable's cancellation, a long backlog away, reaches its last batch only now.
+  await cancelPendingDeliveriesOf(app.deps, id, { keepTests: true, createdUpTo: disabledAt! });
+  t.like(await delivery(fresh._id), { status: 'PENDING' }, 'an event after re-enabling is not cancelled');
+  await runJob(ATTEMPT_DELIVERY, { deliveryId: fresh._id });
+  t.is(sentTo('/long-cancel').length, 1);
+});
+
+test.serial('events from before the disable, or from while it was disabled, are not delivered after re-enabling, however late they are dispatched', async (t) => {
+  const o = await setup(['/late-dispatch']);
+  const id = o.endpoints[0].id;
+  await purchase(o.buyer); // recorded while ACTIVE, not yet dispatched
+  offset += 1000;
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } })).status, 200);
+  offset += 1000;
+  await purchase(o.buyer); // recorded while DISABLED
+  offset += 1000;
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } })).status, 200);
+  offset += 1000;
+  await runJob(DISPATCH_EVENTS);
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/late-dispatch').length, 0, 'old traffic is not replayed after re-enabling');
+  // What happens after re-enabling is delivered as usual.
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/late-dispatch').length, 1);
 });
 
 test.serial('disabling cancels pending deliveries (tests excepted); revoking cancels everything; neither counts as a failure', async (t) => {
