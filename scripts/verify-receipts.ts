@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { keysOf, parseSeqOption, SEQ_OPTION_MISTAKE, verifyChain, type LogLine } from '../src/receipts/verify.ts';
 
-const USAGE = 'Usage: npm run verify-receipts -- --jwks <jwks.json file or https URL> [--from <seq>] <export.jsonl>';
+const USAGE = 'Usage: npm run verify-receipts -- --jwks <jwks.json file or https URL> [--from <seq>] [--organization <id>] <export.jsonl>';
 
 function fail(code: number, message: string): never {
   process.stderr.write(message + '\n');
@@ -41,10 +41,10 @@ function* linesOf(text: string): Generator<LogLine> {
 }
 
 async function main(): Promise<void> {
-  let values: { jwks?: string; from?: string };
+  let values: { jwks?: string; from?: string; organization?: string };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { jwks: { type: 'string' }, from: { type: 'string' } } }));
+    ({ values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { jwks: { type: 'string' }, from: { type: 'string' }, organization: { type: 'string' } } }));
   } catch {
     fail(2, USAGE);
   }
@@ -60,11 +60,16 @@ async function main(): Promise<void> {
     fail(2, `cannot read the keys from ${values.jwks}: ${(err as Error).message}`);
   }
   const text = await readFile(positionals[0], 'utf8').catch((err: NodeJS.ErrnoException) => fail(2, `cannot read ${positionals[0]}: ${err.code ?? err.message}`));
-  const result = verifyChain(linesOf(text), keys, undefined, from);
+  // A whole, sound chain of another organisation than the one asked about verifies as well: the
+  // auditor names the organisation, or reads it in the answer.
+  const expected = values.organization;
+  const ofOrganization = (payload: { organizationId: string }) =>
+    expected === undefined || payload.organizationId === expected ? null : `the receipt is of organisation ${payload.organizationId}, not ${expected} (--organization)`;
+  const result = verifyChain(linesOf(text), keys, ofOrganization, from);
   if (!result.ok) fail(1, `seq ${result.seq}: ${result.reason}`);
   if (result.count === 0) fail(1, `${positionals[0]} holds no receipts`);
   const partial = from === 1 ? '' : ` (an export from seq ${from}: its first prev is taken as given)`;
-  process.stdout.write(`${result.count} receipt(s), seq ${result.first}..${result.last}, verified: signatures, order and chain hold${partial}.\n`);
+  process.stdout.write(`${result.count} receipt(s), seq ${result.first}..${result.last}, verified: signatures, order and chain hold${partial}; organisation ${result.organizationId}.\n`);
 }
 
 if (import.meta.main) await main();

@@ -90,7 +90,7 @@ export interface LogLine {
   receipt: string;
 }
 
-export type ChainCheck = { ok: true; count: number; first: number | null; last: number | null } | { ok: false; seq: number; reason: string };
+export type ChainCheck = { ok: true; count: number; first: number | null; last: number | null; organizationId: string | null } | { ok: false; seq: number; reason: string };
 
 /**
  * Checks receipts in file order as one chain: each signature, each `seq` the one after the last from
@@ -130,5 +130,5 @@ export function verifyChain(
     expected = seq + 1;
     count++;
   }
-  return { ok: true, count, first: count === 0 ? null : from, last: count === 0 ? null : expected - 1 };
+  return { ok: true, count, first: count === 0 ? null : from, last: count === 0 ? null : expected - 1, organizationId };
 }
