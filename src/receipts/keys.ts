@@ -1,8 +1,8 @@
 // The deployment's Ed25519 signing keys (docs/integrate/receipts.md): generated on first start (or when
 // the newest cannot be opened any more), the private half sealed in the store with the key that seals
 // webhook secrets (WEBHOOK_ENCRYPTION_KEY, generated on the embedded store: src/bootstrap.ts). The
-// newest key signs; every key's public half stays in the JWKS, so that old receipts keep verifying.
-// A key the encryption key did not seal (written straight into the store) neither signs nor is published.
+// newest key signs; every key's public half stays in the JWKS, so that old receipts keep verifying,
+// but a key the encryption key did not seal (written straight into the store) neither signs nor is published.
 // `npm run admin -- rotate-signing-key` adds a newer one and bumps the configuration stamp, so that
 // every process signs with it from its next decision (src/cache/config-cache.ts).
 // Or the operator gives the key (DECISION_SIGNING_KEY): it then signs, and only its public half is
