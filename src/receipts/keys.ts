@@ -153,8 +153,8 @@ export async function createSigningKey(db: StoreDb, seal: Buffer | null, now = n
 }
 
 /**
- * Whether a key sealed with `seal` is one the service can open: the newest key in the store that it
- * sealed opens with it (or there is none, or it is unsealed). rotate-signing-key runs with its own
+ * Whether a key sealed with `seal` is one the service can open: the newest stored private half opens
+ * with it, as the service would take it (or there is none). rotate-signing-key runs with its own
  * environment; without the service's WEBHOOK_ENCRYPTION_KEY it would add a key the service passes over.
  */
 export async function sealOpensNewestKey(db: StoreDb, seal: Buffer | null): Promise<boolean> {
