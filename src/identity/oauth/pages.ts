@@ -132,7 +132,7 @@ export function consentPage(v: ConsentView): { title: string; body: string } {
   const scopes = v.scopes.map((s) => `<li>${escapeHtml(SCOPE_WORDS[s])} <span class="muted">(<code>${escapeHtml(s)}</code>)</span></li>`).join('\n');
   const withheld = v.withheld.length === 0
     ? ''
-    : `<p class="warning" id="withheld-scopes">It also asked to ${v.withheld.map((s) => `<code>${escapeHtml(s)}</code>`).join(', ')}, which you may not grant: requesting purchases needs the approver role.${v.scopes.length === 0 ? ' You can only deny this request.' : ''}</p>\n`;
+    : `<p class="warning" id="withheld-scopes">It ${v.scopes.length === 0 ? 'asked' : 'also asked'} to ${v.withheld.map((s) => `<code>${escapeHtml(s)}</code>`).join(', ')}, which you may not grant: requesting purchases needs the approver role.${v.scopes.length === 0 ? ' You can only deny this request.' : ''}</p>\n`;
   const canAllow = v.agents.length > 0 && v.scopes.length > 0;
   const agents =
     v.agents.length === 0
@@ -166,10 +166,7 @@ ${
     ? `<p class="warning" id="local-client-warning"><strong>Warning:</strong> ${escapeHtml(v.clientName)} can only send you back to this computer (<code>localhost</code>), so any program running on it could claim to be ${escapeHtml(v.clientName)}. Allow it only if you started this connection yourself, just now, from that application.</p>\n`
     : ''
 }<h2>What it may do</h2>
-<ul>
-${scopes}
-</ul>
-${withheld}<p class="muted">It can never change policies, budgets or agents, and every purchase it requests is decided by your policies. You can revoke this connection at any time.</p>
+${scopes && `<ul>\n${scopes}\n</ul>\n`}${withheld}<p class="muted">It can never change policies, budgets or agents, and every purchase it requests is decided by your policies. You can revoke this connection at any time.</p>
 <form method="post" action="/oauth/consent">
 ${hidden('request', v.requestId)}
 ${hidden('csrf', v.csrf)}
