@@ -29,6 +29,8 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   shadow <policyVersionId> on|off              put a DRAFT version in shadow beside live decisions, or stop it
   set-password <personId>                      reads the new password from standard input; ends the person's
                                                dashboard sessions and assistant connections
+  remove-password <personId>                   no sign-in for the person (one who left: a manifest deletes
+                                               nobody); ends their sessions and assistant connections
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
   oauth-clients                                list clients registered through Dynamic Client Registration
@@ -103,6 +105,9 @@ export async function buildCall(argv: string[]): Promise<Call> {
       break;
     case 'set-password':
       if (a) return { method: 'PUT', path: `/admin/people/${encodeURIComponent(a)}/password`, body: json({ password: await readStdin() }) };
+      break;
+    case 'remove-password':
+      if (a) return { method: 'DELETE', path: `/admin/people/${encodeURIComponent(a)}/password` };
       break;
     case 'connections':
       if (a) return { method: 'GET', path: `/admin/connections?organizationId=${encodeURIComponent(a)}` };
