@@ -46,7 +46,8 @@ function parseListQuery(ctx: Context) {
   const page = positiveInt(queryValue(ctx, 'page'), 'page', 1, issues);
   const pageSize = Math.min(100, positiveInt(queryValue(ctx, 'pageSize'), 'pageSize', 25, issues));
   if (issues.length > 0) throw invalidRequest(issues);
-  const search = (queryValue(ctx, 'search') ?? '').trim().slice(0, SEARCH_MAX);
+  // Characters, as the name's own 200 are counted: slicing UTF-16 units could keep half of one (docs/reference/contract.md §8).
+  const search = Array.from((queryValue(ctx, 'search') ?? '').trim()).slice(0, SEARCH_MAX).join('');
   return { status: status as PolicyStatus | undefined, search: search || undefined, page, pageSize };
 }
 

@@ -243,3 +243,20 @@ test('malformed and unknown ids are the same 404', async (t) => {
   t.is(route.status, 404);
   t.is(route.body.error.code, 'not_found');
 });
+
+test('search is capped at 200 characters, not UTF-16 units: a 200-character name outside the BMP is found by itself', async (t) => {
+  const manifest = acmeManifest('initech');
+  const long = 'x'.repeat(199) + '😀'; // 200 characters, 201 UTF-16 units: a valid name
+  const smiles = '😀'.repeat(100) + 'X';
+  manifest.policies = [
+    { ...manifest.policies[0], handle: 'long', name: long },
+    { ...manifest.policies[0], handle: 'smiles', name: smiles },
+  ];
+  const initech = await applyManifest(app, manifest);
+  const search = (text: string) => app.request(`/v1/policies?search=${encodeURIComponent(text)}`, { key: initech.keys['admin-key'] });
+  const names = async (text: string) => (await search(text)).body.policies.map((p: any) => p.name);
+  t.deepEqual(await names(long), [long]);
+  t.deepEqual(await names(long + 'beyond the cap'), [long], 'what is past 200 characters is dropped, the 200 kept');
+  // 150 characters, under the cap: searched whole, so a name with only 100 of them does not match.
+  t.deepEqual(await names('😀'.repeat(150)), []);
+});
