@@ -16,6 +16,9 @@ export function queryValue(ctx: Context, name: string): string | undefined {
   return Array.isArray(raw) ? raw[0] : raw;
 }
 
+/** The first `n` characters (code points, as schemas count a text's length): slicing UTF-16 units could keep half of one. */
+export const firstCharacters = (text: string, n: number): string => Array.from(text).slice(0, n).join('');
+
 /**
  * A query value of ASCII digits as a number, leading zeros allowed (`0100` is 100); one beyond 2^53-1 counts
  * as 2^53-1. Anything else (a sign, a fraction, an exponent, nothing) is null.

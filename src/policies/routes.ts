@@ -5,7 +5,7 @@ import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { refusePolicyAuthoring, requireOrganizationKey } from '../identity/auth.ts';
 import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
-import { queryIssues, queryValue, uuidParam, queryParams, wholeNumber } from '../http/params.ts';
+import { firstCharacters, queryIssues, queryValue, uuidParam, queryParams, wholeNumber } from '../http/params.ts';
 import type { PolicyStatus } from '../store/collections.ts';
 import { listPolicies } from './list.ts';
 import { getPolicy, getPolicyVersion, getPolicyVersionDoc } from './read.ts';
@@ -44,8 +44,7 @@ function parseListQuery(ctx: Context) {
   const page = positiveInt(queryValue(ctx, 'page'), 'page', 1, issues);
   const pageSize = Math.min(100, positiveInt(queryValue(ctx, 'pageSize'), 'pageSize', 25, issues));
   if (issues.length > 0) throw invalidRequest(issues);
-  // Characters, as the name's own 200 are counted: slicing UTF-16 units could keep half of one (docs/reference/contract.md §8).
-  const search = Array.from((queryValue(ctx, 'search') ?? '').trim()).slice(0, SEARCH_MAX).join('');
+  const search = firstCharacters((queryValue(ctx, 'search') ?? '').trim(), SEARCH_MAX); // docs/reference/contract.md §8
   return { status: status as PolicyStatus | undefined, search: search || undefined, page, pageSize };
 }
 
