@@ -4,10 +4,10 @@
 // the pages list exactly the purchases there were at the first page, each once, newest first, whatever arrives.
 import test from 'ava';
 import fc from 'fast-check';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { TestApp } from '../helpers/app.ts';
 import { Client as DashboardClient, dashboardPurchase } from '../helpers/dashboard.ts';
+import { mcpClient, toolError } from '../helpers/mcp.ts';
 import { connect, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
 
 let app: TestApp;
@@ -27,11 +27,7 @@ test.after.always(async () => {
   await app?.close();
 });
 
-async function client(token: string) {
-  const c = new Client({ name: 'mcp-paging', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return c;
-}
+const client = (token: string) => mcpClient(app.url, token, 'mcp-paging');
 
 const call = async (c: Client, name: string, args: Record<string, unknown>) => {
   const result = await c.callTool({ name, arguments: args });
@@ -95,10 +91,6 @@ test('paging while purchases arrive: every purchase there was at the first page,
   t.pass();
 });
 
-const toolError = (result: any) => {
-  if (result.isError !== true) throw new Error(`expected a tool error, got ${JSON.stringify(result)}`);
-  return JSON.parse(result.content[0].text).error as { code: string; issues?: { path: string; code: string }[] };
-};
 const forged = (fields: object) => Buffer.from(JSON.stringify({ v: 1, ...fields })).toString('base64url');
 
 test('limit 1..50: 50 is read, 0, 51 and 1.5 are invalid_request', async (t) => {
