@@ -60,7 +60,7 @@ export function queryIssues(ctx: Context, allowed: readonly string[]): ErrorIssu
 export function queryParams(...allowed: string[]) {
   return (ctx: Context, next: Next) => {
     const issues = queryIssues(ctx, allowed);
-    if (issues.length > 0) throw invalidRequest(issues.slice(0, 100));
+    if (issues.length > 0) throw invalidRequest(issues);
     return next();
   };
 }

@@ -111,6 +111,15 @@ test('pageSize above 100 is clamped; malformed values are 400 invalid_request', 
   }
 });
 
+test('a query with more than 100 problems lists the first 100, as a body does', async (t) => {
+  const query = Array.from({ length: 150 }, (_, i) => `unknown${i}=1`).join('&');
+  const res = await app.request(`/v1/policies?${query}&page=0`, { key });
+  t.is(res.status, 400);
+  t.is(res.body.error.code, 'invalid_request');
+  t.is(res.body.error.issues.length, 100);
+  t.deepEqual(res.body.error.issues[0], { path: 'unknown0', code: 'UNKNOWN_FIELD', message: 'Unknown query parameter "unknown0".' });
+});
+
 test('status filter and case-insensitive plain-text search', async (t) => {
   const disabled = await app.request('/v1/policies?status=DISABLED&pageSize=100', { key });
   t.is(disabled.body.pagination.total, 10);
