@@ -216,6 +216,16 @@ test('64 KB bodies: exactly 65,536 bytes is read, 65,537 is 413 payload_too_larg
   }
 });
 
+test('64 KB counts the bytes as decoded: a gzipped body inflating to 65,536 is read, to 65,537 is 413', async (t) => {
+  const purchase = { merchant: 'Staples', amountMinor: '100', reason: 'Pens' };
+  const gzipped = (size: number) =>
+    app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], raw: gzipSync(paddedTo(purchase, size)), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+  t.is((await gzipped(KB64)).status, 201);
+  const over = await gzipped(KB64 + 1);
+  t.is(over.status, 413);
+  t.is(over.body.error.code, 'payload_too_large');
+});
+
 test('pageSize: 100 is 100, 101 is clamped to 100', async (t) => {
   const key = acme.keys['admin-key'];
   for (const [given, used] of [['100', 100], ['101', 100], ['99', 99]] as const) {
