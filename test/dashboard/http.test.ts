@@ -478,6 +478,17 @@ test('another organisation\'s policy draft cannot be put in shadow or stopped fr
   t.regex((await ana.get('/dashboard/policies')).text, /Stop the shadow/);
 });
 
+test('purchases: the merchant filter keeps 200 characters, never half of one', async (t) => {
+  const { app, acme } = await setUp(t);
+  const merchant = 'x'.repeat(199) + '😀'; // 200 characters (a valid merchant), 201 UTF-16 units
+  t.is((await app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], body: { merchant, amountMinor: '100', reason: 'paper' } })).status, 201);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.vic.email);
+  const listed = (await client.get(`/dashboard/purchases?merchant=${encodeURIComponent(merchant)}`)).text;
+  const rows = [...listed.matchAll(/<tr><td>[^<]*<\/td><td><a href="\/dashboard\/purchases\/[0-9a-f-]{36}">([^<]*)<\/a>/g)].map((m) => m[1]);
+  t.deepEqual(rows, [merchant], 'found by its whole name');
+});
+
 test('purchases: filters by agent, status, decision, merchant and dates in the organisation\'s zone, with keyset pages', async (t) => {
   const { app, acme } = await setUp(t);
   for (let i = 0; i < 27; i++) {

@@ -12,6 +12,7 @@ import type { TestApp } from '../helpers/app.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { Client as DashboardClient, dashboardPurchase } from '../helpers/dashboard.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
+import { mcpClient, toolError } from '../helpers/mcp.ts';
 import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
 import { REDIRECT_URI, connect, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
 
@@ -35,17 +36,8 @@ test.after.always(async () => {
   await app?.close();
 });
 
-async function client(token: string) {
-  const c = new Client({ name: 'mcp-test', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return c;
-}
-
-const errorOf = (value: unknown) => {
-  const result = value as { isError?: unknown; content?: unknown };
-  if (result.isError !== true) throw new Error(`expected a tool error, got ${JSON.stringify(result)}`);
-  return JSON.parse((result.content as { text: string }[])[0].text).error as { code: string; message: string; issues?: { path: string; code: string }[] };
-};
+const client = (token: string) => mcpClient(app.url, token);
+const errorOf = toolError;
 
 const rpc = (body: unknown, headers: Record<string, string> = {}) =>
   fetchJson(`${app.url}/mcp`, {
