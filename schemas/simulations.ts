@@ -104,8 +104,9 @@ export const ReplayBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const CHANGES_LIMIT = { default: 50, min: 1, max: 200 } as const;
 export const ReplayPageQuery = {
-  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Changes per page.' }),
+  limit: Type.Integer({ minimum: CHANGES_LIMIT.min, maximum: CHANGES_LIMIT.max, default: CHANGES_LIMIT.default, description: 'Changes per page.' }),
   cursor: Type.String({ description: 'The `nextCursor` of the previous page.' }),
 };
 

@@ -14,6 +14,7 @@ import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { createSigningKey, sealingKey, sealOpensNewestKey } from '../src/receipts/keys.ts';
 import { exportLog, verifyLog } from '../src/receipts/audit.ts';
+import { parseSeqOption, SEQ_OPTION_MISTAKE } from '../src/receipts/verify.ts';
 
 const USAGE = `Usage: npm run admin -- <command> [arguments]
 
@@ -28,6 +29,8 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
   shadow <policyVersionId> on|off              put a DRAFT version in shadow beside live decisions, or stop it
   set-password <personId>                      reads the new password from standard input; ends the person's
                                                dashboard sessions and assistant connections
+  remove-password <personId>                   no sign-in for the person (one who left: a manifest deletes
+                                               nobody); ends their sessions and assistant connections
   connections <organizationId>                 list connections
   revoke-connection <connectionId>
   oauth-clients                                list clients registered through Dynamic Client Registration
@@ -45,7 +48,7 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
 Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required);
 mongo-url and backup run on the service's machine and read DATA_DIR (mongo-url also EMBEDDED_MONGO_PORT and
 EMBEDDED_MONGO_HOST) instead; rotate-signing-key, export-log and verify-log open the service's store
-(MONGODB_URI, else DATA_DIR; rotate-signing-key also WEBHOOK_ENCRYPTION_KEY, which seals the key).`;
+(MONGODB_URI, else DATA_DIR; rotate-signing-key and verify-log also WEBHOOK_ENCRYPTION_KEY, which seals the keys).`;
 
 type Call = { method: string; path: string; body?: string | Buffer; contentType?: string };
 
@@ -103,6 +106,9 @@ export async function buildCall(argv: string[]): Promise<Call> {
     case 'set-password':
       if (a) return { method: 'PUT', path: `/admin/people/${encodeURIComponent(a)}/password`, body: json({ password: await readStdin() }) };
       break;
+    case 'remove-password':
+      if (a) return { method: 'DELETE', path: `/admin/people/${encodeURIComponent(a)}/password` };
+      break;
     case 'connections':
       if (a) return { method: 'GET', path: `/admin/connections?organizationId=${encodeURIComponent(a)}` };
       break;
@@ -153,6 +159,12 @@ async function withStore<T>(work: (store: Store, config: ReturnType<typeof loadC
   }
 }
 
+/** The key that seals the signing keys is the service's: WEBHOOK_ENCRYPTION_KEY, or the one the embedded store generated. */
+async function serviceEncryptionKey(store: Store, config: ReturnType<typeof loadConfig>): Promise<string | null> {
+  if (config.webhookEncryptionKey !== null || !(store instanceof EmbeddedStore)) return config.webhookEncryptionKey;
+  return (await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'))).value;
+}
+
 /** rotate-signing-key, export-log, verify-log (docs/operate/auditors.md). Exits: 0 done, 1 a bad chain, 2 a usage mistake. */
 async function receiptCommand(command: string, rest: string[]): Promise<never> {
   let values: { from?: string };
@@ -162,9 +174,10 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
   } catch (err) {
     usageMistake(err);
   }
-  const from = values.from === undefined ? 1 : Number(values.from);
-  const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && Number.isSafeInteger(from) && from >= 1 && (command === 'export-log' || values.from === undefined);
+  const from = values.from === undefined ? 1 : parseSeqOption(values.from);
+  const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && (command === 'export-log' || values.from === undefined);
   if (!usable) usageMistake(new UsageError());
+  if (from === null) usageMistake(new UsageError(SEQ_OPTION_MISTAKE(values.from!)));
   const code = await withStore(async (store, config) => {
     // An id the store does not hold (an organisation's handle, a typo) would export nothing and verify
     // as an empty, sound chain: refused instead. Ids are lower-case UUIDs; one in capitals is the same.
@@ -184,10 +197,7 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
           process.stderr.write('rotate-signing-key: the signing key is the one DECISION_SIGNING_KEY gives: to rotate it, give a new key there and restart the service; the old public key stays in /.well-known/jwks.json.\n');
           return 1;
         }
-        // The key that seals it is the service's: WEBHOOK_ENCRYPTION_KEY, or the one the embedded store generated.
-        let raw = config.webhookEncryptionKey;
-        if (raw === null && store instanceof EmbeddedStore) raw = (await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'))).value;
-        const seal = sealingKey(raw);
+        const seal = sealingKey(await serviceEncryptionKey(store, config));
         if (!(await sealOpensNewestKey(store.db, seal))) {
           process.stderr.write("rotate-signing-key: the newest signing key is sealed with another encryption key than this command has: run it with the service's WEBHOOK_ENCRYPTION_KEY, or the service would go on signing with the old key.\n");
           return 2;
@@ -200,7 +210,8 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
         for await (const line of exportLog(store.db, organizationId, from)) process.stdout.write(line + '\n');
         return 0;
       default: {
-        const verdict = await verifyLog(store.db, organizationId);
+        const warn = (msg: string, fields?: Record<string, unknown>) => process.stderr.write(`verify-log: ${msg} ${JSON.stringify(fields)}\n`);
+        const verdict = await verifyLog(store.db, organizationId, { webhookEncryptionKey: await serviceEncryptionKey(store, config) }, { warn });
         if (verdict.ok) {
           process.stdout.write(`verify-log: ${organizationId}: ${verdict.count} receipt(s), seq 1..${verdict.count}, signatures, chain and stored decisions agree; head ${verdict.head ?? '(none)'}\n`);
           return 0;

@@ -6,9 +6,9 @@
 // with a private part included).
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { keysOf, verifyChain, type LogLine } from '../src/receipts/verify.ts';
+import { keysOf, parseSeqOption, SEQ_OPTION_MISTAKE, verifyChain, type LogLine } from '../src/receipts/verify.ts';
 
-const USAGE = 'Usage: npm run verify-receipts -- --jwks <jwks.json file or https URL> [--from <seq>] <export.jsonl>';
+const USAGE = 'Usage: npm run verify-receipts -- --jwks <jwks.json file or https URL> [--from <seq>] [--organization <id>] <export.jsonl>';
 
 function fail(code: number, message: string): never {
   process.stderr.write(message + '\n');
@@ -41,17 +41,18 @@ function* linesOf(text: string): Generator<LogLine> {
 }
 
 async function main(): Promise<void> {
-  let values: { jwks?: string; from?: string };
+  let values: { jwks?: string; from?: string; organization?: string };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { jwks: { type: 'string' }, from: { type: 'string' } } }));
+    ({ values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { jwks: { type: 'string' }, from: { type: 'string' }, organization: { type: 'string' } } }));
   } catch {
     fail(2, USAGE);
   }
   // Where an export made with `export-log --from` starts; a whole export starts at 1, so a file that
   // starts later without saying so has lost its first lines.
-  const from = values.from === undefined ? 1 : /^[1-9][0-9]*$/.test(values.from) ? Number(values.from) : NaN;
-  if (!values.jwks || positionals.length !== 1 || !Number.isSafeInteger(from)) fail(2, USAGE);
+  const from = values.from === undefined ? 1 : parseSeqOption(values.from);
+  if (!values.jwks || positionals.length !== 1) fail(2, USAGE);
+  if (from === null) fail(2, `${SEQ_OPTION_MISTAKE(values.from!)}\n${USAGE}`);
   let keys;
   try {
     keys = keysOf(await readJwks(values.jwks));
@@ -59,11 +60,16 @@ async function main(): Promise<void> {
     fail(2, `cannot read the keys from ${values.jwks}: ${(err as Error).message}`);
   }
   const text = await readFile(positionals[0], 'utf8').catch((err: NodeJS.ErrnoException) => fail(2, `cannot read ${positionals[0]}: ${err.code ?? err.message}`));
-  const result = verifyChain(linesOf(text), keys, undefined, from);
+  // A whole, sound chain of another organisation than the one asked about verifies as well: the
+  // auditor names the organisation, or reads it in the answer.
+  const expected = values.organization;
+  const ofOrganization = (payload: { organizationId: string }) =>
+    expected === undefined || payload.organizationId === expected ? null : `the receipt is of organisation ${payload.organizationId}, not ${expected} (--organization)`;
+  const result = verifyChain(linesOf(text), keys, ofOrganization, from);
   if (!result.ok) fail(1, `seq ${result.seq}: ${result.reason}`);
   if (result.count === 0) fail(1, `${positionals[0]} holds no receipts`);
   const partial = from === 1 ? '' : ` (an export from seq ${from}: its first prev is taken as given)`;
-  process.stdout.write(`${result.count} receipt(s), seq ${result.first}..${result.last}, verified: signatures, order and chain hold${partial}.\n`);
+  process.stdout.write(`${result.count} receipt(s), seq ${result.first}..${result.last}, verified: signatures, order and chain hold${partial}; organisation ${result.organizationId}.\n`);
 }
 
 if (import.meta.main) await main();

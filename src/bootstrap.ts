@@ -70,7 +70,7 @@ export async function bootstrap(initial: Config): Promise<{ deps: AppDeps; agend
   const config = await withGeneratedSecrets(initial, store);
   await createIndexes(store.db);
   // Decision receipts are signed with it (docs/integrate/receipts.md): made on the first start.
-  await ensureSigningKey(store.db, config);
+  await ensureSigningKey(store.db, config, log);
   if (config.webhookEncryptionKey === null && config.decisionSigningKey === null) log.warn('no WEBHOOK_ENCRYPTION_KEY: the receipt signing key is stored unsealed (set one to seal it)');
   log.info('store ready', store instanceof EmbeddedStore ? { engine: store.engine, file: store.location, synchronous: config.sqliteSynchronous } : { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: config.jobsProcessEveryMs });

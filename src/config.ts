@@ -219,16 +219,26 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
  */
 export const storeIsPrivate = (config: Pick<Config, 'mongodbUri' | 'dataDir'>): boolean => config.mongodbUri === null && config.dataDir === ':memory:';
 
+/**
+ * A token clients send as `Authorization: Bearer <token>`: one that holds white space, a control character
+ * or anything beyond ASCII could never be sent and matched (the header is one word, read as Latin-1), and
+ * every call would be a 401 with the service apparently up.
+ */
+function bearerToken(env: NodeJS.ProcessEnv, name: string, minLength: number): string | null {
+  const token = env[name] || null;
+  if (token === null) return null;
+  if (token.length < minLength) throw new ConfigError(name, `must be at least ${minLength} characters long`);
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new ConfigError(name, 'must be printable ASCII without spaces (it is sent as Authorization: Bearer <token>)');
+  return token;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const baseUrl = url(env, 'BASE_URL', `http://localhost:${port}`);
   const nodeEnv = env.NODE_ENV || 'development';
   const logLevel = (env.LOG_LEVEL || 'info') as LogLevel;
   if (!LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LEVELS.join(', ')}`);
-  const adminToken = env.ADMIN_TOKEN || null;
-  if (adminToken !== null && adminToken.length < 24) {
-    throw new ConfigError('ADMIN_TOKEN', 'must be at least 24 characters long');
-  }
+  const adminToken = bearerToken(env, 'ADMIN_TOKEN', 24);
   const mongodbUri = env.MONGODB_URI || null;
   if (mongodbUri !== null && !/^mongodb(\+srv)?:\/\//.test(mongodbUri)) {
     throw new ConfigError('MONGODB_URI', 'must start with mongodb:// or mongodb+srv://');
@@ -254,8 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (decisionSigningKey !== null && !isEd25519PrivateKey(decisionSigningKey)) {
     throw new ConfigError('DECISION_SIGNING_KEY', 'must be an Ed25519 private key in PKCS#8 PEM (e.g. `openssl genpkey -algorithm ed25519`); line breaks may be written as \\n');
   }
-  const metricsToken = env.METRICS_TOKEN || null;
-  if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
+  const metricsToken = bearerToken(env, 'METRICS_TOKEN', 16);
   return {
     port,
     webConcurrency: integer(env, 'WEB_CONCURRENCY', 1, 1, 64),

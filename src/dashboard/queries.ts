@@ -3,6 +3,7 @@
 import { DateTime } from 'luxon';
 import type { AppDeps } from '../app-deps.ts';
 import { invalidRequest } from '../http/errors.ts';
+import { firstCharacters } from '../http/params.ts';
 import { isUuid } from '../ids.ts';
 import { periodFor, windowId } from '../engine/periods.ts';
 import { loadWindows, windowsCollection, type BudgetWindowDoc } from '../budgets/windows.ts';
@@ -183,7 +184,7 @@ export async function listPurchases(deps: AppDeps, org: OrganizationDoc, f: Purc
     else range.$lt = day.endOf('day').plus({ milliseconds: 1 }).toJSDate();
   }
   if (Object.keys(range).length > 0) filter.requestedAt = range;
-  if (f.merchant) filter['readback.merchant'] = { $regex: escapeRegex(f.merchant.slice(0, 200)), $options: 'i' };
+  if (f.merchant) filter['readback.merchant'] = { $regex: escapeRegex(firstCharacters(f.merchant, 200)), $options: 'i' };
   if (f.cursor) {
     const after = decodeCursor(f.cursor);
     if (!after) issues.push({ path: 'cursor', code: 'INVALID_CURSOR', message: 'This page link is not valid; start again from the first page.' });

@@ -5,8 +5,8 @@ import type Router from '@koa/router';
 import { newRouter } from '../http/router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
-import { ApiError, STORAGE_FULL_RETRY_AFTER_S, notFound } from '../http/errors.ts';
-import { noteStorageFull } from '../store/storage-space.ts';
+import { ApiError, StorageFull, notFound } from '../http/errors.ts';
+import { storeFailure } from '../http/store-failure.ts';
 import { queryValue, uuidParam } from '../http/params.ts';
 import { isUuid } from '../ids.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
@@ -92,11 +92,15 @@ export function dashboardRoutes(deps: AppDeps): Router {
       await next();
     } catch (err) {
       const viewer = ctx.state.signedIn ? viewerOf(ctx.state.signedIn as SignedIn) : null;
-      if (!(err instanceof ApiError) && noteStorageFull(deps.store, err)) {
-        // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
-        deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err), method: ctx.method, path: ctx.path });
-        ctx.set('Retry-After', String(STORAGE_FULL_RETRY_AFTER_S));
-        return send(ctx, 503, views.messagePage(viewer, 'Try again later', 'The service cannot store new data right now. Nothing of this request was kept; try again in a moment.'));
+      // A store busy, failing over or full: 503 and Retry-After, logged as on /v1 (src/http/store-failure.ts).
+      const failure = storeFailure(deps, err, { method: ctx.method, path: ctx.path });
+      if (failure) {
+        ctx.set(failure.headers ?? {});
+        const text =
+          failure instanceof StorageFull
+            ? 'The service cannot store new data right now. Nothing of this request was kept; try again later.'
+            : 'The service is busy and could not complete this request in time. Try again in a moment.';
+        return send(ctx, 503, views.messagePage(viewer, 'Try again later', text));
       }
       if (!(err instanceof ApiError)) {
         deps.log.error('unhandled error', { err: err instanceof Error ? err.stack : String(err), method: ctx.method, path: ctx.path });

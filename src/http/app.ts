@@ -8,7 +8,6 @@ import type { AppDeps } from '../app-deps.ts';
 import type { Capability, HttpSurface } from '../capability.ts';
 import { withRequestId } from '../log.ts';
 import { errorMiddleware } from './error-middleware.ts';
-import { markStorageFull } from '../store/storage-space.ts';
 import { closeWhenStopping, healthRoutes } from './health.ts';
 import { openApiRoutes } from './openapi-route.ts';
 import { httpMetrics, metricsRoutes } from './metrics.ts';
@@ -39,7 +38,7 @@ export function createApp(deps: AppDeps, capabilities: readonly Capability[], su
   app.use(requestContext(deps));
   app.use(httpMetrics);
   app.use(closeWhenStopping(deps));
-  app.use(errorMiddleware(deps.log, () => markStorageFull(deps.store)));
+  app.use(errorMiddleware(deps));
   // Probes, metrics and the API reference answer without /v1 credentials.
   for (const router of [healthRoutes(deps), metricsRoutes(deps), openApiRoutes(deps)]) app.use(router.routes());
   for (const capability of capabilities) capability.metrics?.(deps);

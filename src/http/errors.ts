@@ -33,8 +33,11 @@ export class ApiError extends Error {
   }
 }
 
+/** At most this many issues are listed, the first ones found (docs/reference/decisions.md, "What `issues` lists"). */
+export const MAX_ISSUES = 100;
+
 export const invalidRequest = (issues: ErrorIssue[], message = 'The request is not valid.') =>
-  new ApiError(400, 'invalid_request', message, issues);
+  new ApiError(400, 'invalid_request', message, issues.slice(0, MAX_ISSUES));
 
 export const notFound = (what = 'resource') => new ApiError(404, 'not_found', `No such ${what}.`);
 

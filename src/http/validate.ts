@@ -3,15 +3,15 @@
 import type { TSchema, Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Settings } from 'typebox/system';
-import { invalidRequest, type ErrorIssue } from './errors.ts';
+import { invalidRequest, MAX_ISSUES, type ErrorIssue } from './errors.ts';
 import { NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
 
 /**
- * At most this many issues are listed (the first ones found, in body order); a body can never
+ * At most MAX_ISSUES issues are listed (the first ones found, in body order); a body can never
  * produce an empty list. TypeBox stops collecting at its own `maxErrors` (8 by default), which hid
  * problems: it is raised far enough that every listed issue is found.
  */
-export const MAX_ISSUES = 100;
+export { MAX_ISSUES };
 Settings.Set({ maxErrors: MAX_ISSUES * 4 });
 
 /** The issues to report: the first MAX_ISSUES, deduplicated by path and code. */

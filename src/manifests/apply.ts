@@ -14,7 +14,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
-import { checkManifest, keyBindingImmutable } from './check.ts';
+import { checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
 import { quorumWarnings, type PolicyIssue } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
 
@@ -88,6 +88,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     input,
     new Set(agents.map((a) => a.handle)),
     new Map(keys.map((k) => [k.handle, k.agentId === null ? null : (agentHandles.get(k.agentId) ?? k.agentId)])),
+    new Set(keys.filter((k) => k.revokedAt).map((k) => k.handle)),
   );
   if (issues.length > 0) throw invalidRequest(issues, 'The manifest is not valid; nothing was applied.');
   const manifest = input as Manifest;
@@ -153,6 +154,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       if (existing) {
         // Checked before (checkManifest); again here for a key issued since by another apply.
         if (existing.agentId !== agentId) throw invalidRequest([keyBindingImmutable(i)], 'The manifest is not valid; nothing was applied.');
+        if (k.revoked === false && existing.revokedAt) throw invalidRequest([keyRevocationFinal(i)], 'The manifest is not valid; nothing was applied.');
         const set: Record<string, unknown> = {};
         if ((existing.expiresAt?.getTime() ?? null) !== (expiresAt?.getTime() ?? null)) set.expiresAt = expiresAt;
         if (k.revoked && !existing.revokedAt) set.revokedAt = now;

@@ -17,6 +17,13 @@ export const keyBindingImmutable = (index: number): ErrorIssue => ({
   message: 'A key cannot be rebound; revoke it and issue one under a new handle.',
 });
 
+/** `revoked: false` on a revoked key: revocation is final (docs/reference/decisions.md), so nothing could honour it. */
+export const keyRevocationFinal = (index: number): ErrorIssue => ({
+  path: `apiKeys.${index}.revoked`,
+  code: 'KEY_REVOKED',
+  message: 'This key is revoked, and a revoked key stays revoked; issue one under a new handle.',
+});
+
 function duplicates(list: { handle: string }[] | undefined, path: string, issues: ErrorIssue[]) {
   const seen = new Set<string>();
   (list ?? []).forEach((item, i) => {
@@ -30,7 +37,12 @@ function duplicates(list: { handle: string }[] | undefined, path: string, issues
  * so a manifest may refer to agents it does not list again; `existingKeys` the agent handle each of its
  * keys is bound to (null: organization-scoped), a binding no manifest may change.
  */
-export function checkManifest(input: unknown, existingAgents: ReadonlySet<string> = new Set(), existingKeys: ReadonlyMap<string, string | null> = new Map()): ErrorIssue[] {
+export function checkManifest(
+  input: unknown,
+  existingAgents: ReadonlySet<string> = new Set(),
+  existingKeys: ReadonlyMap<string, string | null> = new Map(),
+  revokedKeys: ReadonlySet<string> = new Set(),
+): ErrorIssue[] {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return [{ path: '', code: 'INVALID_TYPE', message: 'A manifest is an object.' }];
   }
@@ -92,6 +104,7 @@ export function checkManifest(input: unknown, existingAgents: ReadonlySet<string
     if (k.agent !== undefined && !agents.has(k.agent)) issues.push({ path: `apiKeys.${i}.agent`, code: 'UNKNOWN_AGENT', message: `No agent with handle "${k.agent}".` });
     const bound = existingKeys.get(k.handle);
     if (bound !== undefined && bound !== (k.agent ?? null)) issues.push(keyBindingImmutable(i));
+    if (k.revoked === false && revokedKeys.has(k.handle)) issues.push(keyRevocationFinal(i));
     if (k.expiresAt && Number.isNaN(Date.parse(k.expiresAt))) issues.push({ path: `apiKeys.${i}.expiresAt`, code: 'INVALID_FORMAT', message: 'expiresAt is an ISO 8601 instant.' });
   });
   return issues;

@@ -26,7 +26,8 @@ export function decodeCursor(cursor: string): Position | null {
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) return null;
   try {
     const raw = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; t?: unknown; id?: unknown };
-    if (raw.v !== 1 || typeof raw.t !== 'string' || !isUuid(raw.id)) return null;
+    // A four-digit year, as every requestedAt is: the shadow compares positions as text, where `+010000-…` sorts first.
+    if (raw.v !== 1 || typeof raw.t !== 'string' || !/^\d{4}-/.test(raw.t) || !isUuid(raw.id)) return null;
     const requestedAt = new Date(raw.t);
     if (Number.isNaN(requestedAt.getTime()) || requestedAt.toISOString() !== raw.t) return null;
     return { requestedAt, id: raw.id };

@@ -12,7 +12,8 @@
 //   3. A tools/call for a tool the connection's scopes do not reach is a 403 insufficient_scope
 //      challenge naming the scopes to ask for, those held and the missing one (RFC 6750 3.1), so a
 //      client can ask the person for more.
-//   4. The JSON-RPC message goes to a fresh server + transport (serve.ts, loaded with the first call);
+//   4. A JSON-RPC batch under a protocol version without batches (2025-06-18 on) is 400 -32600 (batchRefused).
+//   5. The JSON-RPC message goes to a fresh server + transport (serve.ts, loaded with the first call);
 //      both are closed with the response. A tools/call the SDK would answer wrongly is answered before
 //      it reaches the server.
 import type Router from '@koa/router';
@@ -75,6 +76,17 @@ async function authenticateMcp(ctx: Context, deps: AppDeps) {
   return { principal: resolved.principal, organization };
 }
 
+/**
+ * JSON-RPC batches are in MCP 2025-03-26 only: 2025-06-18 removed them, and its Streamable HTTP
+ * transport says a POST body is one message. Judged by the request's MCP-Protocol-Version (which
+ * clients send from 2025-06-18 on; without it the transport specification says to assume 2025-03-26),
+ * before anything runs or a scope is asked for (docs/reference/decisions.md).
+ */
+function batchRefused(ctx: Context): boolean {
+  const version = ctx.get('mcp-protocol-version');
+  return Array.isArray(ctx.state.body) && /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= '2025-06-18';
+}
+
 /** The scopes the JSON-RPC messages need that the connection lacks (batches included). */
 function missingScopes(body: unknown, scopes: readonly string[]): Scope[] {
   const missing = new Set<Scope>();
@@ -110,6 +122,11 @@ export function mcpRoutes(deps: AppDeps): Router {
     return next();
   }, jsonBody(LIMITS.standard), async (ctx) => {
     const { principal, organization } = ctx.state.mcp as Awaited<ReturnType<typeof authenticateMcp>>;
+    if (batchRefused(ctx)) {
+      ctx.status = 400;
+      ctx.body = { jsonrpc: '2.0', id: null, error: { code: -32600, message: `Invalid Request: MCP ${ctx.get('mcp-protocol-version')} has no JSON-RPC batches; send each message in its own POST.` } };
+      return;
+    }
     const lacking = missingScopes(ctx.state.body, principal.scopes);
     if (lacking.length > 0) {
       // The scopes held as well (MCP 2025-11-25, Scope Challenge Handling): clients ask for exactly

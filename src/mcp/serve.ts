@@ -1,10 +1,10 @@
-// One MCP exchange (routes.ts step 4): a fresh McpServer and stateless Streamable HTTP transport of the
+// One MCP exchange (routes.ts step 5): a fresh McpServer and stateless Streamable HTTP transport of the
 // official SDK for the request, bridged into Koa, with the tools/call answers the SDK would get wrong
 // given first. Loaded by routes.ts with the first MCP call, so that a process that serves none never
 // loads the SDK.
 import type { Context } from 'koa';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, JSONRPCMessageSchema, RequestIdSchema, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ClientRequestSchema, ErrorCode, isJSONRPCRequest, JSONRPCMessageSchema, JSONRPCRequestSchema, RequestIdSchema, type JSONRPCMessage, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { AppDeps } from '../app-deps.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import type { ConnectionPrincipal } from '../identity/connections/resolve-token.ts';
@@ -13,7 +13,11 @@ import { TOOL_SCOPES } from './tool-scopes.ts';
 
 /** Answers the request's JSON-RPC body (parsed in ctx.state.body) for an authenticated connection. */
 export async function serveMcp(ctx: Context, deps: AppDeps, principal: ConnectionPrincipal, organization: OrganizationDoc): Promise<void> {
-  const invalid = invalidRequest(ctx.state.body);
+  const body: unknown = ctx.state.body;
+  // A message whose params alone the SDK's schema refuses reaches the transport with empty params (which it
+  // would otherwise answer -32700 for the whole body), and is answered -32602 by the screen (invalidMeta).
+  const handed = Array.isArray(body) ? body.map(withValidParams) : withValidParams(body);
+  const invalid = invalidRequest(handed);
   if (invalid) {
     ctx.status = 400;
     ctx.body = invalid;
@@ -27,9 +31,32 @@ export async function serveMcp(ctx: Context, deps: AppDeps, principal: Connectio
     void server.close();
   });
   await server.connect(transport);
-  screenToolCalls(transport, ctx.state.body, deps);
+  screenToolCalls(transport, body, deps);
   ctx.respond = false;
-  await transport.handleRequest(ctx.req, ctx.res, ctx.state.body);
+  await transport.handleRequest(ctx.req, ctx.res, handed);
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * Whether `message` is a JSON-RPC request or notification but for its params, an object the SDK's
+ * message schema refuses: a `_meta` that is not an object, or whose `progressToken` is neither a string
+ * nor a number (MCP 2025-11-25, General fields: `_meta`). That is -32602 Invalid params (JSON-RPC 2.0
+ * section 5.1), not -32600: the request itself is well formed.
+ */
+function paramsRefused(message: unknown): message is Record<string, unknown> & { params: Record<string, unknown> } {
+  if (!isRecord(message) || !isRecord(message.params)) return false;
+  return !JSONRPCMessageSchema.safeParse(message).success && JSONRPCMessageSchema.safeParse({ ...message, params: {} }).success;
+}
+
+const withValidParams = (message: unknown): unknown => (paramsRefused(message) ? { ...message, params: {} } : message);
+
+/** The answer to a message paramsRefused: -32602 for a request; a notification gets none (JSON-RPC 2.0 section 4.1). */
+function invalidMeta(message: JSONRPCMessage, raw: unknown): JSONRPCMessage | 'ignore' | null {
+  if (!paramsRefused(raw)) return null;
+  if (!isJSONRPCRequest(message)) return 'ignore';
+  const refused = JSONRPCRequestSchema.safeParse(raw);
+  return invalidParams(message, refused.success ? [] : refused.error.issues, '_meta, when sent, is an object, and its progressToken a string or a number (MCP 2025-11-25, General fields).');
 }
 
 /**
@@ -47,10 +74,25 @@ function invalidRequest(body: unknown): JSONRPCMessage | null {
   };
   if (messages.length === 0) return invalid('the batch is empty');
   const i = messages.findIndex((message) => !JSONRPCMessageSchema.safeParse(message).success);
-  if (i === -1) return null;
+  if (i === -1) return batch ? repeatedId(messages as JSONRPCMessage[], invalid) : null;
   const what = `${batch ? `message ${i + 1} of the batch` : 'the body'} is not a JSON-RPC 2.0 request, notification or response`;
   // A batch gets one answer for all its messages: no single id is its.
   return invalid(what, batch ? null : (messages[i] as { id?: unknown } | null)?.id);
+}
+
+/**
+ * Two requests of a batch with one id: the transport answers by id, so only one of them was answered,
+ * though both ran (two purchases, one answer). Refused before anything runs (JSON-RPC 2.0 section 6
+ * matches answers to requests by id).
+ */
+function repeatedId(messages: JSONRPCMessage[], invalid: (what: string) => JSONRPCMessage): JSONRPCMessage | null {
+  const ids = new Set<unknown>();
+  for (const [i, message] of messages.entries()) {
+    if (!isJSONRPCRequest(message)) continue;
+    if (ids.has(message.id)) return invalid(`message ${i + 1} of the batch repeats the id of an earlier request`);
+    ids.add(message.id);
+  }
+  return null;
 }
 
 /**
@@ -87,7 +129,7 @@ function invalidParams(message: JSONRPCRequest, issues: ReadonlyArray<{ path: Pr
   return { jsonrpc: '2.0', id: message.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params at ${at}: ${hint}` } };
 }
 
-/** Puts screenToolCall (screenRequest for other requests) between the transport and the server, for every message of `body` (a batch too). */
+/** Puts invalidMeta, then screenToolCall (screenRequest for other requests), between the transport and the server, for every message of `body` (a batch too). */
 function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown, deps: AppDeps): void {
   // The transport hands the body's messages on one by one, in order: `sent` holds them as parsed.
   const sent: unknown[] = Array.isArray(body) ? body : [body];
@@ -95,7 +137,10 @@ function screenToolCalls(transport: StreamableHTTPServerTransport, body: unknown
   const deliver = transport.onmessage!;
   transport.onmessage = (message, extra) => {
     const raw = sent[next++] as { params?: { arguments?: unknown } } | null | undefined;
-    const answer = !isJSONRPCRequest(message) ? null : message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : screenRequest(message);
+    const answer =
+      invalidMeta(message, raw) ??
+      (!isJSONRPCRequest(message) ? null : message.method === 'tools/call' ? screenToolCall(message, raw?.params?.arguments) : screenRequest(message));
+    if (answer === 'ignore') return;
     if (answer) transport.send(answer).catch((err: unknown) => deps.log.warn('mcp answer not sent', { err: String(err) }));
     else deliver(withoutTask(message), extra);
   };

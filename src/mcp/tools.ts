@@ -5,18 +5,17 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
+import Type, { type TObject } from 'typebox';
 import type { AppDeps } from '../app-deps.ts';
 import type { Scope } from '../identity/auth.ts';
-import { ApiError, StorageFull, invalidRequest, storeUnavailable, type ErrorIssue } from '../http/errors.ts';
-import { isStoreUnavailable } from '../store/store.ts';
-import { noteStorageFull } from '../store/storage-space.ts';
+import { ApiError, invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { storeFailure } from '../http/store-failure.ts';
 import { compile } from '../http/validate.ts';
 import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { NO_CONTROL_CHARACTERS } from '../../schemas/common.ts';
-import { amountIssue, parsePurchase, metadataIssues } from '../purchases/input.ts';
+import { parsePurchase, metadataIssues } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
 import { receiptsOfPurchase } from '../receipts/read.ts';
@@ -26,22 +25,44 @@ import { LIST_LIMIT_MAX, LIST_LIMIT_MIN, listConnectionPurchases } from './list-
 import { TOOL_SCOPES } from './tool-scopes.ts';
 
 const submissionBody = compile(PurchaseRequestBody);
-const simulationBody = compile(CurrentPoliciesSimulationBody);
+// A connection checks as its own agent: /v1's agentId is no field of check_purchase.
+const CheckArguments = Type.Omit(CurrentPoliciesSimulationBody, ['agentId'], { additionalProperties: false });
+const simulationBody = compile(CheckArguments);
 
 // ---- schemas ---------------------------------------------------------------------------------
 
-const purchaseFields = {
-  // The pattern is listed, as in the OpenAPI document, but not enforced by zod: the domain refuses such a
-  // name with its own issue code, CONTROL_CHARACTER (docs/reference/decisions.md).
-  merchant: z.string().max(200).meta({ pattern: NO_CONTROL_CHARACTERS }).describe('Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".'),
-  amountMinor: z
-    .union([z.string().regex(/^-?\d+$/), z.number().int()])
-    .describe('The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.'),
-  reason: z.string().max(2000).describe('Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.'),
-  currency: z.string().regex(/^[A-Z]{3}$/).nullable().optional().describe('ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.'),
-  category: z.string().max(100).nullable().optional().describe('Optional category, e.g. "office-supplies".'),
-  merchantDomain: z.string().max(253).nullable().optional().describe('Optional web domain of the merchant, recorded as evidence only.'),
+/**
+ * Tool arguments listed with a TypeBox schema's JSON Schema and judged by it, as on /v1: the purchase fields
+ * by /v1's own schema and rules (parsePurchase), the others by validator.parse. So an assistant gets /v1's
+ * issue codes (REQUIRED, TOO_LONG, INVALID_TYPE, OUT_OF_RANGE, AMOUNT_TOO_LARGE...) where zod would say
+ * INVALID_ARGUMENT, a code /v1 does not have, for each (and its int() stops at 2^53-1). zod lets unknown
+ * fields through too, so that the schema lists them as UNKNOWN_FIELD with every other problem, as /v1 does.
+ */
+function listedAs(schema: TObject, descriptions: Record<string, string>, more: Record<string, z.ZodType> = {}) {
+  if ((schema as { additionalProperties?: unknown }).additionalProperties !== false) throw new Error('a tool schema refuses unknown fields');
+  const fields = Object.keys(descriptions);
+  const listed = (field: string) => JSON.parse(JSON.stringify(schema.properties[field])) as Record<string, unknown>;
+  const shape = Object.fromEntries(fields.map((f) => [f, z.unknown().optional().meta(listed(f)).describe(descriptions[f])]));
+  const required = schema.required?.filter((f) => fields.includes(f)) ?? [];
+  return z.looseObject({ ...shape, ...more }).meta({ additionalProperties: false, ...(required.length > 0 ? { required } : {}) });
+}
+
+const PURCHASE_FIELDS = {
+  merchant: 'Who would be paid, named as a person would name them, e.g. "Staples" or "Deutsche Bahn".',
+  amountMinor: 'The amount in whole minor units of the currency, as a decimal string: "1999" means 19.99 EUR, "500" means 500 JPY. Never a decimal fraction.',
+  reason: 'Why the agent wants to make this purchase, in a sentence a person reviewing it would understand.',
+  currency: 'ISO 4217 currency code such as "EUR"; omit it to use the organisation\'s own currency. No conversion is ever made.',
+  category: 'Optional category, e.g. "office-supplies".',
+  merchantDomain: 'Optional web domain of the merchant, recorded as evidence only.',
 };
+
+const ListArguments = Type.Object(
+  { limit: Type.Optional(Type.Integer({ minimum: LIST_LIMIT_MIN, maximum: LIST_LIMIT_MAX })), cursor: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])) },
+  { additionalProperties: false },
+);
+const GetArguments = Type.Object({ purchaseRequestId: Type.String({ maxLength: 100 }) }, { additionalProperties: false });
+const listArguments = compile(ListArguments);
+const getArguments = compile(GetArguments);
 
 const Decision = z.looseObject({
   id: z.string(),
@@ -116,16 +137,14 @@ export function sdkIssues(message: string): ErrorIssue[] {
  * vanishes: at the top level in its own tools/call parse, inside metadata in the tool's schema. The
  * raw arguments, as parsed from the request body, are judged first by /v1's rules for it (docs/reference/decisions.md):
  * an unknown field (every tool's schema is closed), and a reserved key inside metadata; and an amount
- * given as a number (one not written as an integer, or past 2^53-1).
+ * not written as an integer.
  */
 export function rawArgumentsError(name: string, args: unknown): ApiError | null {
   if (!Object.hasOwn(TOOL_SCOPES, name) || args === null || typeof args !== 'object') return null;
   const issues: ErrorIssue[] = Object.hasOwn(args, '__proto__') ? [{ path: '__proto__', code: 'UNKNOWN_FIELD', message: 'Unknown field "__proto__".' }] : [];
   // The copy also loses what parseJson knew of how an amount was written (0.99999999999999999 is 1 once parsed).
-  // And zod's int() refuses an integer past 2^53-1 as the wrong type, where /v1 says it is too large.
-  if (typeof (args as { amountMinor?: unknown }).amountMinor === 'number') {
-    const issue = amountIssue(args as Record<string, unknown>);
-    if (issue) issues.push(issue);
+  if (typeof (args as { amountMinor?: unknown }).amountMinor === 'number' && !writtenAsInteger(args, 'amountMinor')) {
+    issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
   }
   const { metadata } = args as { metadata?: unknown };
   if (name === 'request_purchase' && metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) issues.push(...metadataIssues(metadata, 'metadata'));
@@ -160,22 +179,15 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
     try {
       return toolResult(await work());
     } catch (err) {
+      // A store busy, failing over or full: the same answer and log as on /v1 (src/http/store-failure.ts).
+      const failure = storeFailure(deps, err, { surface: 'mcp' });
+      if (failure) return toolError(failure);
       if (err instanceof ApiError) return toolError(err);
-      if (isStoreUnavailable(err)) {
-        // As on /v1 (src/http/error-middleware.ts): a store busy or failing over for a moment, not a bug.
-        deps.log.warn('store unavailable: a tool gave up', { err: err instanceof Error ? err.message : String(err) });
-        return toolError(storeUnavailable(err));
-      }
-      if (noteStorageFull(deps.store, err)) {
-        // As on /v1 (src/http/error-middleware.ts): retry later, and readiness fails until a write succeeds.
-        deps.log.warn('storage full: a write found no space', { err: err instanceof Error ? err.message : String(err) });
-        return toolError(new StorageFull(err));
-      }
       deps.log.error('mcp tool failed', { err: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) });
       return toolError(new ApiError(500, 'internal_error', 'Something went wrong on our side. It is safe to retry request_purchase with the same idempotencyKey.'));
     }
   };
-  // Input the SDK itself refuses (types, unknown fields) is reported in docs/reference/contract.md's shape as well.
+  // Input the SDK itself refuses is reported in docs/reference/contract.md's shape as well (listedAs leaves it little: arguments that are no object are screened by serve.ts).
   (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = (message: string) =>
     /Input validation error/.test(message)
       ? toolError(new ApiError(400, 'invalid_request', 'The tool arguments are not valid.', sdkIssues(message)))
@@ -191,14 +203,14 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         description:
           'Lists the purchases this connection requested, and those a person made for its agent on the dashboard, newest first, with their current status and decision. ' +
           'Returns {purchases, nextCursor, hasMore}; when hasMore is true, call again with cursor set to nextCursor for older ones.',
-        inputSchema: z.strictObject({
-          limit: z.number().int().min(LIST_LIMIT_MIN).max(LIST_LIMIT_MAX).optional().describe(`How many purchases to return, ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX} (default 20).`),
-          cursor: z.string().max(200).nullable().optional().describe('The nextCursor of a previous call, to continue after it; omit for the newest purchases.'),
+        inputSchema: listedAs(ListArguments, {
+          limit: `How many purchases to return, ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX} (default 20).`,
+          cursor: 'The nextCursor of a previous call, to continue after it; omit for the newest purchases.',
         }),
         outputSchema: z.strictObject({ purchases: z.array(Readback), nextCursor: z.string().nullable(), hasMore: z.boolean() }),
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
-      (args) => run(() => listConnectionPurchases(deps.store.db, principal, args)),
+      (args) => run(() => listConnectionPurchases(deps.store.db, principal, listArguments.parse(args))),
     );
     server.registerTool(
       'get_purchase',
@@ -208,15 +220,16 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           'Reads one purchase this connection requested, by its id (purchaseRequest.id from request_purchase): status, decision in force, and approval. ' +
           'Use it to learn whether a purchase that REQUIRES_APPROVAL has been approved. Purchases requested by anyone else are not found. ' +
           '`receipts` are the signed receipts of its decisions, oldest first: a person\'s answer adds one.',
-        inputSchema: z.strictObject({ purchaseRequestId: z.string().max(100).describe('The purchase request id (a UUID).') }),
+        inputSchema: listedAs(GetArguments, { purchaseRequestId: 'The purchase request id (a UUID).' }),
         outputSchema: z.strictObject({ purchase: Readback, receipts: z.array(z.strictObject({ seq: z.number().int(), receipt: z.string() })) }),
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
       (args) =>
         run(async () => {
+          const { purchaseRequestId } = getArguments.parse(args);
           // A malformed id is the same 404 as an unknown one (docs/reference/contract.md §7).
-          if (!isUuid(args.purchaseRequestId)) throw new ApiError(404, 'not_found', 'No such purchase request.');
-          const { purchase } = await getPurchase(deps.store.db, principal, args.purchaseRequestId.toLowerCase());
+          if (!isUuid(purchaseRequestId)) throw new ApiError(404, 'not_found', 'No such purchase request.');
+          const { purchase } = await getPurchase(deps.store.db, principal, purchaseRequestId.toLowerCase());
           // The decisions' receipts (docs/integrate/receipts.md), as GET /v1/purchase-requests/{id}/receipts gives them.
           return { purchase, ...(await receiptsOfPurchase(deps.store.db, principal.organizationId, purchase.id)) };
         }),
@@ -231,7 +244,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
         description:
           'Asks whether a purchase would be allowed by the policies in force right now, without recording anything or reserving budget. ' +
           'simulatedDecision.outcome is APPROVED, REJECTED or REQUIRES_APPROVAL, with reasonCodes and an explanation. A real request may still be decided differently later.',
-        inputSchema: z.strictObject(purchaseFields),
+        inputSchema: listedAs(CheckArguments, PURCHASE_FIELDS),
         outputSchema: SimulationOutput,
         annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       },
@@ -253,10 +266,12 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           'or REQUIRES_APPROVAL (a person must approve first; check later with get_purchase). The request and its decision are recorded, and an approved amount counts against budgets. ' +
           'Pass an idempotencyKey to retry safely: the same key with the same details returns the first decision instead of requesting twice. ' +
           '`receipt` is the decision\'s signed receipt (a compact JWS anyone can check against the service\'s /.well-known/jwks.json).',
-        inputSchema: z.strictObject({
-          ...purchaseFields,
-          metadata: z.record(z.string(), z.unknown()).nullable().optional().describe('Optional details recorded with the request (order number, cart id...). No policy reads them.'),
-          idempotencyKey: z.string().min(1).max(255).regex(IDEMPOTENCY_KEY).optional().describe('Optional key (1 to 255 printable ASCII characters) making retries safe.'),
+        inputSchema: listedAs(PurchaseRequestBody, { ...PURCHASE_FIELDS, metadata: 'Optional details recorded with the request (order number, cart id...). No policy reads them.' }, {
+          idempotencyKey: z
+            .unknown()
+            .optional()
+            .meta({ type: 'string', minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY.source })
+            .describe('Optional key (1 to 255 printable ASCII characters) making retries safe.'),
         }),
         outputSchema: SubmissionOutput,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
@@ -264,14 +279,18 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
       (args) =>
         run(async () => {
           const { idempotencyKey, ...fields } = args;
-          const { body, purchase } = parsePurchase(submissionBody, fields, organization.currency);
+          const key = (): ErrorIssue[] =>
+            idempotencyKey === undefined || (typeof idempotencyKey === 'string' && IDEMPOTENCY_KEY.test(idempotencyKey))
+              ? []
+              : [{ path: 'idempotencyKey', code: 'INVALID_IDEMPOTENCY_KEY', message: 'idempotencyKey is 1 to 255 printable ASCII characters.' }];
+          const { body, purchase } = parsePurchase(submissionBody, fields, organization.currency, key);
           const result = await submitPurchase(deps, {
             organization,
             principal,
             purchase,
             body: body as Record<string, unknown>,
             rawBody: JSON.stringify(fields),
-            idempotencyKey: idempotencyKey ?? null,
+            idempotencyKey: (idempotencyKey as string | undefined) ?? null,
             origin: 'MCP',
           });
           return { ...result.body, receipt: result.receipt ?? null };

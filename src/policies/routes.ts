@@ -5,7 +5,7 @@ import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { refusePolicyAuthoring, requireOrganizationKey } from '../identity/auth.ts';
 import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
-import { queryIssues, queryValue, uuidParam, queryParams } from '../http/params.ts';
+import { firstCharacters, queryIssues, queryValue, uuidParam, queryParams, wholeNumber } from '../http/params.ts';
 import type { PolicyStatus } from '../store/collections.ts';
 import { listPolicies } from './list.ts';
 import { getPolicy, getPolicyVersion, getPolicyVersionDoc } from './read.ts';
@@ -24,17 +24,15 @@ const LIST_PARAMS = ['status', 'search', 'page', 'pageSize'];
 const SEARCH_MAX = 200;
 
 /**
- * A whole number of at least 1, with any number of digits (docs/reference/contract.md §4.6: a page past the end is
- * empty, a pageSize above 100 is clamped); values beyond 2^53-1 are clamped to it.
+ * A whole number of at least 1 (docs/reference/contract.md §4.6: a page past the end is empty, a pageSize above
+ * 100 is clamped); values beyond 2^53-1 count as 2^53-1.
  */
 function positiveInt(value: string | undefined, name: string, fallback: number, issues: ErrorIssue[]): number {
   if (value === undefined) return fallback;
-  const digits = /^\d+$/.test(value) ? value.replace(/^0+/, '') : '';
-  if (digits === '') {
-    issues.push({ path: name, code: 'INVALID_INTEGER', message: `${name} must be a whole number of at least 1.` });
-    return fallback;
-  }
-  return digits.length > 16 ? Number.MAX_SAFE_INTEGER : Math.min(Number(digits), Number.MAX_SAFE_INTEGER);
+  const n = wholeNumber(value);
+  if (n !== null && n >= 1) return n;
+  issues.push({ path: name, code: 'INVALID_INTEGER', message: `${name} must be a whole number of at least 1.` });
+  return fallback;
 }
 
 function parseListQuery(ctx: Context) {
@@ -46,7 +44,7 @@ function parseListQuery(ctx: Context) {
   const page = positiveInt(queryValue(ctx, 'page'), 'page', 1, issues);
   const pageSize = Math.min(100, positiveInt(queryValue(ctx, 'pageSize'), 'pageSize', 25, issues));
   if (issues.length > 0) throw invalidRequest(issues);
-  const search = (queryValue(ctx, 'search') ?? '').trim().slice(0, SEARCH_MAX);
+  const search = firstCharacters((queryValue(ctx, 'search') ?? '').trim(), SEARCH_MAX); // docs/reference/contract.md §8
   return { status: status as PolicyStatus | undefined, search: search || undefined, page, pageSize };
 }
 

@@ -64,7 +64,7 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
 }
 
 /** What is wrong with body.amountMinor (a string or a number) by its value and how it was written; null when nothing is. */
-export function amountIssue(body: Record<string, unknown>): ErrorIssue | null {
+function amountIssue(body: Record<string, unknown>): ErrorIssue | null {
   const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
   if (amount === null) return { path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' };
   if (amount <= 0n) return { path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' };

@@ -10,7 +10,8 @@ import type { StoreDb } from '../store/store.ts';
 import { receiptHash, type DecisionFacts } from './chain.ts';
 import { receiptCollections } from './documents.ts';
 import { receiptFacts } from './facts.ts';
-import { publicKeys } from './keys.ts';
+import type { Logger } from '../log.ts';
+import { publicKeys, type KeySettings } from './keys.ts';
 import { chainOf } from './read.ts';
 import { keysOf, verifyChain, type LogLine } from './verify.ts';
 
@@ -37,8 +38,9 @@ const CHECKED: ReadonlyArray<Exclude<keyof DecisionFacts, 'iss'>> = [
   'requestSha256',
 ];
 
-export async function verifyLog(db: StoreDb, organizationId: string): Promise<LogVerdict> {
-  const keys = keysOf(await publicKeys(db));
+/** `settings`: the service's encryption key, which vouches for its signing keys as the JWKS does. */
+export async function verifyLog(db: StoreDb, organizationId: string, settings: Pick<KeySettings, 'webhookEncryptionKey'>, log?: Pick<Logger, 'warn'>): Promise<LogVerdict> {
+  const keys = keysOf(await publicKeys(db, settings, log));
   const pc = purchaseCollections(db);
   // Read first (the store is asynchronous, the chain check is not): one organisation's chain, with its decisions and purchases.
   const lines: LogLine[] = [];

@@ -11,10 +11,14 @@ export interface SigningKeyDoc {
   publicJwk: Omit<PublicJwk, 'kid' | 'alg' | 'use'>;
   /**
    * The private key (PKCS#8 DER): `v1.…` sealed with the deployment's encryption key (src/webhooks/secrets.ts,
-   * the key's id as associated data), or `plain.<base64url>` where no encryption key is configured.
+   * the key's id as associated data), or `plain.<base64url>` where no encryption key is configured;
+   * for a key DECISION_SIGNING_KEY gives, `configured.` and its public half sealed likewise
+   * (`public:<id>` as associated data), or bare `configured` without an encryption key.
    */
   privateKey: string;
   createdAt: Date;
+  /** When it last became the key that signs: the JWKS lists the keys by it, newest first. */
+  since: Date;
 }
 
 /** An organisation's chain head: the last receipt's seq and the hash of its compact JWS. */

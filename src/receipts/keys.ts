@@ -1,7 +1,8 @@
 // The deployment's Ed25519 signing keys (docs/integrate/receipts.md): generated on first start (or when
 // the newest cannot be opened any more), the private half sealed in the store with the key that seals
 // webhook secrets (WEBHOOK_ENCRYPTION_KEY, generated on the embedded store: src/bootstrap.ts). The
-// newest key signs; every key's public half stays in the JWKS, so that old receipts keep verifying.
+// newest key signs; every key's public half stays in the JWKS, so that old receipts keep verifying,
+// but a key the encryption key did not seal (written straight into the store) neither signs nor is published.
 // `npm run admin -- rotate-signing-key` adds a newer one and bumps the configuration stamp, so that
 // every process signs with it from its next decision (src/cache/config-cache.ts).
 // Or the operator gives the key (DECISION_SIGNING_KEY): it then signs, and only its public half is
@@ -10,6 +11,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, typ
 import { isDuplicateKeyError } from '../store/store.ts';
 import { bumpConfigStamp, viewIn } from '../cache/config-cache.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
+import type { Logger } from '../log.ts';
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '../webhooks/secrets.ts';
 import type { ReceiptKey } from './chain.ts';
 import { receiptCollections, type SigningKeyDoc } from './documents.ts';
@@ -32,6 +34,9 @@ interface ConfiguredKey {
 }
 
 const configured = new Map<string, ConfiguredKey>();
+
+/** The key that signs now first: a configured key the operator returned to moves up again (`since`). */
+const newestFirst = { since: -1, _id: -1 } as const;
 
 /** The key DECISION_SIGNING_KEY gives (checked at start: src/config.ts), or null. */
 function configuredKey(settings: KeySettings): ConfiguredKey | null {
@@ -59,16 +64,75 @@ export function sealingKey(rawEncryptionKey: string | null): Buffer | null {
 /** RFC 7638 thumbprint of an Ed25519 public key (RFC 8037 §2). */
 export const thumbprint = (x: string): string => createHash('sha256').update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x })).digest('base64url');
 
-function openPrivateKey(doc: SigningKeyDoc, seal: Buffer | null): KeyObject {
-  if (doc.privateKey === CONFIGURED) throw new Error(`signing key ${doc._id} was given by DECISION_SIGNING_KEY, which no longer holds it`);
-  const der = doc.privateKey.startsWith(PLAIN)
-    ? Buffer.from(doc.privateKey.slice(PLAIN.length), 'base64url')
-    : seal === null
-      ? (() => {
-          throw new Error(`signing key ${doc._id} is sealed, and no encryption key is configured`);
-        })()
-      : Buffer.from(decryptSecret(seal, doc.privateKey, doc._id), 'base64url');
-  return createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+/** A key the deployment vouches for: its private half, or null when it holds only the public half. */
+interface StoredKey {
+  kid: string;
+  x: string;
+  privateKey: KeyObject | null;
+}
+
+const sealedPublicHalf = (seal: Buffer, key: { kid: string; x: string }) => `${CONFIGURED}.${encryptSecret(seal, key.x, `public:${key.kid}`)}`;
+
+/**
+ * The key a stored document holds, when this deployment vouches for it; throws saying why not. With an
+ * encryption key, only what it sealed is the deployment's: whoever can write to the store could
+ * otherwise plant a key of their choosing (an unsealed private half, or a bare public half), which
+ * would sign or be published (docs/reference/decisions.md). Without one nothing can be told apart.
+ */
+function openKey(doc: SigningKeyDoc, seal: Buffer | null): StoredKey {
+  const x = doc.publicJwk?.x;
+  if (typeof x !== 'string' || thumbprint(x) !== doc._id) throw new Error('its id is not the thumbprint of its public key');
+  const stored = typeof doc.privateKey === 'string' ? doc.privateKey : '';
+  if (stored === CONFIGURED || stored.startsWith(`${CONFIGURED}.`)) {
+    if (seal !== null && (stored === CONFIGURED || !opens(() => decryptSecret(seal, stored.slice(CONFIGURED.length + 1), `public:${doc._id}`) === x))) {
+      throw new Error('its public half is not sealed with this deployment\'s encryption key');
+    }
+    return { kid: doc._id, x, privateKey: null };
+  }
+  let der: string;
+  if (stored.startsWith(PLAIN)) {
+    if (seal !== null) throw new Error('its private half is not sealed, and this deployment seals its keys');
+    der = stored.slice(PLAIN.length);
+  } else {
+    // Sealed under a key this process does not have: published, and passed over for signing.
+    if (seal === null) return { kid: doc._id, x, privateKey: null };
+    try {
+      der = decryptSecret(seal, stored, doc._id);
+    } catch {
+      throw new Error('its private half is not sealed with this deployment\'s encryption key');
+    }
+  }
+  const privateKey = createPrivateKey({ key: Buffer.from(der, 'base64url'), format: 'der', type: 'pkcs8' });
+  if ((createPublicKey(privateKey).export({ format: 'jwk' }) as { x?: string }).x !== x) throw new Error('its private half is not that of its public key');
+  return { kid: doc._id, x, privateKey };
+}
+
+const opens = (check: () => boolean): boolean => {
+  try {
+    return check();
+  } catch {
+    return false;
+  }
+};
+
+const refusalsLogged = new Set<string>();
+
+/** The stored keys the deployment vouches for, newest first; each refused one is logged once per process. */
+async function storedKeys(db: StoreDb, seal: Buffer | null, log?: Pick<Logger, 'warn'>, session?: StoreSession): Promise<StoredKey[]> {
+  const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst, session }).toArray();
+  const keys: StoredKey[] = [];
+  for (const doc of docs) {
+    try {
+      keys.push(openKey(doc, seal));
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      if (log && !refusalsLogged.has(`${doc._id}:${reason}`)) {
+        refusalsLogged.add(`${doc._id}:${reason}`);
+        log.warn('signing key refused: it neither signs nor is published in the JWKS', { kid: doc._id, reason });
+      }
+    }
+  }
+  return keys;
 }
 
 /** Makes a new signing key and stores it: from now on the newest, so the one that signs. */
@@ -82,37 +146,42 @@ export async function createSigningKey(db: StoreDb, seal: Buffer | null, now = n
     publicJwk: { kty: 'OKP', crv: 'Ed25519', x },
     privateKey: seal === null ? PLAIN + der : encryptSecret(seal, der, kid),
     createdAt: now,
+    since: now,
   });
   await bumpConfigStamp(db);
   return kid;
 }
 
-const newestFirst = { createdAt: -1, _id: -1 } as const;
-
 /**
- * Whether a key sealed with `seal` is one the service can open: the newest key in the store that it
- * sealed opens with it (or there is none, or it is unsealed). rotate-signing-key runs with its own
+ * Whether a key sealed with `seal` is one the service can open: the newest stored private half opens
+ * with it, as the service would take it (or there is none). rotate-signing-key runs with its own
  * environment; without the service's WEBHOOK_ENCRYPTION_KEY it would add a key the service passes over.
  */
 export async function sealOpensNewestKey(db: StoreDb, seal: Buffer | null): Promise<boolean> {
   const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst }).toArray();
-  const newest = docs.find((d) => d.privateKey !== CONFIGURED);
-  if (newest === undefined) return true;
-  try {
-    openPrivateKey(newest, seal);
-    return true;
-  } catch {
-    return false;
-  }
+  const newest = docs.find((d) => typeof d.privateKey !== 'string' || !d.privateKey.startsWith(CONFIGURED));
+  return newest === undefined || opens(() => openKey(newest, seal).privateKey !== null);
 }
 
-/** The configured key's public half in the JWKS, kept there once it is replaced. */
-async function publishConfiguredKey(db: StoreDb, key: ConfiguredKey): Promise<void> {
-  if (await receiptCollections(db).keys.findOne({ _id: key.kid }, { projection: { _id: 1 } })) return;
-  try {
-    await receiptCollections(db).keys.insertOne({ _id: key.kid, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey: CONFIGURED, createdAt: new Date() });
-  } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err; // another process published it first
+/**
+ * The configured key's public half in the JWKS, first while it signs and kept there once it is replaced;
+ * sealed with the encryption key when there is one, so that a public half planted in the store is not
+ * published. A key the operator returns to is first again.
+ */
+async function publishConfiguredKey(db: StoreDb, key: ConfiguredKey, seal: Buffer | null): Promise<void> {
+  const [current] = await storedKeys(db, seal);
+  if (current?.kid === key.kid) return;
+  const keys = receiptCollections(db).keys;
+  const now = new Date();
+  const privateKey = seal === null ? CONFIGURED : sealedPublicHalf(seal, key);
+  // The document of this kid, if any, is this key's (its id is the thumbprint of the public half we hold).
+  const { matchedCount } = await keys.updateOne({ _id: key.kid }, { $set: { publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, since: now } });
+  if (matchedCount === 0) {
+    try {
+      await keys.insertOne({ _id: key.kid, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, createdAt: now, since: now });
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err; // another process published it first
+    }
   }
   await bumpConfigStamp(db);
 }
@@ -126,25 +195,20 @@ const ensured = new WeakMap<StoreDb, Map<string, Promise<void>>>();
  * start and before a command that signs. Two processes starting at once may each make one: both stay
  * in the JWKS, and the newest signs.
  */
-export function ensureSigningKey(db: StoreDb, settings: KeySettings): Promise<void> {
+export function ensureSigningKey(db: StoreDb, settings: KeySettings, log?: Pick<Logger, 'warn'>): Promise<void> {
   let byKey = ensured.get(db);
   if (byKey === undefined) ensured.set(db, (byKey = new Map()));
   const memo = settings.decisionSigningKey ?? '';
   let done = byKey.get(memo);
   if (done === undefined) {
     done = (async () => {
-      const given = configuredKey(settings);
-      if (given !== null) return publishConfiguredKey(db, given);
       const seal = sealingKey(settings.webhookEncryptionKey);
-      const [newest] = await receiptCollections(db).keys.find({}, { sort: newestFirst, limit: 1 }).toArray();
-      if (newest) {
-        try {
-          openPrivateKey(newest, seal);
-          return;
-        } catch {
-          // Sealed under another key: a new one signs from now on; the old public half stays published.
-        }
-      }
+      const given = configuredKey(settings);
+      if (given !== null) return publishConfiguredKey(db, given, seal);
+      // The newest is a public half only (a configured key no longer given, or one sealed under another
+      // encryption key than this process has): a new key signs from now on.
+      const [newest] = await storedKeys(db, seal, log);
+      if (newest?.privateKey) return;
       await createSigningKey(db, seal);
     })();
     byKey.set(memo, done);
@@ -158,27 +222,20 @@ export function ensureSigningKey(db: StoreDb, settings: KeySettings): Promise<vo
  * configuration stamp. One it cannot open (sealed under another encryption key than this process has)
  * is passed over for the one before: its receipts verify all the same.
  */
-export async function currentSigningKey(db: StoreDb, session: StoreSession, settings: KeySettings): Promise<ReceiptKey> {
+export async function currentSigningKey(db: StoreDb, session: StoreSession, settings: KeySettings, log?: Pick<Logger, 'warn'>): Promise<ReceiptKey> {
   const given = configuredKey(settings);
   if (given !== null) return { kid: given.kid, privateKey: given.privateKey };
   const view = await viewIn(db, session);
   return view.get('receipts:signing-key', async () => {
-    const seal = sealingKey(settings.webhookEncryptionKey);
-    const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst, session }).toArray();
-    let failure: unknown = new Error('no signing key: ensureSigningKey was not called');
-    for (const doc of docs) {
-      try {
-        return { kid: doc._id, privateKey: openPrivateKey(doc, seal) };
-      } catch (err) {
-        failure = err;
-      }
-    }
-    throw failure;
+    const keys = await storedKeys(db, sealingKey(settings.webhookEncryptionKey), log, session);
+    const signing = keys.find((k) => k.privateKey !== null);
+    if (!signing) throw new Error('no signing key this process can open: ensureSigningKey was not called');
+    return { kid: signing.kid, privateKey: signing.privateKey! };
   });
 }
 
-/** GET /.well-known/jwks.json: every key's public half, newest first; never a private part. */
-export async function publicKeys(db: StoreDb): Promise<{ keys: PublicJwk[] }> {
-  const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst, projection: { publicJwk: 1 } }).toArray();
-  return { keys: docs.map((d) => ({ kty: 'OKP', crv: 'Ed25519', x: d.publicJwk.x, kid: d._id, alg: 'EdDSA', use: 'sig' })) };
+/** GET /.well-known/jwks.json: the public half of every key the deployment vouches for, the one signing now first; never a private part. */
+export async function publicKeys(db: StoreDb, settings: Pick<KeySettings, 'webhookEncryptionKey'>, log?: Pick<Logger, 'warn'>): Promise<{ keys: PublicJwk[] }> {
+  const keys = await storedKeys(db, sealingKey(settings.webhookEncryptionKey), log);
+  return { keys: keys.map((k) => ({ kty: 'OKP', crv: 'Ed25519', x: k.x, kid: k.kid, alg: 'EdDSA', use: 'sig' })) };
 }

@@ -19,7 +19,7 @@ export interface ReceiptContext {
 
 export async function loadReceiptContext(deps: AppDeps, session: StoreSession, organizationId: string): Promise<ReceiptContext> {
   const chain = deps.actors.memory(organizationId).receiptChain ?? (await readChain(deps, session, organizationId));
-  const key = await currentSigningKey(deps.store.db, session, deps.config);
+  const key = await currentSigningKey(deps.store.db, session, deps.config, deps.log);
   return { chain, key, issuer: deps.config.baseUrl };
 }
 

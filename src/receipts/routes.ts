@@ -8,9 +8,9 @@ import { ensureSigningKey, publicKeys } from './keys.ts';
 export function receiptRoutes(deps: AppDeps): Router {
   const router = newRouter();
   router.get('/.well-known/jwks.json', async (ctx) => {
-    await ensureSigningKey(deps.store.db, deps.config);
+    await ensureSigningKey(deps.store.db, deps.config, deps.log);
     ctx.set('Cache-Control', 'public, max-age=300');
-    ctx.body = await publicKeys(deps.store.db);
+    ctx.body = await publicKeys(deps.store.db, deps.config, deps.log);
   });
   return router;
 }

@@ -73,12 +73,24 @@ export function verifyReceipt(jws: string, keys: Map<string, KeyObject>): Receip
   return payload;
 }
 
+/**
+ * A `--from <seq>` option's value: decimal digits only, from 1 (no sign, exponent, hex, fraction or
+ * spaces, which Number() would take), or null.
+ */
+export function parseSeqOption(text: string): number | null {
+  if (!/^[1-9][0-9]*$/.test(text)) return null;
+  const seq = Number(text);
+  return Number.isSafeInteger(seq) ? seq : null;
+}
+
+export const SEQ_OPTION_MISTAKE = (text: string) => `--from takes a seq, a whole number from 1 written in decimal digits only; not ${JSON.stringify(text)}`;
+
 export interface LogLine {
   seq: number;
   receipt: string;
 }
 
-export type ChainCheck = { ok: true; count: number; first: number | null; last: number | null } | { ok: false; seq: number; reason: string };
+export type ChainCheck = { ok: true; count: number; first: number | null; last: number | null; organizationId: string | null } | { ok: false; seq: number; reason: string };
 
 /**
  * Checks receipts in file order as one chain: each signature, each `seq` the one after the last from
@@ -118,5 +130,5 @@ export function verifyChain(
     expected = seq + 1;
     count++;
   }
-  return { ok: true, count, first: count === 0 ? null : from, last: count === 0 ? null : expected - 1 };
+  return { ok: true, count, first: count === 0 ? null : from, last: count === 0 ? null : expected - 1, organizationId };
 }

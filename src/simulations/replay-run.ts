@@ -6,6 +6,8 @@ import { DateTime } from 'luxon';
 import type { AppDeps } from '../app-deps.ts';
 import { invalidRequest, notFound, type ErrorIssue } from '../http/errors.ts';
 import { newId } from '../ids.ts';
+import { limitParam } from '../http/params.ts';
+import { CHANGES_LIMIT } from '../../schemas/simulations.ts';
 import { decodeCursor, encodeCursor } from '../mcp/list-purchases.ts';
 import { ENGINE_VERSION } from '../engine/version.ts';
 import type { ApprovalDoc } from '../purchases/documents.ts';
@@ -160,11 +162,7 @@ export interface PageQuery {
 
 export function pageQuery(query: { limit?: string; cursor?: string }): PageQuery {
   const issues: ErrorIssue[] = [];
-  let limit = 50;
-  if (query.limit !== undefined) {
-    limit = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : 0;
-    if (limit < 1 || limit > 200) issues.push({ path: 'limit', code: 'OUT_OF_RANGE', message: 'limit is a whole number from 1 to 200.' });
-  }
+  const limit = limitParam(query.limit, CHANGES_LIMIT, issues);
   let after = null;
   if (query.cursor !== undefined) {
     after = decodeCursor(query.cursor);

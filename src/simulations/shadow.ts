@@ -355,9 +355,14 @@ export async function shadowChangesPage(db: StoreDb, versionId: string, q: PageQ
   const after = q.after === null ? '' : changeKey(q.after.requestedAt.toISOString(), q.after.id);
   const found: { key: string; change: ReturnType<typeof changeWire> }[] = [];
   const STEP = 4;
-  for (let skip = 0; ; skip += STEP) {
-    const chunks = await shadowChanges(db).find({ versionId, toKey: { $gt: after } }).sort({ fromKey: 1, _id: 1 }).skip(skip).limit(STEP).toArray();
+  // Chunks after the last one read, by its keys, not by a count read: one committed meanwhile before it would
+  // shift a count, and the chunk at the boundary would be read (and listed) twice.
+  let read: { fromKey: string; _id: string } | null = null;
+  for (;;) {
+    const next: Record<string, unknown> = read === null ? {} : { $or: [{ fromKey: { $gt: read.fromKey } }, { fromKey: read.fromKey, _id: { $gt: read._id } }] };
+    const chunks: ShadowChangesDoc[] = await shadowChanges(db).find({ versionId, toKey: { $gt: after }, ...next }).sort({ fromKey: 1, _id: 1 }).limit(STEP).toArray();
     let done = chunks.length < STEP;
+    if (chunks.length > 0) read = chunks[chunks.length - 1];
     for (const c of chunks) {
       if (found.length > q.limit && c.fromKey > found[q.limit].key) {
         done = true;

@@ -25,7 +25,7 @@ import { NO_LEASE, webhookCollections, type DeliveryStatus, type WebhookDelivery
 import { attemptSlots, hostOf, Reservations, type Scope, type SlotKey } from './attempt-slots.ts';
 import { scheduleAttempts } from './queue.ts';
 import { encryptionKeyOrNull, webhookRuntime } from './runtime.ts';
-import { nextAttemptAt } from './schedule.ts';
+import { nextAttemptAt, signingRetryAt } from './schedule.ts';
 import { decryptSecret, SecretDecryptionError } from './secrets.ts';
 import type { AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
@@ -67,13 +67,14 @@ export function signingSecrets(endpoint: WebhookEndpointDoc, key: Buffer, now: D
 /**
  * REVOKED receives nothing more. DISABLED receives only `webhook.test` deliveries, so a receiver
  * can be checked before the endpoint is enabled again; its other deliveries are cancelled, and so is
- * one that was pending when the endpoint was last disabled, even if it has been enabled again since:
- * disabling cancels it unless an attempt held it then (one in flight, or a dead worker's lease), and
- * re-enabling does not replay old traffic.
+ * one whose event happened before the endpoint was last enabled again, so that re-enabling does not
+ * replay old traffic: one pending when it was disabled that an attempt held then (one in flight, or a
+ * dead worker's lease), or one of an event dispatched late, after the endpoint was enabled again.
  */
-const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'createdAt'>): boolean => {
+const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'occurredAt'>): boolean => {
   if (delivery.eventType === 'webhook.test') return endpoint.status === 'ACTIVE' || endpoint.status === 'DISABLED';
-  return endpoint.status === 'ACTIVE' && !(endpoint.disabledAt != null && endpoint.disabledAt.getTime() >= delivery.createdAt.getTime());
+  const receivesFrom = Math.max(endpoint.disabledAt?.getTime() ?? -Infinity, endpoint.enabledAt?.getTime() ?? -Infinity);
+  return endpoint.status === 'ACTIVE' && delivery.occurredAt.getTime() > receivesFrom;
 };
 
 const RESULT_LABEL = { DELIVERED: 'delivered', PENDING: 'retry', FAILED: 'failed', EXHAUSTED: 'exhausted', CANCELLED: 'failed' } as const;
@@ -188,11 +189,13 @@ async function attemptHolding(deps: AppDeps, deliveryId: string): Promise<Attemp
     });
   }
 
-  // Step 5.
-  let next = result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
+  // Step 5. Our own inability to sign is no attempt at the destination: it keeps its seven.
+  const unsigned = result.errorClass === SIGNING_UNAVAILABLE;
+  let next = unsigned ? signingRetryAt(startedAt, runtime.random) : result.verdict === 'RETRY' ? nextAttemptAt(attempt, startedAt, runtime.random) : null;
   const finishedAt = deps.now();
+  const attemptCount = unsigned ? claimed.attemptCount : attempt;
   const status = await runCommand(deps.store, (session) =>
-    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, delivery: claimed, attempt, startedAt, finishedAt, result, status: statusFor(result, next), next }),
+    recordAttemptIn(deps, session, { held, endpointId: endpoint._id, delivery: claimed, attemptCount, startedAt, finishedAt, result, status: statusFor(result, next), next }),
   );
   if (status !== 'PENDING') next = null;
   if (status === null) {
@@ -211,8 +214,9 @@ interface AttemptRecord {
   held: { _id: string; leaseToken: string; status: 'PENDING' };
   endpointId: string;
   /** Whether the endpoint may still receive it (mayReceive) depends on these. */
-  delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'createdAt'>;
-  attempt: number;
+  delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'occurredAt'>;
+  /** Attempts made at the destination, this one included (not one the service could not sign). */
+  attemptCount: number;
   startedAt: Date;
   finishedAt: Date;
   result: AttemptResult;
@@ -242,7 +246,7 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
     {
       $set: {
         status,
-        attemptCount: r.attempt,
+        attemptCount: r.attemptCount,
         lastAttemptAt: r.startedAt,
         nextAttemptAt: status === 'PENDING' ? r.next : null,
         deliveredAt: status === 'DELIVERED' ? r.finishedAt : null,
@@ -269,14 +273,26 @@ async function recordAttemptIn(deps: AppDeps, session: StoreSession, r: AttemptR
  * mayReceive) or revoked. Runs after that change committed, a bounded batch per write (docs/internals/design.md §2: an
  * endpoint with a long backlog can always be disabled). Idempotent; and if it stops half-way, each
  * delivery left is cancelled by its own attempt, which re-reads the endpoint (step 2). One with an
- * attempt in flight is left to that attempt.
+ * attempt in flight is left to that attempt. `createdUpTo` (the disable's time): a batch that runs
+ * after the endpoint was enabled again must not cancel what was dispatched since.
  */
-export async function cancelPendingDeliveriesOf(deps: AppDeps, endpointId: string, { keepTests }: { keepTests: boolean }, batch = 500): Promise<number> {
+export async function cancelPendingDeliveriesOf(
+  deps: AppDeps,
+  endpointId: string,
+  { keepTests, createdUpTo }: { keepTests: boolean; createdUpTo?: Date },
+  batch = 500,
+): Promise<number> {
   const { deliveries } = webhookCollections(deps.store.db);
   let cancelled = 0;
   for (;;) {
     const now = deps.now();
-    const filter = { endpointId, status: 'PENDING' as const, leaseUntil: { $lte: now }, ...(keepTests ? { eventType: { $ne: 'webhook.test' as const } } : {}) };
+    const filter = {
+      endpointId,
+      status: 'PENDING' as const,
+      leaseUntil: { $lte: now },
+      ...(keepTests ? { eventType: { $ne: 'webhook.test' as const } } : {}),
+      ...(createdUpTo ? { createdAt: { $lte: createdUpTo } } : {}),
+    };
     const ids = (await deliveries.find(filter, { projection: { _id: 1 } }).limit(batch).toArray()).map((d) => d._id);
     if (ids.length === 0) return cancelled;
     const result = await deliveries.updateMany({ ...filter, _id: { $in: ids } }, { $set: { status: 'CANCELLED', nextAttemptAt: null } });

@@ -30,6 +30,8 @@ export interface WebhookEndpointDoc {
   createdAt: Date;
   updatedAt: Date;
   disabledAt: Date | null;
+  /** When it was last enabled again after being disabled (not presented): events before it are not delivered. */
+  enabledAt?: Date | null;
   revokedAt: Date | null;
   lastFailureAt: Date | null;
   lastSuccessAt: Date | null;

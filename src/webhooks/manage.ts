@@ -122,11 +122,14 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
       // docs/reference/contract.md §3.4 sets disabledAt on ACTIVE -> DISABLED and nothing on re-enabling: it keeps saying
       // when the endpoint was last disabled. Pending deliveries are cancelled after the commit (bounded batches).
       if (body.status === 'DISABLED') set.disabledAt = now;
+      else set.enabledAt = now;
     }
     await writeVersioned(deps, session, endpoint, set);
     return { ...endpoint, ...set, version: endpoint.version + 1 };
   });
-  if (doc.status === 'DISABLED') await cancelPendingDeliveriesOf(deps, doc._id, { keepTests: true });
+  // Only what was pending when it was disabled: if it is enabled again before the last batch, what
+  // came since is not this cancellation's.
+  if (doc.status === 'DISABLED') await cancelPendingDeliveriesOf(deps, doc._id, { keepTests: true, createdUpTo: doc.disabledAt! });
   return presentEndpoint(doc);
 }
 

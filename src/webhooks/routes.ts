@@ -7,8 +7,8 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
 import { requireOrganizationKey } from '../identity/auth.ts';
 import { LIMITS, jsonBody } from '../http/body.ts';
-import { invalidRequest } from '../http/errors.ts';
-import { queryValue, uuidParam, queryParams } from '../http/params.ts';
+import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { limitParam, queryValue, uuidParam, queryParams } from '../http/params.ts';
 import { compile, type Validator } from '../http/validate.ts';
 import type { TSchema, Static } from 'typebox';
 import { CreateWebhookBody, RotateSecretBody, TestWebhookBody, UpdateWebhookBody } from '../../schemas/webhooks.ts';
@@ -39,15 +39,10 @@ function parseBody<T extends TSchema>(validator: Validator<T>, value: unknown): 
 }
 
 function deliveriesLimit(ctx: Context): number {
-  const raw = queryValue(ctx, 'limit');
-  if (raw === undefined) return DELIVERIES_LIMIT.default;
-  const n = /^[0-9]{1,4}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isInteger(n) || n < DELIVERIES_LIMIT.min || n > DELIVERIES_LIMIT.max) {
-    throw invalidRequest([
-      { path: 'limit', code: 'OUT_OF_RANGE', message: `limit must be a whole number from ${DELIVERIES_LIMIT.min} to ${DELIVERIES_LIMIT.max}.` },
-    ]);
-  }
-  return n;
+  const issues: ErrorIssue[] = [];
+  const limit = limitParam(queryValue(ctx, 'limit'), DELIVERIES_LIMIT, issues);
+  if (issues.length > 0) throw invalidRequest(issues);
+  return limit;
 }
 
 const orgOf = (ctx: Context): string => ctx.state.organization._id;

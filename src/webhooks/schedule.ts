@@ -24,9 +24,20 @@ export function nextAttemptAt(attemptNumberJustMade: number, lastAttemptAt: Date
     throw new RangeError('attemptNumberJustMade is a 1-based attempt number');
   }
   if (attemptNumberJustMade >= MAX_ATTEMPTS) return null;
-  const nominal = RETRY_DELAYS_MS[attemptNumberJustMade - 1];
+  return jittered(lastAttemptAt, RETRY_DELAYS_MS[attemptNumberJustMade - 1], random);
+}
+
+/**
+ * While the service cannot sign (no usable WEBHOOK_ENCRYPTION_KEY), a delivery is tried again this
+ * often, jittered likewise, without using up any of the destination's seven attempts
+ * (docs/reference/decisions.md).
+ */
+export const SIGNING_RETRY_MS = 5 * MINUTE;
+
+export const signingRetryAt = (triedAt: Date, random: () => number = Math.random): Date => jittered(triedAt, SIGNING_RETRY_MS, random);
+
+function jittered(from: Date, nominal: number, random: () => number): Date {
   // Clamp so a faulty random source cannot push the jitter outside its band.
   const r = Math.min(Math.max(random(), 0), 1);
-  const delay = Math.round(nominal * (1 + JITTER_FRACTION * (2 * r - 1)));
-  return new Date(lastAttemptAt.getTime() + delay);
+  return new Date(from.getTime() + Math.round(nominal * (1 + JITTER_FRACTION * (2 * r - 1))));
 }

@@ -101,3 +101,23 @@ test.serial('an approval past its expiry whose agent is archived before the expi
   t.is((await windowOfPurchase(app.store.db, org.policies.main.id, id))!.heldMinor, 0);
   t.is(await expireDueApprovals(app.deps), 0, 'nothing left for the expiry');
 });
+
+test.serial('disabling is not archiving: pending approvals keep waiting and their holds; approved while disabled they are rejected, once enabled again approved', async (t) => {
+  const org = await freshShop();
+  const whileDisabled = await pending(org);
+  const afterwards = await pending(org);
+  const disable = await app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'DISABLED' } });
+  t.is(disable.status, 200);
+  for (const id of [whileDisabled, afterwards]) t.like(await read(org, id), { status: 'PENDING_APPROVAL', approval: { state: 'PENDING' }, agent: { status: 'DISABLED' } });
+  t.is((await windowOfPurchase(app.store.db, org.policies.main.id, whileDisabled))!.heldMinor, 60000, 'both still held');
+
+  const refused = await answer(whileDisabled, 'APPROVE');
+  t.is(refused.status, 200, refused.text);
+  t.like(refused.body.purchase, { status: 'REJECTED', decision: { kind: 'APPROVAL_REEVALUATION', outcome: 'REJECTED' } });
+  t.true(refused.body.purchase.decision.reasonCodes.includes('AGENT_DISABLED'));
+
+  t.is((await app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'ENABLED' } })).status, 200);
+  const approved = await answer(afterwards, 'APPROVE');
+  t.is(approved.body.purchase.status, 'APPROVED', approved.text);
+  t.like(await windowOfPurchase(app.store.db, org.policies.main.id, afterwards), { heldMinor: 0, committedMinor: 30000 });
+});

@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { composeDeps, createIndexes, startJobs } from '../../src/compose.ts';
 import { serviceApp } from '../../src/service-app.ts';
 import { createHttpServer, type ServerTimeouts } from '../../src/http/server.ts';
@@ -52,13 +52,15 @@ export async function startApp(
     jobs?: { sweepEvery?: string };
     /** The server's timeouts; the production values by default. */
     timeouts?: ServerTimeouts;
+    /** The service's logger; errors to stderr by default. */
+    log?: Logger;
   } = {},
 ): Promise<TestApp> {
   const store = options.store ?? (await testStore());
   await createIndexes(store.db);
   const agenda = options.jobs ? await createAgenda(store, { processEvery: 100, lockLifetimeMs: 5000 }) : null;
   const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
-  const log = createLogger('error', (line) => process.stderr.write(line + '\n'));
+  const log = options.log ?? createLogger('error', (line) => process.stderr.write(line + '\n'));
   const deps = composeDeps({ config, store, log, now: options.now, scheduler: options.scheduler ?? (agenda ? agendaScheduler(agenda) : noScheduler) });
   const stopWorker = agenda ? await startJobs(deps, agenda, { sweepEvery: options.jobs?.sweepEvery ?? '1 second' }) : null;
   const server = createHttpServer(serviceApp(deps), options.timeouts).listen(0, '127.0.0.1');
@@ -100,4 +102,17 @@ export async function startApp(
       if (!options.store) await store.close();
     },
   };
+}
+
+/** From now on, the app's warnings and errors as `level message` lines (still logged as before). */
+export function recordWarnings(app: TestApp): string[] {
+  const logged: string[] = [];
+  for (const level of ['warn', 'error'] as const) {
+    const original = app.deps.log[level].bind(app.deps.log);
+    app.deps.log[level] = (message: string, fields?: Record<string, unknown>) => {
+      logged.push(`${level} ${message}`);
+      original(message, fields);
+    };
+  }
+  return logged;
 }

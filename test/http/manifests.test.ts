@@ -116,6 +116,25 @@ test.serial('rebinding keys is refused with every other problem, each at the key
   t.deepEqual(await counts(), before);
 });
 
+test.serial('a revoked key stays revoked: `revoked: false` is refused at the key, and leaving `revoked` out changes nothing', async (t) => {
+  const manifest: any = acmeManifest('unrevoke');
+  const org = await applyManifest(app, manifest);
+  // Revoked outside the manifest, as an operator or the dashboard would.
+  t.is((await app.admin(`/admin/api-keys/${org.keyIds['buyer-key']}`, { method: 'DELETE' })).status, 200);
+  manifest.apiKeys[0].revoked = false;
+  const before = await counts();
+  const res = await app.admin('/admin/manifests', { body: manifest });
+  t.is(res.status, 400, res.text);
+  t.deepEqual(res.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['apiKeys.0.revoked:KEY_REVOKED']);
+  t.deepEqual(await counts(), before);
+  const refused = await app.request('/v1/agents', { key: org.keys['buyer-key'] });
+  t.is(refused.body.error.code, 'api_key_revoked');
+
+  delete manifest.apiKeys[0].revoked;
+  t.is((await app.admin('/admin/manifests', { body: manifest })).status, 200);
+  t.is((await app.request('/v1/agents', { key: org.keys['buyer-key'] })).body.error.code, 'api_key_revoked');
+});
+
 test.serial('a value outside a closed list is INVALID_VALUE naming the values allowed, in a manifest and on the operator API', async (t) => {
   const manifest: any = acmeManifest('closed-lists');
   manifest.policies[0].rules[0].effect = 'DENY';

@@ -112,6 +112,15 @@ test('pageSize above 100 is clamped; malformed values are 400 invalid_request', 
   }
 });
 
+test('a query with more than 100 problems lists the first 100, as a body does', async (t) => {
+  const query = Array.from({ length: 150 }, (_, i) => `unknown${i}=1`).join('&');
+  const res = await app.request(`/v1/policies?${query}&page=0`, { key });
+  t.is(res.status, 400);
+  t.is(res.body.error.code, 'invalid_request');
+  t.is(res.body.error.issues.length, 100);
+  t.deepEqual(res.body.error.issues[0], { path: 'unknown0', code: 'UNKNOWN_FIELD', message: 'Unknown query parameter "unknown0".' });
+});
+
 test('status filter and case-insensitive plain-text search', async (t) => {
   const disabled = await app.request('/v1/policies?status=DISABLED&pageSize=100', { key });
   t.is(disabled.body.pagination.total, 10);
@@ -286,4 +295,21 @@ test('malformed and unknown ids are the same 404', async (t) => {
   const route = await app.request('/v1/nothing-here', { key });
   t.is(route.status, 404);
   t.is(route.body.error.code, 'not_found');
+});
+
+test('search is capped at 200 characters, not UTF-16 units: a 200-character name outside the BMP is found by itself', async (t) => {
+  const manifest = acmeManifest('initech');
+  const long = 'x'.repeat(199) + '😀'; // 200 characters, 201 UTF-16 units: a valid name
+  const smiles = '😀'.repeat(100) + 'X';
+  manifest.policies = [
+    { ...manifest.policies[0], handle: 'long', name: long },
+    { ...manifest.policies[0], handle: 'smiles', name: smiles },
+  ];
+  const initech = await applyManifest(app, manifest);
+  const search = (text: string) => app.request(`/v1/policies?search=${encodeURIComponent(text)}`, { key: initech.keys['admin-key'] });
+  const names = async (text: string) => (await search(text)).body.policies.map((p: any) => p.name);
+  t.deepEqual(await names(long), [long]);
+  t.deepEqual(await names(long + 'beyond the cap'), [long], 'what is past 200 characters is dropped, the 200 kept');
+  // 150 characters, under the cap: searched whole, so a name with only 100 of them does not match.
+  t.deepEqual(await names('😀'.repeat(150)), []);
 });

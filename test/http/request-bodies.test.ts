@@ -1,5 +1,8 @@
 // What a JSON body must be, beyond parsing: whole amounts written as integers, each name once, UTF-8,
-// a media type in any case, a known Content-Encoding. A refused body records nothing.
+// a media type in any case, a known Content-Encoding. A refused body records nothing. And every limit of
+// docs/reference/contract.md §8 on a /v1 body or query at its exact boundary: the limit itself is accepted, one more
+// is refused with the documented status and code (or clamped, where the contract says so). Webhook bodies (16 KB)
+// and deliveries' `limit` are in test/webhooks/management.test.ts, MCP list_purchases' in test/mcp/mcp-paging.test.ts.
 import test from 'ava';
 import fc from 'fast-check';
 import { gzipSync } from 'node:zlib';
@@ -266,4 +269,66 @@ test.serial('an unknown field is named as sent, a dot or an empty name included,
   const manifest = JSON.stringify(acmeManifest('empty-name')).replace('"organization":{', '"organization":{"":1,');
   const res = await app.admin('/admin/manifests', { headers: { 'content-type': 'application/json' }, raw: manifest });
   t.deepEqual(res.body.error.issues, [{ path: 'organization.', code: 'UNKNOWN_FIELD', message: 'Unknown field "".' }]);
+});
+
+// ---- docs/reference/contract.md §8 limits at their boundary ----
+
+const KB64 = 64 * 1024;
+
+/** `value` as JSON followed by white space up to exactly `size` bytes: valid JSON of that length. */
+const paddedTo = (value: object, size: number) => {
+  const text = JSON.stringify(value);
+  return text + ' '.repeat(size - Buffer.byteLength(text));
+};
+
+const post = (path: string, key: string, raw: string) => app.request(path, { key, raw, headers: { 'content-type': 'application/json' } });
+
+test('64 KB bodies: exactly 65,536 bytes is read, 65,537 is 413 payload_too_large', async (t) => {
+  const office = acme.policies.office;
+  const purchase = { merchant: 'Staples', amountMinor: '100', reason: 'Pens' };
+  const cases: [string, string, object, number][] = [
+    ['/v1/purchase-requests', acme.keys['buyer-key'], purchase, 201],
+    ['/v1/simulations/current-policies', acme.keys['buyer-key'], purchase, 200],
+    ['/v1/simulations/policy-version', acme.keys['admin-key'], { ...purchase, policyVersionId: office.activeVersionId }, 200],
+    [`/v1/policies/${office.id}/versions/${office.activeVersionId}/validate`, acme.keys['admin-key'], {}, 200],
+    ['/v1/simulations/replay', acme.keys['admin-key'], { policyVersionId: office.activeVersionId, from: '2026-01-01T00:00:00.000Z', to: '2026-02-01T00:00:00.000Z' }, 200],
+  ];
+  for (const [path, key, body, status] of cases) {
+    const at = await post(path, key, paddedTo(body, KB64));
+    t.is(at.status, status, `${path} at the limit: ${at.text.slice(0, 200)}`);
+    const over = await post(path, key, paddedTo(body, KB64 + 1));
+    t.is(over.status, 413, path);
+    t.is(over.body.error.code, 'payload_too_large', path);
+  }
+});
+
+test('64 KB counts the bytes as decoded: a gzipped body inflating to 65,536 is read, to 65,537 is 413', async (t) => {
+  const purchase = { merchant: 'Staples', amountMinor: '100', reason: 'Pens' };
+  const gzipped = (size: number) =>
+    app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], raw: gzipSync(paddedTo(purchase, size)), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+  t.is((await gzipped(KB64)).status, 201);
+  const over = await gzipped(KB64 + 1);
+  t.is(over.status, 413);
+  t.is(over.body.error.code, 'payload_too_large');
+});
+
+test('pageSize: 100 is 100, 101 is clamped to 100', async (t) => {
+  const key = acme.keys['admin-key'];
+  for (const [given, used] of [['100', 100], ['101', 100], ['99', 99]] as const) {
+    const res = await app.request(`/v1/policies?pageSize=${given}`, { key });
+    t.is(res.status, 200);
+    t.is(res.body.pagination.pageSize, used, given);
+  }
+});
+
+test('changes `limit`: 200 is accepted, 201 and 0 are 400 invalid_request OUT_OF_RANGE; leading zeros are the same number', async (t) => {
+  const key = acme.keys['admin-key'];
+  const body = { policyVersionId: acme.policies.office.activeVersionId, from: '2026-01-01T00:00:00.000Z', to: '2026-02-01T00:00:00.000Z' };
+  const replay = (query: string) => app.request(`/v1/simulations/replay?${query}`, { key, body });
+  for (const ok of ['limit=200', 'limit=1', 'limit=0200', 'limit=00001']) t.is((await replay(ok)).status, 200, ok);
+  for (const bad of ['limit=201', 'limit=0', 'limit=-1', 'limit=1.0', 'limit=1e2', 'limit=', 'limit=99999999999999999999']) {
+    const res = await replay(bad);
+    t.is(res.status, 400, bad);
+    t.deepEqual(res.body.error.issues.map((i: any) => [i.path, i.code]), [['limit', 'OUT_OF_RANGE']], bad);
+  }
 });

@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { openMongoStore } from '../../src/store/mongo.ts';
 import type { Store } from '../../src/store/store.ts';
-import type { TestApp } from '../helpers/app.ts';
+import { recordWarnings, type TestApp } from '../helpers/app.ts';
 import { startListener, type TestListener } from '../helpers/wire.ts';
 import { LANE_TIMEOUT_MS } from '../helpers/store.ts';
 import { connect, setUpOrg, startConnectionsApp, startMetadataServer, type MetadataServer } from '../oauth/helpers.ts';
@@ -38,14 +38,7 @@ test('a dropped store connection is a tool error saying to retry shortly, logged
   const c = new Client({ name: 'mcp-failover', version: '1.0.0' });
   await c.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${access_token}` } } }));
   const asked = (await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } })).structuredContent as any;
-  const logged: string[] = [];
-  for (const level of ['warn', 'error'] as const) {
-    const original = app.deps.log[level].bind(app.deps.log);
-    app.deps.log[level] = (message: string, fields?: Record<string, unknown>) => {
-      logged.push(`${level} ${message}`);
-      original(message, fields);
-    };
-  }
+  const logged = recordWarnings(app);
   // Only the tool's own read: the token lookup before it goes to other collections.
   const admin = (store as unknown as { client: import('mongodb').MongoClient }).client.db('admin');
   await admin.command({ configureFailPoint: 'failCommand', mode: { times: 2 }, data: { failCommands: ['find'], closeConnection: true, appName: 'service-under-test', namespace: `${name}.purchase_views` } });
@@ -56,7 +49,7 @@ test('a dropped store connection is a tool error saying to retry shortly, logged
   const error = JSON.parse((dropped.content as { text: string }[])[0].text).error;
   t.is(error.code, 'internal_error');
   t.regex(error.message, /busy.*Retry shortly/);
-  t.deepEqual(logged, ['warn store unavailable: a tool gave up']);
+  t.deepEqual(logged, ['warn store unavailable: a request gave up']);
   const again = await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: asked.purchaseRequest.id } });
   t.is((again.structuredContent as any).purchase.id, asked.purchaseRequest.id);
   await c.close();

@@ -5,13 +5,14 @@
 import test from 'ava';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ListToolsResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { TestApp } from '../helpers/app.ts';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { Client as DashboardClient, dashboardPurchase } from '../helpers/dashboard.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
+import { mcpClient, toolError } from '../helpers/mcp.ts';
 import { credentialDigest } from '../../src/identity/oauth/credentials.ts';
 import { REDIRECT_URI, connect, fetchJson, hiddenField, setUpOrg, signInToConsent, startConnectionsApp, startMetadataServer, type MetadataServer, type Org } from '../oauth/helpers.ts';
 
@@ -35,17 +36,8 @@ test.after.always(async () => {
   await app?.close();
 });
 
-async function client(token: string) {
-  const c = new Client({ name: 'mcp-test', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return c;
-}
-
-const errorOf = (value: unknown) => {
-  const result = value as { isError?: unknown; content?: unknown };
-  if (result.isError !== true) throw new Error(`expected a tool error, got ${JSON.stringify(result)}`);
-  return JSON.parse((result.content as { text: string }[])[0].text).error as { code: string; message: string; issues?: { path: string; code: string }[] };
-};
+const client = (token: string) => mcpClient(app.url, token);
+const errorOf = toolError;
 
 const rpc = (body: unknown, headers: Record<string, string> = {}) =>
   fetchJson(`${app.url}/mcp`, {
@@ -343,7 +335,8 @@ test('malformed tools/call params are JSON-RPC -32602 Invalid params, not -32603
     t.is(body.error?.code, -32602, JSON.stringify(message) + ' ' + JSON.stringify(body));
     t.notRegex(body.error.message, /expected|\n/, 'no validator dump');
   }
-  // In a batch each message is judged on its own (a __proto__ one too); the others are answered as usual.
+  // In a batch (no MCP-Protocol-Version: 2025-03-26, which has batches) each message is judged on its own
+  // (a __proto__ one too); the others are answered as usual.
   const batch = await rpc([
     { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_purchases', arguments: [] } },
     { jsonrpc: '2.0', method: 'notifications/initialized' },
@@ -446,4 +439,105 @@ test('a task-augmented tools/call is processed normally, as the server declares 
   const read = await c.callTool({ name: 'get_purchase', arguments: { purchaseRequestId: id } }, undefined, { task: { ttl: 60_000 } });
   t.is((read.structuredContent as any).purchase.id, id);
   await c.close();
+});
+
+// An assistant sees the reason /v1 gives for the same mistake (docs/reference/decisions.md, amount range and
+// amounts written as JSON numbers): zod said INVALID_ARGUMENT for each, and its int() stopped at 2^53-1.
+test('the tools give /v1\'s issue codes for the same mistake, all at once: amount too large, field required or unknown, too long, out of range, wrong type or form', async (t) => {
+  const amount = (literal: string) => `{"merchant":"Huge Amounts Ltd","amountMinor":${literal},"reason":"x"}`;
+  const bodies = [
+    ...['9007199254740993', '9007199254740992', '12345678901234567890123456789', '-9007199254740993', '1.5', '1e400', 'true', '"12a"', '"99999999999999999999"'].map(amount),
+    '{"amountMinor":"5"}',
+    `{"merchant":"${'m'.repeat(201)}","amountMinor":"5","reason":"${'r'.repeat(2001)}","category":"${'c'.repeat(101)}"}`,
+    '{"merchant":5,"amountMinor":"5","reason":"x","currency":"eur","merchantDomain":7}',
+    // An unknown field is listed with the other problems, not alone.
+    '{"amountMinor":"5","reason":"x","zzz":1,"currency":"eur"}',
+  ];
+  for (const body of bodies) {
+    const rest = await app.request('/v1/purchase-requests', { key: full.access_token, raw: body, headers: { 'content-type': 'application/json' } });
+    t.is(rest.status, 400, body);
+    const expected = rest.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]);
+    if (/"amountMinor":(9007199254740993|12345678901234567890123456789),/.test(body)) t.deepEqual(expected, [['amountMinor', 'AMOUNT_TOO_LARGE']], body);
+    for (const name of ['check_purchase', 'request_purchase']) {
+      const res = await fetchJson(`${app.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${full.access_token}` },
+        body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${name}","arguments":${body}}}`,
+      });
+      const refused = errorOf((await res.json()).result);
+      t.is(refused.code, 'invalid_request', `${name} ${body}`);
+      t.deepEqual(refused.issues?.map((i) => [i.path, i.code]), expected, `${name} ${body}`);
+    }
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ reason: 'x' }), 0);
+  // An idempotencyKey /v1 would refuse in its header is refused under its own name, with the header's code.
+  const c = await client(full.access_token);
+  // The other tools' arguments get /v1's codes too, never zod's INVALID_ARGUMENT.
+  for (const [name, args, expected] of [
+    ['list_purchases', { limit: 51 }, [['limit', 'OUT_OF_RANGE']]],
+    ['list_purchases', { limit: '5', cursor: 5 }, [['limit', 'INVALID_TYPE'], ['cursor', 'INVALID_TYPE']]],
+    ['get_purchase', {}, [['purchaseRequestId', 'REQUIRED']]],
+    ['get_purchase', { y: 1 }, [['purchaseRequestId', 'REQUIRED'], ['y', 'UNKNOWN_FIELD']]],
+    ['get_purchase', { purchaseRequestId: 'x'.repeat(101) }, [['purchaseRequestId', 'TOO_LONG']]],
+  ] as const) {
+    t.deepEqual(errorOf(await c.callTool({ name, arguments: args })).issues?.map((i) => [i.path, i.code]), expected, `${name} ${JSON.stringify(args)}`);
+  }
+  const badKey = errorOf(await c.callTool({ name: 'request_purchase', arguments: { merchant: 'Key Paper', amountMinor: '5', reason: 'm', idempotencyKey: 'é' } }));
+  t.deepEqual(badKey.issues?.map((i) => [i.path, i.code]), [['idempotencyKey', 'INVALID_IDEMPOTENCY_KEY']]);
+  // The listed schema is still /v1's: what an amount is, and what is required.
+  const listed = (await c.listTools()).tools.find((x) => x.name === 'request_purchase')!.inputSchema;
+  t.deepEqual((listed.properties as any).amountMinor.anyOf, [{ type: 'string', pattern: '^-?\\d+$' }, { type: 'integer' }]);
+  t.deepEqual(listed.required, ['merchant', 'amountMinor', 'reason']);
+  await c.close();
+});
+
+// MCP 2025-11-25 keeps `_meta` inside params: a `_meta` that is not an object is an invalid parameter of
+// a well-formed request (JSON-RPC 2.0 section 5.1, -32602), not an invalid request (-32600, as it was).
+test('a params._meta that is not an object is -32602 Invalid params, answered to the request it came with', async (t) => {
+  const c = await client(full.access_token);
+  for (const [method, params] of [['tools/list', { _meta: 5 }], ['ping', { _meta: 'x' }], ['tools/list', { _meta: { progressToken: {} } }], ['tools/call', { name: 'request_purchase', arguments: { merchant: 'Meta Paper', amountMinor: '5', reason: 'm' }, _meta: [] }]] as const) {
+    const error = await t.throwsAsync(c.request({ method, params } as any, ListToolsResultSchema), { instanceOf: McpError }, method);
+    t.is(error?.code, ErrorCode.InvalidParams, `${method} ${JSON.stringify(params)}`);
+    t.regex(error?.message ?? '', /Invalid params at params\._meta/);
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Meta Paper' }), 0);
+  // A notification is never answered (JSON-RPC 2.0 section 4.1): accepted and ignored, as any the server has no use for.
+  const note = await rpc({ jsonrpc: '2.0', method: 'notifications/initialized', params: { _meta: 5 } }, { authorization: `Bearer ${full.access_token}` });
+  t.is(note.status, 202);
+  t.is(await note.text(), '');
+  await c.close();
+});
+
+// MCP 2025-06-18 removed JSON-RPC batches; 2025-03-26, which the server still negotiates, requires them.
+test('a batch is refused under MCP 2025-06-18 and later, before anything runs; answered under 2025-03-26', async (t) => {
+  const batch = [
+    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'request_purchase', arguments: { merchant: 'Batch Paper', amountMinor: '5', reason: 'm' } } },
+    { jsonrpc: '2.0', id: 2, method: 'ping' },
+  ];
+  for (const [token, version] of [[full.access_token, '2025-11-25'], [full.access_token, '2025-06-18'], [readOnly.access_token, '2025-11-25']]) {
+    const res = await rpc(batch, { authorization: `Bearer ${token}`, 'mcp-protocol-version': version });
+    t.is(res.status, 400, version);
+    const answer = await res.json();
+    t.deepEqual({ jsonrpc: answer.jsonrpc, id: answer.id, code: answer.error?.code }, { jsonrpc: '2.0', id: null, code: -32600 }, JSON.stringify(answer));
+    t.regex(answer.error.message, /^Invalid Request: MCP \d{4}-\d{2}-\d{2} has no JSON-RPC batches/);
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Batch Paper' }), 0);
+  const legacy = await rpc(batch, { authorization: `Bearer ${full.access_token}`, 'mcp-protocol-version': '2025-03-26' });
+  t.is(legacy.status, 200);
+  t.deepEqual((await legacy.json()).map((a: any) => a.id).sort(), [1, 2]);
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Batch Paper' }), 1);
+});
+
+// The transport answers by id: of two requests sharing one, both ran and one was answered.
+test('a batch (MCP 2025-03-26) whose requests repeat an id is -32600, and none of it runs', async (t) => {
+  const purchase = (id: number | string, merchant: string) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'request_purchase', arguments: { merchant, amountMinor: '5', reason: 'm' } } });
+  const res = await rpc([purchase(7, 'Twin Paper A'), { jsonrpc: '2.0', method: 'notifications/initialized' }, purchase(7, 'Twin Paper B')], { authorization: `Bearer ${full.access_token}`, 'mcp-protocol-version': '2025-03-26' });
+  t.is(res.status, 400);
+  const answer = await res.json();
+  t.deepEqual({ id: answer.id, code: answer.error?.code }, { id: null, code: -32600 });
+  t.regex(answer.error.message, /message 3 of the batch repeats the id of an earlier request/);
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: { $in: ['Twin Paper A', 'Twin Paper B'] } }), 0);
+  // 7 and "7" are two ids (JSON-RPC 2.0 compares them as sent): both are answered.
+  const distinct = await rpc([purchase(7, 'Twin Paper A'), purchase('7', 'Twin Paper B')], { authorization: `Bearer ${full.access_token}`, 'mcp-protocol-version': '2025-03-26' });
+  t.deepEqual((await distinct.json()).map((a: any) => [a.id, a.result.isError ?? false]).sort(), [[7, false], ['7', false]]);
 });

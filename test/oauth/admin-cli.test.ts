@@ -44,3 +44,11 @@ test('scripts/admin.ts builds calls these routes answer', async (t) => {
     t.truthy(res.body.connections ?? res.body.error, argv[0]);
   }
 });
+
+test('remove-password builds the call that takes a person\'s password away', async (t) => {
+  const gone = await setUpOrg(app, 'cli-leaver');
+  const c = await buildCall(['remove-password', gone.personId]);
+  const res = await app.admin(c.path, { method: c.method });
+  t.is(res.status, 200, res.text);
+  t.false(res.body.person.passwordSet);
+});

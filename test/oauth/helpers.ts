@@ -8,6 +8,7 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, acmeManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { Client, field } from '../helpers/dashboard.ts';
 import type { Store } from '../../src/store/store.ts';
+import type { Logger } from '../../src/log.ts';
 
 /** fetch whose json() is `any`, for tests that read protocol bodies. */
 export type JsonResponse = Omit<Response, 'json'> & { json(): Promise<any> };
@@ -32,9 +33,11 @@ export function clock(): Clock {
  * `behindProxy` (default true) sets TRUST_PROXY=1, as the Procfile does, so that tests can play the
  * proxy and send from many addresses with X-Forwarded-For; false leaves TRUST_PROXY at its default.
  */
-export async function startConnectionsApp(options: { now?: () => Date; jobs?: { sweepEvery?: string }; behindProxy?: boolean; store?: Store } = {}): Promise<TestApp> {
-  const env: Record<string, string> = { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', ...(options.behindProxy === false ? {} : { TRUST_PROXY: '1' }) };
-  const app = await startApp({ env, now: options.now, jobs: options.jobs, store: options.store });
+export async function startConnectionsApp(
+  options: { now?: () => Date; jobs?: { sweepEvery?: string }; behindProxy?: boolean; store?: Store; env?: Record<string, string>; log?: Logger } = {},
+): Promise<TestApp> {
+  const env: Record<string, string> = { WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', ...(options.behindProxy === false ? {} : { TRUST_PROXY: '1' }), ...options.env };
+  const app = await startApp({ env, now: options.now, jobs: options.jobs, store: options.store, log: options.log });
   // BASE_URL can only be known once the port is: the routes read the configuration per request.
   app.deps.config.baseUrl = app.url;
   app.deps.config.authUrl = app.url;

@@ -5,9 +5,10 @@
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
 import {
-  fetchJson, PASSWORD, authorizeUrl, connect, eventsOf, hiddenField, pkce, setUpOrg, signInToConsent, startConnectionsApp, startMetadataServer, tokenForm,
+  fetchJson, PASSWORD, authorizeUrl, connect, eventsOf, hiddenField, oauthSignIn, pkce, setUpOrg, signInToConsent, startConnectionsApp, startMetadataServer, tokenForm,
   type MetadataServer, type Org,
 } from './helpers.ts';
+import { Client } from '../helpers/dashboard.ts';
 
 let app: TestApp;
 let meta: MetadataServer;
@@ -72,4 +73,28 @@ test('an operator setting a new password revokes the person\'s connections at on
   t.is((await app.admin(`/admin/people/${org.personId}/password`, { method: 'PUT', body: { password: PASSWORD } })).status, 200);
   const again = await connect(app, org, meta.clientId);
   t.is((await toolsList(again.access_token)).status, 200);
+});
+
+test('taking a person\'s password away (one who left) ends their sessions and connections, and signing in, until one is set again', async (t) => {
+  const gone = await setUpOrg(app, 'leaver');
+  const tokens = await connect(app, gone, meta.clientId);
+  const dashboard = new Client(app.url);
+  t.is((await dashboard.signIn(gone.email)).status, 303);
+  t.is((await dashboard.get('/dashboard')).status, 200);
+
+  const removed = await app.admin(`/admin/people/${gone.personId}/password`, { method: 'DELETE' });
+  t.is(removed.status, 200, removed.text);
+  t.like(removed.body.person, { id: gone.personId, passwordSet: false });
+
+  t.is((await dashboard.get('/dashboard')).status, 303, 'the open session ended');
+  t.is((await new Client(app.url).signIn(gone.email)).status, 401, 'the old password signs nobody in');
+  t.is((await oauthSignIn(app, meta.clientId, gone.email, PASSWORD)).status, 401);
+  const v1 = await app.request('/v1/simulations/current-policies', { key: tokens.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
+  t.is(v1.body.error.code, 'connection_unauthorized');
+  t.true((await eventsOf(app, 'connection.revoked')).some((e) => e.data.connectionId === tokens.connectionId));
+
+  const unknown = await app.admin('/admin/people/00000000-0000-4000-8000-000000000000/password', { method: 'DELETE' });
+  t.is(unknown.status, 404);
+  t.is((await app.admin(`/admin/people/${gone.personId}/password`, { method: 'PUT', body: { password: PASSWORD } })).status, 200);
+  t.is((await new Client(app.url).signIn(gone.email)).status, 303);
 });

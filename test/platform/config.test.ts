@@ -67,3 +67,15 @@ test('BASE_URL and AUTH_URL are origins: a path, a query, a fragment, credential
     }
   }
 });
+
+test('ADMIN_TOKEN and METRICS_TOKEN are one printable ASCII word: a token no client could send as a bearer stops the start', (t) => {
+  const long = 'operator-token-0123456789';
+  for (const name of ['ADMIN_TOKEN', 'METRICS_TOKEN']) {
+    // White space splits `Authorization: Bearer <token>`; a CR from a Windows .env file cannot be sent at all;
+    // a header is read as Latin-1, so a character beyond ASCII never matches what the client meant.
+    for (const bad of [`${long} with spaces`, `${long}\tx`, `${long}\r`, `${long}é`, `${long}\u0000`]) {
+      t.throws(() => config({ [name]: bad }), { instanceOf: ConfigError, message: new RegExp(`${name} must be printable ASCII without spaces`) }, JSON.stringify(bad));
+    }
+    t.notThrows(() => config({ [name]: `${long}!#$%&'*+./:;<=>?@[]^_\`{|}~` }));
+  }
+});

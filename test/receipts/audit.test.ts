@@ -142,6 +142,37 @@ test('export-log prints the chain as JSON Lines, the receipts the service sent, 
   t.is((await cli('scripts/admin.ts', ['export-log', org.organizationId, '--from', 'zero'])).code, 2);
 });
 
+test('verify-receipts: a sound log of another organisation is named as such, and fails with --organization naming the one asked for', async (t) => {
+  // Another organisation's whole chain, signed by the same deployment.
+  const other = await applyManifest(app, acmeManifest('audited-other'));
+  const made = await app.request('/v1/purchase-requests', { key: other.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'paper' } });
+  t.is(made.status, 201, made.text);
+  const exported = await cli('scripts/admin.ts', ['export-log', other.organizationId]);
+  const otherFile = join(dir, 'other.jsonl');
+  writeFileSync(otherFile, exported.stdout);
+  const unnamed = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, otherFile]);
+  t.is(unnamed.code, 0, unnamed.stderr);
+  t.true(unnamed.stdout.includes(`organisation ${other.organizationId}`), unnamed.stdout);
+  const named = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, '--organization', org.organizationId, otherFile]);
+  t.is(named.code, 1, named.stdout);
+  t.true(named.stderr.startsWith(`seq 1: the receipt is of organisation ${other.organizationId}, not ${org.organizationId}`), named.stderr);
+  const own = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, '--organization', org.organizationId, exportFile]);
+  t.is(own.code, 0, own.stderr);
+  t.true(own.stdout.includes(`organisation ${org.organizationId}`), own.stdout);
+});
+
+test('--from takes decimal digits only: exponent, hex, sign, fraction or spaces exit 2 naming the value', async (t) => {
+  for (const bad of ['1e3', '0x10', '+3', '6.0', ' 6', '0', '-1', '9007199254740993']) {
+    const exported = await cli('scripts/admin.ts', ['export-log', org.organizationId, `--from=${bad}`]);
+    t.is(exported.code, 2, `export-log --from ${JSON.stringify(bad)}: ${exported.stdout}`);
+    t.true(exported.stderr.includes(`--from takes a seq, a whole number from 1 written in decimal digits only; not ${JSON.stringify(bad)}`), exported.stderr);
+    t.is(exported.stdout, '');
+    const verified = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, `--from=${bad}`, exportFile]);
+    t.is(verified.code, 2, `verify-receipts --from ${JSON.stringify(bad)}: ${verified.stdout}`);
+    t.true(verified.stderr.includes(`not ${JSON.stringify(bad)}`), verified.stderr);
+  }
+});
+
 test('verify-receipts: an altered payload fails naming its seq', async (t) => {
   const file = variant('altered.jsonl', (ls) =>
     ls.map((l) => {

@@ -156,6 +156,15 @@ test.serial('a version never in shadow reports nothing; another organisation\'s 
   t.like(never.body, { shadow: { shadow: false, startedAt: null }, summary: { evaluated: 0, changed: 0 }, changes: [], hasMore: false });
   t.is((await report('?limit=abc')).status, 400);
   t.is((await report('?cursor=!!')).status, 400);
+  // A position after every change lists none; a year past 9999 is no position a change has (compared as text, it
+  // sorted before them all and listed every change).
+  const at = (time: string) => Buffer.from(JSON.stringify({ v: 1, t: time, id: draftId })).toString('base64url');
+  const late = await report(`?cursor=${at('9999-12-31T23:59:59.999Z')}`);
+  t.is(late.status, 200);
+  t.deepEqual(late.body.changes, []);
+  const beyond = await report(`?cursor=${at('+010000-01-01T00:00:00.000Z')}`);
+  t.is(beyond.status, 400);
+  t.is(beyond.body.error.issues[0].code, 'INVALID_CURSOR');
 });
 
 test('a replay above REPLAY_INLINE_LIMIT runs as a job with progress, and reports what the same replay in the request does', async (t) => {

@@ -629,6 +629,20 @@ export function registerStoreConformance(factory: () => Promise<Store>, options:
     ]);
   });
 
+  test(title('aggregate: $sample gives distinct documents, at most as many as there are, none from an empty collection; a negative size is refused'), async (t) => {
+    const store = await open(t);
+    const c = store.db.collection<Doc>('sampled');
+    t.deepEqual(await c.aggregate([{ $sample: { size: 3 } }]).toArray(), []);
+    await c.insertMany([{ _id: 'a' }, { _id: 'b' }, { _id: 'c' }]);
+    for (let round = 0; round < 20; round++) {
+      const all = (await c.aggregate([{ $sample: { size: 10 } }]).toArray()).map((d) => d._id).sort();
+      t.deepEqual(all, ['a', 'b', 'c']);
+      const two = (await c.aggregate([{ $sample: { size: 2 } }]).toArray()).map((d) => d._id);
+      t.is(new Set(two).size, 2);
+    }
+    await t.throwsAsync(c.aggregate([{ $sample: { size: -1 } }]).toArray());
+  });
+
   test(title('unique indexes: duplicates are code 11000 on insert, update and upsert'), async (t) => {
     const store = await open(t);
     const c = store.db.collection<Doc>('users');

@@ -205,3 +205,80 @@ test('no server-side JavaScript: $function, $accumulator and $where are refused 
     t.regex(String(error?.message), /scriptEnabled/, what);
   }
 });
+
+test("the analyst is refused the server's state and configuration (Unauthorized, 13), as mongod's read roles are; the service user is not", async (t) => {
+  // What mongod's clusterMonitor grants and read/readAnyDatabase do not: the process, its host, log, parameters and command line.
+  const commands: Document[] = [
+    { serverStatus: 1 },
+    { getLog: 'global' },
+    { getLog: 'startupWarnings' },
+    { getLog: '*' },
+    { getCmdLineOpts: 1 },
+    { getParameter: '*' },
+    { getParameter: 1, featureCompatibilityVersion: 1 },
+    { hostInfo: 1 },
+  ];
+  for (const command of commands) {
+    for (const database of ['admin', store.db.raw.databaseName]) {
+      t.like(await refusal(analyst.db(database).command(command)), UNAUTHORIZED, `${JSON.stringify(command)} on ${database}`);
+    }
+    t.is((await service.db('admin').command(command)).ok, 1, `the service user's ${JSON.stringify(command)}`);
+  }
+  // What the read roles do grant, or any user has: the handshake, ping, buildInfo, whatsmyuri, connectionStatus, listDatabases.
+  for (const command of [{ hello: 1 }, { ping: 1 }, { buildInfo: 1 }, { whatsmyuri: 1 }, { connectionStatus: 1 }, { listDatabases: 1 }]) {
+    t.is((await analyst.db('admin').command(command)).ok, 1, JSON.stringify(command));
+  }
+});
+
+test('connectionStatus tells the truth about the analyst: its role grants the read models, and each privilege it reports works', async (t) => {
+  const { authInfo } = await analyst.db('admin').command({ connectionStatus: 1, showPrivileges: true });
+  t.deepEqual(authInfo.authenticatedUsers, [{ user: ANALYST_USER, db: 'admin' }]);
+  t.deepEqual(authInfo.authenticatedUserRoles, [{ role: 'readModels', db: 'admin' }], 'not readAnyDatabase, which would cover every collection');
+  const privileges = authInfo.authenticatedUserPrivileges as Array<{ resource: Document; actions: string[] }>;
+  const byCollection = new Map<string, string[]>();
+  for (const { resource, actions } of privileges) {
+    if (resource.cluster === true) {
+      t.deepEqual(actions, ['listDatabases'], 'no cluster action besides listDatabases (no serverStatus, getLog, getCmdLineOpts, hostInfo)');
+      continue;
+    }
+    t.is(resource.db, '', 'the read models in whichever database');
+    byCollection.set(resource.collection, actions);
+  }
+  t.deepEqual(byCollection.get(''), ['dbStats', 'listCollections'], 'no data action on every collection');
+  t.deepEqual([...byCollection.keys()].filter((c) => c !== '').sort(), [...ANALYST_COLLECTIONS].sort());
+  const writes = /insert|update|remove|create|drop|User|Role|kill(?!Cursors)|Op$/;
+  t.deepEqual(privileges.flatMap((p) => p.actions).filter((a) => writes.test(a)), [], 'no write, user, role or operation action');
+  // Each reported privilege is one the listener honours, and a collection not reported is refused.
+  for (const [collection, actions] of byCollection) {
+    if (collection === '') continue;
+    t.deepEqual(actions, ['find', 'killCursors', 'listIndexes']);
+    await t.notThrowsAsync(db().collection(collection).find().toArray(), `find ${collection}`);
+    await t.notThrowsAsync(db().collection(collection).indexes(), `listIndexes ${collection}`);
+  }
+  t.like(await refusal(db().collection('people').find().toArray()), UNAUTHORIZED);
+  t.is((await db().command({ dbStats: 1 })).ok, 1);
+
+  const status = await service.db('admin').command({ connectionStatus: 1 });
+  t.deepEqual(status.authInfo.authenticatedUserRoles, [{ role: 'readWriteAnyDatabase', db: 'admin' }]);
+});
+
+test('the analyst cannot manage users nor list or kill operations: no such command, for anyone (59)', async (t) => {
+  for (const command of [{ createUser: 'mallory', pwd: 'x', roles: ['root'] }, { updateUser: 'analyst', roles: ['root'] }, { grantRolesToUser: 'analyst', roles: ['root'] }, { usersInfo: 1 }, { currentOp: 1 }, { killOp: 1, op: 1 }]) {
+    t.like(await refusal(analyst.db('admin').command(command)), { code: 59, codeName: 'CommandNotFound' }, JSON.stringify(command));
+  }
+});
+
+test('the analyst filters listCollections and listDatabases by name with a string or $in, not a regular expression, which would run on the request thread', async (t) => {
+  // ^((.*)*)*x$ backtracks for ever over 'analytics_daily_spend', and nothing could stop it there: any regular expression is refused.
+  const BAD_VALUE = { code: 2, codeName: 'BadValue' };
+  for (const name of [/^analytics_/, { $regex: '^analytics_' }, { $regex: 'views$', $options: 'i' }]) {
+    t.like(await refusal(db().command({ listCollections: 1, filter: { name } })), BAD_VALUE, `listCollections ${String(name)}`);
+    t.like(await refusal(analyst.db('admin').command({ listDatabases: 1, filter: { name } })), BAD_VALUE, `listDatabases ${String(name)}`);
+  }
+  t.deepEqual((await db().listCollections({ name: 'policy_views' }).toArray()).map((c) => c.name), ['policy_views']);
+  t.deepEqual((await db().listCollections({ name: { $in: ['policy_views', 'people'] } }).toArray()).map((c) => c.name), ['policy_views']);
+  const database = store.db.raw.databaseName;
+  t.deepEqual((await analyst.db('admin').command({ listDatabases: 1, filter: { name: database } })).databases.map((d: Document) => d.name), [database]);
+  // The service user, whose password no analyst has, keeps them.
+  t.deepEqual((await service.db().listCollections({ name: /^policy_vi/ }).toArray()).map((c) => c.name), ['policy_views']);
+});

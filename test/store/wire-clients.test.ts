@@ -108,6 +108,33 @@ test('mongosh: the analyst runs the documented aggregations as written and is re
   t.is(await store.db.collection('analytics_purchases').countDocuments({ forged: true }), 0);
 });
 
+test("mongosh, started interactively as the analyst: its startup probes (getLog, getParameter) are refused and it runs a find; the server's state is refused (13)", async (t) => {
+  // Not --quiet and not --eval: the shell's own start, which asks getLog for startupWarnings and getParameter for
+  // the feature compatibility version, and must carry on when they are refused.
+  const script = [
+    'const found = db.analytics_purchases.find({}, { amountMinor: 1 }).toArray().length;',
+    'const refused = {};',
+    "for (const c of [{ serverStatus: 1 }, { getLog: 'global' }, { getCmdLineOpts: 1 }, { getParameter: '*' }]) { try { db.adminCommand(c); } catch (e) { refused[Object.keys(c)[0]] = e.codeName; } }",
+    "print('RESULT ' + EJSON.stringify({ found, refused, roles: db.runCommand({ connectionStatus: 1 }).authInfo.authenticatedUserRoles }));",
+    'exit',
+  ].join('\n');
+  const child = execFile(process.execPath, [mongosh, analystUrl, '--norc'], { env: { ...process.env, MONGOSH_NO_UPDATE_CHECK: '1' }, timeout: 60_000 });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdin!.end(script + '\n');
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  t.is(code, 0, stderr);
+  const line = stdout.split('\n').find((l) => l.includes('RESULT '));
+  t.truthy(line, stdout);
+  const out = EJSON.parse(line!.slice(line!.indexOf('RESULT ') + 'RESULT '.length)) as Document;
+  t.is(out.found, await store.db.collection('analytics_purchases').countDocuments({}));
+  t.true(out.found > 0);
+  t.deepEqual(out.refused, { serverStatus: 'Unauthorized', getLog: 'Unauthorized', getCmdLineOpts: 'Unauthorized', getParameter: 'Unauthorized' });
+  t.deepEqual(out.roles, [{ role: 'readModels', db: 'admin' }]);
+});
+
 const pymongoPresent = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import pymongo']).status === 0;
 
 const PYTHON_SCRIPT = `

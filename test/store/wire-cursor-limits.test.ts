@@ -119,6 +119,24 @@ test.serial('a result past the document cap is refused with ExceededMemoryLimit'
   t.is((await analyst.collection<{ _id: number }>(c).find({ _id: { $gte: 10 } }).toArray()).length, 50);
 });
 
+test.serial('a huge batchSize does not make a batch larger than 8 MiB, for find, aggregate or getMore', async (t) => {
+  const name = dbName();
+  const service = (await client(t, wire.serviceUrl(name))).db();
+  const mib = 'x'.repeat(1024 * 1024);
+  await service.collection<{ _id: number; pad: string }>(c).insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: i, pad: mib })));
+  const analyst = (await client(t, wire.analystUrl(name))).db();
+  const bytes = (docs: Document[]) => docs.reduce((sum, d) => sum + String(d.pad).length, 0);
+  for (const first of [
+    await analyst.command({ find: c, batchSize: 1_000_000_000 }),
+    await analyst.command({ aggregate: c, pipeline: [], cursor: { batchSize: 1_000_000_000 } }),
+  ]) {
+    t.true(first.cursor.firstBatch.length < 20 && bytes(first.cursor.firstBatch) <= 8 * 1024 * 1024, `first batch: ${first.cursor.firstBatch.length} documents`);
+    const next = await analyst.command({ getMore: first.cursor.id, collection: c, batchSize: 1_000_000_000 });
+    t.true(bytes(next.cursor.nextBatch) <= 8 * 1024 * 1024, `next batch: ${next.cursor.nextBatch.length} documents`);
+    await analyst.command({ killCursors: c, cursors: [first.cursor.id] });
+  }
+});
+
 test.serial("a connection's cursors close with it; a user's cursors may hold only so many bytes", (t) => {
   const cursors = new Cursors({ perUser: 10, total: 10, resultDocuments: 100, bytesPerUser: 1000 });
   const docs: Document[] = Array.from({ length: 10 }, (_, i) => ({ _id: i, pad: 'x'.repeat(20) }));
@@ -131,4 +149,13 @@ test.serial("a connection's cursors close with it; a user's cursors may hold onl
   const big = Array.from({ length: 10 }, (_, i) => ({ _id: i, pad: 'x'.repeat(200) }));
   t.throws(() => cursors.open('d.c', 'analyst', big, 1, false, 2), { message: /bytes/ });
   t.not(cursors.open('d.c', 'service', big.slice(0, 4), 1, false, 3).cursor.id, Long.ZERO, 'another user has its own budget');
+});
+
+test.serial('a negative batchSize is refused (BadValue), as mongod refuses it, for find, aggregate and getMore', async (t) => {
+  const { analyst } = await seeded(t, 3);
+  t.like(await failure(analyst.command({ find: c, batchSize: -1 })), { code: 2, codeName: 'BadValue' });
+  t.like(await failure(analyst.command({ aggregate: c, pipeline: [], cursor: { batchSize: -1 } })), { code: 2, codeName: 'BadValue' });
+  const id = asLong((await analyst.command({ find: c, batchSize: 1 })).cursor.id);
+  t.like(await failure(analyst.command({ getMore: id, collection: c, batchSize: -1 })), { code: 2, codeName: 'BadValue' });
+  t.deepEqual((await analyst.command({ getMore: id, collection: c, batchSize: 5 })).cursor.nextBatch, [{ _id: 1 }, { _id: 2 }], 'the cursor is still there');
 });

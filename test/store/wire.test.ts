@@ -391,13 +391,6 @@ test('a retryable write whose acknowledgement failed is retried by the driver an
   t.is((await coll.findOne({ _id: 'counter' }))!.n, 1, 'the retry was answered from the session, not run again');
 });
 
-test('hostInfo (the machine\'s name, cores and kernel) is refused to the analyst with Unauthorized, as mongod\'s read role is', async (t) => {
-  const analyst = await client(t, wire.analystUrl(dbName()));
-  t.like(await code(analyst.db('admin').command({ hostInfo: 1 })), { code: 13, codeName: 'Unauthorized' });
-  const service = await client(t, wire.serviceUrl(dbName()));
-  t.is((await service.db('admin').command({ hostInfo: 1 })).ok, 1);
-});
-
 test('configureFailPoint is refused to the analyst and unknown to a listener without test commands', async (t) => {
   const c = await client(t, wire.analystUrl(dbName()));
   t.is((await code(c.db('admin').command({ configureFailPoint: 'failCommand', mode: 'off' }))).code, 13);

@@ -424,7 +424,9 @@ test('deliveries: newest first, limit (default 20, 1..100) and hasMore; bad limi
   t.false(all.body.hasMore);
   const exact = await app.request(`/v1/webhooks/${id}/deliveries?limit=22`, { key: o.admin });
   t.false(exact.body.hasMore);
-  for (const bad of ['0', '101', '-1', 'abc', '2.5', '', '1e1']) {
+  // Leading zeros, any number of them, write the same number (as page and pageSize do).
+  for (const zeros of ['005', '000005']) t.is((await app.request(`/v1/webhooks/${id}/deliveries?limit=${zeros}`, { key: o.admin })).body.items?.length, 5, zeros);
+  for (const bad of ['0', '101', '-1', 'abc', '2.5', '', '1e1', '00000', '99999999999999999999']) {
     const res = await app.request(`/v1/webhooks/${id}/deliveries?limit=${encodeURIComponent(bad)}`, { key: o.admin });
     expectError(t, res, 400, 'invalid_request');
     t.is(res.body.error.issues[0].path, 'limit');

@@ -12,7 +12,7 @@ import { createAgenda } from '../../src/jobs/agenda.ts';
 import type { Scheduler } from '../../src/jobs/scheduler.ts';
 import { configureWebhooks } from '../../src/webhooks/runtime.ts';
 import { defineWebhookJobs, scheduleRecurringWebhookJobs, ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS } from '../../src/webhooks/jobs.ts';
-import { attemptDelivery, attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
+import { attemptDelivery, attemptDueDeliveries, cancelPendingDeliveriesOf } from '../../src/webhooks/deliver.ts';
 import { attemptSlots, MAX_IN_FLIGHT_PER_ENDPOINT, MAX_IN_FLIGHT_PER_ORGANIZATION } from '../../src/webhooks/attempt-slots.ts';
 import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
 import { webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
@@ -21,7 +21,7 @@ import { recordEvent } from '../../src/events/outbox.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../schemas/webhooks.ts';
 import { sendWebhook, type AttemptResult, type SendInput } from '../../src/webhooks/send.ts';
 import { verifySignature, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER } from '../../src/webhooks/signing.ts';
-import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule.ts';
+import { RETRY_DELAYS_MS, SIGNING_RETRY_MS } from '../../src/webhooks/schedule.ts';
 import type { LookupFn } from '../../src/webhooks/destination.ts';
 
 const KEY_HEX = randomBytes(32).toString('hex');
@@ -264,6 +264,39 @@ test.serial('seven attempts on the jittered schedule, same body and event id, fr
   t.is(sentTo('/always-503').length, 7);
 });
 
+test.serial('while the service cannot sign (SIGNING_UNAVAILABLE) nothing is sent and no attempt is used up: the destination still gets its seven', async (t) => {
+  const o = await setup(['/unsigned']);
+  scripts.set('/unsigned', [{ verdict: 'SUCCESS', statusCode: 204 }]);
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [d0] = await deliveriesOf(o.endpoints[0].id);
+  const { endpoints } = webhookCollections(app.store.db);
+  const sealed = (await endpointDoc(o.endpoints[0].id)).secrets!.current;
+  // As after WEBHOOK_ENCRYPTION_KEY changed: the stored secret no longer opens.
+  await endpoints.updateOne({ _id: o.endpoints[0].id }, { $set: { 'secrets.current': 'v1.AAAA.AAAA.AAAA' } });
+
+  for (let round = 1; round <= 9; round++) {
+    advanceTo((await delivery(d0._id)).nextAttemptAt!);
+    await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+    const d = await delivery(d0._id);
+    t.like(d, { status: 'PENDING', attemptCount: 0, lastErrorClass: 'SIGNING_UNAVAILABLE', lastStatusCode: null }, `round ${round}`);
+    const gap = d.nextAttemptAt!.getTime() - d.lastAttemptAt!.getTime();
+    t.true(gap >= SIGNING_RETRY_MS * 0.8 - 1 && gap <= SIGNING_RETRY_MS * 1.2, `round ${round}: gap ${gap}`);
+    t.is(scheduledFor(d0._id).at(-1)!.at.getTime(), d.nextAttemptAt!.getTime(), 'tried again on the job schedule');
+  }
+  t.is(sentTo('/unsigned').length, 0);
+  t.like(await endpointDoc(o.endpoints[0].id), { consecutiveFailures: 0, lastErrorClass: null, lastFailureAt: null });
+  const listed = await app.request(`/v1/webhooks/${o.endpoints[0].id}/deliveries`, { key: o.admin });
+  t.like(listed.body.items[0], { status: 'PENDING', attemptCount: 0, lastErrorClass: 'SIGNING_UNAVAILABLE' });
+
+  // The key is back: the first attempt at the destination is attempt 1.
+  await endpoints.updateOne({ _id: o.endpoints[0].id }, { $set: { 'secrets.current': sealed } });
+  advanceTo((await delivery(d0._id)).nextAttemptAt!);
+  await runJob(ATTEMPT_DELIVERY, { deliveryId: d0._id });
+  t.like(await delivery(d0._id), { status: 'DELIVERED', attemptCount: 1 });
+  t.deepEqual(sentTo('/unsigned').map((a) => a.headers['Service-Webhook-Attempt']), ['1']);
+});
+
 test.serial('a retry then success: DELIVERED, deliveredAt set, consecutiveFailures reset, lastSuccessAt set', async (t) => {
   const o = await setup(['/flaky']);
   scripts.set('/flaky', [
@@ -465,6 +498,44 @@ test.serial('a delivery held by a dead worker while its endpoint was disabled is
   await runJob(DISPATCH_EVENTS);
   await runJob(ATTEMPT_DUE_DELIVERIES);
   t.is(sentTo('/dead-flap').length, 1);
+});
+
+test.serial('a cancellation of the disable still running after re-enabling cancels only what was pending when it was disabled', async (t) => {
+  const o = await setup(['/long-cancel']);
+  const id = o.endpoints[0].id;
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } })).status, 200);
+  const { disabledAt } = await endpointDoc(id);
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } })).status, 200);
+  offset += 1000;
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  const [fresh] = await deliveriesOf(id);
+  // The disable's cancellation, a long backlog away, reaches its last batch only now.
+  await cancelPendingDeliveriesOf(app.deps, id, { keepTests: true, createdUpTo: disabledAt! });
+  t.like(await delivery(fresh._id), { status: 'PENDING' }, 'an event after re-enabling is not cancelled');
+  await runJob(ATTEMPT_DELIVERY, { deliveryId: fresh._id });
+  t.is(sentTo('/long-cancel').length, 1);
+});
+
+test.serial('events from before the disable, or from while it was disabled, are not delivered after re-enabling, however late they are dispatched', async (t) => {
+  const o = await setup(['/late-dispatch']);
+  const id = o.endpoints[0].id;
+  await purchase(o.buyer); // recorded while ACTIVE, not yet dispatched
+  offset += 1000;
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'DISABLED' } })).status, 200);
+  offset += 1000;
+  await purchase(o.buyer); // recorded while DISABLED
+  offset += 1000;
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { status: 'ACTIVE' } })).status, 200);
+  offset += 1000;
+  await runJob(DISPATCH_EVENTS);
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/late-dispatch').length, 0, 'old traffic is not replayed after re-enabling');
+  // What happens after re-enabling is delivered as usual.
+  await purchase(o.buyer);
+  await runJob(DISPATCH_EVENTS);
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  t.is(sentTo('/late-dispatch').length, 1);
 });
 
 test.serial('disabling cancels pending deliveries (tests excepted); revoking cancels everything; neither counts as a failure', async (t) => {

@@ -11,6 +11,7 @@ import { ApiError } from '../../http/errors.ts';
 import { ACCESS_TOKEN_PREFIX, credentialDigest, hasShape } from '../oauth/credentials.ts';
 import { oauthCollections } from '../oauth/documents.ts';
 import { connectionsCollection } from './documents.ts';
+import { grantableScopes } from '../oauth/scopes.ts';
 
 export type ConnectionPrincipal = Extract<Principal, { kind: 'CONNECTION' }>;
 
@@ -34,6 +35,8 @@ export async function resolveConnectionToken(deps: { db: StoreDb; collections: C
   if (!connection || connection.revokedAt !== null) throw connectionUnauthorized();
   const agent = await deps.collections.agents.findOne({ _id: connection.agentId, organizationId: connection.organizationId });
   if (!agent || agent.status !== 'ENABLED') throw connectionUnauthorized();
+  // Roles are read on every call, as the dashboard reads them: a person no longer an approver no longer requests purchases through it.
+  const grantor = await deps.collections.people.findOne({ _id: connection.personId, organizationId: connection.organizationId });
   if (lastUseIsStale(connection.lastUsedAt, now)) await connectionsCollection(deps.db).updateOne({ _id: connection._id }, { $set: { lastUsedAt: now } });
   return {
     resource: access.resource,
@@ -42,8 +45,8 @@ export async function resolveConnectionToken(deps: { db: StoreDb; collections: C
       organizationId: connection.organizationId,
       connectionId: connection._id,
       agentId: connection.agentId,
-      // A token never carries more than its connection was granted.
-      scopes: access.scopes.filter((s) => connection.scopes.includes(s)),
+      // A token never carries more than its connection was granted, nor more than its grantor may grant now.
+      scopes: grantableScopes(grantor ?? { roles: [] }, access.scopes.filter((s) => connection.scopes.includes(s))),
       application: connection.applicationName,
       grantedBy: { name: connection.grantedBy.name },
       personId: connection.personId,

@@ -1,6 +1,8 @@
 // Operator API for connections (docs/internals/design.md §5), mounted beside src/admin/routes.ts:
 //   PUT    /admin/people/{personId}/password   body {password}: sets a person's sign-in password, ending
 //                                               their sessions and connections (people/set-password.ts)
+//   DELETE /admin/people/{personId}/password   takes it away (a person who left): the same endings, and
+//                                               no sign-in until a password is set again
 //   GET    /admin/connections?organizationId=  lists an organisation's connections, newest first
 //   DELETE /admin/connections/{connectionId}   revokes one (connection.revoked), idempotent
 //   GET    /admin/oauth-clients                 clients registered through RFC 7591, newest first
@@ -21,6 +23,7 @@ import { connectionsCollection, presentConnection, type ConnectionDoc } from '..
 import { revokeConnectionIn } from '../connections/revoke.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../people/password.ts';
 import { setPassword } from '../people/set-password.ts';
+import type { PersonDoc } from '../../store/collections.ts';
 import { oauthCollections, type RegisteredClientDoc } from './documents.ts';
 import { registeredClientId, revokeRegisteredClient } from './registration.ts';
 
@@ -45,6 +48,8 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
     return list.map((x) => presentConnection(x, agents.get(x.agentId) ?? null, people.get(x.personId) ?? null));
   }
 
+  const presentPerson = (p: PersonDoc) => ({ person: { id: p._id, organizationId: p.organizationId, name: p.name, email: p.email, passwordSet: p.passwordHash !== null } });
+
   router.put('/people/:personId/password', jsonBody(LIMITS.standard), async (ctx) => {
     const id = uuidParam(ctx, 'personId', 'person');
     const { password } = PasswordBody.parse(ctx.state.body);
@@ -54,7 +59,13 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
     }
     const person = await setPassword(deps, id, await hashPassword(password));
     if (!person) throw notFound('person');
-    ctx.body = { person: { id: person._id, organizationId: person.organizationId, name: person.name, email: person.email, passwordSet: true } };
+    ctx.body = presentPerson(person);
+  });
+
+  router.delete('/people/:personId/password', async (ctx) => {
+    const person = await setPassword(deps, uuidParam(ctx, 'personId', 'person'), null);
+    if (!person) throw notFound('person');
+    ctx.body = presentPerson(person);
   });
 
   router.get('/connections', async (ctx) => {

@@ -89,6 +89,8 @@ export interface ApproveInput {
   request: AuthorizationRequestDoc;
   person: { _id: string; name: string; organizationId: string };
   agent: { _id: string; name: string };
+  /** What the person grants: the request's scopes that their roles allow (grantableScopes). */
+  scopes: Scope[];
   now: Date;
 }
 
@@ -119,7 +121,7 @@ export async function approveAuthorization(db: StoreDb, session: StoreSession, i
     agentId: agent._id,
     clientId: r.clientId,
     applicationName: r.clientName,
-    scopes: r.scopes,
+    scopes: input.scopes,
     createdAt: now,
     revokedAt: null,
     revokedReason: null,
@@ -137,7 +139,7 @@ export async function approveAuthorization(db: StoreDb, session: StoreSession, i
       redirectUri: r.redirectUri,
       codeChallenge: r.codeChallenge,
       resource: r.resource,
-      scopes: r.scopes,
+      scopes: input.scopes,
       createdAt: now,
       expiresAt: new Date(now.getTime() + CODE_TTL_MS),
       usedAt: null,

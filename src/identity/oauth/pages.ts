@@ -121,6 +121,8 @@ export interface ConsentView {
   localRedirectsOnly: boolean;
   redirectHost: string;
   scopes: Scope[];
+  /** Asked for, but beyond what the person's roles let them grant. */
+  withheld: Scope[];
   agents: { id: string; name: string; description: string | null }[];
   error?: string;
 }
@@ -128,6 +130,10 @@ export interface ConsentView {
 export function consentPage(v: ConsentView): { title: string; body: string } {
   const err = v.error ? `<div class="alert" role="alert" id="consent-error">${escapeHtml(v.error)}</div>` : '';
   const scopes = v.scopes.map((s) => `<li>${escapeHtml(SCOPE_WORDS[s])} <span class="muted">(<code>${escapeHtml(s)}</code>)</span></li>`).join('\n');
+  const withheld = v.withheld.length === 0
+    ? ''
+    : `<p class="warning" id="withheld-scopes">It ${v.scopes.length === 0 ? 'asked' : 'also asked'} to ${v.withheld.map((s) => `<code>${escapeHtml(s)}</code>`).join(', ')}, which you may not grant: requesting purchases needs the approver role.${v.scopes.length === 0 ? ' You can only deny this request.' : ''}</p>\n`;
+  const canAllow = v.agents.length > 0 && v.scopes.length > 0;
   const agents =
     v.agents.length === 0
       ? `<p>Your organisation has no enabled agent to connect. You can only deny this request.</p>`
@@ -160,16 +166,13 @@ ${
     ? `<p class="warning" id="local-client-warning"><strong>Warning:</strong> ${escapeHtml(v.clientName)} can only send you back to this computer (<code>localhost</code>), so any program running on it could claim to be ${escapeHtml(v.clientName)}. Allow it only if you started this connection yourself, just now, from that application.</p>\n`
     : ''
 }<h2>What it may do</h2>
-<ul>
-${scopes}
-</ul>
-<p class="muted">It can never change policies, budgets or agents, and every purchase it requests is decided by your policies. You can revoke this connection at any time.</p>
+${scopes && `<ul>\n${scopes}\n</ul>\n`}${withheld}<p class="muted">It can never change policies, budgets or agents, and every purchase it requests is decided by your policies. You can revoke this connection at any time.</p>
 <form method="post" action="/oauth/consent">
 ${hidden('request', v.requestId)}
 ${hidden('csrf', v.csrf)}
 ${agents}
 <div class="actions">
-${v.agents.length > 0 ? '<button type="submit" name="decision" value="approve" class="primary">Allow</button>' : ''}
+${canAllow ? '<button type="submit" name="decision" value="approve" class="primary">Allow</button>' : ''}
 <button type="submit" name="decision" value="deny" formnovalidate>Deny</button>
 </div>
 </form>`,

@@ -20,7 +20,7 @@ import { queryParams, readForm } from './form.ts';
 import { isWebRedirect, onlyLocalRedirects } from './redirect-uri.ts';
 import { authorizationEndpointOf, issuerOf, mcpResourceOf, registrationEndpointOf, revocationEndpointOf, tokenEndpointOf } from './issuer.ts';
 import { consentPage, errorPage, sendPage, signInPage } from './pages.ts';
-import { SCOPES } from './scopes.ts';
+import { SCOPES, grantableScopes } from './scopes.ts';
 import { revocationRequest, tokenRequest } from './token.ts';
 import { corsPreflight, openCors } from './cors.ts';
 import { clientResolver, countAttempt } from './registration.ts';
@@ -161,6 +161,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     const org = await deps.collections.organizations.findOne({ _id: person.organizationId });
     if (!org || org.status !== 'ACTIVE') return null;
     const agents = await connectableAgents(deps.collections, org._id);
+    const scopes = grantableScopes(person, request.scopes);
     const view = consentPage({
       requestId: request._id,
       csrf: request.csrfToken,
@@ -172,11 +173,12 @@ export function oauthRoutes(deps: AppDeps): Router {
       registered: request.registeredClientId !== null,
       localRedirectsOnly: request.localRedirectsOnly === true,
       redirectHost: redirectHostOf(request.redirectUri),
-      scopes: request.scopes,
+      scopes,
+      withheld: request.scopes.filter((s) => !scopes.includes(s)),
       agents: agents.map((a) => ({ id: a._id, name: a.name, description: a.description })),
       error,
     });
-    return { person, org, agents, view };
+    return { person, org, agents, scopes, view };
   }
 
   router.get('/oauth/consent', async (ctx) => {
@@ -214,9 +216,10 @@ export function oauthRoutes(deps: AppDeps): Router {
     if (decision !== 'approve') return page(ctx, 400, (await consentView(request, 'Choose Allow or Deny.'))!.view);
     const agent = shown.agents.find((a) => a._id === form.get('agent'));
     if (!agent) return page(ctx, 400, (await consentView(request, 'Choose which agent the application may act as.'))!.view);
+    if (shown.scopes.length === 0) return page(ctx, 403, (await consentView(request, 'Nothing this application asks for is yours to grant.'))!.view);
     const now = deps.now();
     const approved = await runCommand(deps.store, (session) =>
-      approveAuthorization(deps.store.db, session, { request, person: shown.person, agent, now }),
+      approveAuthorization(deps.store.db, session, { request, person: shown.person, agent, scopes: shown.scopes, now }),
     );
     if (!approved) return expired(ctx);
     deps.log.info('connection created', { connectionId: approved.connection._id, organizationId: approved.connection.organizationId, agentId: agent._id, clientId: request.clientId });

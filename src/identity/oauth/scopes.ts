@@ -1,5 +1,7 @@
 // The three scopes of docs/reference/contract.md §5.2, with the plain words the consent page shows for each.
 import type { Scope } from '../auth.ts';
+import type { PersonDoc } from '../../store/collections.ts';
+import { hasRole } from '../people/roles.ts';
 
 export const SCOPES: readonly Scope[] = ['purchase:check', 'purchase:read', 'purchase:request'];
 
@@ -21,3 +23,11 @@ export function parseScopes(raw: string): { ok: true; scopes: Scope[] } | { ok: 
   if (unknown.length > 0 || words.length === 0) return { ok: false, unknown };
   return { ok: true, scopes: SCOPES.filter((s) => words.includes(s)) };
 }
+
+/**
+ * The scopes a person may grant, or that a connection they granted may use: requesting purchases is making
+ * them, which only an `approver` may do on the dashboard (docs/operate/dashboard.md#roles), so a person
+ * without that role grants at most `purchase:check` and `purchase:read` (docs/reference/decisions.md).
+ */
+export const grantableScopes = (person: Pick<PersonDoc, 'roles'>, scopes: readonly Scope[]): Scope[] =>
+  scopes.filter((s) => s !== 'purchase:request' || hasRole(person, 'approver'));

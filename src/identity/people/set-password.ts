@@ -1,5 +1,6 @@
-// Setting a person's password (PUT /admin/people/{personId}/password). A new password is how an
-// operator locks out whoever learnt the old one, so everything the old one opened ends with it, in the
+// Setting a person's password (PUT /admin/people/{personId}/password), or taking it away (DELETE: a person
+// who left; a manifest never deletes anyone). A new password, or none, is how an operator locks out whoever
+// learnt the old one, so everything the old one opened ends with it, in the
 // same transaction: their dashboard sessions, the sign-ins still waiting on a consent page, and every
 // connection they approved (`connection.revoked`, reason PASSWORD_RESET; docs/reference/decisions.md).
 // Someone holding the old password could have connected an assistant of their own.
@@ -11,8 +12,8 @@ import { revokeConnectionIn } from '../connections/revoke.ts';
 import { oauthCollections } from '../oauth/documents.ts';
 import { dashboardCollections } from '../sessions/documents.ts';
 
-/** The person as now stored, or null when there is no such person. `passwordHash` from hashPassword. */
-export function setPassword(deps: Pick<AppDeps, 'store' | 'collections' | 'now'>, personId: string, passwordHash: string): Promise<PersonDoc | null> {
+/** The person as now stored, or null when there is no such person. `passwordHash` from hashPassword, null for none. */
+export function setPassword(deps: Pick<AppDeps, 'store' | 'collections' | 'now'>, personId: string, passwordHash: string | null): Promise<PersonDoc | null> {
   return runCommand(deps.store, async (session) => {
     const now = deps.now();
     const person = await deps.collections.people.findOneAndUpdate({ _id: personId }, { $set: { passwordHash, updatedAt: now } }, { returnDocument: 'after', session });

@@ -14,6 +14,7 @@ import * as queryOps from 'mingo/operators/query';
 import * as windowOps from 'mingo/operators/window';
 import { $type as mingoType } from 'mingo/operators/query/element';
 import { $in as mingoIn, $nin as mingoNin } from 'mingo/operators/query/comparison';
+import { Lazy, type Iterator } from 'mingo/lazy';
 import { resolve } from 'mingo/util';
 import type { Options } from 'mingo/types';
 import { isObjectId, isPlain, type Doc } from './values.ts';
@@ -56,12 +57,34 @@ const $nin = (selector: string, value: unknown, options: Options) => {
   return (doc: Doc) => !isIn(doc);
 };
 
+/**
+ * $sample as MongoDB answers it: at most `size` distinct documents, none of them twice, and none from an
+ * empty collection. mingo's draws with replacement, so it repeated documents and gave `[undefined]` for
+ * an empty collection (which the wire listener could not send). A size that is not a number, or is
+ * negative, is refused as mongod refuses it.
+ */
+function $sample(coll: Iterator, expr: { size?: unknown }): Iterator {
+  const size = expr?.size;
+  if (typeof size !== 'number' || Number.isNaN(size)) throw new Error('size argument to $sample must be a number');
+  if (size < 0) throw new Error('size argument to $sample must not be negative');
+  return coll.transform((xs: unknown[]) => {
+    const picked = xs.slice();
+    const n = Math.min(Math.floor(size), picked.length);
+    // The first n places of a Fisher-Yates shuffle.
+    for (let i = 0; i < n; i++) {
+      const j = i + Math.floor(Math.random() * (picked.length - i));
+      [picked[i], picked[j]] = [picked[j], picked[i]];
+    }
+    return Lazy(picked.slice(0, n));
+  });
+}
+
 // All of mingo's operators, with ours in place of its own: mingo's Query and Aggregator from 'mingo' merge a
 // context given to them under their defaults, where an operator of the same name (here $in) stays mingo's.
 const context = Context.init({
   accumulator: accumulatorOps,
   expression: expressionOps,
-  pipeline: pipelineOps,
+  pipeline: { ...pipelineOps, $sample },
   projection: projectionOps,
   window: windowOps,
   query: { ...queryOps, $bsonType, $in, $nin },

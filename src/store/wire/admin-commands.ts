@@ -3,7 +3,7 @@
 import { hostname, cpus, platform, release } from 'node:os';
 import { Binary, EJSON, ObjectId, type Document } from 'bson';
 import type { Call } from './call.ts';
-import { analystMayRead } from './analyst-access.ts';
+import { ANALYST_ROLE, analystMayRead, analystPrivileges } from './analyst-access.ts';
 import { CommandError } from './errors.ts';
 import { MAX_BSON_BYTES, MAX_MESSAGE_BYTES } from './frames.ts';
 import { MECHANISM, ScramConversation } from './scram.ts';
@@ -80,19 +80,22 @@ export function logout(call: Call): Document {
   return { ok: 1 };
 }
 
-const READ_ACTIONS = ['collStats', 'dbStats', 'find', 'killCursors', 'listCollections', 'listIndexes'];
-const WRITE_ACTIONS = ['createCollection', 'createIndex', 'dropCollection', 'dropDatabase', 'dropIndex', 'insert', 'remove', 'update'];
+const SERVICE_ACTIONS = ['createCollection', 'createIndex', 'dbStats', 'dropCollection', 'dropDatabase', 'dropIndex', 'find', 'insert', 'killCursors', 'listCollections', 'listIndexes', 'remove', 'update'];
+
+function servicePrivileges(): Document[] {
+  return [{ resource: { db: '', collection: '' }, actions: SERVICE_ACTIONS }, { resource: { cluster: true }, actions: ['listDatabases'] }];
+}
 
 export function connectionStatus(call: Call): Document {
   const user = call.conn.user;
+  const analyst = user?.role === 'read';
   const authInfo: Document = {
     authenticatedUsers: user ? [{ user: user.user, db: 'admin' }] : [],
-    authenticatedUserRoles: user ? [{ role: user.role === 'read' ? 'readAnyDatabase' : 'readWriteAnyDatabase', db: 'admin' }] : [],
+    authenticatedUserRoles: user ? [analyst ? { ...ANALYST_ROLE } : { role: 'readWriteAnyDatabase', db: 'admin' }] : [],
   };
   if (call.command.showPrivileges === true) {
     // Compass reads these to decide what to offer.
-    const actions = user ? (user.role === 'read' ? READ_ACTIONS : [...READ_ACTIONS, ...WRITE_ACTIONS]) : [];
-    authInfo.authenticatedUserPrivileges = user ? [{ resource: { db: '', collection: '' }, actions }, { resource: { cluster: true }, actions: ['listDatabases'] }] : [];
+    authInfo.authenticatedUserPrivileges = user ? (analyst ? analystPrivileges() : servicePrivileges()) : [];
   }
   return { authInfo, ok: 1 };
 }
@@ -148,8 +151,14 @@ export function serverStatus(call: Call): Document {
   };
 }
 
-/** listCollections/listDatabases filters: on name (a string, $in, or a regular expression) only. */
-function nameFilter(filter: unknown): (name: string) => boolean {
+/**
+ * listCollections/listDatabases filters: on name (a string, $in, or a regular expression) only. These
+ * commands run on the request thread, where a regular expression cannot be stopped: `^((.*)*)*x$`
+ * backtracks for ever even over a name of 21 characters. So the analyst, whose reads run on a query
+ * thread with a deadline, may not send one here (BadValue); the service user may.
+ */
+function nameFilter(call: Call): (name: string) => boolean {
+  const filter: unknown = call.command.filter;
   if (filter === undefined || filter === null) return () => true;
   const f = filter as Document;
   const keys = Object.keys(f).filter((k) => !(k === 'type' && f.type === 'collection'));
@@ -157,9 +166,13 @@ function nameFilter(filter: unknown): (name: string) => boolean {
   if (keys.length !== 1 || keys[0] !== 'name') throw new CommandError('BadValue', 'this listener filters collections and databases by name only');
   const cond = f.name;
   if (typeof cond === 'string') return (name) => name === cond;
-  if (cond instanceof RegExp) return (name) => cond.test(name);
   if (cond && typeof cond === 'object' && Array.isArray((cond as Document).$in)) return (name) => ((cond as Document).$in as unknown[]).includes(name);
-  if (cond && typeof cond === 'object' && (cond as Document).$regex !== undefined) {
+  const regex = cond instanceof RegExp || (cond && typeof cond === 'object' && (cond as Document).$regex !== undefined);
+  if (regex && call.conn.user?.role === 'read') {
+    throw new CommandError('BadValue', `user ${call.conn.user.user} filters ${call.name} by name with a string or $in only, not a regular expression: list them all (there are few) and match on the client`);
+  }
+  if (cond instanceof RegExp) return (name) => cond.test(name);
+  if (regex) {
     const re = new RegExp(String((cond as Document).$regex), String((cond as Document).$options ?? ''));
     return (name) => re.test(name);
   }
@@ -168,10 +181,9 @@ function nameFilter(filter: unknown): (name: string) => boolean {
 
 export async function listCollections(call: Call): Promise<Document> {
   const store = await call.store(false);
-  const matches = nameFilter(call.command.filter);
+  const matches = nameFilter(call);
   const readOnly = call.conn.user?.role === 'read';
   // The analyst is not told the other collections exist (mongod's authorizedCollections does the same).
-  // Allowed first: the filter's regular expression runs on this thread, so only on the read models' short names.
   const names = store ? (await store.db.listCollectionNames()).filter((name) => (!readOnly || analystMayRead(name)) && matches(name)) : [];
   const docs = names.map((name) =>
     call.command.nameOnly === true
@@ -182,7 +194,7 @@ export async function listCollections(call: Call): Promise<Document> {
 }
 
 export function listDatabases(call: Call): Document {
-  const matches = nameFilter(call.command.filter);
+  const matches = nameFilter(call);
   const names = call.server.databases.names().filter(matches);
   const databases = names.map((name) => (call.command.nameOnly === true ? { name } : { name, sizeOnDisk: 0, empty: false }));
   return { databases, totalSize: 0, totalSizeMb: 0, ok: 1 };

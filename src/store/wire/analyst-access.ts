@@ -15,6 +15,23 @@ import { CommandError } from './errors.ts';
  */
 export const ANALYST_COLLECTIONS: ReadonlySet<string> = new Set(['analytics_purchases', 'analytics_daily_spend', 'purchase_views', 'policy_views']);
 
+/**
+ * The analyst's role as connectionStatus reports it: what the listener lets it do, as a MongoDB
+ * user-defined role would grant it (docs/operate/analysts.md shows the same role for MongoDB). The read
+ * commands (find, getMore, aggregate, count, distinct) are MongoDB's find action, on the read models
+ * only, in whichever database; listCollections and dbStats answer for the read models only; the
+ * server's state and configuration (clusterMonitor's) are not granted.
+ */
+export const ANALYST_ROLE = { role: 'readModels', db: 'admin' } as const;
+
+export function analystPrivileges(): Document[] {
+  return [
+    ...[...ANALYST_COLLECTIONS].map((collection) => ({ resource: { db: '', collection }, actions: ['find', 'killCursors', 'listIndexes'] })),
+    { resource: { db: '', collection: '' }, actions: ['dbStats', 'listCollections'] },
+    { resource: { cluster: true }, actions: ['listDatabases'] },
+  ];
+}
+
 export function analystMayRead(collection: string): boolean {
   return ANALYST_COLLECTIONS.has(collection);
 }

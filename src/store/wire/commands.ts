@@ -13,8 +13,12 @@ type Handler = (call: Call) => Document | Promise<Document>;
 
 interface Command {
   run: Handler;
-  /** public: before authentication; read: the analyst may; write: the service's user only (writes, and what mongod's read role does not grant). */
-  access: 'public' | 'read' | 'write';
+  /**
+   * public: before authentication; read: the analyst may (what mongod's read role grants); monitor: the
+   * service's user only, touching no data (the server's state and configuration: mongod's clusterMonitor);
+   * write: the service's user only, on a database it serves.
+   */
+  access: 'public' | 'read' | 'monitor' | 'write';
   /** May run inside a multi-document transaction. */
   inTransaction?: boolean;
   /** A retryable write: its reply is remembered per session and txnNumber. */
@@ -51,11 +55,15 @@ const COMMANDS: Record<string, Command> = {
   listIndexes: { run: admin.listIndexes, access: 'read' },
   listDatabases: { run: admin.listDatabases, access: 'read' },
   dbStats: { run: admin.dbStats, access: 'read' },
-  serverStatus: { run: admin.serverStatus, access: 'read' },
-  getLog: { run: admin.getLog, access: 'read' },
-  getParameter: { run: admin.getParameter, access: 'read' },
-  getCmdLineOpts: { run: () => ({ argv: [], parsed: {}, ok: 1 }), access: 'read' },
   whatsmyuri: { run: (call) => ({ you: call.conn.remote, ok: 1 }), access: 'read' },
+
+  // The process, its host, log, parameters and command line: mongod's read and readAnyDatabase roles grant
+  // none of these (clusterMonitor does). mongosh and the drivers connect without them (docs/operate/analysts.md).
+  serverStatus: { run: admin.serverStatus, access: 'monitor' },
+  getLog: { run: admin.getLog, access: 'monitor' },
+  getParameter: { run: admin.getParameter, access: 'monitor' },
+  getCmdLineOpts: { run: () => ({ argv: [], parsed: {}, ok: 1 }), access: 'monitor' },
+  hostInfo: { run: admin.hostInfo, access: 'monitor' },
 
   insert: { run: crud.insert, access: 'write', inTransaction: true, retryable: true },
   update: { run: crud.update, access: 'write', inTransaction: true, retryable: true },
@@ -77,8 +85,6 @@ const COMMANDS: Record<string, Command> = {
     access: 'write',
   },
   configureFailPoint: { run: admin.configureFailPoint, access: 'write' },
-  // The machine's name, cores and kernel: mongod's read role does not grant it either (clusterMonitor does).
-  hostInfo: { run: admin.hostInfo, access: 'write' },
 };
 
 /** Write-level commands that touch no database's data. */
@@ -118,7 +124,7 @@ export async function runCommand(server: Server, conn: Connection, db: string, c
   try {
     if (!spec) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
     if (spec.access !== 'public' && !conn.user) throw unauthorized(call, 'authentication is required');
-    if (spec.access === 'write' && conn.user?.role !== 'readWrite') throw unauthorized(call, `user ${conn.user?.user} may only read`);
+    if ((spec.access === 'write' || spec.access === 'monitor') && conn.user?.role !== 'readWrite') throw unauthorized(call, `user ${conn.user?.user} may only read`);
     if (spec.access === 'read' && conn.user?.role === 'read') checkAnalystRead(db, name, command);
     if (name === 'configureFailPoint' && !server.testCommands) throw new CommandError('CommandNotFound', `no such command: '${name}'`);
     if (name === 'aggregate' && conn.user?.role !== 'readWrite' && writesAnywhere(command.pipeline)) {

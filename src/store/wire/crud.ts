@@ -26,6 +26,13 @@ function count(value: unknown, what: string): number | undefined {
   return value;
 }
 
+/** A batch size: a whole number, not negative (mongod's BadValue); 0 means as many as the first batch may hold. */
+function batchSizeOf(value: unknown, what: string): number | undefined {
+  const n = count(value, what);
+  if (n !== undefined && n < 0) throw new CommandError('BadValue', `${what} must not be negative`);
+  return n;
+}
+
 async function collection(call: Call, create: boolean): Promise<StoreCollection | undefined> {
   const store = await call.store(create);
   return store?.db.collection(collectionName(call));
@@ -51,7 +58,7 @@ export async function find(call: Call): Promise<Document> {
   const most = Math.min(limit === undefined || limit === 0 ? Infinity : Math.abs(limit), call.server.cursors.limits.resultDocuments + 1);
   const filter = doc(command.filter, 'filter');
   const skip = count(command.skip, 'skip');
-  const batchSize = count(command.batchSize, 'batchSize');
+  const batchSize = batchSizeOf(command.batchSize, 'batchSize');
   const docs = await analystRead(
     call,
     { op: 'find', collection: name, args: { filter, sort: command.sort, projection: command.projection, skip, limit: most === Infinity ? undefined : most } },
@@ -69,7 +76,7 @@ export async function getMore(call: Call): Promise<Document> {
   const id = cursorId(call.command.getMore);
   if (id === undefined) throw new CommandError('TypeMismatch', 'getMore needs a cursor id, a whole number');
   const ns = `${call.db}.${String(call.command.collection)}`;
-  return call.server.cursors.more(id, ns, call.owner, count(call.command.batchSize, 'batchSize'), call.conn.id);
+  return call.server.cursors.more(id, ns, call.owner, batchSizeOf(call.command.batchSize, 'batchSize'), call.conn.id);
 }
 
 export async function killCursors(call: Call): Promise<Document> {
@@ -210,7 +217,7 @@ export async function aggregate(call: Call): Promise<Document> {
   if (command.explain === true) throw new CommandError('CommandNotFound', 'explain is not supported by this listener');
   const pipeline = list(command.pipeline, 'pipeline');
   const cursor = doc(command.cursor, 'cursor');
-  const batchSize = count(cursor.batchSize, 'cursor.batchSize');
+  const batchSize = batchSizeOf(cursor.batchSize, 'cursor.batchSize');
   const writes = writesAnywhere(pipeline);
   // Stops a streaming pipeline one document past the cap ($unwind of a huge $range, say) before it is all
   // built in memory only to be refused; a $out or $merge stage must stay last.
