@@ -1,15 +1,21 @@
-// JSON request bodies as the service reads them: JSON.parse, plus two things it does not say.
+// JSON request bodies as the service reads them: JSON.parse, plus three things it does not say.
 // - A number written with a fraction or an exponent (1.0, 1e3, 0.99999999999999999) that parses to a
 //   whole number: JSON.parse rounds to the nearest double, so 0.99999999999999999 arrives as 1, and an
 //   amount must not be a rounded fraction. Remembered per object and key (writtenAsInteger).
 // - A name that appears twice in one object: JSON.parse keeps the last, while the body stored verbatim
 //   shows both (a reader of the evidence may take the first). Refused (DuplicateKeyError).
+// - A number beyond a double's range (an integer of 309 digits, 1e400): JSON.parse makes it Infinity,
+//   which no limit judges by value (an integer field called it the wrong type, where a number just
+//   below the range was too large). It is read as the largest double of its sign instead, so every
+//   limit judges it as it judges any other huge number, and remembered (beyondDouble) for the fields
+//   without limits, which refuse it.
 
 const INTEGER_LITERAL = /^-?\d+$/;
-/** Text without a digit followed by '.', 'e' or 'E' has no such number: parsed without a reviver. */
-const MAY_HAVE_FRACTION = /\d[.eE]/;
+/** Text without a digit followed by '.', 'e' or 'E', nor 309 digits in a row, has no such number: parsed without a reviver. */
+const NEEDS_REVIVER = /\d[.eE]|\d{309}/;
 
 const notWrittenAsInteger = new WeakMap<object, Set<string>>();
+const pastDoubleRange = new WeakMap<object, Set<string>>();
 
 export class DuplicateKeyError extends Error {
   /** Dotted path of the repeated name ('metadata.note', 'policies.0.name'). */
@@ -22,24 +28,37 @@ export class DuplicateKeyError extends Error {
 
 /** JSON.parse's result; throws SyntaxError for invalid JSON and DuplicateKeyError for a repeated name. */
 export function parseJson(text: string): unknown {
-  const value = MAY_HAVE_FRACTION.test(text) ? JSON.parse(text, remember) : JSON.parse(text);
+  const value = NEEDS_REVIVER.test(text) ? JSON.parse(text, remember) : JSON.parse(text);
   const duplicate = firstDuplicateKey(text);
   if (duplicate !== null) throw new DuplicateKeyError(duplicate);
   return value;
 }
 
 function remember(this: object, key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== 'number') return value;
+  const number = Number.isFinite(value) ? value : withinDoubleRange(this, key, value);
   // context.source: the number's text (Node 21+, Deno); without it nothing can be told, and nothing is remembered.
-  if (typeof value === 'number' && Number.isInteger(value) && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) markNotWrittenAsInteger(this, key);
-  return value;
+  if (Number.isInteger(number) && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) markNotWrittenAsInteger(this, key);
+  return number;
+}
+
+/** The largest double of the sign of `infinity`, a number too large for a double that holder[key] holds; remembered. */
+export function withinDoubleRange(holder: object, key: string, infinity: number): number {
+  mark(pastDoubleRange, holder, key);
+  return infinity > 0 ? Number.MAX_VALUE : -Number.MAX_VALUE;
+}
+
+/** Whether holder[key] was written as a number beyond a double's range (and reads as ±Number.MAX_VALUE). */
+export const beyondDouble = (holder: object, key: string): boolean => pastDoubleRange.get(holder)?.has(key) ?? false;
+
+function mark(marks: WeakMap<object, Set<string>>, holder: object, key: string): void {
+  let keys = marks.get(holder);
+  if (keys === undefined) marks.set(holder, (keys = new Set()));
+  keys.add(key);
 }
 
 /** Records that holder[key], a whole number, was not written as an integer literal (a YAML manifest's 1e3 or 100.0). */
-export function markNotWrittenAsInteger(holder: object, key: string): void {
-  let keys = notWrittenAsInteger.get(holder);
-  if (keys === undefined) notWrittenAsInteger.set(holder, (keys = new Set()));
-  keys.add(key);
-}
+export const markNotWrittenAsInteger = (holder: object, key: string): void => mark(notWrittenAsInteger, holder, key);
 
 /** Whether holder[key] was written as an integer literal in the JSON parseJson read (true for anything not parsed by it). */
 export const writtenAsInteger = (holder: object, key: string): boolean => !(notWrittenAsInteger.get(holder)?.has(key) ?? false);

@@ -7,7 +7,8 @@
 import type { Context, Next } from 'koa';
 import { koaBody } from 'koa-body';
 import { DuplicateKeyError, nestsDeeperThan, parseJson } from '../json.ts';
-import { ApiError, invalidRequest } from './errors.ts';
+import { ApiError, invalidRequest, type ErrorIssue } from './errors.ts';
+import { capIssues } from './validate.ts';
 
 export const LIMITS = {
   standard: 64 * 1024, // purchases, policies, simulations
@@ -22,18 +23,36 @@ export const tooDeep = (what = 'JSON objects and arrays') =>
   invalidRequest([{ path: 'body', code: 'TOO_DEEP', message: `${what} nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
 
 /**
- * Refuses a parsed value nested deeper than MAX_JSON_DEPTH, walking it without recursion, before
- * anything recursive (validation, canonical JSON, storage) sees it.
+ * What every parsed body and manifest must be beyond JSON's grammar, checked before anything recursive
+ * (validation, canonical JSON, storage) sees it, walking it without recursion: nested at most
+ * MAX_JSON_DEPTH deep, and text, names included, that is Unicode. A `\ud800` escape without its pair
+ * is valid JSON (RFC 8259 8.2) but no UTF-8 can hold it: stored, it would come back as U+FFFD or be
+ * refused by the store, so what was accepted would not be what is read back (docs/reference/decisions.md).
  */
-export function checkDepth(value: unknown, what?: string): void {
-  const stack: [unknown, number][] = [[value, 1]];
+/** In a `u` regular expression a pair is one code point: only a surrogate alone is in the class Cs. */
+const LONE = /\p{Cs}/u;
+
+export function checkParsed(value: unknown, what?: string): void {
+  const issues: ErrorIssue[] = [];
+  // [value, depth, path, the name it is held under]
+  const stack: [unknown, number, string, string][] = [[value, 1, 'body', '']];
   while (stack.length > 0) {
-    const [current, depth] = stack.pop()!;
+    const [current, depth, path, name] = stack.pop()!;
+    if (LONE.test(name)) issues.push(loneSurrogate(path, 'name'));
+    if (typeof current === 'string' && LONE.test(current)) issues.push(loneSurrogate(path, 'text'));
     if (current === null || typeof current !== 'object') continue;
     if (depth > MAX_JSON_DEPTH) throw tooDeep(what);
-    for (const child of Object.values(current)) if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    // Pushed last to first: the issues come in the order the body is written in.
+    for (const [key, child] of Object.entries(current).reverse()) stack.push([child, depth + 1, depth === 1 ? key : `${path}.${key}`, key]);
   }
+  if (issues.length > 0) throw invalidRequest(capIssues(issues));
 }
+
+const loneSurrogate = (path: string, what: 'text' | 'name'): ErrorIssue => ({
+  path,
+  code: 'LONE_SURROGATE',
+  message: `The ${what} at "${path}" holds a lone UTF-16 surrogate (an escape from \\ud800 to \\udfff without its pair), which is not Unicode text.`,
+});
 
 /** The media type without parameters, lower-cased (RFC 9110 8.3.1: media types are case-insensitive). */
 export const mediaType = (ctx: Context): string => ctx.request.type.trim().toLowerCase();
@@ -68,7 +87,7 @@ export function parseBodyJson(text: string): unknown {
       throw invalidRequest([{ path: error.path, code: 'DUPLICATE_KEY', message: `"${error.path}" is given twice; give each field once.` }]);
     }
     // The reviver (a number written with a fraction) walks the value recursively: thousands of levels
-    // overflow the stack before checkDepth could say it is too deep.
+    // overflow the stack before checkParsed could say it is too deep.
     if (error instanceof RangeError) throw tooDeep();
     throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
   }
@@ -133,7 +152,7 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       throw new ApiError(400, 'malformed_json', 'The request body is empty; send a JSON object.');
     }
     const parsed = parseBodyJson(raw);
-    checkDepth(parsed);
+    checkParsed(parsed);
     ctx.state.rawBody = raw;
     ctx.state.body = parsed;
     return next();

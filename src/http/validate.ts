@@ -74,14 +74,17 @@ function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
     switch (e.keyword) {
       case 'additionalProperties': {
         for (const field of (e.params.additionalProperties as string[]) ?? []) {
-          issues.push({ path: join(rootPath, join(path, field)), code: 'UNKNOWN_FIELD', message: `Unknown field "${field}".` });
+          // `path === ''` is the body itself; a field named '' inside it is still a field.
+          issues.push({ path: join(rootPath, path === '' ? field : `${path}.${field}`), code: 'UNKNOWN_FIELD', message: `Unknown field "${field}".` });
         }
         continue;
       }
       case 'boolean': {
         // The `false` schema behind additionalProperties fails at the field itself.
         if (!/\/additionalProperties$/.test(String((e as { schemaPath?: string }).schemaPath ?? ''))) continue;
-        issue = { path: join(rootPath, path), code: 'UNKNOWN_FIELD', message: `Unknown field "${path.split('.').pop()}".` };
+        // The field's own name, which may hold a dot ("a.b"), is the pointer's last segment.
+        const field = pointerToPath(`/${e.instancePath.split('/').pop()}`);
+        issue = { path: join(rootPath, path), code: 'UNKNOWN_FIELD', message: `Unknown field "${field}".` };
         break;
       }
       case 'required': {

@@ -82,6 +82,10 @@ export function checkManifest(
       if (r.ruleType === 'AMOUNT_LIMIT' && r.periodKind !== 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'AMOUNT_LIMIT rules are PER_REQUEST.' });
       if (r.ruleType === 'SPEND_LIMIT' && r.periodKind === 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'SPEND_LIMIT rules are DAY or MONTH.' });
       if (r.currency && !isIsoCurrency(r.currency)) issues.push({ path: `${at}.rules.${j}.currency`, code: 'CURRENCY_NOT_ISO_4217', message: `${r.currency} is not an ISO 4217 currency.` });
+      // A quorum of 1.0, 2e0 or 1.0000000000000001 arrives as a whole number: refused as 1.5 is, not rounded (src/json.ts).
+      if (r.approvalsRequired !== undefined && !writtenAsInteger(r, 'approvalsRequired')) {
+        issues.push({ path: `${at}.rules.${j}.approvalsRequired`, code: 'INVALID_TYPE', message: 'approvalsRequired is a whole number, written as one (2, not 2.0 or 2e0).' });
+      }
       if (r.approvalsRequired !== undefined && r.effect !== 'REQUIRE_APPROVAL') {
         issues.push({ path: `${at}.rules.${j}.approvalsRequired`, code: 'APPROVALS_REQUIRED_NOT_PERMITTED', message: 'Only a REQUIRE_APPROVAL rule asks for approvals; remove approvalsRequired from a BLOCK rule.' });
       }

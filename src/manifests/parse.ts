@@ -11,13 +11,13 @@
 // of open nodes passes MAX_OPEN_YAML_NODES, then composes the same tokens: one parse, as yaml.parse
 // would do it, stopped early. That stack is not the value's depth exactly (it also holds the document
 // and a key being read: a 32-deep value holds 33 or 34), so its bound is twice the depth, and the
-// value is checked exactly afterwards (checkDepth), with the same refusal. Flow ('[', '{'), block
+// value is checked exactly afterwards (checkParsed), with the same refusal. Flow ('[', '{'), block
 // (indentation, '- ', '? ') and mixed nesting all push onto that stack; quoted scalars, block scalars
 // and comments do not, so brackets inside them are not counted.
 import { Composer, Lexer, Parser, isPair, isScalar, isSeq, visit, type Document } from 'yaml';
-import { MAX_JSON_DEPTH, checkDepth, parseBodyJson, tooDeep } from '../http/body.ts';
+import { MAX_JSON_DEPTH, checkParsed, parseBodyJson, tooDeep } from '../http/body.ts';
 import { ApiError, invalidRequest } from '../http/errors.ts';
-import { markNotWrittenAsInteger } from '../json.ts';
+import { markNotWrittenAsInteger, withinDoubleRange } from '../json.ts';
 
 const MAX_OPEN_YAML_NODES = 2 * MAX_JSON_DEPTH + 2;
 const YAML_COLLECTIONS = 'YAML mappings and sequences';
@@ -35,11 +35,16 @@ function* boundedSyntaxTree(text: string) {
   yield* parser.end();
 }
 
-/** A number written otherwise than as a decimal integer (1e3, 100.0, 0x10, .inf), until the reviver marks it so. */
-class NotAnIntegerLiteral {
+/**
+ * A number written otherwise than as a decimal integer (1e3, 100.0, 0x10, .inf), or beyond a double's
+ * range, until the reviver says so (src/json.ts).
+ */
+class MarkedNumber {
   readonly value: number;
-  constructor(value: number) {
+  readonly integerLiteral: boolean;
+  constructor(value: number, integerLiteral: boolean) {
     this.value = value;
+    this.integerLiteral = integerLiteral;
   }
 }
 const INTEGER_LITERAL = /^[-+]?\d+$/;
@@ -67,7 +72,8 @@ function asJson(doc: Document.Parsed, text: string): void {
     },
     Scalar(key, node) {
       if (key === 'key' || typeof node.value !== 'number' || !node.range) return;
-      if (!INTEGER_LITERAL.test(text.slice(node.range[0], node.range[1]))) node.value = new NotAnIntegerLiteral(node.value);
+      const integerLiteral = INTEGER_LITERAL.test(text.slice(node.range[0], node.range[1]));
+      if (!integerLiteral || Math.abs(node.value) === Infinity) node.value = new MarkedNumber(node.value, integerLiteral);
     },
   });
 }
@@ -85,20 +91,28 @@ function pathOf(chain: readonly unknown[]): string[] {
 }
 
 function revive(this: object, key: unknown, value: unknown): unknown {
-  if (!(value instanceof NotAnIntegerLiteral)) return value;
-  markNotWrittenAsInteger(this, String(key));
-  return value.value;
+  if (!(value instanceof MarkedNumber)) return value;
+  const number = Math.abs(value.value) === Infinity ? withinDoubleRange(this, String(key), value.value) : value.value;
+  if (!value.integerLiteral) markNotWrittenAsInteger(this, String(key));
+  return number;
 }
 
 export function parseYamlManifest(text: string): unknown {
   let doc: Document.Parsed | null = null;
   // forceDoc and the end offset as yaml.parse passes them: an empty text is one empty document.
   // Names given twice are found by asJson, which says where.
-  for (const next of new Composer({ uniqueKeys: false }).compose(boundedSyntaxTree(text), true, text.length)) {
+  // logLevel 'error': the package would otherwise write a process warning to stderr for every
+  // collection used as a key (which the manifest refuses as an unknown field anyway), at a client's will.
+  // schema 'core': a `%YAML 1.1` directive would otherwise switch to YAML 1.1's schema, where 020000 is
+  // octal (8192), `yes` is true and 1_000 is 1000, and the same text would mean other limits.
+  for (const next of new Composer({ uniqueKeys: false, logLevel: 'error', schema: 'core' }).compose(boundedSyntaxTree(text), true, text.length)) {
     if (doc !== null) throw notYaml(': it holds more than one document');
     doc = next;
   }
   if (doc === null || doc.errors.length > 0) throw notYaml();
+  // A tag the reader does not know (`!!js/function`, `!custom`) would be read as the plain text after it.
+  const unknownTag = doc.warnings.find((w) => w.code === 'TAG_RESOLVE_FAILED');
+  if (unknownTag) throw notYaml(`: ${unknownTag.message.split('\n')[0]}`);
   asJson(doc, text);
   let value: unknown;
   try {
@@ -106,13 +120,13 @@ export function parseYamlManifest(text: string): unknown {
   } catch {
     throw notYaml(`: it uses more than ${MAX_ALIAS_COUNT} aliases`);
   }
-  checkDepth(value, YAML_COLLECTIONS);
+  checkParsed(value, YAML_COLLECTIONS);
   return value;
 }
 
 export function parseJsonManifest(text: string): unknown {
   const value = parseBodyJson(text);
-  checkDepth(value);
+  checkParsed(value);
   return value;
 }
 

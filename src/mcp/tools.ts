@@ -15,7 +15,7 @@ import { isUuid } from '../ids.ts';
 import { writtenAsInteger } from '../json.ts';
 import type { OrganizationDoc } from '../store/collections.ts';
 import { CurrentPoliciesSimulationBody, IDEMPOTENCY_KEY, PurchaseRequestBody } from '../../schemas/purchases.ts';
-import { parsePurchase, reservedKeys } from '../purchases/input.ts';
+import { parsePurchase, metadataIssues } from '../purchases/input.ts';
 import { submitPurchase } from '../purchases/submit.ts';
 import { getPurchase } from '../purchases/read.ts';
 import { receiptsOfPurchase } from '../receipts/read.ts';
@@ -147,7 +147,7 @@ export function rawArgumentsError(name: string, args: unknown): ApiError | null 
     issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
   }
   const { metadata } = args as { metadata?: unknown };
-  if (name === 'request_purchase' && metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) issues.push(...reservedKeys(metadata, 'metadata'));
+  if (name === 'request_purchase' && metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) issues.push(...metadataIssues(metadata, 'metadata'));
   return issues.length > 0 ? invalidRequest(issues, 'The tool arguments are not valid.') : null;
 }
 

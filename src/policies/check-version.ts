@@ -40,14 +40,19 @@ export function checkVersion(v: PolicyVersionDoc, approvers?: number): { issues:
       issues.push({ code: 'RULE_CURRENCY_NOT_COVERED', path: `${path}.currency`, message: `The rule is in ${rule.currency}, which this version does not cover (${v.currencies.join(', ')}).` });
     }
   }
-  // A threshold can never apply when, in every currency it applies to, a maximum below it refuses first.
+  // A threshold can never apply when, in every currency it applies to, a maximum at or below it refuses
+  // first: the engine escalates an amount above the threshold and refuses one above the maximum
+  // (src/engine/decide.ts, both `amount > limit`), and a refusal wins, so a threshold equal to the
+  // maximum escalates nothing the maximum does not refuse.
   const appliesIn = (rule: RuleDoc) => (rule.currency === null ? v.currencies : [rule.currency]);
-  const refusedBelow = (t: RuleDoc, currency: string) => maxima.some(({ rule: m }) => (m.currency === null || m.currency === currency) && t.amountMinor > m.amountMinor);
+  const deadUnder = (t: RuleDoc, m: RuleDoc) => t.amountMinor >= m.amountMinor;
+  const refusedBelow = (t: RuleDoc, currency: string) => maxima.some(({ rule: m }) => (m.currency === null || m.currency === currency) && deadUnder(t, m));
   for (const t of thresholds) {
     if (!appliesIn(t.rule).every((currency) => refusedBelow(t.rule, currency))) continue;
     for (const m of maxima) {
-      if (overlap(t.rule, m.rule) && t.rule.amountMinor > m.rule.amountMinor) {
-        issues.push({ code: 'APPROVAL_THRESHOLD_ABOVE_MAXIMUM', path: t.path, message: `The approval threshold (${t.rule.amountMinor}) is above the per-purchase maximum (${m.rule.amountMinor}), so it can never apply.` });
+      if (overlap(t.rule, m.rule) && deadUnder(t.rule, m.rule)) {
+        const relation = t.rule.amountMinor === m.rule.amountMinor ? 'equals' : 'is above';
+        issues.push({ code: 'APPROVAL_THRESHOLD_ABOVE_MAXIMUM', path: t.path, message: `The approval threshold (${t.rule.amountMinor}) ${relation} the per-purchase maximum (${m.rule.amountMinor}): any amount above it is refused, so it can never apply.` });
       }
     }
   }

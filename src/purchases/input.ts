@@ -6,7 +6,7 @@ import { capIssues, type Validator } from '../http/validate.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
-import { writtenAsInteger } from '../json.ts';
+import { beyondDouble, writtenAsInteger } from '../json.ts';
 import type { EngineInput, EvaluationMode, PolicyCandidate } from '../engine/types.ts';
 import type { AgentDoc } from '../store/collections.ts';
 
@@ -48,10 +48,8 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
   const issues: ErrorIssue[] = [];
   const check = (field: string) => Object.hasOwn(body, field) && !refused.has(field);
   if (check('amountMinor')) {
-    const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
-    if (amount === null) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' });
-    else if (amount <= 0n) issues.push({ path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' });
-    else if (amount > MAX_STORED_MINOR) issues.push({ path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` });
+    const issue = amountIssue(body);
+    if (issue) issues.push(issue);
   }
   if (!refused.has('currency')) {
     const currency = body.currency ?? organizationCurrency;
@@ -61,8 +59,17 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
     issues.push({ path: 'merchant', code: 'MERCHANT_EMPTY', message: 'merchant needs letters or digits.' });
   }
   if (check('reason') && (body.reason as string).trim() === '') issues.push({ path: 'reason', code: 'REASON_EMPTY', message: 'reason must say why.' });
-  if (check('metadata')) issues.push(...reservedKeys(body.metadata, 'metadata'));
+  if (check('metadata')) issues.push(...metadataIssues(body.metadata, 'metadata'));
   return issues;
+}
+
+/** What is wrong with body.amountMinor (a string or a number) by its value and how it was written; null when nothing is. */
+function amountIssue(body: Record<string, unknown>): ErrorIssue | null {
+  const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
+  if (amount === null) return { path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' };
+  if (amount <= 0n) return { path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' };
+  if (amount > MAX_STORED_MINOR) return { path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` };
+  return null;
 }
 
 /**
@@ -70,13 +77,14 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
  * documents by assignment would turn into a prototype, `_bsontype`, by which the MongoDB driver's
  * BSON serialiser recognises its own value classes (it refuses a plain object carrying one, so the
  * write would fail), and any key holding a NUL character, which a BSON field name (a C string) cannot
- * (both stores refuse it). The body's depth is already bounded.
+ * (both stores refuse it). And numbers beyond a double's range (OUT_OF_RANGE, src/json.ts): a double
+ * cannot store one, and metadata has no limit to judge it by. The body's depth is already bounded.
  */
 const RESERVED_KEYS = new Set(['__proto__', '_bsontype']);
 
 const reserved = (key: string) => RESERVED_KEYS.has(key) || key.includes('\0');
 
-export function reservedKeys(value: unknown, path: string): ErrorIssue[] {
+export function metadataIssues(value: unknown, path: string): ErrorIssue[] {
   const issues: ErrorIssue[] = [];
   const stack: [unknown, string][] = [[value, path]];
   while (stack.length > 0) {
@@ -84,6 +92,7 @@ export function reservedKeys(value: unknown, path: string): ErrorIssue[] {
     if (current === null || typeof current !== 'object') continue;
     for (const [key, child] of Object.entries(current)) {
       if (reserved(key)) issues.push({ path: `${at}.${key}`, code: 'RESERVED_KEY', message: `${JSON.stringify(key)} is not accepted as a key.` });
+      else if (beyondDouble(current, key)) issues.push({ path: `${at}.${key}`, code: 'OUT_OF_RANGE', message: `"${at}.${key}" is beyond the range of a double (about 1.8e308).` });
       else stack.push([child, `${at}.${key}`]);
     }
   }

@@ -3,6 +3,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { stringify } from 'yaml';
 import { MANIFEST_LIMIT } from '../../src/admin/manifest-body.ts';
 import { runService } from '../helpers/service-process.ts';
@@ -169,6 +170,100 @@ test.serial('a limit written as a JSON or YAML integer above 2^53-1 is AMOUNT_TO
   t.is(asYaml.status, 400, asYaml.text);
   t.deepEqual(asYaml.body.error.issues.map((i: any) => [i.path, i.code]), [['policies.0.rules.0.amountMinor', 'AMOUNT_TOO_LARGE']]);
   t.deepEqual(await counts(), before);
+});
+
+test.serial('a limit or a quorum written beyond a double\'s range is judged by its value, in JSON and in YAML', async (t) => {
+  const before = await counts();
+  const huge = '9'.repeat(400);
+  const cases: Array<[string, string, string]> = [
+    [huge, 'policies.0.rules.1.amountMinor', 'AMOUNT_TOO_LARGE'],
+    [`-${huge}`, 'policies.0.rules.1.amountMinor', 'AMOUNT_NOT_POSITIVE'],
+    ['"20000", "approvalsRequired": ' + huge, 'policies.0.rules.1.approvalsRequired', 'OUT_OF_RANGE'],
+  ];
+  for (const [written, path, code] of cases) {
+    const manifest = acmeManifest('beyond-double');
+    const json = JSON.stringify(manifest).replace('"amountMinor":"20000"', `"amountMinor":${written}`);
+    // The same document in YAML (JSON is YAML), for YAML's own number reading.
+    for (const [type, raw] of [['application/json', json], ['application/yaml', json.replace(/,"/g, ', "')]]) {
+      const res = await app.admin('/admin/manifests', { raw, headers: { 'content-type': type! } });
+      t.is(res.status, 400, `${type} ${path}: ${res.text}`);
+      t.deepEqual(res.body.error.issues.map((i: any) => [i.path, i.code]), [[path, code]], `${type} ${written.slice(0, 12)}`);
+    }
+  }
+  t.deepEqual(await counts(), before);
+});
+
+test.serial('a quorum written with a fraction or an exponent is refused as 1.5 is, in JSON and in YAML, not rounded', async (t) => {
+  const before = await counts();
+  for (const written of ['2.0', '2e0', '1.0000000000000001', '20E-1', '1.5']) {
+    const json = JSON.stringify(acmeManifest('quorum-written')).replace('"amountMinor":"20000"', `"amountMinor":"20000","approvalsRequired":${written}`);
+    for (const [type, raw] of [['application/json', json], ['application/yaml', json]]) {
+      const res = await app.admin('/admin/manifests', { raw, headers: { 'content-type': type! } });
+      t.is(res.status, 400, `${type} ${written}: ${res.text}`);
+      t.deepEqual(res.body.error.issues.map((i: any) => [i.path, i.code]), [['policies.0.rules.1.approvalsRequired', 'INVALID_TYPE']], `${type} ${written}`);
+    }
+  }
+  t.deepEqual(await counts(), before);
+  const ok = await app.admin('/admin/manifests', { raw: JSON.stringify(acmeManifest('quorum-written')).replace('"amountMinor":"20000"', '"amountMinor":"20000","approvalsRequired":2'), headers: { 'content-type': 'application/json' } });
+  t.is(ok.status, 200, ok.text);
+});
+
+test.serial('a YAML tag the reader does not know is refused, not read as the text after it; a collection as a key writes no warning', async (t) => {
+  const before = await counts();
+  const text = stringify(acmeManifest('yaml-tags'));
+  for (const tag of ['!!js/function', '!custom']) {
+    const res = await app.admin('/admin/manifests', { raw: text.replace('name: Acme Robotics', `name: ${tag} "Acme Robotics"`), headers: { 'content-type': 'application/yaml' } });
+    t.is(res.status, 400, `${tag}: ${res.text}`);
+    t.is(res.body.error.code, 'malformed_json', tag);
+    t.regex(res.body.error.message, /not valid YAML: Unresolved tag/, tag);
+  }
+  t.deepEqual(await counts(), before);
+  // The yaml package wrote a process warning to stderr for each such key, at the client's will.
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    const res = await app.admin('/admin/manifests', { raw: text.replace('organization:\n', 'organization:\n  ? [a, b]\n  : 1\n'), headers: { 'content-type': 'application/yaml' } });
+    t.deepEqual(res.body.error.issues.map((i: any) => i.code), ['UNKNOWN_FIELD'], res.text);
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', onWarning);
+  }
+  t.deepEqual(warnings.map((w) => w.message), []);
+});
+
+test.serial('a %YAML 1.1 directive does not change what the text means: 020000 is still 20000, yes is still text', async (t) => {
+  const manifest = acmeManifest('yaml-one-one');
+  manifest.agents[0]!.name = 'yes';
+  const text = '%YAML 1.1\n---\n' + stringify(manifest).replace('amountMinor: "20000"', 'amountMinor: 020000');
+  const res = await app.admin('/admin/manifests', { raw: text, headers: { 'content-type': 'application/yaml' } });
+  t.is(res.status, 200, res.text);
+  const key = res.body.apiKeys['admin-key'].key;
+  const office = res.body.policies.office;
+  const version = await app.request(`/v1/policies/${office.id}/versions/${office.activeVersionId}`, { key });
+  t.deepEqual(version.body.version.rules.map((r: any) => r.amountMinor), ['50000', '20000', '200000'], version.text);
+  const agents = await app.request('/v1/agents', { key });
+  t.true(agents.body.agents.some((a: any) => a.name === 'yes'), agents.text);
+});
+
+test.serial('a manifest sent with a Content-Encoding is decoded as JSON bodies are; an unknown one is 415', async (t) => {
+  const before = await counts();
+  const send = (raw: Buffer | string, encoding: string) => app.admin('/admin/manifests', { raw, headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+  const text = JSON.stringify(acmeManifest('compressed'));
+  const unknown = await send(text, 'compress');
+  t.is(unknown.status, 415, unknown.text);
+  t.is(unknown.body.error.code, 'unsupported_media_type');
+  const broken = await send('not gzip at all', 'gzip');
+  t.is(broken.status, 400, broken.text);
+  t.is(broken.body.error.code, 'malformed_json');
+  // Past the limit once decoded, however small compressed.
+  const bomb = await send(gzipSync(`{"organization":${' '.repeat(MANIFEST_LIMIT)}}`), 'gzip');
+  t.is(bomb.status, 413, bomb.text);
+  t.deepEqual(await counts(), before);
+  for (const [encoding, compress] of [['gzip', gzipSync], ['Deflate', deflateSync], ['br', brotliCompressSync]] as const) {
+    const res = await send(compress(text), encoding);
+    t.is(res.status, 200, `${encoding}: ${res.text}`);
+  }
 });
 
 test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {

@@ -1,5 +1,6 @@
 // GET /v1/agents, /v1/policies..., validate (docs/reference/contract.md §4.6-4.10) through real HTTP.
 import test from 'ava';
+import fc from 'fast-check';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 
@@ -230,6 +231,49 @@ test('a threshold above a maximum of one currency is valid when it applies in an
   t.is(dead.status, 200, dead.text);
   t.false(dead.body.valid);
   t.deepEqual(dead.body.issues.map((i: any) => [i.code, i.path]), [['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1'], ['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1']]);
+});
+
+test('a threshold equal to the maximum can never apply: validate says so, as the engine refuses what it would escalate', async (t) => {
+  const manifest = acmeManifest('equal-threshold');
+  const office = manifest.policies[0] as any;
+  office.rules[1].amountMinor = office.rules[0].amountMinor;
+  const equal = await applyManifest(app, manifest);
+  const res = await app.request(`/v1/policies/${equal.policies.office.id}/versions/${equal.policies.office.activeVersionId}/validate`, { method: 'POST', key: equal.keys['admin-key'] });
+  t.is(res.status, 200, res.text);
+  t.false(res.body.valid);
+  t.deepEqual(res.body.issues.map((i: any) => [i.code, i.path]), [['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1']]);
+  t.regex(res.body.issues[0].message, /equals the per-purchase maximum/);
+  // The engine: at the limit both pass, one minor unit above it is refused, never escalated.
+  const submit = (amountMinor: string) => app.request('/v1/simulations/current-policies', { key: equal.keys['buyer-key'], body: { amountMinor, merchant: 'Paper Co', reason: 'desk' } });
+  t.is((await submit(office.rules[0].amountMinor)).body.simulatedDecision.outcome, 'APPROVED');
+  const above = await submit(String(Number(office.rules[0].amountMinor) + 1));
+  t.is(above.body.simulatedDecision.outcome, 'REJECTED', above.text);
+  // One minor unit below the maximum, it escalates something.
+  office.rules[1].amountMinor = String(Number(office.rules[0].amountMinor) - 1);
+  const below = await applyManifest(app, manifest);
+  const ok = await app.request(`/v1/policies/${below.policies.office.id}/versions/${below.policies.office.activeVersionId}/validate`, { method: 'POST', key: equal.keys['admin-key'] });
+  t.deepEqual(ok.body.issues, [], ok.text);
+});
+
+test('validate calls a threshold dead exactly when the engine never escalates an amount above it', async (t) => {
+  const manifest = acmeManifest('threshold-property');
+  const office = manifest.policies[0] as any;
+  const first = await applyManifest(app, manifest);
+  await fc.assert(
+    fc.asyncProperty(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 1, max: 60 }), async (maximum, threshold) => {
+      office.rules[0].amountMinor = String(maximum);
+      office.rules[1].amountMinor = String(threshold);
+      const applied = await applyManifest(app, manifest);
+      const { id, activeVersionId } = applied.policies.office!;
+      const validated = await app.request(`/v1/policies/${id}/versions/${activeVersionId}/validate`, { method: 'POST', key: first.keys['admin-key'] });
+      const dead = validated.body.issues.some((i: any) => i.code === 'APPROVAL_THRESHOLD_ABOVE_MAXIMUM');
+      // The smallest amount the threshold could escalate.
+      const sim = await app.request('/v1/simulations/current-policies', { key: first.keys['buyer-key'], body: { amountMinor: String(threshold + 1), merchant: 'Paper Co', reason: 'desk' } });
+      return dead === (sim.body.simulatedDecision.outcome !== 'REQUIRES_APPROVAL');
+    }),
+    { numRuns: 15, examples: [[30, 30], [30, 29], [30, 31]] },
+  );
+  t.pass();
 });
 
 test('validate takes no body: an empty object is tolerated, a field is refused, not ignored', async (t) => {

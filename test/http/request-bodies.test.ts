@@ -6,6 +6,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { gzipSync } from 'node:zlib';
+import { stringify } from 'yaml';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { DuplicateKeyError, parseJson } from '../../src/json.ts';
@@ -24,7 +25,7 @@ const submitRaw = (raw: string | Buffer, headers: Record<string, string> = { 'co
 
 test.serial('an amount written with a fraction or an exponent is refused, even when it parses to a whole number', async (t) => {
   const before = await purchases();
-  for (const amount of ['0.99999999999999999', '1.00000000000000001', '4503599627370496.5', '1.0', '1e3', '10E1']) {
+  for (const amount of ['0.99999999999999999', '1.00000000000000001', '4503599627370496.5', '1.0', '1e3', '10E1', '1e400', '-1e400', `${'9'.repeat(400)}.5`]) {
     const res = await submitRaw(`{"merchant":"Paper Co","amountMinor":${amount},"reason":"r"}`);
     t.is(res.status, 400, amount);
     t.is(res.body.error.code, 'invalid_request');
@@ -44,6 +45,10 @@ test.serial('an amount written as an integer beyond 2^53-1 is AMOUNT_TOO_LARGE, 
     ['9007199254740993', 'AMOUNT_TOO_LARGE'],
     ['99999999999999999999', 'AMOUNT_TOO_LARGE'],
     ['-9007199254740993', 'AMOUNT_NOT_POSITIVE'],
+    // Beyond a double's range (JSON.parse makes Infinity of them): the same by value.
+    ['9'.repeat(309), 'AMOUNT_TOO_LARGE'],
+    [`1${'0'.repeat(400)}`, 'AMOUNT_TOO_LARGE'],
+    [`-${'9'.repeat(309)}`, 'AMOUNT_NOT_POSITIVE'],
   ];
   for (const [amount, code] of cases) {
     const body = `{"merchant":"Paper Co","amountMinor":${amount},"reason":"r"}`;
@@ -57,6 +62,14 @@ test.serial('an amount written as an integer beyond 2^53-1 is AMOUNT_TOO_LARGE, 
     t.is(simulated.status, 400, amount);
     t.deepEqual(simulated.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['amountMinor', code]], amount);
   }
+  t.is(await purchases(), before);
+});
+
+test.serial('a number beyond a double\'s range in metadata is OUT_OF_RANGE at its path', async (t) => {
+  const before = await purchases();
+  const res = await submitRaw(`{"merchant":"Paper Co","amountMinor":"100","reason":"r","metadata":{"a":[1,${'9'.repeat(309)}],"b":-1e999,"c":1e308}}`);
+  t.is(res.status, 400, res.text);
+  t.deepEqual(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]).sort(), [['metadata.a.1', 'OUT_OF_RANGE'], ['metadata.b', 'OUT_OF_RANGE']]);
   t.is(await purchases(), before);
 });
 
@@ -95,6 +108,24 @@ test.serial('a manifest limit written as a fraction is refused', async (t) => {
   const res = await app.request('/admin/manifests', { key: undefined, raw: text, method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${'test-admin-token-0123456789abcdef'}` } });
   t.is(res.status, 400, res.text);
   t.true(res.body.error.issues.some((i: { path: string; code: string }) => i.path.endsWith('.amountMinor') && i.code === 'AMOUNT_NOT_POSITIVE'), res.text);
+});
+
+test.serial('an amount written as a JSON integer of any length is judged by its value, as its string is', async (t) => {
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  // Around 2^53, and up to far beyond a double's range (10^308).
+  const value = fc.oneof(fc.bigInt({ min: -10n, max: max + 10n }), fc.bigInt({ min: -(10n ** 400n), max: 10n ** 400n }));
+  await fc.assert(
+    fc.asyncProperty(value, async (amount) => {
+      const body = `{"merchant":"Paper Co","amountMinor":${amount},"reason":"r"}`;
+      const res = await app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], raw: body, headers: { 'content-type': 'application/json' }, method: 'POST' });
+      const expected = amount >= 1n && amount <= max ? null : amount < 1n ? 'AMOUNT_NOT_POSITIVE' : 'AMOUNT_TOO_LARGE';
+      const got = res.status === 200 ? null : res.body.error?.issues?.map((i: { path: string; code: string }) => `${i.path}:${i.code}`).join(',');
+      if (got !== (expected && `amountMinor:${expected}`)) throw new Error(`${amount}: ${res.status} ${res.text.slice(0, 300)}`);
+      if (expected === null && res.body.purchase.amountMinor !== amount.toString()) throw new Error(`${amount} read as ${res.body.purchase.amountMinor}`);
+    }),
+    { numRuns: 60, includeErrorInReport: true },
+  );
+  t.pass();
 });
 
 test.serial('a name given twice in one object is refused with its path, however it is escaped', async (t) => {
@@ -183,6 +214,63 @@ test.serial('parseJson reads every JSON value as JSON.parse does, and finds a re
       t.is(error?.path, name);
     }),
   );
+});
+
+test.serial('a lone UTF-16 surrogate is LONE_SURROGATE at its field, in every body and manifest; a pair is kept as sent', async (t) => {
+  const before = await purchases();
+  const json = { 'content-type': 'application/json' };
+  const orgKey = acme.keys['admin-key'];
+  const cases: Array<[string, () => Promise<{ status: number; body: any; text: string }>, string[]]> = [
+    ['merchant', () => submitRaw('{"merchant":"Paper \\ud800 Co","amountMinor":"100","reason":"r"}'), ['merchant']],
+    ['reason and a metadata name', () => submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r\\udfff","metadata":{"n\\udc00":1,"list":["ok","\\ud83d"]}}'), ['reason', 'metadata.n\udc00', 'metadata.list.1']],
+    ['simulation', () => app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], method: 'POST', headers: json, raw: '{"merchant":"Paper Co","amountMinor":"100","reason":"\\ude00\\ud83d"}' }), ['reason']],
+    ['webhook url', () => app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/\\ud800","subscribedTypes":["purchase.approved"]}' }), ['url']],
+    ['webhook description', () => app.request('/v1/webhooks', { key: orgKey, method: 'POST', headers: json, raw: '{"url":"https://hooks.example.com/x","subscribedTypes":["purchase.approved"],"description":"d\\udbff"}' }), ['description']],
+    ['operator API', () => app.admin(`/admin/agents/${acme.agents.buyer!.id}`, { method: 'PATCH', headers: json, raw: '{"status":"ENABLED\\ud800"}' }), ['status']],
+    ['JSON manifest', () => app.admin('/admin/manifests', { headers: json, raw: JSON.stringify(acmeManifest('lone-json')).replace('"Office buyer"', '"Office \\ud800buyer"') }), ['agents.0.name']],
+    ['YAML manifest', () => app.admin('/admin/manifests', { headers: { 'content-type': 'application/yaml' }, raw: stringify(acmeManifest('lone-yaml')).replace('name: Office buyer', 'name: "Office \\ud800buyer"') }), ['agents.0.name']],
+  ];
+  // One at a time: sent together, they left idle pooled connections, and the next test's first request
+  // sometimes failed with "fetch failed" (presumably one closed by the server's keep-alive timeout as it was reused).
+  for (const [what, send, paths] of cases) {
+    const res = await send();
+    t.is(res.status, 400, `${what}: ${res.text}`);
+    t.is(res.body.error.code, 'invalid_request', what);
+    t.deepEqual(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), paths.map((p) => [p, 'LONE_SURROGATE']), what);
+  }
+  t.is(await purchases(), before);
+  t.is((await app.admin('/admin/manifests', { headers: json, raw: JSON.stringify(acmeManifest('lone-json')) })).status, 200, 'nothing of the refused manifest was applied');
+
+  // An escaped pair is one character, kept as sent.
+  const ok = await submitRaw('{"merchant":"Paper \\ud83d\\ude00 Co","amountMinor":"100","reason":"r"}');
+  t.is(ok.status, 201, ok.text);
+  const readback = await app.request(`/v1/purchase-requests/${ok.body.purchaseRequest.id}`, { key: acme.keys['buyer-key'] });
+  t.is(readback.body.purchase.merchant, 'Paper 😀 Co', readback.text);
+});
+
+test.serial('any reason with a surrogate alone is refused for it, and any other is not', async (t) => {
+  // Surrogates one by one (a high one followed by a low one is a pair), among any other characters.
+  const surrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((unit) => String.fromCharCode(unit));
+  const text = fc.array(fc.oneof(surrogate, fc.string({ unit: 'binary', maxLength: 2 })), { maxLength: 6 }).map((parts) => parts.join(''));
+  await fc.assert(
+    fc.asyncProperty(text, async (reason) => {
+      const res = await app.request('/v1/simulations/current-policies', { key: acme.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: `r${reason}` } })
+        // fetch's own message says nothing of why the connection failed (seen once in a while under load).
+        .catch((e) => { throw new Error(`${e}: ${e.cause}`); });
+      const refused = res.status === 400 && res.body.error.issues.some((i: { path: string; code: string }) => i.path === 'reason' && i.code === 'LONE_SURROGATE');
+      if (refused !== /\p{Cs}/u.test(reason)) throw new Error(`${JSON.stringify(reason)}: ${res.status} ${res.text}`);
+    }),
+    { numRuns: 60, includeErrorInReport: true },
+  );
+  t.pass();
+});
+
+test.serial('an unknown field is named as sent, a dot or an empty name included, and listed once', async (t) => {
+  const dotted = await submitRaw('{"merchant":"Paper Co","amountMinor":"100","reason":"r","a.b":1}');
+  t.deepEqual(dotted.body.error.issues, [{ path: 'a.b', code: 'UNKNOWN_FIELD', message: 'Unknown field "a.b".' }]);
+  const manifest = JSON.stringify(acmeManifest('empty-name')).replace('"organization":{', '"organization":{"":1,');
+  const res = await app.admin('/admin/manifests', { headers: { 'content-type': 'application/json' }, raw: manifest });
+  t.deepEqual(res.body.error.issues, [{ path: 'organization.', code: 'UNKNOWN_FIELD', message: 'Unknown field "".' }]);
 });
 
 // ---- docs/reference/contract.md §8 limits at their boundary ----

@@ -51,3 +51,20 @@ test('POST /ADMIN/manifests without the operator token creates nothing', async (
   // And the same request where it belongs still needs the token.
   t.is((await app.request('/admin/manifests', { body: manifest })).status, 401);
 });
+
+test('one trailing slash is the same path on every route; more is never a 500, and on /v1 and /admin a 404 has the error body', async (t) => {
+  const all = routes();
+  for (const [method, path] of all) {
+    if (path.endsWith('/') || path.includes('*')) continue;
+    for (const key of [null, ADMIN_TOKEN]) {
+      const send = (p: string) => app.request(p, { method, key, ...(method === 'GET' || method === 'DELETE' ? {} : { body: {} }) });
+      const plain = await send(path);
+      const slash = await send(`${path}/`);
+      t.is(slash.status, plain.status, `${method} ${path}/ ${key ? 'with' : 'without'} the operator token: ${slash.text.slice(0, 200)}`);
+      const doubled = await send(`${path}//`);
+      t.true(doubled.status < 500, `${method} ${path}//: ${doubled.text.slice(0, 200)}`);
+      // The REST surfaces answer their error body (the dashboard answers HTML).
+      if (doubled.status === 404 && /^\/(v1|admin)\//.test(path)) t.is(doubled.body?.error?.code, 'not_found', `${method} ${path}//`);
+    }
+  }
+});

@@ -300,6 +300,22 @@ test('an amount written as a fraction is refused by the tools as on /v1, though 
   t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Fraction Paper' }), 0);
 });
 
+test('an integer amount past 2^53-1, even beyond a double\'s range, is judged by its value by the tools, as on /v1', async (t) => {
+  const auth = { authorization: `Bearer ${full.access_token}` };
+  for (const name of ['check_purchase', 'request_purchase']) {
+    for (const [amount, code] of [['99999999999999999999', 'AMOUNT_TOO_LARGE'], ['9'.repeat(309), 'AMOUNT_TOO_LARGE'], [`-${'9'.repeat(309)}`, 'AMOUNT_NOT_POSITIVE'], ['1e400', 'AMOUNT_NOT_INTEGER']]) {
+      const res = await fetchJson(`${app.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth },
+        body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"${name}","arguments":{"merchant":"Huge Paper","amountMinor":${amount},"reason":"m"}}}`,
+      });
+      const body = await res.json();
+      t.deepEqual(errorOf(body.result).issues?.map((i) => [i.path, i.code]), [['amountMinor', code]], `${name} ${amount.slice(0, 8)}`);
+    }
+  }
+  t.is(await app.store.db.collection('purchases').countDocuments({ merchant: 'Huge Paper' }), 0);
+});
+
 // Messages no real client sends: tools/call params the protocol's own schema refuses.
 test('malformed tools/call params are JSON-RPC -32602 Invalid params, not -32603; a batch is judged per message', async (t) => {
   const auth = { authorization: `Bearer ${full.access_token}` };
