@@ -18,7 +18,8 @@ import { parsePurchase } from '../purchases/input.ts';
 import { compile } from '../http/validate.ts';
 import { PurchaseRequestBody } from '../../schemas/purchases.ts';
 import { runCommand } from '../commands/run-command.ts';
-import { connectionsCollection } from '../identity/connections/documents.ts';
+import { connectionsCollection, type ConnectionDoc } from '../identity/connections/documents.ts';
+import { grantableScopes } from '../identity/oauth/scopes.ts';
 import { revokeConnectionIn } from '../identity/connections/revoke.ts';
 import { revokeApiKey } from '../identity/credentials/revoke.ts';
 import { simulateVersion } from '../simulations/simulate.ts';
@@ -404,7 +405,10 @@ export function dashboardRoutes(deps: AppDeps): Router {
 async function connectionRows(deps: AppDeps, organizationId: string) {
   const list = await connectionsCollection(deps.store.db).find({ organizationId }).sort({ createdAt: -1, _id: -1 }).toArray();
   const agents = new Map((await deps.collections.agents.find({ organizationId }).toArray()).map((a) => [a._id, a.name]));
-  return list.map((connection) => ({ connection, agentName: agents.get(connection.agentId) ?? 'a removed agent' }));
+  const people = new Map((await deps.collections.people.find({ organizationId }).toArray()).map((p) => [p._id, p]));
+  // The scopes a connection can use now: no more than the person who granted it may grant today (resolve-token.ts).
+  const usable = (c: ConnectionDoc) => grantableScopes(people.get(c.personId) ?? { roles: [] }, c.scopes);
+  return list.map((connection) => ({ connection: { ...connection, scopes: usable(connection) }, agentName: agents.get(connection.agentId) ?? 'a removed agent' }));
 }
 
 async function policyRows(deps: AppDeps, s: SignedIn, ctx: Context): Promise<views.PolicyRow[]> {

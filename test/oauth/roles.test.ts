@@ -5,9 +5,10 @@ import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import {
-  Browser, PASSWORD, authorizeUrl, connect, hiddenField, pkce, signInToConsent, startConnectionsApp, startMetadataServer, type MetadataServer, type Org,
+  Browser, PASSWORD, authorizeUrl, connect, hiddenField, pkce, signInToConsent, startConnectionsApp, startMetadataServer, tokenForm, type MetadataServer, type Org,
 } from './helpers.ts';
 import { connectionsCollection } from '../../src/identity/connections/documents.ts';
+import { Client } from '../helpers/dashboard.ts';
 
 let app: TestApp;
 let meta: MetadataServer;
@@ -84,7 +85,26 @@ test('an approver made a viewer no longer requests purchases through their conne
   t.is(refused.status, 403);
   t.is(refused.body.error.code, 'insufficient_scope');
   t.is((await app.request('/v1/simulations/current-policies', { key: tokens.access_token, body: purchase })).status, 200);
+  // A refresh meanwhile says what the new access token can do: no longer request purchases.
+  const refreshed = await (await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId })).json();
+  t.is(refreshed.scope, 'purchase:check purchase:read');
 
   await applyManifest(app, manifest(handle, ['approver']));
   t.is((await app.request('/v1/purchase-requests', { key: tokens.access_token, body: purchase })).status, 201);
+  // And the refresh token kept what was granted, so the next refresh gives it back.
+  const again = await (await tokenForm(app, { grant_type: 'refresh_token', refresh_token: refreshed.refresh_token, client_id: meta.clientId })).json();
+  t.is(again.scope, 'purchase:check purchase:read purchase:request');
+  t.is((await app.request('/v1/purchase-requests', { key: again.access_token, body: purchase })).status, 201);
+});
+
+test('the dashboard lists the scopes a connection can use now: requesting purchases is gone while its grantor is no approver', async (t) => {
+  const org = await orgWith(['approver', 'admin']);
+  await connect(app, org, meta.clientId);
+  const handle = org.email.split('@')[1].split('.')[0];
+  const client = new Client(app.url);
+  t.is((await client.signIn(org.email)).status, 303);
+  const scopesShown = async () => /<td class="codes">([^<]*)<\/td>/.exec((await client.get('/dashboard/connections')).text)?.[1];
+  t.is(await scopesShown(), 'purchase:check purchase:read purchase:request');
+  await applyManifest(app, manifest(handle, ['admin']));
+  t.is(await scopesShown(), 'purchase:check purchase:read');
 });

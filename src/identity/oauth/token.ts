@@ -28,7 +28,7 @@ import { oauthCollections } from './documents.ts';
 import type { FormResult } from './form.ts';
 import { mcpResourceOf } from './issuer.ts';
 import { canonicalClientId, registrationIdOf } from './registration.ts';
-import { parseScopes } from './scopes.ts';
+import { grantableScopes, parseScopes } from './scopes.ts';
 
 export interface TokenResponse {
   access_token: string;
@@ -193,8 +193,12 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
     const consumed = await o.refreshTokens.updateOne({ _id: digest, consumedAt: null }, { $set: { consumedAt: now } }, { session });
     // Another request rotated it at the same moment: retry, and the retry sees the reuse.
     if (consumed.matchedCount !== 1) throw new VersionConflict(`refresh token ${digest.slice(0, 8)}`);
-    // RFC 6749 6: the new refresh token has exactly the scopes of the one presented; only the access token is narrowed.
-    return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, { access: narrowed ?? found.scopes, refresh: found.scopes }, found.resource, now) };
+    // RFC 6749 6: the new refresh token has exactly the scopes of the one presented; only the access token is narrowed,
+    // also to what the person who granted it may grant now (a call would be held to that anyway: resolve-token.ts),
+    // so that `scope` says what the token can do. A person made approver again gets purchase:request back.
+    const grantor = await deps.collections.people.findOne({ _id: connection.personId, organizationId: connection.organizationId }, { session });
+    const access = grantableScopes(grantor ?? { roles: [] }, narrowed ?? found.scopes);
+    return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, { access, refresh: found.scopes }, found.resource, now) };
   });
 }
 
