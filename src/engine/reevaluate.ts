@@ -17,6 +17,7 @@ import { formatMinor } from './currency.ts';
 import { decideWithBudgets, orderReasons } from './decide.ts';
 import type { BudgetCrossing, BudgetEffect, EngineInput, ReasonCode, SimulatedDecision, WindowState } from './types.ts';
 import { crossingsFor, spentMinor, ZERO_WINDOW } from './budgets.ts';
+import { windowSeries } from './periods.ts';
 
 export interface ReevaluationRequest {
   answer: 'APPROVE' | 'REJECT';
@@ -94,12 +95,16 @@ export function reevaluate(input: EngineInput, request: ReevaluationRequest): Re
   }
 
   const keys = new Map(evaluation.budgets.map((budget) => [budget.windowId, budget]));
+  // A held window whose policy, currency and period kind now count the purchase in another period: the
+  // organisation changed zone since the hold, and the request falls in another day or month there. The
+  // amount is committed where it counts now and released where it was held, so that it is spent once.
+  const movedSeries = new Set(evaluation.budgets.filter((b) => !held.has(b.windowId)).map((b) => windowSeries(b.windowId)));
   const budget: BudgetEffect[] = [];
   for (const id of held) {
     const current = keys.get(id);
     budget.push({
       // Approval turns the hold into spend even in a window the policies no longer read: the money is spent.
-      operation: outcome === 'APPROVED' ? 'CONVERT_HOLD' : 'RELEASE_HOLD',
+      operation: outcome === 'APPROVED' && !movedSeries.has(windowSeries(id)) ? 'CONVERT_HOLD' : 'RELEASE_HOLD',
       windowId: id,
       window: current
         ? {
