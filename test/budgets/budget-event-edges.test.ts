@@ -3,6 +3,7 @@
 // once, holds released and taken again, a new version of the policy that keeps the limit. The clock
 // is fixed, so that every purchase falls in one day.
 import test from 'ava';
+import fc from 'fast-check';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 
@@ -111,4 +112,55 @@ test('a window that recorded its reported limit by rule id, as windows written b
   t.is((await buy(20_001)).body.decision.outcome, 'REJECTED'); // by the used-up budget
   const events = await budgetEvents(org.organizationId);
   t.deepEqual(events.map((e: any) => [e.type, e.data.cause]), [['budget.threshold_reached', 'SPENDING']]);
+});
+
+test('people approving held purchases at once: the 80% mark is reported once', async (t) => {
+  const manifest = acmeManifest('events-approvals-burst');
+  const org = await applyManifest(app, manifest);
+  const buy = buyer(org);
+  for (let i = 0; i < 7; i++) t.is((await buy(20_000)).body.decision.outcome, 'APPROVED'); // 140,000: 70%
+  const held: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await buy(25_000); // held: 190,000 with both
+    t.is(res.body.decision.outcome, 'REQUIRES_APPROVAL');
+    held.push(res.body.purchaseRequest.id);
+  }
+  const answers = await Promise.all(held.map((id) => app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } })));
+  t.deepEqual(answers.map((a) => a.status), [200, 200]);
+  const events = await budgetEvents(org.organizationId);
+  t.deepEqual(events.map((e: any) => [e.type, e.data.usedMinor]), [['budget.threshold_reached', '165000']]);
+  t.like(await app.store.db.collection('budget_windows').findOne({ _id: `${org.policies.office.id}:EUR:DAY:2026-06-15` as never }), { heldMinor: 0, committedMinor: 190_000 });
+});
+
+test('property: any run of purchases reports each crossing once, as a model of the limit says', async (t) => {
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.integer({ min: 1, max: 20_000 }), { minLength: 1, maxLength: 16 }), async (amounts) => {
+      const org = await applyManifest(app, acmeManifest(`events-model-${run++}`));
+      const expected: Array<[string, string, string]> = [];
+      let spent = 0;
+      let exhausted = false;
+      for (const amount of amounts) {
+        const outcome = (await buyer(org)(amount)).body.decision.outcome;
+        if (spent + amount > 200_000) {
+          if (outcome !== 'REJECTED') return false;
+          if (spent > 160_000 && !exhausted) expected.push(['budget.exhausted', String(spent), 'PURCHASE_REFUSED']);
+          exhausted ||= spent > 160_000;
+          continue;
+        }
+        if (outcome !== 'APPROVED') return false;
+        if (spent <= 160_000 && spent + amount > 160_000) expected.push(['budget.threshold_reached', String(spent + amount), 'SPENDING']);
+        if (spent + amount === 200_000) {
+          expected.push(['budget.exhausted', '200000', 'SPENDING']);
+          exhausted = true;
+        }
+        spent += amount;
+      }
+      const events = await budgetEvents(org.organizationId);
+      t.deepEqual(events.map((e: any) => [e.type, e.data.usedMinor, e.data.cause]), expected);
+      return true;
+    }),
+    // Besides random runs, two that land on the limit exactly, then ask for more.
+    { numRuns: 12, examples: [[Array(10).fill(20_000).concat([1])], [Array(9).fill(19_000).concat([20_000, 20_000, 5_000])]] },
+  );
 });
