@@ -2,8 +2,10 @@
 // (docs/reference/contract.md §2.6; docs/internals/design.md §4 item 6): DST days of 23 and 25 hours,
 // zones with 45-minute offsets, month ends and leap Februaries, a purchase at local midnight exactly.
 import test from 'ava';
+import fc from 'fast-check';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { periodOf } from '../helpers/windows.ts';
 
 let app: TestApp;
 let clock = new Date('2026-03-08T12:00:00.000Z');
@@ -86,12 +88,15 @@ test.serial('month ends: the 31st to the 1st, and a leap February', async (t) =>
   t.deepEqual(days.map((w) => w.periodKey), ['2028-01-31', '2028-02-01', '2028-02-29', '2028-03-01']);
 });
 
+/** manifest() with an approval threshold of 20,000: larger purchases wait for a person. */
+function withApprovals(handle: string, timezone: string) {
+  const m = manifest(handle, timezone);
+  m.policies[0].rules.unshift({ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '20000' });
+  return m;
+}
+
 test.serial('a purchase held before the organisation changes zone is spent once, in the day of its request in the new zone', async (t) => {
-  const zoned = (timezone: string) => {
-    const m = manifest('edge-zone', timezone);
-    m.policies[0].rules.unshift({ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '20000' });
-    return m;
-  };
+  const zoned = (timezone: string) => withApprovals('edge-zone', timezone);
   const org = await applyManifest(app, zoned('Europe/Berlin'));
   // 02:00 UTC on 15 June: Berlin's 15th, New York's 14th.
   const held = await buyAt(org, '2026-06-15T02:00:00.000Z', 30_000);
@@ -106,4 +111,33 @@ test.serial('a purchase held before the organisation changes zone is spent once,
   const counted = (key: string) => { const w = days.find((d) => d.periodKey === key); return w ? Number(w.openingBalanceMinor) + Number(w.committedMinor) + Number(w.heldMinor) : 0; };
   t.is(counted('2026-06-14') + counted('2026-06-15'), 30_100, 'the 30,000 counts once over both days');
   t.is(counted('2026-06-15'), 100);
+});
+
+const ZONES = ['Europe/Berlin', 'America/New_York', 'Asia/Kathmandu', 'Pacific/Kiritimati', 'Pacific/Honolulu', 'America/St_Johns'];
+
+test.serial('property: a purchase held, the zone changed, then approved commits into one day and one month: its request\'s in the new zone', async (t) => {
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...ZONES), fc.constantFrom(...ZONES), fc.integer({ min: 0, max: 3 * 24 * 60 - 1 }), async (from, to, minutes) => {
+      const handle = `edge-zone-prop-${run++}`;
+      const org = await applyManifest(app, withApprovals(handle, from));
+      // Around the end of June: the days and the month change at different instants in each zone.
+      const at = new Date(Date.parse('2026-06-29T00:00:00.000Z') + minutes * 60_000).toISOString();
+      const held = await buyAt(org, at, 30_000);
+      if (held.body.decision?.outcome !== 'REQUIRES_APPROVAL') return false;
+      await applyManifest(app, withApprovals(handle, to));
+      clock = new Date(Date.parse(at) + 60_000);
+      const answered = await app.admin(`/admin/purchase-requests/${held.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
+      if (answered.body.purchase?.decision?.outcome !== 'APPROVED') return false;
+      const policyId = org.policies.budget.id;
+      const row = await app.store.db.collection('analytics_purchases').findOne({ _id: held.body.purchaseRequest.id as never });
+      const expected = [`${policyId}:EUR:DAY:${periodOf('DAY', at, to)}`, `${policyId}:EUR:MONTH:${periodOf('MONTH', at, to)}`];
+      const stored = await windows(policyId);
+      const total = (kind: string, field: string) => stored.filter((w) => w.periodKind === kind).reduce((sum, w) => sum + Number(w[field]), 0);
+      t.deepEqual([...row!.committedWindowIds].sort(), expected.sort(), `${from} -> ${to} at ${at}`);
+      t.deepEqual([total('DAY', 'committedMinor'), total('MONTH', 'committedMinor'), total('DAY', 'heldMinor'), total('MONTH', 'heldMinor')], [30_000, 30_000, 0, 0], `${from} -> ${to} at ${at}`);
+      return true;
+    }),
+    { numRuns: 15 },
+  );
 });
