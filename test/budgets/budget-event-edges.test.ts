@@ -164,3 +164,22 @@ test('property: any run of purchases reports each crossing once, as a model of t
     { numRuns: 12, examples: [[Array(10).fill(20_000).concat([1])], [Array(9).fill(19_000).concat([20_000, 20_000, 5_000])]] },
   );
 });
+
+test('a budget of 2^53-1: reached exactly in one purchase, reported exactly, and nothing past it', async (t) => {
+  const MAX = '9007199254740991';
+  const manifest = acmeManifest('events-max');
+  manifest.policies[0].rules = [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: MAX, currency: 'EUR' }];
+  const org = await applyManifest(app, manifest);
+  const buy = (amountMinor: string) => app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } });
+  t.is((await buy('9007199254740990')).body.decision.outcome, 'APPROVED');
+  t.is((await buy('1')).body.decision.outcome, 'APPROVED');
+  const past = await buy('1');
+  t.is(past.status, 201);
+  t.deepEqual(past.body.decision.reasonCodes, ['DAILY_LIMIT_EXCEEDED']);
+  const events = await budgetEvents(org.organizationId);
+  t.deepEqual(events.map((e: any) => [e.type, e.data.usedMinor, e.data.limitMinor, e.data.cause]), [
+    ['budget.threshold_reached', '9007199254740990', MAX, 'SPENDING'],
+    ['budget.exhausted', MAX, MAX, 'SPENDING'],
+  ]);
+  t.like(await app.store.db.collection('budget_windows').findOne({ _id: `${org.policies.office.id}:EUR:DAY:2026-06-15` as never }), { committedMinor: Number(MAX), heldMinor: 0 });
+});
