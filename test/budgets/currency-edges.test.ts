@@ -3,33 +3,24 @@
 // currency against an explicit one, a currency no policy covers, and codes that are not ISO 4217.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { applyManifest, onePolicyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 
 let app: TestApp;
 let org: AppliedOrg;
 test.before(async () => {
   app = await startApp({ now: () => new Date('2026-06-15T10:00:00.000Z') });
-  const base = acmeManifest('currencies');
-  org = await applyManifest(app, {
-    ...base,
-    organization: { ...base.organization, currency: 'JPY' },
-    policies: [
-      {
-        handle: 'budget',
-        name: 'Yen and dinars',
-        description: null,
-        status: 'ACTIVE',
-        scope: 'ORGANIZATION',
-        currencies: ['JPY', 'KWD'],
-        activate: true,
-        rules: [
-          { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000', currency: 'JPY' },
-          { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000', currency: 'KWD' },
-        ],
-        merchants: [],
-      },
-    ],
-  });
+  org = await applyManifest(
+    app,
+    onePolicyManifest('currencies', {
+      timezone: 'Europe/Berlin',
+      currency: 'JPY',
+      currencies: ['JPY', 'KWD'],
+      rules: [
+        { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000', currency: 'JPY' },
+        { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000', currency: 'KWD' },
+      ],
+    }),
+  );
 });
 test.after.always(() => app?.close());
 

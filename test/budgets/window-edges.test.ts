@@ -4,7 +4,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import { applyManifest, onePolicyManifest } from '../helpers/fixtures.ts';
 import { periodOf } from '../helpers/windows.ts';
 
 let app: TestApp;
@@ -15,34 +15,15 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
-function manifest(handle: string, timezone: string, currency = 'EUR') {
-  const base = acmeManifest(handle);
-  return {
-    ...base,
-    organization: { ...base.organization, timezone, currency },
-    policies: [
-      {
-        handle: 'budget',
-        name: 'Budget',
-        description: null,
-        status: 'ACTIVE',
-        scope: 'ORGANIZATION',
-        currencies: [currency],
-        activate: true,
-        rules: [
-          { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000000' },
-          { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'MONTH', amountMinor: '10000000' },
-        ],
-        merchants: [],
-      },
-    ],
-  };
-}
+const DAY_AND_MONTH = [
+  { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000000' },
+  { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'MONTH', amountMinor: '10000000' },
+];
+const manifest = (handle: string, timezone: string) => onePolicyManifest(handle, { timezone, currency: 'EUR', rules: DAY_AND_MONTH });
 
-async function buyAt(org: { keys: Record<string, string> }, at: string, amountMinor = 100, currency?: string) {
+function buyAt(org: { keys: Record<string, string> }, at: string, amountMinor: number) {
   clock = new Date(at);
-  const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies', ...(currency ? { currency } : {}) } });
-  return res;
+  return app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'Supplies' } });
 }
 
 const windows = (policyId: string) =>
@@ -90,9 +71,7 @@ test.serial('month ends: the 31st to the 1st, and a leap February', async (t) =>
 
 /** manifest() with an approval threshold of 20,000: larger purchases wait for a person. */
 function withApprovals(handle: string, timezone: string) {
-  const m = manifest(handle, timezone);
-  m.policies[0].rules.unshift({ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '20000' });
-  return m;
+  return onePolicyManifest(handle, { timezone, currency: 'EUR', rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '20000' }, ...DAY_AND_MONTH] });
 }
 
 test.serial('a purchase held before the organisation changes zone is spent once, in the day of its request in the new zone', async (t) => {
