@@ -329,6 +329,7 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     { answer: cmd.answer, escalatedVersionIds: approval.escalatedVersionIds, heldWindowIds: purchase.windowIds, escalationReasonCodes: approval.escalationReasonCodes },
   );
   const approved = result.outcome === 'APPROVED';
+  const committed = committedInto(result.effects.budget);
   const changes = windowChanges(org._id, state.windows, result.effects.budget, result.effects.crossings, now, policyNamesOf(candidates));
   const policyIds = result.policiesConsidered.map((p) => p.policyId);
   const decision = decisionDocument(result, cmd.ids.decisionId, purchase._id, org._id, 'APPROVAL_REEVALUATION', now);
@@ -348,7 +349,8 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     resolvedAt: now,
     decisionId: decision._id,
     policyVersionIds: result.policiesConsidered.map((p) => p.policyVersionId),
-    windowIds: approved ? changes.moved : [],
+    // Where the amount is spent: not a window it was only released from (held before a change of zone).
+    windowIds: approved ? committed : [],
     version: purchase.version + 1,
   };
   const record: PurchaseRecord = {
@@ -358,7 +360,7 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     approval: resolved,
     approvalVersionRead: approval.version,
     windows: changes.writes,
-    committedWindowIds: committedInto(result.effects.budget),
+    committedWindowIds: committed,
     fencedPolicyIds: approved ? policiesToFence({ policyIds, currency: purchase.currency, requestedAt: purchase.requestedAt, timeZone: org.timezone, windowIds: changes.moved }) : [],
     fenceAgent: true,
     events: [...changes.events, purchaseEvent(next, decision, resolved)],

@@ -113,7 +113,9 @@ test.serial('property: a purchase held, the zone changed, then approved commits 
       const expected = [`${policyId}:EUR:DAY:${periodOf('DAY', at, to)}`, `${policyId}:EUR:MONTH:${periodOf('MONTH', at, to)}`];
       const stored = await windows(policyId);
       const total = (kind: string, field: string) => stored.filter((w) => w.periodKind === kind).reduce((sum, w) => sum + Number(w[field]), 0);
+      const purchase = await app.store.db.collection('purchases').findOne({ _id: held.body.purchaseRequest.id as never });
       t.deepEqual([...row!.committedWindowIds].sort(), expected.sort(), `${from} -> ${to} at ${at}`);
+      t.deepEqual([...purchase!.windowIds].sort(), expected.sort(), 'the purchase names the windows it is spent in');
       t.deepEqual([total('DAY', 'committedMinor'), total('MONTH', 'committedMinor'), total('DAY', 'heldMinor'), total('MONTH', 'heldMinor')], [30_000, 30_000, 0, 0], `${from} -> ${to} at ${at}`);
       return true;
     }),
