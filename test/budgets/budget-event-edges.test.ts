@@ -183,3 +183,23 @@ test('a budget of 2^53-1: reached exactly in one purchase, reported exactly, and
   ]);
   t.like(await app.store.db.collection('budget_windows').findOne({ _id: `${org.policies.office.id}:EUR:DAY:2026-06-15` as never }), { committedMinor: Number(MAX), heldMinor: 0 });
 });
+
+test('approving a purchase held under a policy that stopped governing its agent reports the crossing of that policy\'s limit', async (t) => {
+  // The office policy governs the buyer and the travel agent; an organisation-wide policy without rules keeps the buyer covered.
+  const manifest = acmeManifest('events-scope');
+  manifest.policies[0] = { ...manifest.policies[0], scope: 'AGENT', agents: ['buyer', 'travel'] } as (typeof manifest.policies)[0];
+  manifest.policies[1] = { ...manifest.policies[1], handle: 'everyone', name: 'Everyone', scope: 'ORGANIZATION', agents: [], currencies: ['EUR'], rules: [] } as (typeof manifest.policies)[1];
+  const org = await applyManifest(app, manifest);
+  const buy = buyer(org);
+  for (let i = 0; i < 7; i++) t.is((await buy(20_000)).body.decision.outcome, 'APPROVED'); // 140,000: 70%
+  const held = await buy(30_000);
+  t.is(held.body.decision.outcome, 'REQUIRES_APPROVAL');
+  // The office policy now governs the travel agent only: its daily budget still limits the travel agent's purchases.
+  await applyManifest(app, { ...manifest, policies: [{ ...manifest.policies[0], agents: ['travel'] }, manifest.policies[1]] });
+  const answered = await app.admin(`/admin/purchase-requests/${held.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana' } });
+  t.is(answered.body.purchase.decision.outcome, 'APPROVED');
+  const window = await app.store.db.collection('budget_windows').findOne({ _id: `${org.policies.office.id}:EUR:DAY:2026-06-15` as never });
+  t.like(window, { heldMinor: 0, committedMinor: 170_000 }, 'the money is spent where it was held');
+  const events = await budgetEvents(org.organizationId);
+  t.deepEqual(events.map((e: any) => [e.type, e.data.usedMinor, e.data.policyId, e.data.policyName, e.data.periodKey]), [['budget.threshold_reached', '170000', org.policies.office.id, 'Office supplies', '2026-06-15']]);
+});
