@@ -19,7 +19,7 @@ export interface BudgetWindowDoc {
   openingBalanceMinor: number;
   /** The version in force when the window was last written (absent on windows written before it was kept). */
   policyVersionId?: string;
-  /** `EXHAUSTED:${policyRuleId}` of the limits already reported exhausted in this window. */
+  /** `EXHAUSTED:${effect}:${limitMinor}` of the limits already reported exhausted in this window (`EXHAUSTED:${policyRuleId}` before). */
   notified: string[];
   version: number;
   createdAt: Date;

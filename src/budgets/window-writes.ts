@@ -48,15 +48,19 @@ export function windowChanges(
     byWindow.set(e.windowId, acc);
   }
   // Crossings of spending are reported each time they happen. A refusal by a limit past 80% is
-  // reported once per window and limit rule (`notified`), as is the limit being reached either way.
+  // reported once per window and limit (`notified`), as is the limit being reached either way. A limit
+  // is its effect and amount, not its rule: a new version of the policy that keeps the limit has new
+  // rule ids, and the limit it keeps was reported already (docs/approve/approvals.md#budget-events).
   const events: NewEvent[] = [];
   const newlyNotified = new Map<string, string[]>();
   for (const c of crossings) {
-    const tag = `EXHAUSTED:${c.policyRuleId}`;
+    const tag = `EXHAUSTED:${c.effect}:${c.limitMinor}`;
     const already = loaded.docs.get(c.windowId)?.notified ?? [];
     const pending = newlyNotified.get(c.windowId) ?? [];
     if (c.kind === 'EXHAUSTED') {
-      if (c.cause === 'PURCHASE_REFUSED' && (already.includes(tag) || pending.includes(tag))) continue;
+      // `EXHAUSTED:${policyRuleId}`: how windows written before recorded a reported limit.
+      const reported = already.includes(tag) || already.includes(`EXHAUSTED:${c.policyRuleId}`) || pending.includes(tag);
+      if (c.cause === 'PURCHASE_REFUSED' && reported) continue;
       if (!already.includes(tag) && !pending.includes(tag)) newlyNotified.set(c.windowId, [...pending, tag]);
     }
     events.push({

@@ -126,6 +126,9 @@ const resolved = new WeakMap<object, { id: string; startMs: number; endMs: numbe
 export const windowId = (key: Pick<WindowKey, 'policyId' | 'currency' | 'periodKind' | 'periodKey'>): string =>
   resolved.get(key)?.id ?? `${key.policyId}:${key.currency}:${key.periodKind}:${key.periodKey}`;
 
+/** The series a window id belongs to: its policy, currency and period kind, without the period ('p:EUR:DAY'). */
+export const windowSeries = (id: string): string => id.slice(0, id.lastIndexOf(':'));
+
 /** A window's period as instants (ms): [startMs, endMs). */
 export function windowBounds(key: Pick<WindowKey, 'periodStart' | 'periodEnd'>): { startMs: number; endMs: number } {
   return resolved.get(key) ?? { startMs: Date.parse(key.periodStart), endMs: Date.parse(key.periodEnd) };

@@ -15,8 +15,9 @@
 // version the person approved, so the approval stands; a BLOCK limit that filled meanwhile blocks.
 import { formatMinor } from './currency.ts';
 import { decideWithBudgets, orderReasons } from './decide.ts';
-import type { BudgetCrossing, BudgetEffect, EngineInput, ReasonCode, SimulatedDecision, WindowState } from './types.ts';
-import { crossingsFor, spentMinor, ZERO_WINDOW } from './budgets.ts';
+import type { BudgetCrossing, BudgetEffect, EngineInput, PolicyCandidate, ReasonCode, SimulatedDecision, WindowState } from './types.ts';
+import { crossingsFor, spentMinor, ZERO_WINDOW, type LimitedWindow } from './budgets.ts';
+import { isWindowRule, periodWindows, ruleAppliesTo, windowIn, windowSeries } from './periods.ts';
 
 export interface ReevaluationRequest {
   answer: 'APPROVE' | 'REJECT';
@@ -26,6 +27,12 @@ export interface ReevaluationRequest {
   heldWindowIds: readonly string[];
   /** The escalation's reasons (approval.escalationReasonCodes); reported when a person rejects a purchase that no longer needs approval. */
   escalationReasonCodes: readonly ReasonCode[];
+  /**
+   * Policies in force whose windows hold the purchase but that no longer govern its agent (a change of
+   * scope): their limits still read those windows for other agents, so an approval spending there can
+   * cross them.
+   */
+  heldPolicies?: readonly PolicyCandidate[];
 }
 
 export interface Reevaluation extends Omit<SimulatedDecision, 'outcome'> {
@@ -94,12 +101,16 @@ export function reevaluate(input: EngineInput, request: ReevaluationRequest): Re
   }
 
   const keys = new Map(evaluation.budgets.map((budget) => [budget.windowId, budget]));
+  // A held window whose policy, currency and period kind now count the purchase in another period: the
+  // organisation changed zone since the hold, and the request falls in another day or month there. The
+  // amount is committed where it counts now and released where it was held, so that it is spent once.
+  const movedSeries = new Set(evaluation.budgets.filter((b) => !held.has(b.windowId)).map((b) => windowSeries(b.windowId)));
   const budget: BudgetEffect[] = [];
   for (const id of held) {
     const current = keys.get(id);
     budget.push({
       // Approval turns the hold into spend even in a window the policies no longer read: the money is spent.
-      operation: outcome === 'APPROVED' ? 'CONVERT_HOLD' : 'RELEASE_HOLD',
+      operation: outcome === 'APPROVED' && !movedSeries.has(windowSeries(id)) ? 'CONVERT_HOLD' : 'RELEASE_HOLD',
       windowId: id,
       window: current
         ? {
@@ -123,12 +134,17 @@ export function reevaluate(input: EngineInput, request: ReevaluationRequest): Re
       if (!held.has(effect.windowId)) budget.push({ ...effect, operation: 'COMMIT' });
     }
     // The amount becomes spending: the limits that read each window judge the crossings now.
+    const elsewhere = limitedElsewhere(input, request.heldPolicies ?? [], held);
     for (const effect of budget) {
       const current = keys.get(effect.windowId);
-      if (!current || !effect.window) continue;
       const state = input.windows.get(effect.windowId) ?? ZERO_WINDOW;
       const before = spentMinor(state);
-      crossings.push(...crossingsFor({ id: effect.windowId, key: effect.window, limits: current.limits, budgetCounterId: state.budgetCounterId }, before, before + amount));
+      if (current && effect.window) {
+        crossings.push(...crossingsFor({ id: effect.windowId, key: effect.window, limits: current.limits, budgetCounterId: state.budgetCounterId }, before, before + amount));
+      } else if (effect.operation === 'CONVERT_HOLD') {
+        const other = elsewhere.get(effect.windowId);
+        if (other) crossingsFor({ ...other, budgetCounterId: state.budgetCounterId }, before, before + amount, crossings);
+      }
     }
   }
 
@@ -145,4 +161,23 @@ export function reevaluate(input: EngineInput, request: ReevaluationRequest): Re
     approvalsRequired: 0,
     effects: { budget, crossings },
   };
+}
+
+/** The windows among `ids` that `policies` (in force, not governing this agent) limit, with those limits. */
+function limitedElsewhere(input: EngineInput, policies: readonly PolicyCandidate[], ids: ReadonlySet<string>): Map<string, Omit<LimitedWindow, 'budgetCounterId'>> {
+  const found = new Map<string, Omit<LimitedWindow, 'budgetCounterId'>>();
+  const currency = input.purchase.currency;
+  for (const candidate of policies) {
+    if (!candidate.version.currencies.includes(currency)) continue;
+    for (const rule of candidate.version.rules) {
+      if (!isWindowRule(rule) || !ruleAppliesTo(rule, currency)) continue;
+      const period = periodWindows(rule.periodKind, input.periodInstant ?? input.now, input.timeZone);
+      const window = windowIn(period, rule.periodKind, candidate.policyId, candidate.version.id, currency);
+      if (!ids.has(window.id)) continue;
+      const entry = found.get(window.id) ?? { id: window.id, key: window.key, limits: [] };
+      entry.limits.push({ effect: rule.effect, limitMinor: rule.amountMinor, policyRuleId: rule.id, remainingAfterMinor: 0n, wouldExceed: false });
+      found.set(window.id, entry);
+    }
+  }
+  return found;
 }

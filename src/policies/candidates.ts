@@ -49,9 +49,20 @@ export async function candidatesFor(
   const policies = (await c.policies.find({ organizationId, status: 'ACTIVE' }, opts).toArray()).filter(
     (p) => p.activeVersionId !== null && (p.scopeType === 'ORGANIZATION' || p.agentIds.includes(agentId)),
   );
+  return inForce(c, policies, session);
+}
+
+/** The policies among `policyIds` that are in force (ACTIVE, with an ACTIVE version), whatever agents they govern. */
+export async function candidatesAmong(c: Collections, policyIds: readonly string[], session?: StoreSession): Promise<PolicyCandidate[]> {
+  if (policyIds.length === 0) return [];
+  const policies = await c.policies.find({ _id: { $in: [...policyIds] }, status: 'ACTIVE' }, session ? { session } : {}).toArray();
+  return inForce(c, policies.filter((p) => p.activeVersionId !== null), session);
+}
+
+async function inForce(c: Collections, policies: PolicyDoc[], session?: StoreSession): Promise<PolicyCandidate[]> {
   const wanted = policies.map((p) => p.activeVersionId!).filter((id) => !activeCache.has(id));
   if (wanted.length > 0) {
-    const versions = await c.policyVersions.find({ _id: { $in: wanted } }, opts).toArray();
+    const versions = await c.policyVersions.find({ _id: { $in: wanted } }, session ? { session } : {}).toArray();
     if (activeCache.size + versions.length > CACHE_LIMIT) activeCache.clear();
     for (const v of versions) if (v.status !== 'DRAFT') activeCache.set(v._id, toEngineVersion(v));
   }

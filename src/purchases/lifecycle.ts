@@ -36,6 +36,8 @@ export interface PurchaseState {
   agent: AgentDoc;
   /** The policies in force for the agent now (a submission and an answer evaluate against them). */
   candidates: PolicyCandidate[];
+  /** An ANSWER command: policies in force whose windows hold the purchase but that no longer govern its agent. */
+  heldPolicies?: PolicyCandidate[];
   /** The windows the command may touch, reconciled (src/budgets/windows.ts loadWindows). */
   windows: LoadedWindows;
   /** The purchase the command is about; null for a submission. */
@@ -326,10 +328,11 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
   });
   const result = reevaluate(
     { ...base, windows: state.windows.states },
-    { answer: cmd.answer, escalatedVersionIds: approval.escalatedVersionIds, heldWindowIds: purchase.windowIds, escalationReasonCodes: approval.escalationReasonCodes },
+    { answer: cmd.answer, escalatedVersionIds: approval.escalatedVersionIds, heldWindowIds: purchase.windowIds, escalationReasonCodes: approval.escalationReasonCodes, heldPolicies: state.heldPolicies ?? [] },
   );
   const approved = result.outcome === 'APPROVED';
-  const changes = windowChanges(org._id, state.windows, result.effects.budget, result.effects.crossings, now, policyNamesOf(candidates));
+  const committed = committedInto(result.effects.budget);
+  const changes = windowChanges(org._id, state.windows, result.effects.budget, result.effects.crossings, now, policyNamesOf([...candidates, ...(state.heldPolicies ?? [])]));
   const policyIds = result.policiesConsidered.map((p) => p.policyId);
   const decision = decisionDocument(result, cmd.ids.decisionId, purchase._id, org._id, 'APPROVAL_REEVALUATION', now);
   const resolved: ApprovalDoc = {
@@ -348,7 +351,8 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     resolvedAt: now,
     decisionId: decision._id,
     policyVersionIds: result.policiesConsidered.map((p) => p.policyVersionId),
-    windowIds: approved ? changes.moved : [],
+    // Where the amount is spent: not a window it was only released from (held before a change of zone).
+    windowIds: approved ? committed : [],
     version: purchase.version + 1,
   };
   const record: PurchaseRecord = {
@@ -358,7 +362,7 @@ function answer(state: PurchaseState, cmd: Extract<PurchaseCommand, { kind: 'ANS
     approval: resolved,
     approvalVersionRead: approval.version,
     windows: changes.writes,
-    committedWindowIds: committedInto(result.effects.budget),
+    committedWindowIds: committed,
     fencedPolicyIds: approved ? policiesToFence({ policyIds, currency: purchase.currency, requestedAt: purchase.requestedAt, timeZone: org.timezone, windowIds: changes.moved }) : [],
     fenceAgent: true,
     events: [...changes.events, purchaseEvent(next, decision, resolved)],

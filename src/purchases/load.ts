@@ -4,7 +4,7 @@
 import type { AppDeps } from '../app-deps.ts';
 import { notFound } from '../http/errors.ts';
 import { windowKeysFor } from '../engine/periods.ts';
-import { candidatesFor } from '../policies/candidates.ts';
+import { candidatesAmong, candidatesFor } from '../policies/candidates.ts';
 import { loadWindows } from '../budgets/windows.ts';
 import { fromStored } from '../money.ts';
 import type { StoreSession } from '../store/store.ts';
@@ -39,7 +39,11 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
     periodInstant: purchase.requestedAt,
   });
   const windows = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds);
+  // Policies that hold the purchase but no longer govern its agent still limit their windows for others.
+  const governing = new Set(candidates.map((c) => c.policyId));
+  const heldOnly = [...new Set(purchase.windowIds.map((id) => windows.docs.get(id)?.policyId).filter((id) => id !== undefined && !governing.has(id)))] as string[];
+  const heldPolicies = await candidatesAmong(deps.collections, heldOnly, session);
   // An answer is a decision: its receipt is the organisation's next.
   const receipts = await loadReceiptContext(deps, session, organization._id);
-  return { organization, agent, candidates, windows, purchase, approval, person, personIds, receipts };
+  return { organization, agent, candidates, heldPolicies, windows, purchase, approval, person, personIds, receipts };
 }

@@ -42,6 +42,18 @@ export function acmeManifest(handle = 'acme') {
   };
 }
 
+/** acmeManifest with one organisation-wide policy, handle `budget`, holding `rules`, in the given zone and currencies. */
+export function onePolicyManifest(handle: string, options: { timezone: string; currency: string; currencies?: string[]; rules: object[] }) {
+  const base = acmeManifest(handle);
+  return {
+    ...base,
+    organization: { ...base.organization, timezone: options.timezone, currency: options.currency },
+    policies: [
+      { handle: 'budget', name: 'Budget', description: null, status: 'ACTIVE', scope: 'ORGANIZATION', currencies: options.currencies ?? [options.currency], activate: true, rules: options.rules, merchants: [] },
+    ],
+  };
+}
+
 export interface AppliedOrg {
   organizationId: string;
   agents: Record<string, { id: string }>;
