@@ -62,8 +62,8 @@ async function readStdin(): Promise<string> {
 function parse<T extends Parameters<typeof parseArgs>[0]>(config: T) {
   try {
     return parseArgs(config);
-  } catch {
-    throw new UsageError();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
 }
 
@@ -121,8 +121,12 @@ export async function buildCall(argv: string[]): Promise<Call> {
       // The id, or the whole client_id URL as it appears in connection listings.
       if (a) return { method: 'DELETE', path: `/admin/oauth-clients/${encodeURIComponent(a.split('/').at(-1)!)}` };
       break;
+    case undefined:
+      throw new UsageError('no command given');
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }
-  throw new UsageError();
+  throw new UsageError(`${command}: missing or wrong arguments`);
 }
 
 class UsageError extends Error {}
