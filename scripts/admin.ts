@@ -137,10 +137,7 @@ function usageMistake(err: unknown): never {
 }
 
 function backup(file: string | undefined): never {
-  if (!file || process.argv.length > 4) {
-    process.stderr.write(USAGE + '\n');
-    process.exit(2);
-  }
+  if (!file || process.argv.length > 4) usageMistake(new UsageError('backup: name one file to write'));
   try {
     const { source, target } = backupDatabase(process.env.DATA_DIR || './data', file);
     process.stdout.write(`Backed up ${source} to ${target}\n`);
@@ -180,7 +177,7 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
   }
   const from = values.from === undefined ? 1 : parseSeqOption(values.from);
   const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && (command === 'export-log' || values.from === undefined);
-  if (!usable) usageMistake(new UsageError());
+  if (!usable) usageMistake(new UsageError(`${command}: missing or wrong arguments`));
   if (from === null) usageMistake(new UsageError(SEQ_OPTION_MISTAKE(values.from!)));
   const code = await withStore(async (store, config) => {
     // An id the store does not hold (an organisation's handle, a typo) would export nothing and verify

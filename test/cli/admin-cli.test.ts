@@ -99,6 +99,9 @@ test('usage errors and a missing token exit with status 2 and say why', async (t
     [['mongo-url', '--analist'], /'--analist'/],
     [['apply', 'no-such-manifest.yaml'], /cannot read no-such-manifest\.yaml/],
     [['answer', 'x', 'maybe', '--person', 'ana'], /^answer: missing or wrong arguments/],
+    [['backup'], /^backup: name one file to write/],
+    [['verify-log'], /^verify-log: missing or wrong arguments/],
+    [['rotate-signing-key', '--from', '3'], /^rotate-signing-key: missing or wrong arguments/],
   ] as const) {
     const mistake = await cli([...args]);
     t.is(mistake.code, 2, args.join(' '));
