@@ -62,8 +62,8 @@ async function readStdin(): Promise<string> {
 function parse<T extends Parameters<typeof parseArgs>[0]>(config: T) {
   try {
     return parseArgs(config);
-  } catch {
-    throw new UsageError();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
 }
 
@@ -121,8 +121,12 @@ export async function buildCall(argv: string[]): Promise<Call> {
       // The id, or the whole client_id URL as it appears in connection listings.
       if (a) return { method: 'DELETE', path: `/admin/oauth-clients/${encodeURIComponent(a.split('/').at(-1)!)}` };
       break;
+    case undefined:
+      throw new UsageError('no command given');
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }
-  throw new UsageError();
+  throw new UsageError(`${command}: missing or wrong arguments`);
 }
 
 class UsageError extends Error {}
@@ -133,10 +137,7 @@ function usageMistake(err: unknown): never {
 }
 
 function backup(file: string | undefined): never {
-  if (!file || process.argv.length > 4) {
-    process.stderr.write(USAGE + '\n');
-    process.exit(2);
-  }
+  if (!file || process.argv.length > 4) usageMistake(new UsageError('backup: name one file to write'));
   try {
     const { source, target } = backupDatabase(process.env.DATA_DIR || './data', file);
     process.stdout.write(`Backed up ${source} to ${target}\n`);
@@ -176,7 +177,7 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
   }
   const from = values.from === undefined ? 1 : parseSeqOption(values.from);
   const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && (command === 'export-log' || values.from === undefined);
-  if (!usable) usageMistake(new UsageError());
+  if (!usable) usageMistake(new UsageError(`${command}: missing or wrong arguments`));
   if (from === null) usageMistake(new UsageError(SEQ_OPTION_MISTAKE(values.from!)));
   const code = await withStore(async (store, config) => {
     // An id the store does not hold (an organisation's handle, a typo) would export nothing and verify

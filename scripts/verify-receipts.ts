@@ -45,13 +45,14 @@ async function main(): Promise<void> {
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { jwks: { type: 'string' }, from: { type: 'string' }, organization: { type: 'string' } } }));
-  } catch {
-    fail(2, USAGE);
+  } catch (err) {
+    fail(2, `${(err as Error).message}\n${USAGE}`);
   }
   // Where an export made with `export-log --from` starts; a whole export starts at 1, so a file that
   // starts later without saying so has lost its first lines.
   const from = values.from === undefined ? 1 : parseSeqOption(values.from);
-  if (!values.jwks || positionals.length !== 1) fail(2, USAGE);
+  if (!values.jwks) fail(2, `--jwks is required: the public keys to verify with\n${USAGE}`);
+  if (positionals.length !== 1) fail(2, `give one export file (got ${positionals.length})\n${USAGE}`);
   if (from === null) fail(2, `${SEQ_OPTION_MISTAKE(values.from!)}\n${USAGE}`);
   let keys;
   try {

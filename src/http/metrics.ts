@@ -15,9 +15,24 @@ export async function httpMetrics(ctx: Context, next: Next): Promise<void> {
     await next();
   } finally {
     // The route template keeps the label set small; anything no router matched is one label.
-    const route = (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute;
-    httpRequestDone(ctx.method, route ? String(route) : 'unmatched', ctx.status, (performance.now() - receivedAt) / 1000);
+    httpRequestDone(ctx.method, routeTemplate(ctx), ctx.status, (performance.now() - receivedAt) / 1000);
   }
+}
+
+type RoutedContext = Context & { _matchedRoute?: string | RegExp; matched?: { path: string | RegExp; methods: string[] }[] };
+
+/**
+ * The template of the route that took the request, or `unmatched`. @koa/router leaves in _matchedRoute
+ * the path of the last of its layers that ran: when a router's own middleware ends the request (the
+ * operator API's token check, `router.use` under `/admin`), that is its prefix pattern, `/admin(?:\/|$)`,
+ * not a route; the route the request was for is then the last matched layer that serves its method.
+ */
+function routeTemplate(ctx: RoutedContext): string {
+  const matched = ctx.matched ?? [];
+  const last = ctx._matchedRoute;
+  if (last !== undefined && matched.some((layer) => layer.path === last && layer.methods.length > 0)) return String(last);
+  const route = matched.findLast((layer) => layer.methods.includes(ctx.method))?.path;
+  return route === undefined ? 'unmatched' : String(route);
 }
 
 export function metricsRoutes(deps: AppDeps): Router {

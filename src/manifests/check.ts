@@ -77,7 +77,9 @@ export function checkManifest(
     });
     p.rules.forEach((r, j) => {
       const amount = writtenAsInteger(r, 'amountMinor') ? parseMinor(r.amountMinor) : null;
-      if (amount === null || amount <= 0n) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_NOT_POSITIVE', message: 'A limit is a positive whole number of minor units.' });
+      // As for a purchase's amountMinor (src/purchases/input.ts): 1e3 or 100.0 is not written as a whole number, whatever its value.
+      if (amount === null) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_NOT_INTEGER', message: 'A limit is a whole number of minor units, written without a fraction or an exponent.' });
+      else if (amount <= 0n) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_NOT_POSITIVE', message: 'A limit is a positive whole number of minor units.' });
       else if (amount > MAX_STORED_MINOR) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_TOO_LARGE', message: `A limit is at most ${MAX_STORED_MINOR}.` });
       if (r.ruleType === 'AMOUNT_LIMIT' && r.periodKind !== 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'AMOUNT_LIMIT rules are PER_REQUEST.' });
       if (r.ruleType === 'SPEND_LIMIT' && r.periodKind === 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'SPEND_LIMIT rules are DAY or MONTH.' });

@@ -86,7 +86,7 @@ test('answer refuses to approve a purchase in the name of the person who made it
 test('usage errors and a missing token exit with status 2 and say why', async (t) => {
   const usage = await cli(['frobnicate']);
   t.is(usage.code, 2);
-  t.regex(usage.stderr, /Usage: npm run admin/);
+  t.regex(usage.stderr, /^unknown command "frobnicate"\n\nUsage: npm run admin/);
   const noToken = await cli(['revoke-key', 'x'], { ADMIN_TOKEN: '' });
   t.is(noToken.code, 2);
   t.regex(noToken.stderr, /ADMIN_TOKEN is not set/);
@@ -94,9 +94,18 @@ test('usage errors and a missing token exit with status 2 and say why', async (t
   t.is(wrongToken.code, 1);
   t.regex(wrongToken.stderr, /unauthorized/);
   // A mistyped option, or one a command does not take, is a usage mistake too: no stack trace.
-  for (const args of [['answer', 'x', 'approve', '--persn', 'ana'], ['mongo-url', '--analist'], ['apply', 'no-such-manifest.yaml']]) {
-    const mistake = await cli(args);
+  for (const [args, why] of [
+    [['answer', 'x', 'approve', '--persn', 'ana'], /'--persn'/],
+    [['mongo-url', '--analist'], /'--analist'/],
+    [['apply', 'no-such-manifest.yaml'], /cannot read no-such-manifest\.yaml/],
+    [['answer', 'x', 'maybe', '--person', 'ana'], /^answer: missing or wrong arguments/],
+    [['backup'], /^backup: name one file to write/],
+    [['verify-log'], /^verify-log: missing or wrong arguments/],
+    [['rotate-signing-key', '--from', '3'], /^rotate-signing-key: missing or wrong arguments/],
+  ] as const) {
+    const mistake = await cli([...args]);
     t.is(mistake.code, 2, args.join(' '));
+    t.regex(mistake.stderr, why, 'says what was wrong');
     t.regex(mistake.stderr, /Usage: npm run admin/);
     t.notRegex(mistake.stderr, /\n\s+at /, 'no stack trace');
   }

@@ -266,17 +266,20 @@ test.serial('a manifest sent with a Content-Encoding is decoded as JSON bodies a
   }
 });
 
-test.serial('a YAML limit written otherwise than as an integer is refused as in JSON, not rounded or read as hex', async (t) => {
+test.serial('a YAML limit written otherwise than as an integer is AMOUNT_NOT_INTEGER as in JSON and in a purchase, not rounded or read as hex', async (t) => {
   const before = await counts();
   const text = stringify(acmeManifest('yaml-numbers'));
   t.true(text.includes('amountMinor: "50000"'));
   for (const written of ['1e3', '100.0', '0x10', '0o17', '0.99999999999999999', '+5e0']) {
     const res = await app.admin('/admin/manifests', { raw: text.replace('amountMinor: "50000"', `amountMinor: ${written}`), headers: { 'content-type': 'application/yaml' } });
     t.is(res.status, 400, `${written}: ${res.text}`);
-    t.deepEqual(res.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['policies.0.rules.0.amountMinor:AMOUNT_NOT_POSITIVE'], written);
+    t.deepEqual(res.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['policies.0.rules.0.amountMinor:AMOUNT_NOT_INTEGER'], written);
   }
   const json = await app.admin('/admin/manifests', { raw: JSON.stringify(acmeManifest('yaml-numbers')).replace('"amountMinor":"50000"', '"amountMinor":1e3'), headers: { 'content-type': 'application/json' } });
-  t.deepEqual(json.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['policies.0.rules.0.amountMinor:AMOUNT_NOT_POSITIVE']);
+  t.deepEqual(json.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['policies.0.rules.0.amountMinor:AMOUNT_NOT_INTEGER']);
+  // A value that is an integer but not positive is AMOUNT_NOT_POSITIVE, as for a purchase.
+  const zero = await app.admin('/admin/manifests', { raw: text.replace('amountMinor: "50000"', 'amountMinor: 0'), headers: { 'content-type': 'application/yaml' } });
+  t.deepEqual(zero.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['policies.0.rules.0.amountMinor:AMOUNT_NOT_POSITIVE']);
   t.deepEqual(await counts(), before);
   // Integers, signed or quoted, are limits.
   const ok = await app.admin('/admin/manifests', { raw: text.replace('amountMinor: "50000"', 'amountMinor: +50000'), headers: { 'content-type': 'application/yaml' } });

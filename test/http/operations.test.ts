@@ -104,6 +104,18 @@ test.serial('/metrics counts requests by route and status, decisions by outcome 
   }
 });
 
+test.serial('/metrics labels an operator call refused for its token by its route, not by the token check\'s prefix pattern', async (t) => {
+  const before = (await scrape()).text;
+  t.is((await app.request('/admin/manifests', { key: 'not-the-operator-token-0123', body: {} })).status, 401);
+  t.is((await app.request('/admin/oauth-clients', { key: 'not-the-operator-token-0123' })).status, 401);
+  const after = (await scrape()).text;
+  const delta = (labels: Record<string, string>) => sample(after, 'spend_http_requests_total', labels) - sample(before, 'spend_http_requests_total', labels);
+  t.is(delta({ method: 'POST', route: '/admin/manifests', status: '401' }), 1);
+  t.is(delta({ method: 'GET', route: '/admin/oauth-clients', status: '401' }), 1);
+  // The token check is the operator router's own middleware: its prefix pattern is no route template.
+  t.false(after.includes('route="/admin(?:'), 'no regular expression as a route label');
+});
+
 test.serial('/metrics counts answers, expiries with their lag, and store conflicts and retries', async (t) => {
   let clock = new Date();
   const timed = await startApp({ env: { METRICS_TOKEN }, now: () => clock });

@@ -140,6 +140,17 @@ test('export-log prints the chain as JSON Lines, the receipts the service sent, 
   t.regex(partial.stdout, /3 receipt\(s\), seq 6\.\.8, verified/);
   t.is((await cli('scripts/admin.ts', ['export-log'])).code, 2, 'no organisation: a usage mistake');
   t.is((await cli('scripts/admin.ts', ['export-log', org.organizationId, '--from', 'zero'])).code, 2);
+  // verify-receipts' usage mistakes say what was wrong before the usage, as the operator CLI's do.
+  for (const [args, why] of [
+    [[tailFile], /^--jwks is required/],
+    [['--jwks', jwksFile], /^give one export file \(got 0\)/],
+    [['--jwks', jwksFile, '--form', '6', tailFile], /'--form'/],
+  ] as const) {
+    const mistake = await cli('scripts/verify-receipts.ts', [...args]);
+    t.is(mistake.code, 2, args.join(' '));
+    t.regex(mistake.stderr, why, args.join(' '));
+    t.regex(mistake.stderr, /Usage: npm run verify-receipts/);
+  }
 });
 
 test('verify-receipts: a sound log of another organisation is named as such, and fails with --organization naming the one asked for', async (t) => {
