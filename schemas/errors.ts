@@ -2,7 +2,11 @@
 // document narrows `code` per operation and status from these lists.
 import Type from 'typebox';
 
-export const ErrorIssue = Type.Object({ path: Type.String(), code: Type.String(), message: Type.String() });
+export const ErrorIssue = Type.Object({
+  path: Type.String({ description: 'The field as sent (`metadata.a.0`, a query parameter, `Idempotency-Key`); the whole body is `body`, on webhook management the empty string.' }),
+  code: Type.String({ description: 'Stable; branch on it.' }),
+  message: Type.String(),
+});
 
 export const ErrorBody = Type.Object({
   error: Type.Object({

@@ -1,9 +1,11 @@
 // The `data` of every event type (docs/reference/contract.md §6.2). Receivers must ignore fields they do not know.
 import Type from 'typebox';
+import { Timestamp } from './common.ts';
 
 const Id = Type.String({ format: 'uuid' });
 const Minor = Type.String({ pattern: '^-?\\d+$' });
-const Instant = Type.String({ format: 'date-time' });
+/** UTC with milliseconds, as every timestamp of the contract (docs/reference/contract.md §2.1). */
+const Instant = Timestamp;
 
 const purchaseCommon = {
   purchaseRequestId: Id,

@@ -18,9 +18,15 @@ export const LIMITS = {
 /** Objects and arrays nest at most this deep in any JSON body (the body itself is level 1). */
 export const MAX_JSON_DEPTH = 32;
 
+/**
+ * The issue path of the whole body: `body` on purchases and the other operations, the empty string on
+ * webhook management (docs/reference/contract.md §7).
+ */
+export type WholeBody = 'body' | '';
+
 /** `what` names the collections in the message: YAML manifests have mappings and sequences. */
-export const tooDeep = (what = 'JSON objects and arrays') =>
-  invalidRequest([{ path: 'body', code: 'TOO_DEEP', message: `${what} nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
+export const tooDeep = (what = 'JSON objects and arrays', wholeBody: WholeBody = 'body') =>
+  invalidRequest([{ path: wholeBody, code: 'TOO_DEEP', message: `${what} nest at most ${MAX_JSON_DEPTH} levels deep.` }]);
 
 /**
  * What every parsed body and manifest must be beyond JSON's grammar, checked before anything recursive
@@ -32,16 +38,16 @@ export const tooDeep = (what = 'JSON objects and arrays') =>
 /** In a `u` regular expression a pair is one code point: only a surrogate alone is in the class Cs. */
 const LONE = /\p{Cs}/u;
 
-export function checkParsed(value: unknown, what?: string): void {
+export function checkParsed(value: unknown, what?: string, wholeBody: WholeBody = 'body'): void {
   const issues: ErrorIssue[] = [];
   // [value, depth, path, the name it is held under]
-  const stack: [unknown, number, string, string][] = [[value, 1, 'body', '']];
+  const stack: [unknown, number, string, string][] = [[value, 1, wholeBody, '']];
   while (stack.length > 0) {
     const [current, depth, path, name] = stack.pop()!;
     if (LONE.test(name)) issues.push(loneSurrogate(path, 'name'));
     if (typeof current === 'string' && LONE.test(current)) issues.push(loneSurrogate(path, 'text'));
     if (current === null || typeof current !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) throw tooDeep(what);
+    if (depth > MAX_JSON_DEPTH) throw tooDeep(what, wholeBody);
     // Pushed last to first: the issues come in the order the body is written in.
     for (const [key, child] of Object.entries(current).reverse()) stack.push([child, depth + 1, depth === 1 ? key : `${path}.${key}`, key]);
   }
@@ -51,7 +57,7 @@ export function checkParsed(value: unknown, what?: string): void {
 const loneSurrogate = (path: string, what: 'text' | 'name'): ErrorIssue => ({
   path,
   code: 'LONE_SURROGATE',
-  message: `The ${what} at "${path}" holds a lone UTF-16 surrogate (an escape from \\ud800 to \\udfff without its pair), which is not Unicode text.`,
+  message: `The ${what} at "${path || 'body'}" holds a lone UTF-16 surrogate (an escape from \\ud800 to \\udfff without its pair), which is not Unicode text.`,
 });
 
 /** The media type without parameters, lower-cased (RFC 9110 8.3.1: media types are case-insensitive). */
@@ -76,10 +82,10 @@ export function utf8Text(bytes: Uint8Array, what = 'The request body'): string {
 }
 
 /** JSON text parsed as parseJson does, its errors as the API answers them. */
-export function parseBodyJson(text: string): unknown {
+export function parseBodyJson(text: string, wholeBody: WholeBody = 'body'): unknown {
   // Counted on the text first: a megabyte of '[' (a manifest may be one) would hold the event loop for
   // seconds in the parse and the duplicate-name scan; the count answers in one pass.
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep();
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw tooDeep(undefined, wholeBody);
   try {
     return parseJson(text);
   } catch (error) {
@@ -88,7 +94,7 @@ export function parseBodyJson(text: string): unknown {
     }
     // The reviver (a number written with a fraction) walks the value recursively: thousands of levels
     // overflow the stack before checkParsed could say it is too deep.
-    if (error instanceof RangeError) throw tooDeep();
+    if (error instanceof RangeError) throw tooDeep(undefined, wholeBody);
     throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
   }
 }
@@ -100,9 +106,9 @@ const hasBody = (ctx: Context) => {
 
 /**
  * Parses a JSON body. With `optional`, an absent body is allowed (rotate-secret) and yields undefined;
- * a body that is present must still be JSON.
+ * a body that is present must still be JSON. `wholeBody` is the path of issues about the body as a whole.
  */
-export function jsonBody(limit: number, { optional = false }: { optional?: boolean } = {}) {
+export function jsonBody(limit: number, { optional = false, wholeBody = 'body' }: { optional?: boolean; wholeBody?: WholeBody } = {}) {
   const parse = koaBody({
     json: false,
     urlencoded: false,
@@ -151,8 +157,8 @@ export function jsonBody(limit: number, { optional = false }: { optional?: boole
       }
       throw new ApiError(400, 'malformed_json', 'The request body is empty; send a JSON object.');
     }
-    const parsed = parseBodyJson(raw);
-    checkParsed(parsed);
+    const parsed = parseBodyJson(raw, wholeBody);
+    checkParsed(parsed, undefined, wholeBody);
     ctx.state.rawBody = raw;
     ctx.state.body = parsed;
     return next();

@@ -51,8 +51,8 @@ const webhookId = (ctx: Context): string => uuidParam(ctx, 'webhookId', 'webhook
 export function webhookRoutes(deps: AppDeps): Router {
   warnIfUnsafe(deps);
   const router = newRouter();
-  const body = jsonBody(LIMITS.webhooks);
-  const optionalBody = jsonBody(LIMITS.webhooks, { optional: true });
+  const body = jsonBody(LIMITS.webhooks, { wholeBody: '' });
+  const optionalBody = jsonBody(LIMITS.webhooks, { optional: true, wholeBody: '' });
 
   router.get('/v1/webhooks', requireOrganizationKey, queryParams(), async (ctx) => {
     ctx.body = await listEndpoints(deps, orgOf(ctx));

@@ -1,12 +1,12 @@
-// Every event the service records has the `data` shape published in schemas/events.ts.
+// Every event the service records has the `data` shape published in schemas/events.ts and the OpenAPI
+// document's webhook bodies, no undocumented field either.
 import test from 'ava';
-import { Compile } from 'typebox/compile';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { shopManifest, purchase } from '../helpers/shop.ts';
 import { inOnePeriod, tracked } from '../helpers/windows.ts';
-import { EventData } from '../../schemas/events.ts';
+import { checkEventData } from '../helpers/contract.ts';
 
 test('purchase, approval, budget and agent events match their schemas', async (t) => {
   const app = await startApp({ jobs: { sweepEvery: '1 second' } });
@@ -35,9 +35,7 @@ test('purchase, approval, budget and agent events match their schemas', async (t
         t.true(types.has(type), `${type} was recorded`);
       }
       for (const event of events as any[]) {
-        const check = Compile(EventData[event.type as keyof typeof EventData]);
-        const data = JSON.parse(JSON.stringify(event.data));
-        t.true(check.Check(data), `${event.type}: ${JSON.stringify([...check.Errors(data)])}`);
+        t.notThrows(() => checkEventData(event.type, JSON.parse(JSON.stringify(event.data))), event.type);
       }
     });
   } finally {

@@ -111,3 +111,10 @@ export function checkAgainstDocument(method: string, path: string, res: CheckedR
   statuses.add(res.status);
   covered.set(key, statuses);
 }
+
+/** Throws when an event's `data` disagrees with its webhook body in the document (no undocumented field either). */
+export function checkEventData(type: string, data: unknown): void {
+  if (!openApi.webhooks[type]) throw new Error(`contract: event type ${type} is not documented`);
+  const validate = validatorFor(`/webhooks/${escape(type)}/post/requestBody/content/application~1json/schema/properties/data`);
+  if (!validate(data)) throw new Error(`contract: ${type} data: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(data)}`);
+}

@@ -2,6 +2,7 @@
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { openApi } from '../helpers/contract.ts';
 import { classifyKey } from '../../src/identity/credentials/api-keys.ts';
 
 let app: TestApp;
@@ -134,6 +135,29 @@ test('a suspended organisation is refused with 403 organization_suspended, and r
   }
   await app.admin(`/admin/organizations/${other.organizationId}`, { method: 'PATCH', body: { status: 'ACTIVE' } });
   t.is((await app.request('/v1/agents', { key })).status, 200);
+});
+
+test('a suspended organisation is 403 organization_suspended on every documented operation, whatever the kind of key', async (t) => {
+  const other = await applyManifest(app, acmeManifest('suspended-everywhere'));
+  const id = '01a226da-0860-7525-973b-454a2adc038d';
+  const operations = Object.entries(openApi.paths as Record<string, Record<string, any>>).flatMap(([template, item]) =>
+    Object.entries(item)
+      .filter(([, op]) => op.security?.length > 0)
+      .map(([method]) => [method.toUpperCase(), template.replace(/\{\w+\}/g, id)] as const),
+  );
+  t.true(operations.length >= 20, `${operations.length} operations`);
+  await app.admin(`/admin/organizations/${other.organizationId}`, { method: 'PATCH', body: { status: 'SUSPENDED' } });
+  try {
+    for (const [method, path] of operations) {
+      for (const key of [other.keys['admin-key'], other.keys['buyer-key']]) {
+        const res = await app.request(path, { method, key, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        t.is(res.status, 403, `${method} ${path}`);
+        t.is(code(res), 'organization_suspended', `${method} ${path}`);
+      }
+    }
+  } finally {
+    await app.admin(`/admin/organizations/${other.organizationId}`, { method: 'PATCH', body: { status: 'ACTIVE' } });
+  }
 });
 
 test('keys are stored as digests: no stored document contains a secret', async (t) => {

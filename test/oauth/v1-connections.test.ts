@@ -3,6 +3,7 @@
 // expired tokens, and purchases readable only by the credential that submitted them.
 import test from 'ava';
 import type { TestApp } from '../helpers/app.ts';
+import { openApi } from '../helpers/contract.ts';
 import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, tokenForm, type MetadataServer, type Org } from './helpers.ts';
 
 let app: TestApp;
@@ -84,6 +85,27 @@ test('every other /v1 operation is oauth_not_permitted, whatever the scopes', as
     const res = await app.request(path, { method, key: full.access_token, body });
     t.is(res.status, 403, path);
     t.is(res.body.error.code, 'oauth_not_permitted', path);
+  }
+});
+
+test('every documented operation no scope reaches is oauth_not_permitted, and policy authoring api_key_not_permitted', async (t) => {
+  const id = '01a226da-0860-7525-973b-454a2adc038d';
+  const orgOnly = Object.entries(openApi.paths as Record<string, Record<string, any>>).flatMap(([template, item]) =>
+    Object.entries(item)
+      .filter(([, op]) => op.security?.length > 0 && !op.security.some((s: object) => 'connectionToken' in s))
+      .map(([method]) => [method.toUpperCase(), template.replace(/\{\w+\}/g, id)] as const),
+  );
+  t.true(orgOnly.length >= 15, `${orgOnly.length} operations`);
+  for (const [method, path] of orgOnly) {
+    const body = method === 'GET' || method === 'DELETE' ? undefined : {};
+    const res = await app.request(path, { method, key: full.access_token, body });
+    t.is(res.status, 403, `${method} ${path}`);
+    t.is(res.body.error.code, 'oauth_not_permitted', `${method} ${path}`);
+  }
+  for (const [method, path] of [['POST', '/v1/policies'], ['PATCH', `/v1/policies/${id}`], ['DELETE', `/v1/policies/${id}`], ['POST', `/v1/policies/${id}/versions/${id}/activate`]] as const) {
+    const res = await app.request(path, { method, key: full.access_token, body: method === 'DELETE' ? undefined : {} });
+    t.is(res.status, 403, `${method} ${path}`);
+    t.is(res.body.error.code, 'api_key_not_permitted', `${method} ${path}`);
   }
 });
 

@@ -66,3 +66,16 @@ test('the document covers the /v1 contract: every operation, both security schem
   const forbidden = openApi.components.responses[submit.responses['403'].$ref.split('/').pop()];
   t.deepEqual(forbidden.content['application/json'].schema.properties.error.properties.code.enum, ['connection_unauthorized', 'organization_suspended', 'api_key_not_bound_to_agent', 'insufficient_scope']);
 });
+
+test('every instant the document describes, event data included, is a Timestamp: UTC with milliseconds (contract §2.1)', (t) => {
+  const loose: string[] = [];
+  const walk = (node: unknown, at: string) => {
+    if (node === null || typeof node !== 'object') return;
+    if ((node as { format?: unknown }).format === 'date-time') loose.push(at);
+    for (const [key, child] of Object.entries(node)) walk(child, `${at}/${key}`);
+  };
+  walk(openApi, '#');
+  t.deepEqual(loose, []);
+  const expired = openApi.webhooks['purchase.approval_expired'].post.requestBody.content['application/json'].schema;
+  t.deepEqual(expired.properties.data.properties.expiresAt, { $ref: '#/components/schemas/Timestamp' });
+});

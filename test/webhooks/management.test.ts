@@ -220,6 +220,27 @@ test('invalid bodies: 400 invalid_request with issues; the whole body has the em
   expectError(t, testExtra, 400, 'invalid_request');
 });
 
+test('problems found before the schema about the whole body have the empty path too: nesting, a lone surrogate', async (t) => {
+  const o = await org();
+  const id = (await create(o.admin)).body.id;
+  const deep = '{"description":' + '['.repeat(40) + ']'.repeat(40) + '}';
+  const cases: Array<[string, string, string, string]> = [
+    ['POST', '/v1/webhooks', '['.repeat(40) + ']'.repeat(40), 'TOO_DEEP'],
+    ['PATCH', `/v1/webhooks/${id}`, deep, 'TOO_DEEP'],
+    ['POST', `/v1/webhooks/${id}/rotate-secret`, deep, 'TOO_DEEP'],
+    ['POST', `/v1/webhooks/${id}/test`, deep, 'TOO_DEEP'],
+    ['DELETE', `/v1/webhooks/${id}`, deep, 'TOO_DEEP'],
+    ['POST', '/v1/webhooks', '"\\ud800"', 'LONE_SURROGATE'],
+    ['PATCH', `/v1/webhooks/${id}`, '"\\ud800"', 'LONE_SURROGATE'],
+  ];
+  for (const [method, path, raw, code] of cases) {
+    const res = await app.request(path, { method, key: o.admin, raw, headers: { 'content-type': 'application/json' } });
+    expectError(t, res, 400, 'invalid_request');
+    t.deepEqual(res.body.error.issues.map((i: any) => [i.path, i.code]), [['', code]], `${method} ${path} ${raw.slice(0, 20)}`);
+  }
+  t.like((await app.request(`/v1/webhooks/${id}`, { key: o.admin })).body, { status: 'ACTIVE' });
+});
+
 test('415 without JSON content type, 400 malformed_json, 413 above 16 KB', async (t) => {
   const o = await org();
   const id = (await create(o.admin)).body.id;
