@@ -52,6 +52,23 @@ async function withGeneratedSecrets(config: Config, store: Store): Promise<Confi
   return config;
 }
 
+/**
+ * A start-up step that fails for a reason outside the code (a port taken, a server down, a file
+ * missing): one line on stderr naming the setting and the cause, instead of a stack trace, then exit.
+ * Nothing has served yet, so nothing is left half done.
+ */
+export async function orExit<T>(what: string, step: Promise<T>, code = 1): Promise<T> {
+  try {
+    return await step;
+  } catch (err) {
+    process.stderr.write(`${what}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(code);
+  }
+}
+
+/** Binding `port` (and host), or exit 1 with one line naming the setting (EADDRINUSE, EACCES, EADDRNOTAVAIL). */
+export const listenOrExit = <T>(setting: string, listening: Promise<T>): Promise<T> => orExit(`${setting}: cannot listen`, listening);
+
 async function openStoreOrExit(config: Config): Promise<Store> {
   try {
     return await openStore({ mongodbUri: config.mongodbUri ?? undefined, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs, dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
@@ -60,6 +77,8 @@ async function openStoreOrExit(config: Config): Promise<Store> {
       process.stderr.write(`${err.message}\n`);
       process.exit(2);
     }
+    // The driver's message names the cause (refused, timed out, authentication) and never the URI's password.
+    if (config.mongodbUri !== null) return orExit('MONGODB_URI: cannot use the database', Promise.reject(err));
     throw err;
   }
 }

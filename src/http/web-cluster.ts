@@ -1,8 +1,9 @@
 // WEB_CONCURRENCY (the Heroku convention): the primary process forks that many web processes with
 // node:cluster; they share the listening port (the primary hands out connections round-robin) and
 // each runs the whole application. The primary only supervises: it replaces a process that dies
-// unexpectedly (not more than RESTART_LIMIT times a minute), and on SIGTERM/SIGINT passes the signal
-// on, waits for every process to finish its own graceful shutdown, then exits.
+// unexpectedly (not more than RESTART_LIMIT times a minute; none while no process has listened yet:
+// that is a start that failed, and the primary exits 1), and on SIGTERM/SIGINT passes the signal on,
+// waits for every process to finish its own graceful shutdown, then exits.
 import cluster, { type Worker } from 'node:cluster';
 import { storeIsPrivate, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
@@ -17,7 +18,10 @@ export interface ClusterLog {
 export function runWebCluster(count: number, log: ClusterLog): void {
   let stopping = false;
   const restarts: number[] = [];
-  const fork = (): Worker => cluster.fork();
+  // Until one web process listens, an exit is a start that failed (a port taken, an unusable DATA_DIR):
+  // each replacement would fail alike, so the primary stops rather than restart it ten times.
+  let served = false;
+  const fork = (): Worker => cluster.fork().once('listening', () => (served = true));
 
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
@@ -25,6 +29,11 @@ export function runWebCluster(count: number, log: ClusterLog): void {
       return;
     }
     log.error('web process exited', { pid: worker.process.pid, code, signal });
+    if (!served) {
+      log.error('a web process failed to start; stopping', { code });
+      stop('SIGTERM', 1);
+      return;
+    }
     const now = Date.now();
     while (restarts.length > 0 && restarts[0] < now - 60_000) restarts.shift();
     if (restarts.length >= RESTART_LIMIT) {

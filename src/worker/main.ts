@@ -1,6 +1,6 @@
 // The worker process (Procfile `worker`): runs the scheduled jobs, against MongoDB or the embedded
 // store's database in DATA_DIR (shared with the web processes, which then run with RUN_JOBS=0).
-import { bootstrap, configOrExit, onShutdown } from '../bootstrap.ts';
+import { bootstrap, configOrExit, listenOrExit, onShutdown } from '../bootstrap.ts';
 import { storeIsPrivate } from '../config.ts';
 import { startJobs } from '../compose.ts';
 import { stopGracefully } from '../http/shutdown.ts';
@@ -18,11 +18,7 @@ const { metricsPort } = config;
 const stopMetrics =
   metricsPort === null
     ? async () => {}
-    : await serveWorkerMetrics({ ...config, metricsPort }, deps.log).catch(async (err: unknown) => {
-        process.stderr.write(`METRICS_PORT ${metricsPort}: cannot listen (${(err as Error)?.message ?? err}).\n`);
-        await deps.store.close().catch(() => {});
-        process.exit(1);
-      });
+    : await listenOrExit(`METRICS_PORT ${metricsPort}`, serveWorkerMetrics({ ...config, metricsPort }, deps.log));
 const stopJobs = await startJobs(deps, agenda);
 const stop = async () => {
   await stopJobs();

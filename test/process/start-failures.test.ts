@@ -1,0 +1,62 @@
+// A start that cannot succeed for a reason outside the code (a port taken, a server down, a file
+// missing, a wrong option) stops at once with one line naming the setting and the cause, a non-zero
+// exit status, no stack trace, and before any job is taken (docs/operate/deployment.md, "Start-up failures").
+import test, { type ExecutionContext } from 'ava';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { runService, tempDataDir } from '../helpers/service-process.ts';
+
+async function heldPort(t: ExecutionContext): Promise<number> {
+  const holder: Server = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, resolve));
+  t.teardown(() => void holder.close());
+  return (holder.address() as AddressInfo).port;
+}
+
+/** Refused: the exit status, one line on stderr matching `message`, no stack trace, nothing started. */
+async function refused(t: ExecutionContext, env: Record<string, string>, args: string[], status: number, message: RegExp) {
+  const { code, stdout, stderr } = await runService({ DATA_DIR: tempDataDir(t), ...env }, args);
+  t.is(code, status, stderr);
+  t.regex(stderr, message);
+  t.is(stderr.trim().split('\n').length, 1, `one line: ${stderr}`);
+  t.notRegex(stderr, /^\s+at /m, 'no stack trace');
+  t.notRegex(stdout, /"msg":"(listening|jobs started)"/, 'nothing started');
+}
+
+test('PORT held by another process', async (t) => {
+  const port = await heldPort(t);
+  await refused(t, { PORT: String(port) }, [], 1, new RegExp(`^PORT ${port}: cannot listen: .*EADDRINUSE`));
+});
+
+test('EMBEDDED_MONGO_PORT held by another process: refused before any job is taken', async (t) => {
+  const port = await heldPort(t);
+  await refused(t, { EMBEDDED_MONGO_PORT: String(port) }, [], 1, new RegExp(`^EMBEDDED_MONGO_PORT ${port} on EMBEDDED_MONGO_HOST 127\\.0\\.0\\.1: cannot listen: .*EADDRINUSE`));
+});
+
+test('EMBEDDED_MONGO_HOST that does not resolve', async (t) => {
+  const port = await heldPort(t);
+  await refused(t, { EMBEDDED_MONGO_PORT: String(port), EMBEDDED_MONGO_HOST: 'no-such-host.invalid' }, [], 1, /^EMBEDDED_MONGO_PORT \d+ on EMBEDDED_MONGO_HOST no-such-host\.invalid: cannot listen: .*ENOTFOUND/);
+});
+
+test('a --manifest file that does not exist', async (t) => {
+  await refused(t, {}, ['--manifest', '/nonexistent/acme.yaml'], 2, /^Manifest \/nonexistent\/acme\.yaml cannot be read: ENOENT/);
+});
+
+test('an option src/main.ts does not know', async (t) => {
+  await refused(t, {}, ['--manfest', 'acme.yaml'], 2, /^src\/main\.ts takes one option, --manifest FILE: Unknown option '--manfest'/);
+});
+
+test('a MONGODB_URI nothing answers at', async (t) => {
+  const port = await heldPort(t);
+  // The held port accepts and never speaks MongoDB: the driver's server selection times out.
+  await refused(t, { MONGODB_URI: `mongodb://127.0.0.1:${port}/spend`, MONGODB_TIMEOUT_MS: '500' }, [], 1, /^MONGODB_URI: cannot use the database: /);
+});
+
+test('WEB_CONCURRENCY=2 on a held PORT: the primary stops at the first failed start instead of replacing it again and again', async (t) => {
+  const port = await heldPort(t);
+  const { code, stdout, stderr } = await runService({ DATA_DIR: tempDataDir(t), PORT: String(port), WEB_CONCURRENCY: '2' });
+  t.is(code, 1, stderr);
+  t.regex(stderr, new RegExp(`PORT ${port}: cannot listen: .*EADDRINUSE`));
+  t.notRegex(stderr, /^\s+at /m, 'no stack trace');
+  t.regex(stdout, /"msg":"a web process failed to start; stopping"/);
+  t.true((stdout.match(/"msg":"web process exited"/g) ?? []).length <= 2, stdout);
+});
