@@ -13,7 +13,7 @@ import { ApiError } from './http/errors.ts';
 import { utf8Text } from './http/body.ts';
 import { startJobs } from './compose.ts';
 import { serviceApp } from './service-app.ts';
-import { superviseWebProcesses } from './http/web-cluster.ts';
+import { isLeadProcess, reportStarted, superviseWebProcesses } from './http/web-cluster.ts';
 import { newLifecycle } from './lifecycle.ts';
 import { stopGracefully } from './http/shutdown.ts';
 import { startEmbeddedListener } from './store/wire/embedded-listener.ts';
@@ -22,22 +22,28 @@ const { values } = await orExit('src/main.ts takes one option, --manifest FILE',
 // PORT=0 leaves the port to the system: chosen before the configuration is read, so that the default
 // BASE_URL (the OAuth issuer, the MCP resource, the API reference) names the port listened on. A
 // cluster's web processes inherit the choice. The port stays held until this process listens on it.
-const reserved = process.env.PORT === '0' && cluster.isPrimary ? await reservePort() : null;
-if (reserved) process.env.PORT = String(reserved.port);
+const chosen = process.env.PORT === '0' && cluster.isPrimary ? await reservePort() : null;
+if (chosen) process.env.PORT = String(chosen.port);
 const initial = configOrExit();
+// A PORT another process holds stops the start before the store is opened: a first start would
+// otherwise generate and print the operator token (shown once) just above the error, and a restart
+// would not print it again.
+const reserved = chosen ?? (cluster.isPrimary ? await listenOrExit(`PORT ${initial.port}`, reservePort(initial.port)) : null);
 // WEB_CONCURRENCY above 1: this process supervises that many web processes running this file and
 // goes no further (src/http/web-cluster.ts); they listen on the port through it.
 if (initial.webConcurrency > 1 && cluster.isPrimary) {
   await reserved?.release();
   await superviseWebProcesses(initial);
 }
-// In a cluster the first web process is the one that applies --manifest, runs the jobs (when RUN_JOBS)
-// and the wire-protocol listener (a transaction's messages must all reach one process).
+// In a cluster the first web process applies --manifest; it and whichever process replaces it (the
+// lead) run the jobs (when RUN_JOBS) and the wire-protocol listener (a transaction's messages must all
+// reach one process).
 const first = cluster.isPrimary || cluster.worker?.id === 1;
+const lead = isLeadProcess();
 const { deps, agenda } = await bootstrap(initial);
 const { config } = deps;
 const embedded = config.mongodbUri === null;
-const runsJobs = config.runJobs && first;
+const runsJobs = config.runJobs && lead;
 deps.lifecycle = newLifecycle(runsJobs);
 if (config.adminTokenSha256 === null) deps.log.warn('ADMIN_TOKEN is not set: the operator API is off');
 
@@ -64,7 +70,7 @@ const server = createHttpServer(serviceApp(deps));
 await reserved?.release();
 const port = await listenOrExit(`PORT ${config.port}`, listen(server, config.port));
 const wire =
-  embedded && first
+  embedded && lead
     ? await listenOrExit(
         `EMBEDDED_MONGO_PORT ${config.embeddedMongoPort} on EMBEDDED_MONGO_HOST ${config.embeddedMongoHost}`,
         startEmbeddedListener(deps.store, config, deps.log, (text) => process.stdout.write(text)),
@@ -74,5 +80,6 @@ const stopWorker = runsJobs ? await startJobs(deps, agenda) : null;
 deps.lifecycle.jobsRunning = stopWorker !== null;
 // The port bound, which PORT=0 leaves to the system (the tests read it from this line).
 deps.log.info('listening', { port, baseUrl: config.baseUrl, store: deps.store.engine });
+reportStarted();
 
 onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker, stopListeners: wire ? () => wire.close() : null }));

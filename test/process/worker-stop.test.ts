@@ -3,7 +3,8 @@
 // to cut anything off (docs/operate/deployment.md, "Shutdown").
 import test from 'ava';
 import { spawn } from 'node:child_process';
-import { createServer, type ServerResponse } from 'node:https';
+import type { ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { acmeManifest } from '../helpers/fixtures.ts';
