@@ -32,12 +32,14 @@ export function configOrExit(): Config {
  * On the embedded store, a missing ADMIN_TOKEN or WEBHOOK_ENCRYPTION_KEY is generated once and
  * kept in the database, so that printed tokens and sealed webhook secrets outlive a restart
  * (and the worker process uses the same key). The token is printed once, when created, and only its
- * digest is kept: it is a credential, and the database a file that backups and analysts read.
+ * digest is kept: it is a credential, and the database a file that backups and analysts read. Only a
+ * process that serves the operator API makes the token: a worker started first printed it in its own
+ * log, and `npm start` then printed none.
  */
-async function withGeneratedSecrets(config: Config, store: Store): Promise<Config> {
+async function withGeneratedSecrets(config: Config, store: Store, operatorApi: boolean): Promise<Config> {
   if (!(store instanceof EmbeddedStore)) return config;
   const where = store.location === ':memory:' ? 'for this process only (DATA_DIR=:memory:)' : `kept in ${store.location}`;
-  if (config.adminTokenSha256 === null) {
+  if (config.adminTokenSha256 === null && operatorApi) {
     const { sha256, created } = await store.credentialDigest('admin-token', () => randomBytes(24).toString('base64url'));
     // Printed once, on purpose: the embedded default is for a person at a terminal.
     const kept = store.location === ':memory:' ? 'for this process only' : `only its digest is kept, in ${store.location}`;
@@ -83,10 +85,11 @@ async function openStoreOrExit(config: Config): Promise<Store> {
   }
 }
 
-export async function bootstrap(initial: Config): Promise<{ deps: AppDeps; agenda: Agenda }> {
+/** `operatorApi`: this process serves the operator API (the web process, not the worker). */
+export async function bootstrap(initial: Config, { operatorApi }: { operatorApi: boolean }): Promise<{ deps: AppDeps; agenda: Agenda }> {
   const log = createLogger(initial.logLevel);
   const store = await openStoreOrExit(initial);
-  const config = await withGeneratedSecrets(initial, store);
+  const config = await withGeneratedSecrets(initial, store, operatorApi);
   await createIndexes(store.db);
   // Decision receipts are signed with it (docs/integrate/receipts.md): made on the first start.
   await ensureSigningKey(store.db, config, log);

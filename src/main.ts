@@ -40,7 +40,7 @@ if (initial.webConcurrency > 1 && cluster.isPrimary) {
 // reach one process).
 const first = cluster.isPrimary || cluster.worker?.id === 1;
 const lead = isLeadProcess();
-const { deps, agenda } = await bootstrap(initial);
+const { deps, agenda } = await bootstrap(initial, { operatorApi: true });
 const { config } = deps;
 const embedded = config.mongodbUri === null;
 const runsJobs = config.runJobs && lead;

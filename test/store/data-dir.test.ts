@@ -102,6 +102,30 @@ test('an admin token an earlier version kept in plain text is replaced by its di
   t.false(filesOf(dataDir).includes(legacy), 'and is no longer stored');
 });
 
+test('a worker started first on a fresh DATA_DIR makes no operator token: npm start, which serves the operator API, makes and prints it', async (t) => {
+  const dataDir = tempDataDir(t);
+  const { spawn } = await import('node:child_process');
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  delete env.ADMIN_TOKEN;
+  const worker = spawn(process.execPath, ['src/worker/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  worker.stderr.on('data', (d) => (output += d));
+  await new Promise<void>((resolve, reject) => {
+    worker.stdout.on('data', (d) => {
+      output += d;
+      if (output.includes('"msg":"jobs started"')) resolve();
+    });
+    worker.once('exit', () => reject(new Error(`exited before starting:\n${output}`)));
+  });
+  worker.kill('SIGTERM');
+  await new Promise((resolve) => worker.once('exit', resolve));
+  t.false(output.includes('Operator API token'), output);
+  const web = await runOnce(dataDir);
+  const token = /Operator API token \(generated, shown this once; [^)]+\): (\S+)/.exec(web.output)?.[1];
+  t.truthy(token, web.output);
+  t.is(web.admin(token!), 404, 'the printed token opens the operator API');
+});
+
 /**
  * Starts the service without ADMIN_TOKEN, waits for it to listen, stops it; returns its output and what
  * the operator API answered, while it ran, to the token it printed and to each of `tokens`: 404 for a
