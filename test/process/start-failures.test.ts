@@ -2,7 +2,11 @@
 // missing, a wrong option) stops at once with one line naming the setting and the cause, a non-zero
 // exit status, no stack trace, and before any job is taken (docs/operate/deployment.md, "Start-up failures").
 import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { runService, tempDataDir } from '../helpers/service-process.ts';
 
@@ -72,4 +76,19 @@ test('a held PORT on a first start: refused before the store is opened, so the o
     t.notRegex(stdout, /Operator API token/);
     t.false(existsSync(dataDir), 'DATA_DIR untouched');
   }
+});
+
+test('a database another program keeps locked: refused after the busy timeout, with a message that says so', async (t) => {
+  const dataDir = tempDataDir(t);
+  const store = await openEmbeddedStore({ dataDir });
+  await store.close();
+  // Another program (an sqlite3 shell, say) with a write transaction open on the file.
+  const holder = spawn(process.execPath, ['-e', `const { DatabaseSync } = require('node:sqlite'); new DatabaseSync(process.argv[1]).exec('BEGIN EXCLUSIVE'); console.log('locked'); setInterval(() => {}, 1000);`, join(dataDir, 'spend-control.db')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void holder.kill('SIGKILL'));
+  await once(holder.stdout, 'data');
+  const { code, stdout, stderr } = await runService({ DATA_DIR: dataDir });
+  t.is(code, 2, stderr);
+  t.regex(stderr, /^DATA_DIR: \S+spend-control\.db is locked by another program/);
+  t.notRegex(stderr, /^\s+at /m, 'no stack trace');
+  t.notRegex(stdout, /"msg":"listening"/);
 });
