@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { get } from 'node:http';
 import { promisify } from 'node:util';
 import { portForChild } from '../../scripts/child-port.ts';
+import { isAlive } from '../helpers/service-process.ts';
 
 const run = promisify(execFile);
 
@@ -29,14 +30,6 @@ const pidAt = async (port: number) => {
   return answer === null ? null : parseInt(answer, 10);
 };
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, seconds = 60): Promise<T> {
   const deadline = Date.now() + seconds * 1000;
@@ -68,14 +61,14 @@ test('WEB_CONCURRENCY=2 starts two processes on one port, replaces one that dies
       const pid = await pidAt(port);
       return pid && pid !== victim && pid !== survivor ? pid : undefined;
     });
-    t.false(alive(victim));
+    t.false(isAlive(victim));
     t.regex(log, /web process exited/);
 
     primary.kill('SIGTERM');
     const [code] = await once(primary, 'exit');
     t.is(code, 0, log);
-    t.false(alive(survivor));
-    t.false(alive(replacement));
+    t.false(isAlive(survivor));
+    t.false(isAlive(replacement));
   } finally {
     if (primary.exitCode === null) primary.kill('SIGKILL');
   }

@@ -4,7 +4,7 @@ import test from 'ava';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SERVICE_ADMIN_TOKEN, tempDataDir } from '../helpers/service-process.ts';
+import { isAlive, SERVICE_ADMIN_TOKEN, tempDataDir } from '../helpers/service-process.ts';
 
 /** Every process below pid (from /proc). */
 function descendants(pid: number): number[] {
@@ -17,14 +17,6 @@ function descendants(pid: number): number[] {
   return children.flatMap((child) => [child, ...descendants(child)]);
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test('SIGTERM to `npm start` reaches the service, which stops gracefully, and leaves no process behind', async (t) => {
   const { NODE_CHANNEL_FD: _fd, NODE_CHANNEL_SERIALIZATION_MODE: _mode, ...env } = process.env;
@@ -38,7 +30,7 @@ test('SIGTERM to `npm start` reaches the service, which stops gracefully, and le
   const exited = new Promise<number | null>((resolve) => npm.once('exit', resolve));
   let below: number[] = [];
   t.teardown(() => {
-    for (const pid of [npm.pid!, ...below]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    for (const pid of [npm.pid!, ...below]) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
   });
   while (!output.includes('"msg":"listening"')) {
     if (npm.exitCode !== null) t.fail(output);
@@ -47,9 +39,9 @@ test('SIGTERM to `npm start` reaches the service, which stops gracefully, and le
   below = descendants(npm.pid!);
   npm.kill('SIGTERM');
   const code = await exited;
-  for (let i = 0; i < 100 && below.some(alive); i++) await sleep(50);
+  for (let i = 0; i < 100 && below.some(isAlive); i++) await sleep(50);
   t.regex(output, /"msg":"stopping","signal":"SIGTERM"/, output);
   t.regex(output, /"msg":"stopped"/);
   t.is(code, 0);
-  t.deepEqual(below.filter(alive), [], 'no process left running');
+  t.deepEqual(below.filter(isAlive), [], 'no process left running');
 });
