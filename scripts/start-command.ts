@@ -9,7 +9,7 @@ export function startCommand(): { env: Record<string, string>; flags: string[] }
   const words = start.split(/\s+/).filter(Boolean);
   const node = words.indexOf('node');
   if (node < 0) throw new Error(`package.json's start script does not run node: ${start}`);
-  // Words before node: the assignments (VAR=value) and the shell's exec.
+  // Before node: the variables, and `exec` (so that npm's signals reach node, not the shell).
   const env = Object.fromEntries(words.slice(0, node).filter((word) => word.includes('=')).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
   const override = process.env.BENCH_V8_FLAGS;
   const flags = override === '0' ? [] : override ? override.split(/\s+/).filter(Boolean) : words.slice(node + 1).filter((word) => word.startsWith('--'));

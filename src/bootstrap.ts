@@ -32,12 +32,14 @@ export function configOrExit(): Config {
  * On the embedded store, a missing ADMIN_TOKEN or WEBHOOK_ENCRYPTION_KEY is generated once and
  * kept in the database, so that printed tokens and sealed webhook secrets outlive a restart
  * (and the worker process uses the same key). The token is printed once, when created, and only its
- * digest is kept: it is a credential, and the database a file that backups and analysts read.
+ * digest is kept: it is a credential, and the database a file that backups and analysts read. Only a
+ * process that serves the operator API makes the token: a worker started first printed it in its own
+ * log, and `npm start` then printed none.
  */
-async function withGeneratedSecrets(config: Config, store: Store): Promise<Config> {
+async function withGeneratedSecrets(config: Config, store: Store, operatorApi: boolean): Promise<Config> {
   if (!(store instanceof EmbeddedStore)) return config;
   const where = store.location === ':memory:' ? 'for this process only (DATA_DIR=:memory:)' : `kept in ${store.location}`;
-  if (config.adminTokenSha256 === null) {
+  if (config.adminTokenSha256 === null && operatorApi) {
     const { sha256, created } = await store.credentialDigest('admin-token', () => randomBytes(24).toString('base64url'));
     // Printed once, on purpose: the embedded default is for a person at a terminal.
     const kept = store.location === ':memory:' ? 'for this process only' : `only its digest is kept, in ${store.location}`;
@@ -52,6 +54,23 @@ async function withGeneratedSecrets(config: Config, store: Store): Promise<Confi
   return config;
 }
 
+/**
+ * A start-up step that fails for a reason outside the code (a port taken, a server down, a file
+ * missing): one line on stderr naming the setting and the cause, instead of a stack trace, then exit.
+ * Nothing has served yet, so nothing is left half done.
+ */
+export async function orExit<T>(what: string, step: Promise<T>, code = 1): Promise<T> {
+  try {
+    return await step;
+  } catch (err) {
+    process.stderr.write(`${what}: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(code);
+  }
+}
+
+/** Binding `port` (and host), or exit 1 with one line naming the setting (EADDRINUSE, EACCES, EADDRNOTAVAIL). */
+export const listenOrExit = <T>(setting: string, listening: Promise<T>): Promise<T> => orExit(`${setting}: cannot listen`, listening);
+
 async function openStoreOrExit(config: Config): Promise<Store> {
   try {
     return await openStore({ mongodbUri: config.mongodbUri ?? undefined, dbName: config.mongodbDb ?? undefined, timeoutMs: config.mongodbTimeoutMs, dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
@@ -60,14 +79,17 @@ async function openStoreOrExit(config: Config): Promise<Store> {
       process.stderr.write(`${err.message}\n`);
       process.exit(2);
     }
+    // The driver's message names the cause (refused, timed out, authentication) and never the URI's password.
+    if (config.mongodbUri !== null) return orExit('MONGODB_URI: cannot use the database', Promise.reject(err));
     throw err;
   }
 }
 
-export async function bootstrap(initial: Config): Promise<{ deps: AppDeps; agenda: Agenda }> {
+/** `operatorApi`: this process serves the operator API (the web process, not the worker). */
+export async function bootstrap(initial: Config, { operatorApi }: { operatorApi: boolean }): Promise<{ deps: AppDeps; agenda: Agenda }> {
   const log = createLogger(initial.logLevel);
   const store = await openStoreOrExit(initial);
-  const config = await withGeneratedSecrets(initial, store);
+  const config = await withGeneratedSecrets(initial, store, operatorApi);
   await createIndexes(store.db);
   // Decision receipts are signed with it (docs/integrate/receipts.md): made on the first start.
   await ensureSigningKey(store.db, config, log);

@@ -98,15 +98,16 @@ async function bindAndRelease(port: number, host?: string): Promise<number> {
 }
 
 /**
- * A port the system picks, held (listened on, nothing accepted) until released, so that no other process
- * can be given it meanwhile: PORT=0 is chosen seconds before the service listens (src/main.ts), and a port
- * merely found free then was sometimes taken by another service starting beside it (seen in the tests).
+ * `port` (0: one the system picks) held (listened on, nothing accepted) until released, so that no other
+ * process can be given it meanwhile: PORT=0 is chosen seconds before the service listens (src/main.ts), and
+ * a port merely found free then was sometimes taken by another service starting beside it (seen in the
+ * tests). A port already taken is EADDRINUSE here, before the service has touched its store.
  */
-export async function reservePort(host?: string): Promise<{ port: number; release(): Promise<void> }> {
+export async function reservePort(port = 0, host?: string): Promise<{ port: number; release(): Promise<void> }> {
   const holder = createServer();
-  await listening(holder, { port: 0, host });
-  const { port } = holder.address() as AddressInfo;
-  return { port, release: () => new Promise<void>((resolve) => holder.close(() => resolve())) };
+  await listening(holder, { port, host });
+  const bound = (holder.address() as AddressInfo).port;
+  return { port: bound, release: () => new Promise<void>((resolve) => holder.close(() => resolve())) };
 }
 
 /**

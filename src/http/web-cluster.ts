@@ -1,13 +1,30 @@
 // WEB_CONCURRENCY (the Heroku convention): the primary process forks that many web processes with
 // node:cluster; they share the listening port (the primary hands out connections round-robin) and
 // each runs the whole application. The primary only supervises: it replaces a process that dies
-// unexpectedly (not more than RESTART_LIMIT times a minute), and on SIGTERM/SIGINT passes the signal
-// on, waits for every process to finish its own graceful shutdown, then exits.
+// unexpectedly (not more than RESTART_LIMIT times a minute; not one of the first that exits before it
+// has started: that is a start that failed, and the primary exits 1), and on SIGTERM/SIGINT passes the signal on,
+// waits for every process to finish its own graceful shutdown, then exits.
 import cluster, { type Worker } from 'node:cluster';
 import { storeIsPrivate, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
 
 const RESTART_LIMIT = 10;
+
+/**
+ * In the environment of the one web process that runs the jobs (when RUN_JOBS) and the wire-protocol
+ * listener: the first, and whichever replaces it. Without it, after the first died nobody ran them.
+ */
+const LEAD_ENV = 'SPEND_CONTROL_WEB_LEAD';
+/** What a web process tells its primary once it has started (listening, its jobs and listeners running). */
+const STARTED = 'spend-control:started';
+
+/** Whether this process runs the jobs and the wire-protocol listener: alone, or its cluster's lead. */
+export const isLeadProcess = (): boolean => cluster.isPrimary || process.env[LEAD_ENV] === '1';
+
+/** Tells the primary this web process has started (nothing outside a cluster). */
+export function reportStarted(): void {
+  if (cluster.isWorker) process.send?.(STARTED);
+}
 
 export interface ClusterLog {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -17,7 +34,19 @@ export interface ClusterLog {
 export function runWebCluster(count: number, log: ClusterLog): void {
   let stopping = false;
   const restarts: number[] = [];
-  const fork = (): Worker => cluster.fork();
+  // One of the first web processes that exits before it has started is a start that failed (a port
+  // taken, an unusable DATA_DIR): its replacements would fail alike, so the primary stops rather than
+  // restart it ten times.
+  const firsts = new Set<Worker>();
+  const started = new WeakSet<Worker>();
+  let lead: Worker | undefined;
+  const fork = (asLead: boolean): Worker => {
+    const worker = cluster.fork(asLead ? { [LEAD_ENV]: '1' } : {});
+    if (asLead) lead = worker;
+    return worker.on('message', (message) => {
+      if (message === STARTED) started.add(worker);
+    });
+  };
 
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
@@ -25,6 +54,11 @@ export function runWebCluster(count: number, log: ClusterLog): void {
       return;
     }
     log.error('web process exited', { pid: worker.process.pid, code, signal });
+    if (firsts.has(worker) && !started.has(worker)) {
+      log.error('a web process failed to start; stopping', { code });
+      stop('SIGTERM', 1);
+      return;
+    }
     const now = Date.now();
     while (restarts.length > 0 && restarts[0] < now - 60_000) restarts.shift();
     if (restarts.length >= RESTART_LIMIT) {
@@ -33,7 +67,7 @@ export function runWebCluster(count: number, log: ClusterLog): void {
       return;
     }
     restarts.push(now);
-    fork();
+    fork(worker === lead);
   });
 
   let exitCode = 0;
@@ -49,7 +83,7 @@ export function runWebCluster(count: number, log: ClusterLog): void {
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  for (let i = 0; i < count; i++) fork();
+  for (let i = 0; i < count; i++) firsts.add(fork(i === 0));
   log.info('web processes started', { count });
 }
 

@@ -1,6 +1,6 @@
 // The worker process (Procfile `worker`): runs the scheduled jobs, against MongoDB or the embedded
 // store's database in DATA_DIR (shared with the web processes, which then run with RUN_JOBS=0).
-import { bootstrap, configOrExit, onShutdown } from '../bootstrap.ts';
+import { bootstrap, configOrExit, listenOrExit, onShutdown } from '../bootstrap.ts';
 import { storeIsPrivate } from '../config.ts';
 import { startJobs } from '../compose.ts';
 import { stopGracefully } from '../http/shutdown.ts';
@@ -11,18 +11,14 @@ if (storeIsPrivate(config)) {
   process.stderr.write('The worker needs a shared store: MONGODB_URI, or a DATA_DIR other than :memory:.\n');
   process.exit(2);
 }
-const { deps, agenda } = await bootstrap(config);
+const { deps, agenda } = await bootstrap(config, { operatorApi: false });
 // Listening first: a port that cannot be had stops the worker before Agenda locks any job (a crash after
 // would leave those jobs to their lock's expiry, at each restart of a crash loop).
 const { metricsPort } = config;
 const stopMetrics =
   metricsPort === null
     ? async () => {}
-    : await serveWorkerMetrics({ ...config, metricsPort }, deps.log).catch(async (err: unknown) => {
-        process.stderr.write(`METRICS_PORT ${metricsPort}: cannot listen (${(err as Error)?.message ?? err}).\n`);
-        await deps.store.close().catch(() => {});
-        process.exit(1);
-      });
+    : await listenOrExit(`METRICS_PORT ${metricsPort}`, serveWorkerMetrics({ ...config, metricsPort }, deps.log));
 const stopJobs = await startJobs(deps, agenda);
 const stop = async () => {
   await stopJobs();

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { get } from 'node:http';
 import { promisify } from 'node:util';
 import { portForChild } from '../../scripts/child-port.ts';
+import { isAlive } from '../helpers/service-process.ts';
 
 const run = promisify(execFile);
 
@@ -13,26 +14,22 @@ const run = promisify(execFile);
 const { NODE_CHANNEL_FD: _fd, NODE_CHANNEL_SERIALIZATION_MODE: _mode, ...baseEnv } = process.env;
 
 
-/** One request on a fresh connection (no keep-alive, so the primary hands each to a process anew). */
-const pidAt = (port: number) =>
-  new Promise<number | null>((resolve) => {
+/** One request on a fresh connection (no keep-alive, so the primary hands each to a process anew): `<pid>[ lead]`. */
+const answerAt = (port: number) =>
+  new Promise<string | null>((resolve) => {
     const req = get({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
       let text = '';
       res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve(Number(text)));
+      res.on('end', () => resolve(text));
     });
     req.setTimeout(5_000, () => req.destroy());
     req.on('error', () => resolve(null));
   });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+const pidAt = async (port: number) => {
+  const answer = await answerAt(port);
+  return answer === null ? null : parseInt(answer, 10);
 };
+
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, seconds = 60): Promise<T> {
   const deadline = Date.now() + seconds * 1000;
@@ -64,17 +61,41 @@ test('WEB_CONCURRENCY=2 starts two processes on one port, replaces one that dies
       const pid = await pidAt(port);
       return pid && pid !== victim && pid !== survivor ? pid : undefined;
     });
-    t.false(alive(victim));
+    t.false(isAlive(victim));
     t.regex(log, /web process exited/);
 
     primary.kill('SIGTERM');
     const [code] = await once(primary, 'exit');
     t.is(code, 0, log);
-    t.false(alive(survivor));
-    t.false(alive(replacement));
+    t.false(isAlive(survivor));
+    t.false(isAlive(replacement));
   } finally {
     if (primary.exitCode === null) primary.kill('SIGKILL');
   }
+});
+
+test('the process that replaces the lead (which runs the jobs and the wire listener) is the lead', async (t) => {
+  const port = await portForChild();
+  const primary = spawn(process.execPath, ['test/cli/fixtures/cluster-pid-server.ts'], { env: { ...baseEnv, COUNT: '2', PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  t.teardown(() => void (primary.exitCode === null && primary.kill('SIGKILL')));
+  const leads = async (exclude: number[]) => {
+    const seen = new Map<number, boolean>();
+    await until('both web processes', async () => {
+      const answer = await answerAt(port);
+      const pid = answer === null ? NaN : parseInt(answer, 10);
+      if (!Number.isNaN(pid) && !exclude.includes(pid)) seen.set(pid, answer!.endsWith(' lead'));
+      return seen.size >= 2 ? true : undefined;
+    });
+    return seen;
+  };
+  const before = await leads([]);
+  const lead = [...before].filter(([, isLead]) => isLead).map(([pid]) => pid);
+  t.is(lead.length, 1, 'one lead at the start');
+  process.kill(lead[0], 'SIGKILL');
+  const after = await leads(lead);
+  t.is([...after.values()].filter(Boolean).length, 1, `one lead after it died: ${JSON.stringify([...after])}`);
+  primary.kill('SIGTERM');
+  t.is((await once(primary, 'exit'))[0], 0);
 });
 
 test('the service refuses WEB_CONCURRENCY above 1 on an in-memory embedded database, which one process holds', async (t) => {

@@ -11,6 +11,16 @@ import type { ExecutionContext } from 'ava';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVICE_ADMIN_TOKEN = 'process-admin-token-0123456789abcdef';
 
+/** Whether a process of this id is running (signal 0 only checks). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A fresh directory removed after the test; DATA_DIR is `<it>/data` (not created yet). */
 export function tempDataDir(t: ExecutionContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'spend-control-data-'));

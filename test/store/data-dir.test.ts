@@ -102,27 +102,47 @@ test('an admin token an earlier version kept in plain text is replaced by its di
   t.false(filesOf(dataDir).includes(legacy), 'and is no longer stored');
 });
 
+test('a worker started first on a fresh DATA_DIR makes no operator token: npm start, which serves the operator API, makes and prints it', async (t) => {
+  const dataDir = tempDataDir(t);
+  const worker = await startWithoutToken('src/worker/main.ts', dataDir, '"msg":"jobs started"');
+  worker.child.kill('SIGTERM');
+  await new Promise((resolve) => worker.child.once('exit', resolve));
+  t.false(worker.output().includes('Operator API token'), worker.output());
+  const web = await runOnce(dataDir);
+  const token = /Operator API token \(generated, shown this once; [^)]+\): (\S+)/.exec(web.output)?.[1];
+  t.truthy(token, web.output);
+  t.is(web.admin(token!), 404, 'the printed token opens the operator API');
+});
+
+/** Starts `entry` (the web process or the worker) on dataDir without ADMIN_TOKEN; resolves once it has printed `line`. */
+async function startWithoutToken(entry: string, dataDir: string, line: string) {
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  // Port 0: the HTTP port is not used here, and one picked in advance could be taken meanwhile.
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  delete env.ADMIN_TOKEN;
+  const child = spawn(process.execPath, [entry], { cwd: fileURLToPath(new URL('../..', import.meta.url)), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stderr.on('data', (d) => (output += d));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      output += d;
+      if (output.includes(line)) resolve();
+    });
+    child.once('exit', () => reject(new Error(`exited before printing ${line}:\n${output}`)));
+  });
+  return { child, output: () => output };
+}
+
 /**
  * Starts the service without ADMIN_TOKEN, waits for it to listen, stops it; returns its output and what
  * the operator API answered, while it ran, to the token it printed and to each of `tokens`: 404 for a
  * purchase it does not know when the token is right, 401 when it is not.
  */
 async function runOnce(dataDir: string, tokens: string[] = []): Promise<{ output: string; admin: (token: string) => number }> {
-  const { spawn } = await import('node:child_process');
-  const { fileURLToPath } = await import('node:url');
-  // Port 0: the HTTP port is not used here, and one picked in advance could be taken meanwhile.
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
-  delete env.ADMIN_TOKEN;
-  const child = spawn(process.execPath, ['src/main.ts'], { cwd: fileURLToPath(new URL('../..', import.meta.url)), env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stderr.on('data', (d) => (output += d));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      output += d;
-      if (output.includes('"msg":"listening"')) resolve();
-    });
-    child.once('exit', () => reject(new Error(`exited before listening:\n${output}`)));
-  });
+  const started = await startWithoutToken('src/main.ts', dataDir, '"msg":"listening"');
+  const { child } = started;
+  const output = started.output();
   const port = Number(/"msg":"listening","port":(\d+)/.exec(output)?.[1]);
   const printed = /Operator API token \([^)]*\): (\S+)/.exec(output)?.[1];
   const tried = new Map<string, number>();
@@ -133,5 +153,5 @@ async function runOnce(dataDir: string, tokens: string[] = []): Promise<{ output
   }
   child.kill('SIGTERM');
   await new Promise((resolve) => child.once('exit', resolve));
-  return { output, admin: (token) => tried.get(token) ?? NaN };
+  return { output: started.output(), admin: (token) => tried.get(token) ?? NaN };
 }

@@ -153,7 +153,13 @@ export function openDatabase(dataDir: string, synchronous: Synchronous): { db: D
     if (db.isOpen && db.isTransaction) db.exec('ROLLBACK');
     db.close();
     if (error instanceof DataDirError) throw error;
-    throw new DataDirError(location, `cannot be opened as this service's database: ${(error as Error).message}`);
+    const message = (error as Error).message;
+    // SQLITE_BUSY through the 10 s busy timeout: another program holds the database (an sqlite3 shell in
+    // a transaction, a copy tool), not a damaged file.
+    if (/database is locked/.test(message)) {
+      throw new DataDirError(location, 'is locked by another program, which held it for 10 s (an sqlite3 shell with a transaction open, a copy or backup tool?): end that program\'s transaction, then start again');
+    }
+    throw new DataDirError(location, `cannot be opened as this service's database: ${message}`);
   }
   return { db, location };
 }
