@@ -100,23 +100,35 @@ export async function bootstrap(initial: Config, { operatorApi }: { operatorApi:
   return { deps, agenda };
 }
 
-export function onShutdown(stop: (signal: string) => Promise<void>): void {
-  let stopping = false;
+/**
+ * Takes SIGTERM and SIGINT over at once, before the start's work: with no handler a signal's default
+ * action ends the process wherever it is (jobs that already run, a store being opened), and the log's
+ * "listening" or "jobs started" comes a moment before the start could hand over how to stop. A signal
+ * during the start waits for `ready` to be given that, then stops as any other; the hard deadline
+ * covers a start that never finishes.
+ */
+export function onShutdown(): { ready(stop: (signal: string) => Promise<void>): void } {
+  let ready!: (stop: (signal: string) => Promise<void>) => void;
+  const stopping = new Promise<(signal: string) => Promise<void>>((resolve) => (ready = resolve));
+  let signalled = false;
   const handler = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+    if (signalled) return;
+    signalled = true;
     setTimeout(() => {
       process.stderr.write(`shutdown did not finish within ${HARD_EXIT_MS} ms; exiting\n`);
       process.exit(1);
     }, HARD_EXIT_MS).unref();
-    stop(signal).then(
-      () => process.exit(0),
-      (err) => {
-        process.stderr.write(`shutdown failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
+    stopping
+      .then((stop) => stop(signal))
+      .then(
+        () => process.exit(0),
+        (err) => {
+          process.stderr.write(`shutdown failed: ${String(err)}\n`);
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => handler('SIGTERM'));
   process.on('SIGINT', () => handler('SIGINT'));
+  return { ready };
 }

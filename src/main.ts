@@ -40,6 +40,7 @@ if (initial.webConcurrency > 1 && cluster.isPrimary) {
 // reach one process).
 const first = cluster.isPrimary || cluster.worker?.id === 1;
 const lead = isLeadProcess();
+const shutdown = onShutdown();
 const { deps, agenda } = await bootstrap(initial, { operatorApi: true });
 const { config } = deps;
 const embedded = config.mongodbUri === null;
@@ -82,4 +83,4 @@ deps.lifecycle.jobsRunning = stopWorker !== null;
 deps.log.info('listening', { port, baseUrl: config.baseUrl, store: deps.store.engine });
 reportStarted();
 
-onShutdown(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker, stopListeners: wire ? () => wire.close() : null }));
+shutdown.ready(stopGracefully({ log: deps.log, store: deps.store, server, lifecycle: deps.lifecycle, stopJobs: stopWorker, stopListeners: wire ? () => wire.close() : null }));

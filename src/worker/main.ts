@@ -11,6 +11,7 @@ if (storeIsPrivate(config)) {
   process.stderr.write('The worker needs a shared store: MONGODB_URI, or a DATA_DIR other than :memory:.\n');
   process.exit(2);
 }
+const shutdown = onShutdown();
 const { deps, agenda } = await bootstrap(config, { operatorApi: false });
 // Listening first: a port that cannot be had stops the worker before Agenda locks any job (a crash after
 // would leave those jobs to their lock's expiry, at each restart of a crash loop).
@@ -24,4 +25,4 @@ const stop = async () => {
   await stopJobs();
   await stopMetrics();
 };
-onShutdown(stopGracefully({ log: deps.log, store: deps.store, stopJobs: stop }));
+shutdown.ready(stopGracefully({ log: deps.log, store: deps.store, stopJobs: stop }));

@@ -1,6 +1,6 @@
 // SIGTERM to the worker process (`node src/worker/main.ts`) while a webhook delivery is in progress:
 // the delivery finishes and is recorded, the worker stops as soon as it has, and says whether it had
-// to cut anything off (docs/operate/deployment.md, "Shutdown").
+// to cut anything off (docs/operate/deployment.md, "Shutdown"). And SIGTERM while a process starts.
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import type { ServerResponse } from 'node:http';
@@ -66,3 +66,28 @@ test('SIGTERM during a webhook delivery: it is delivered once and recorded, and 
     'recorded as delivered: not sent again',
   );
 });
+
+// A signal during the start: with no handler yet, its default action ended the process wherever it was
+// (Agenda's jobs may already be running). Now it waits for the start to finish, then stops as usual.
+for (const [name, file, env] of [
+  ['the worker', 'src/worker/main.ts', {}],
+  ['a web process', 'src/main.ts', { PORT: '0' }],
+] as const) {
+  test(`SIGTERM while ${name} starts: it finishes starting, then stops gracefully`, async (t) => {
+    const child = spawn(process.execPath, [file], { env: { ...process.env, ...env, DATA_DIR: tempDataDir(t), ADMIN_TOKEN: 'start-stop-admin-token-0123456789', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (code, signal) => resolve([code, signal])));
+    t.teardown(() => void child.kill('SIGKILL'));
+    // The store is open; the jobs (or the HTTP server) are still to come.
+    while (!output.includes('"msg":"store ready"')) {
+      if (child.exitCode !== null) t.fail(output);
+      await sleep(5);
+    }
+    child.kill('SIGTERM');
+    t.deepEqual(await exited, [0, null], output);
+    t.regex(output, /"msg":"stopping","signal":"SIGTERM"/);
+    t.regex(output, /"msg":"stopped"/);
+  });
+}
