@@ -1,0 +1,235 @@
+// What an operator runs in production, under Deno (docs/operate/deployment.md, "Under Deno"), on one
+// file-backed DATA_DIR: a web process without jobs beside a worker process, the operator CLI, the
+// embedded store's wire-protocol listener (the official driver, from Node), an OAuth + MCP exchange
+// (the official MCP SDK client, from Node), webhooks signed by the worker and received over HTTPS,
+// approval expiry, SIGTERM, then `npm start`-style (web with jobs) on the same DATA_DIR, which reads
+// back what was acknowledged. The processes are reused across the checks: each Deno start costs seconds.
+import test, { type ExecutionContext } from 'ava';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { MongoClient } from 'mongodb';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { acmeManifest } from '../helpers/fixtures.ts';
+import { createTestPki, startReceiver, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
+import { listeningPort } from '../helpers/service-process.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { hiddenField, PASSWORD, signInToConsent, type Org } from '../oauth/helpers.ts';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+
+const DENO = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TOKEN = 'deno-admin-token-0123456789abcdef';
+
+interface DenoProcess {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+function startDeno(t: ExecutionContext, file: string, env: Record<string, string>): DenoProcess {
+  const child = spawn(DENO, ['run', '--allow-all', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  return { child, output: () => output, exited };
+}
+
+async function until<T>(what: string, p: DenoProcess, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline || p.child.exitCode !== null) throw new Error(`${what}: not reached (exit ${p.child.exitCode}):\n${p.output()}`);
+    await sleep(200);
+  }
+}
+
+/** A web process under Deno; resolves once /health answers. */
+async function startWeb(t: ExecutionContext, env: Record<string, string>) {
+  const p = startDeno(t, 'src/main.ts', { ...env, PORT: '0' });
+  const port = await until('listening', p, async () => listeningPort(p.output()));
+  const url = `http://localhost:${port}`;
+  await until('/health', p, async () => ((await fetch(`${url}/health`)).ok ? true : undefined));
+  return { ...p, url };
+}
+
+async function stop(p: DenoProcess): Promise<number | null> {
+  p.child.kill('SIGTERM');
+  return p.exited;
+}
+
+/** The operator CLI under Deno; standard input from `input`. */
+function cli(env: Record<string, string>, args: string[], input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(DENO, ['run', '--allow-all', 'scripts/admin.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+    child.stdin!.end(input);
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
+}
+
+/** docs/integrate/webhooks.md's receiver check, written from the page. */
+function signedBy(request: RecordedRequest, secret: string): boolean {
+  const timestamp = String(request.headers['service-webhook-timestamp'] ?? '');
+  const expected = Buffer.from(createHmac('sha256', secret).update(`v1:${timestamp}:`).update(request.body).digest('base64url'));
+  return String(request.headers['service-webhook-signature'] ?? '')
+    .split(',')
+    .some((entry) => {
+      const [version, signature = ''] = entry.trim().split('=', 2);
+      const given = Buffer.from(signature);
+      return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected);
+    });
+}
+
+/** What an assistant keeps between runs, in memory; the SDK drives it (Dynamic Client Registration). */
+class MemoryProvider implements OAuthClientProvider {
+  readonly redirectUrl = 'http://127.0.0.1:53682/callback';
+  authorizationUrl: URL | undefined;
+  #client: OAuthClientInformationMixed | undefined;
+  #tokens: OAuthTokens | undefined;
+  #verifier = '';
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: 'Deno check', redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  }
+  clientInformation = () => this.#client;
+  saveClientInformation = (info: OAuthClientInformationMixed) => void (this.#client = info);
+  tokens = () => this.#tokens;
+  saveTokens = (tokens: OAuthTokens) => void (this.#tokens = tokens);
+  redirectToAuthorization = (url: URL) => void (this.authorizationUrl = url);
+  saveCodeVerifier = (verifier: string) => void (this.#verifier = verifier);
+  codeVerifier = () => this.#verifier;
+}
+
+const eventsOf = (receiver: Receiver) => receiver.requests.map((r) => JSON.parse(r.body.toString()) as { type: string; data: any });
+
+let pki: TestPki;
+let receiver: Receiver;
+test.before(async () => {
+  pki = await createTestPki();
+  receiver = await startReceiver({ ...pki.trusted, responses: [{ status: 204 }] });
+});
+test.after.always(async () => {
+  await receiver?.close();
+  await pki?.cleanup();
+});
+
+test('under Deno: web and worker, the CLI, the wire listener, OAuth + MCP, webhooks, expiry, SIGTERM and a restart on the same DATA_DIR', async (t) => {
+  const temp = mkdtempSync(join(tmpdir(), 'deno-operate-'));
+  t.teardown(() => rmSync(temp, { recursive: true, force: true }));
+  const env = {
+    DATA_DIR: join(temp, 'data'),
+    ADMIN_TOKEN: TOKEN,
+    LOG_LEVEL: 'info',
+    EMBEDDED_MONGO_PORT: String(await freePort()),
+    WEBHOOK_UNSAFE_ALLOW_LOCAL: '1',
+    // How a deployment trusts the receivers' CA (src/webhooks/send.ts); the test CA stands in for it.
+    NODE_EXTRA_CA_CERTS: pki.caPath,
+  };
+
+  // ---- The Procfile on the embedded store: web without jobs, and the worker. ----
+  const web = await startWeb(t, { ...env, RUN_JOBS: '0' });
+  const worker = startDeno(t, 'src/worker/main.ts', env);
+  await until('the worker', worker, async () => (worker.output().includes('"msg":"jobs started"') ? true : undefined));
+  const operator = { ...env, SERVICE_URL: web.url };
+
+  // The operator CLI applies a manifest from a file; its organisation's approvals expire in 2 s.
+  const manifest = acmeManifest('deno');
+  const manifestFile = join(temp, 'manifest.json');
+  writeFileSync(manifestFile, JSON.stringify({ ...manifest, organization: { ...manifest.organization, approvalTtl: 'PT2S' } }));
+  const applied = await cli(operator, ['apply', manifestFile]);
+  t.is(applied.code, 0, applied.stderr);
+  const result = JSON.parse(applied.stdout);
+  const adminKey: string = result.apiKeys['admin-key'].key;
+  const buyerKey: string = result.apiKeys['buyer-key'].key;
+  const api = (path: string, key: string, body?: unknown) =>
+    fetch(`${web.url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+  // ---- Webhooks: signed by the worker under Deno, received over HTTPS. ----
+  const hook = await api('/v1/webhooks', adminKey, { url: `${receiver.origin}/hook`, subscribedTypes: ['purchase.approval_required', 'purchase.approved', 'purchase.approval_expired'] });
+  t.is(hook.status, 201, JSON.stringify(hook.body));
+  const secret: string = hook.body.secret;
+  const toApprove = await api('/v1/purchase-requests', buyerKey, { merchant: 'Desk Co', amountMinor: '30000', reason: 'desk' });
+  t.is(toApprove.status, 201);
+  t.is(toApprove.body.decision.outcome, 'REQUIRES_APPROVAL');
+  const approvedId: string = toApprove.body.purchaseRequest.id;
+  const answered = await cli(operator, ['answer', approvedId, 'approve', '--person', 'ana']);
+  t.is(answered.code, 0, answered.stderr + answered.stdout);
+  const toExpire = await api('/v1/purchase-requests', buyerKey, { merchant: 'Chair Co', amountMinor: '30000', reason: 'chair' });
+  const expiredId: string = toExpire.body.purchaseRequest.id;
+  await until('the webhooks', worker, async () => {
+    const types = eventsOf(receiver).map((e) => e.type);
+    return ['purchase.approved', 'purchase.approval_expired'].every((type) => types.includes(type)) ? true : undefined;
+  });
+  t.true(receiver.requests.every((r) => signedBy(r, secret)), 'every delivery verifies with the endpoint secret');
+  const expired = eventsOf(receiver).filter((e) => e.type === 'purchase.approval_expired');
+  t.is(expired.length, 1);
+  t.true(JSON.stringify(expired[0].data).includes(expiredId), JSON.stringify(expired[0]));
+
+  // ---- The wire-protocol listener: a connection string from the CLI, the official driver from Node. ----
+  const mongoUrl = await cli(operator, ['mongo-url']);
+  t.is(mongoUrl.code, 0, mongoUrl.stderr);
+  const mongo = new MongoClient(mongoUrl.stdout.trim().split('\n').at(-1)!);
+  try {
+    const purchases = await mongo.db().collection('purchases').find({}, { projection: { _id: 1, state: 1 } }).toArray();
+    t.is(purchases.length, 2);
+  } finally {
+    await mongo.close();
+  }
+
+  // ---- OAuth + MCP: a person's password set through the CLI, the SDK client from Node. ----
+  const personId: string = result.people.ana.id;
+  const password = await cli(operator, ['set-password', personId], `${PASSWORD}\n`);
+  t.is(password.code, 0, password.stderr);
+  const org = { personId, email: 'ana@deno.example' } as Org;
+  const provider = new MemoryProvider();
+  const endpoint = new URL(`${web.url}/mcp`);
+  // The first request is a 401: the SDK discovers, registers (DCR) and hands the person a URL.
+  await t.throwsAsync(new Client({ name: 'deno-check', version: '1.0.0' }).connect(new StreamableHTTPClientTransport(endpoint, { authProvider: provider })), { instanceOf: UnauthorizedError });
+  const { browser, consentHtml } = await signInToConsent({ url: web.url } as TestApp, org, provider.authorizationUrl!.href);
+  const allowed = await browser.post(`${web.url}/oauth/consent`, { request: hiddenField(consentHtml, 'request'), csrf: hiddenField(consentHtml, 'csrf'), agent: result.agents.buyer.id, decision: 'approve' });
+  t.is(allowed.status, 303);
+  const transport = new StreamableHTTPClientTransport(endpoint, { authProvider: provider });
+  await transport.finishAuth(new URL(allowed.headers.get('location')!).searchParams.get('code')!);
+  const mcp = new Client({ name: 'deno-check', version: '1.0.0' });
+  await mcp.connect(new StreamableHTTPClientTransport(endpoint, { authProvider: provider }));
+  const checked = (await mcp.callTool({ name: 'check_purchase', arguments: { merchant: 'Paper Co', amountMinor: '1999', reason: 'paper' } })) as { structuredContent: any };
+  t.is(checked.structuredContent.simulatedDecision.outcome, 'APPROVED');
+  await mcp.close();
+
+  // ---- SIGTERM: both drain and exit 0. ----
+  t.is(await stop(worker), 0, worker.output());
+  t.is(await stop(web), 0, web.output());
+
+  // ---- `npm start`: web with the jobs, on the same DATA_DIR, reads back what was acknowledged. ----
+  const again = await startWeb(t, env);
+  const read = (id: string) => fetch(`${again.url}/v1/purchase-requests/${id}`, { headers: { authorization: `Bearer ${buyerKey}` } }).then((r) => r.json() as Promise<any>);
+  t.is((await read(approvedId)).purchase.status, 'APPROVED');
+  t.is((await read(expiredId)).purchase.status, 'EXPIRED');
+  t.is(await stop(again), 0, again.output());
+});
