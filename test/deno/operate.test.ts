@@ -233,3 +233,13 @@ test('under Deno: web and worker, the CLI, the wire listener, OAuth + MCP, webho
   t.is((await read(expiredId)).purchase.status, 'EXPIRED');
   t.is(await stop(again), 0, again.output());
 });
+
+test('under Deno: WEB_CONCURRENCY above 1 is refused at start, as node:cluster does not run whole there', async (t) => {
+  const temp = mkdtempSync(join(tmpdir(), 'deno-cluster-'));
+  t.teardown(() => rmSync(temp, { recursive: true, force: true }));
+  const p = startDeno(t, 'src/main.ts', { DATA_DIR: join(temp, 'data'), ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info', PORT: '0', WEB_CONCURRENCY: '2' });
+  // Before: the web processes started and listened, without their WAL checkpointer, and hung on SIGTERM.
+  const outcome = await Promise.race([p.exited, until('listening', p, async () => (listeningPort(p.output()) ? 'listening' : undefined)).catch(() => 'exited')]);
+  t.is(outcome === 'listening' ? 'listening' : await p.exited, 2, p.output());
+  t.regex(p.output(), /WEB_CONCURRENCY=2 needs node:cluster, which this runtime \(Deno [\d.]+\) does not run whole/);
+});
