@@ -2,7 +2,7 @@
 // file-backed DATA_DIR: a web process without jobs beside a worker process, the operator CLI, the
 // embedded store's wire-protocol listener (the official driver, from Node), an OAuth + MCP exchange
 // (the official MCP SDK client, from Node), webhooks signed by the worker and received over HTTPS,
-// approval expiry, SIGTERM, then `npm start`-style (web with jobs) on the same DATA_DIR, which reads
+// approvers' email through an SMTP relay, approval expiry, SIGTERM, then `npm start`-style (web with jobs) on the same DATA_DIR, which reads
 // back what was acknowledged. The processes are reused across the checks: each Deno start costs seconds.
 import test, { type ExecutionContext } from 'ava';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -19,6 +19,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { createTestPki, startReceiver, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
 import { listeningPort } from '../helpers/service-process.ts';
+import { startSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { hiddenField, PASSWORD, signInToConsent, type Org } from '../oauth/helpers.ts';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -126,11 +127,14 @@ const eventsOf = (receiver: Receiver) => receiver.requests.map((r) => JSON.parse
 
 let pki: TestPki;
 let receiver: Receiver;
+let smtp: TestSmtp;
 test.before(async () => {
   pki = await createTestPki();
   receiver = await startReceiver({ ...pki.trusted, responses: [{ status: 204 }] });
+  smtp = await startSmtp();
 });
 test.after.always(async () => {
+  await smtp?.close();
   await receiver?.close();
   await pki?.cleanup();
 });
@@ -146,6 +150,8 @@ test('under Deno: web and worker, the CLI, the wire listener, OAuth + MCP, webho
     WEBHOOK_UNSAFE_ALLOW_LOCAL: '1',
     // How a deployment trusts the receivers' CA (src/webhooks/send.ts); the test CA stands in for it.
     NODE_EXTRA_CA_CERTS: pki.caPath,
+    SMTP_URL: smtp.url,
+    SMTP_FROM: 'spend@deno.example',
   };
 
   // ---- The Procfile on the embedded store: web without jobs, and the worker. ----
@@ -154,10 +160,10 @@ test('under Deno: web and worker, the CLI, the wire listener, OAuth + MCP, webho
   await until('the worker', worker, async () => (worker.output().includes('"msg":"jobs started"') ? true : undefined));
   const operator = { ...env, SERVICE_URL: web.url };
 
-  // The operator CLI applies a manifest from a file; its organisation's approvals expire in 2 s.
+  // The operator CLI applies a manifest from a file (and again below, for approvals that expire in 2 s).
   const manifest = acmeManifest('deno');
   const manifestFile = join(temp, 'manifest.json');
-  writeFileSync(manifestFile, JSON.stringify({ ...manifest, organization: { ...manifest.organization, approvalTtl: 'PT2S' } }));
+  writeFileSync(manifestFile, JSON.stringify(manifest));
   const applied = await cli(operator, ['apply', manifestFile]);
   t.is(applied.code, 0, applied.stderr);
   const result = JSON.parse(applied.stdout);
@@ -178,8 +184,14 @@ test('under Deno: web and worker, the CLI, the wire listener, OAuth + MCP, webho
   t.is(toApprove.status, 201);
   t.is(toApprove.body.decision.outcome, 'REQUIRES_APPROVAL');
   const approvedId: string = toApprove.body.purchaseRequest.id;
+  // The approver is emailed through the relay, by the worker.
+  const mails = await smtp.until((received) => received.length > 0, 30);
+  t.deepEqual(mails[0]?.to, ['ana@deno.example'], 'the approver was emailed');
   const answered = await cli(operator, ['answer', approvedId, 'approve', '--person', 'ana']);
   t.is(answered.code, 0, answered.stderr + answered.stdout);
+  writeFileSync(manifestFile, JSON.stringify({ ...manifest, organization: { ...manifest.organization, approvalTtl: 'PT2S' } }));
+  const shortened = await cli(operator, ['apply', manifestFile]);
+  t.is(shortened.code, 0, shortened.stderr);
   const toExpire = await api('/v1/purchase-requests', buyerKey, { merchant: 'Chair Co', amountMinor: '30000', reason: 'chair' });
   const expiredId: string = toExpire.body.purchaseRequest.id;
   await until('the webhooks', worker, async () => {
