@@ -6,7 +6,7 @@
 // back what was acknowledged; and a decision whose receipt verifies. The processes are reused across the
 // checks: each Deno start costs seconds.
 import test, { type ExecutionContext } from 'ava';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHmac, createPublicKey, timingSafeEqual, verify } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -20,7 +20,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { createTestPki, startReceiver, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
-import { listeningPort } from '../helpers/service-process.ts';
+import { listeningPort, spawnWatched, type WatchedProcess } from '../helpers/service-process.ts';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { hiddenField, PASSWORD, signInToConsent, type Org } from '../oauth/helpers.ts';
@@ -31,23 +31,9 @@ const DENO = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.u
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'deno-admin-token-0123456789abcdef';
 
-interface DenoProcess {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<number | null>;
-}
+type DenoProcess = WatchedProcess;
 
-function startDeno(t: ExecutionContext, file: string, env: Record<string, string>): DenoProcess {
-  const child = spawn(DENO, ['run', '--allow-all', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  return { child, output: () => output, exited };
-}
+const startDeno = (t: ExecutionContext, file: string, env: Record<string, string>): DenoProcess => spawnWatched(t, DENO, ['run', '--allow-all', file], env);
 
 async function until<T>(what: string, p: DenoProcess, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
   const deadline = Date.now() + ms;
