@@ -1,10 +1,10 @@
 // What an operator runs in production, under Deno (docs/operate/deployment.md, "Under Deno"), on one
-// file-backed DATA_DIR: a web process without jobs beside a worker process, the operator CLI, the
-// embedded store's wire-protocol listener (the official driver, from Node), an OAuth + MCP exchange
-// (the official MCP SDK client, from Node), webhooks signed by the worker and received over HTTPS,
-// approvers' email through an SMTP relay, approval expiry, SIGTERM, then `npm start`-style (web with jobs) on the same DATA_DIR, which reads
-// back what was acknowledged; and a decision whose receipt verifies. The processes are reused across the
-// checks: each Deno start costs seconds.
+// file-backed DATA_DIR: a web process without jobs beside a worker process, the operator CLI, a decision
+// whose receipt verifies, the embedded store's wire-protocol listener (the official driver, from Node),
+// an OAuth + MCP exchange (the official MCP SDK client, from Node), webhooks signed by the worker and
+// received over HTTPS, approvers' email through an SMTP relay, approval expiry, SIGTERM, then
+// `npm start`-style (web with jobs) on the same DATA_DIR, which reads back what was acknowledged. The
+// processes are reused across the checks: each Deno start costs seconds.
 import test, { type ExecutionContext } from 'ava';
 import { execFile } from 'node:child_process';
 import { createHmac, createPublicKey, timingSafeEqual, verify } from 'node:crypto';
@@ -18,24 +18,22 @@ import { promisify } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { acmeManifest } from '../helpers/fixtures.ts';
 import { createTestPki, startReceiver, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
 import { listeningPort, spawnWatched, type WatchedProcess } from '../helpers/service-process.ts';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { hiddenField, PASSWORD, signInToConsent, type Org } from '../oauth/helpers.ts';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 
 const DENO = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'deno-admin-token-0123456789abcdef';
 
-type DenoProcess = WatchedProcess;
+const startDeno = (t: ExecutionContext, file: string, env: Record<string, string>): WatchedProcess => spawnWatched(t, DENO, ['run', '--allow-all', file], env);
 
-const startDeno = (t: ExecutionContext, file: string, env: Record<string, string>): DenoProcess => spawnWatched(t, DENO, ['run', '--allow-all', file], env);
-
-async function until<T>(what: string, p: DenoProcess, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+async function until<T>(what: string, p: WatchedProcess, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await probe().catch(() => undefined);
@@ -54,7 +52,7 @@ async function startWeb(t: ExecutionContext, env: Record<string, string>) {
   return { ...p, url };
 }
 
-async function stop(p: DenoProcess): Promise<number | null> {
+async function stop(p: WatchedProcess): Promise<number | null> {
   p.child.kill('SIGTERM');
   return p.exited;
 }
