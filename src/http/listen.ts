@@ -13,6 +13,7 @@ import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import { createServer, type AddressInfo, type Server as NetServer, type ServerOpts as NetServerOptions } from 'node:net';
 import { listening } from '../listening.ts';
+import { acceptSocketsShareAPort } from '../runtime.ts';
 
 /** Sockets listening on the port in one process. */
 export const ACCEPT_SOCKETS = 16;
@@ -45,7 +46,7 @@ async function portLock(host: string | undefined, port: number): Promise<NetServ
  * Deno (whose event loop is not libuv), and off Linux (Node refuses reusePort on macOS and Windows).
  */
 export async function listen(server: Server, port: number, host?: string): Promise<number> {
-  if (cluster.isWorker || process.versions.deno !== undefined || process.platform !== 'linux') {
+  if (cluster.isWorker || !acceptSocketsShareAPort) {
     await listening(server, { port, host });
     return (server.address() as AddressInfo).port;
   }

@@ -7,6 +7,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { storeIsPrivate, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
+import { clusterWorks, runtimeName } from '../runtime.ts';
 
 const RESTART_LIMIT = 10;
 
@@ -97,6 +98,12 @@ export function superviseWebProcesses(config: Config): Promise<never> {
     // Each process would hold its own in-memory database: purchases and budgets would split between them.
     process.stderr.write(
       `WEB_CONCURRENCY=${config.webConcurrency} needs a store the web processes share: a DATA_DIR on disk (the default ./data) or MONGODB_URI, not DATA_DIR=:memory:.\n`,
+    );
+    process.exit(2);
+  }
+  if (!clusterWorks) {
+    process.stderr.write(
+      `WEB_CONCURRENCY=${config.webConcurrency} needs node:cluster, which this runtime (${runtimeName}) does not run whole: leave WEB_CONCURRENCY at 1 and start one process per port (docs/operate/deployment.md).\n`,
     );
     process.exit(2);
   }

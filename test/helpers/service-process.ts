@@ -68,12 +68,16 @@ export function listeningPort(output: string): number | undefined {
   return Number(/"msg":"listening","port":(\d+)/.exec(output)?.[1]) || undefined;
 }
 
-export async function startService(t: ExecutionContext, dataDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['src/main.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export interface WatchedProcess {
+  child: ChildProcess;
+  /** Standard output and error so far. */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** A process run from the checkout's root, killed when the test ends if it is still running. */
+export function spawnWatched(t: ExecutionContext, command: string, args: string[], env: Record<string, string>): WatchedProcess {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
@@ -81,11 +85,16 @@ export async function startService(t: ExecutionContext, dataDir: string, env: Re
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
+  return { child, output: () => output, exited };
+}
+
+export async function startService(t: ExecutionContext, dataDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const { child, output, exited } = spawnWatched(t, process.execPath, ['src/main.ts'], { PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, ...env });
   const deadline = Date.now() + 60_000;
   let port: number | undefined;
   while (port === undefined || !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false))) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the service did not start:\n${output}`);
-    port ??= listeningPort(output);
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the service did not start:\n${output()}`);
+    port ??= listeningPort(output());
     await sleep(100);
   }
   const url = `http://127.0.0.1:${port}`;
@@ -100,7 +109,7 @@ export async function startService(t: ExecutionContext, dataDir: string, env: Re
   return {
     url,
     child,
-    output: () => output,
+    output,
     request: (path, o = {}) => call(path, o.method ?? (o.body === undefined ? 'GET' : 'POST'), o.key, o.body),
     admin: (path, body) => call(path, body === undefined ? 'GET' : 'POST', SERVICE_ADMIN_TOKEN, body),
     async stop(signal = 'SIGTERM') {

@@ -1,8 +1,9 @@
-// Graceful shutdown of the real web process (`node src/main.ts`): on SIGTERM it stops accepting
-// connections, finishes the request in flight, stops its jobs, closes the store and exits 0 within
-// the 30 s a platform allows.
+// Graceful shutdown of the real web process (`node src/main.ts`, and the same under Deno): on SIGTERM
+// it stops accepting connections, finishes the request in flight, stops its jobs, closes the store and
+// exits 0 within the 30 s a platform allows.
 import test from 'ava';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,9 +16,15 @@ import { listeningPort } from '../helpers/service-process.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ADMIN_TOKEN = 'shutdown-admin-token-0123456789';
 
-test('SIGTERM: no new connections, the request in flight completes, the process exits 0 in time', async (t) => {
+const DENO = fileURLToPath(new URL('../../node_modules/.bin/deno', import.meta.url));
+const RUNTIMES = { Node: [process.execPath, 'src/main.ts'], Deno: [DENO, 'run', '--allow-all', 'src/main.ts'] };
+
+// Deno's module cache filled first (docs/operate/deployment.md, "Under Deno").
+test.before(() => promisify(execFile)(DENO, ['cache', 'src/main.ts'], { cwd: ROOT, timeout: 300_000 }));
+
+for (const [runtime, [command, ...args]] of Object.entries(RUNTIMES)) test(`SIGTERM under ${runtime}: no new connections, the request in flight completes, the process exits 0 in time`, async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'shutdown-'));
-  const child = spawn(process.execPath, ['src/main.ts'], {
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, NODE_ENV: 'development' },
     stdio: ['ignore', 'pipe', 'pipe'],
