@@ -41,7 +41,11 @@ const configured = new Map<string, ConfiguredKey>();
  */
 async function keyDocsNewestFirst(db: StoreDb, session?: StoreSession): Promise<SigningKeyDoc[]> {
   const docs = await receiptCollections(db).keys.find({}, { session }).toArray();
-  const at = (d: SigningKeyDoc) => (d.since ?? d.createdAt).getTime();
+  // A document without either (none the service writes) sorts last, and is judged by openKey like any other.
+  const at = (d: SigningKeyDoc) => {
+    const t: unknown = d.since ?? d.createdAt;
+    return t instanceof Date ? t.getTime() : -Infinity;
+  };
   return docs.sort((a, b) => at(b) - at(a) || (a._id < b._id ? 1 : a._id > b._id ? -1 : 0));
 }
 

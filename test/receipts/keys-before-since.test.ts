@@ -28,7 +28,9 @@ test('of keys stored before `since` existed, the one a rotation added last signs
   // The rotated-to key's id sorts before the first's, so an order by id alone would pick the retired one.
   let rotated = earlierKeyDoc(new Date('2026-06-01T00:00:00.000Z'));
   while (rotated._id > first._id) rotated = earlierKeyDoc(rotated.createdAt);
-  await store.db.collection('signing_keys').insertMany([first, rotated] as never[]);
+  // And one with no date at all (no version wrote one): refused as any malformed key, no failure.
+  const { createdAt: _, ...undated } = earlierKeyDoc(new Date());
+  await store.db.collection('signing_keys').insertMany([first, rotated, { ...undated, privateKey: 'plain.AAAA' }] as never[]);
 
   const app = await startApp({ store, env: { WEBHOOK_ENCRYPTION_KEY } });
   const org = await applyManifest(app, acmeManifest('keys-before-since'));
