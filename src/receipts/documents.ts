@@ -17,8 +17,8 @@ export interface SigningKeyDoc {
    */
   privateKey: string;
   createdAt: Date;
-  /** When it last became the key that signs: the JWKS lists the keys by it, newest first. */
-  since: Date;
+  /** When it last became the key that signs: the JWKS lists the keys by it, newest first. Absent on keys stored before it existed: createdAt stands for it. */
+  since?: Date;
 }
 
 /** An organisation's chain head: the last receipt's seq and the hash of its compact JWS. */

@@ -35,8 +35,19 @@ interface ConfiguredKey {
 
 const configured = new Map<string, ConfiguredKey>();
 
-/** The key that signs now first: a configured key the operator returned to moves up again (`since`). */
-const newestFirst = { since: -1, _id: -1 } as const;
+/**
+ * The stored keys, the one that signs now first: a configured key the operator returned to moves up again
+ * (`since`). A key stored before `since` existed counts from its `createdAt`, as it did then.
+ */
+async function keyDocsNewestFirst(db: StoreDb, session?: StoreSession): Promise<SigningKeyDoc[]> {
+  const docs = await receiptCollections(db).keys.find({}, { session }).toArray();
+  // A document without either (none the service writes) sorts last, and is judged by openKey like any other.
+  const at = (d: SigningKeyDoc) => {
+    const t: unknown = d.since ?? d.createdAt;
+    return t instanceof Date ? t.getTime() : -Infinity;
+  };
+  return docs.sort((a, b) => at(b) - at(a) || (a._id < b._id ? 1 : a._id > b._id ? -1 : 0));
+}
 
 /** The key DECISION_SIGNING_KEY gives (checked at start: src/config.ts), or null. */
 function configuredKey(settings: KeySettings): ConfiguredKey | null {
@@ -119,7 +130,7 @@ const refusalsLogged = new Set<string>();
 
 /** The stored keys the deployment vouches for, newest first; each refused one is logged once per process. */
 async function storedKeys(db: StoreDb, seal: Buffer | null, log?: Pick<Logger, 'warn'>, session?: StoreSession): Promise<StoredKey[]> {
-  const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst, session }).toArray();
+  const docs = await keyDocsNewestFirst(db, session);
   const keys: StoredKey[] = [];
   for (const doc of docs) {
     try {
@@ -158,7 +169,7 @@ export async function createSigningKey(db: StoreDb, seal: Buffer | null, now = n
  * environment; without the service's WEBHOOK_ENCRYPTION_KEY it would add a key the service passes over.
  */
 export async function sealOpensNewestKey(db: StoreDb, seal: Buffer | null): Promise<boolean> {
-  const docs = await receiptCollections(db).keys.find({}, { sort: newestFirst }).toArray();
+  const docs = await keyDocsNewestFirst(db);
   const newest = docs.find((d) => typeof d.privateKey !== 'string' || !d.privateKey.startsWith(CONFIGURED));
   return newest === undefined || opens(() => openKey(newest, seal).privateKey !== null);
 }
