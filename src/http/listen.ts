@@ -99,13 +99,15 @@ async function bindAndRelease(port: number, host?: string): Promise<number> {
 }
 
 /**
- * `port` (0: one the system picks) held (listened on, nothing accepted) until released, so that no other
+ * `port` (0: one the system picks) held (listened on, every connection reset) until released, so that no other
  * process can be given it meanwhile: PORT=0 is chosen seconds before the service listens (src/main.ts), and
  * a port merely found free then was sometimes taken by another service starting beside it (seen in the
  * tests). A port already taken is EADDRINUSE here, before the service has touched its store.
  */
 export async function reservePort(port = 0, host?: string): Promise<{ port: number; release(): Promise<void> }> {
-  const holder = createServer();
+  // A client that connects meanwhile (a platform's probe, a load balancer) is reset at once, as if nothing
+  // listened yet: a connection left open would keep close() from ever finishing, and the start with it.
+  const holder = createServer((socket) => socket.destroy());
   await listening(holder, { port, host });
   const bound = (holder.address() as AddressInfo).port;
   return { port: bound, release: () => new Promise<void>((resolve) => holder.close(() => resolve())) };

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { openEmbeddedStore } from '../../src/store/embedded/embedded-store.ts';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { runService, tempDataDir } from '../helpers/service-process.ts';
 
 async function heldPort(t: ExecutionContext): Promise<number> {
@@ -91,4 +91,27 @@ test('a database another program keeps locked: refused after the busy timeout, w
   t.regex(stderr, /^DATA_DIR: \S+spend-control\.db is locked by another program/);
   t.notRegex(stderr, /^\s+at /m, 'no stack trace');
   t.notRegex(stdout, /"msg":"listening"/);
+});
+
+test('a client connecting while the service starts (a platform probe) is turned away, and the start goes on', async (t) => {
+  const probe: Server = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  const service = spawn(process.execPath, ['src/main.ts'], { env: { ...process.env, PORT: String(port), DATA_DIR: tempDataDir(t), ADMIN_TOKEN: 'probe-admin-token-0123456789abcdef', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => void service.kill('SIGKILL'));
+  let output = '';
+  service.stdout.on('data', (d) => (output += d));
+  service.stderr.on('data', (d) => (output += d));
+  // Connections opened all along the start and left open, as a probe waiting for an answer leaves them.
+  const open: Socket[] = [];
+  t.teardown(() => open.forEach((s) => s.destroy()));
+  for (let i = 0; !output.includes('"msg":"listening"'); i++) {
+    if (service.exitCode !== null || i > 3000) return t.fail(`no start (exit ${service.exitCode}):\n${output}`);
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    open.push(socket);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  t.is((await fetch(`http://127.0.0.1:${port}/health/live`)).status, 200);
 });
