@@ -1,5 +1,6 @@
 // Money is exact: integers of minor units. BigInt in arithmetic, decimal strings on the wire,
 // plain integers (at most 2^53-1) in storage so analysts can $sum them (docs/internals/design.md §2).
+import { writtenAsInteger } from './json.ts';
 
 export const MAX_STORED_MINOR = BigInt(Number.MAX_SAFE_INTEGER);
 const MINOR_PATTERN = /^-?\d+$/;
@@ -14,6 +15,19 @@ export function parseMinor(value: unknown): bigint | null {
   if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : null;
   // Any length: the body's size bounds it (64 KB of digits parse in a few milliseconds).
   if (typeof value === 'string' && MINOR_PATTERN.test(value)) return BigInt(value);
+  return null;
+}
+
+/**
+ * What is wrong with holder[key] as an amount of minor units (a purchase's, a limit's), as parsed by
+ * src/json.ts, in the order it is judged: not written as a whole number (1e3 and 100.0 are not, whatever
+ * their value), not above zero, beyond what storage keeps exactly; null when nothing is.
+ */
+export function minorAmountFault(holder: Record<string, unknown>, key: string): 'AMOUNT_NOT_INTEGER' | 'AMOUNT_NOT_POSITIVE' | 'AMOUNT_TOO_LARGE' | null {
+  const amount = writtenAsInteger(holder, key) ? parseMinor(holder[key]) : null;
+  if (amount === null) return 'AMOUNT_NOT_INTEGER';
+  if (amount <= 0n) return 'AMOUNT_NOT_POSITIVE';
+  if (amount > MAX_STORED_MINOR) return 'AMOUNT_TOO_LARGE';
   return null;
 }
 

@@ -6,8 +6,14 @@ import { compile } from '../http/validate.ts';
 import { Manifest } from '../../schemas/manifest.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
-import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
+import { MAX_STORED_MINOR, minorAmountFault } from '../money.ts';
 import { writtenAsInteger } from '../json.ts';
+
+const LIMIT_MESSAGES = {
+  AMOUNT_NOT_INTEGER: 'A limit is a whole number of minor units, written without a fraction or an exponent.',
+  AMOUNT_NOT_POSITIVE: 'A limit is a positive whole number of minor units.',
+  AMOUNT_TOO_LARGE: `A limit is at most ${MAX_STORED_MINOR}.`,
+};
 
 const validator = compile(Manifest);
 
@@ -76,11 +82,9 @@ export function checkManifest(
       if (!agents.has(a)) issues.push({ path: `${at}.agents.${j}`, code: 'UNKNOWN_AGENT', message: `No agent with handle "${a}".` });
     });
     p.rules.forEach((r, j) => {
-      const amount = writtenAsInteger(r, 'amountMinor') ? parseMinor(r.amountMinor) : null;
-      // As for a purchase's amountMinor (src/purchases/input.ts): 1e3 or 100.0 is not written as a whole number, whatever its value.
-      if (amount === null) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_NOT_INTEGER', message: 'A limit is a whole number of minor units, written without a fraction or an exponent.' });
-      else if (amount <= 0n) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_NOT_POSITIVE', message: 'A limit is a positive whole number of minor units.' });
-      else if (amount > MAX_STORED_MINOR) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: 'AMOUNT_TOO_LARGE', message: `A limit is at most ${MAX_STORED_MINOR}.` });
+      // Judged as a purchase's amountMinor is (src/purchases/input.ts).
+      const fault = minorAmountFault(r, 'amountMinor');
+      if (fault !== null) issues.push({ path: `${at}.rules.${j}.amountMinor`, code: fault, message: LIMIT_MESSAGES[fault] });
       if (r.ruleType === 'AMOUNT_LIMIT' && r.periodKind !== 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'AMOUNT_LIMIT rules are PER_REQUEST.' });
       if (r.ruleType === 'SPEND_LIMIT' && r.periodKind === 'PER_REQUEST') issues.push({ path: `${at}.rules.${j}.periodKind`, code: 'PERIOD_MISMATCH', message: 'SPEND_LIMIT rules are DAY or MONTH.' });
       if (r.currency && !isIsoCurrency(r.currency)) issues.push({ path: `${at}.rules.${j}.currency`, code: 'CURRENCY_NOT_ISO_4217', message: `${r.currency} is not an ISO 4217 currency.` });

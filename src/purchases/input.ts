@@ -5,8 +5,8 @@ import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
 import { capIssues, type Validator } from '../http/validate.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
-import { MAX_STORED_MINOR, parseMinor } from '../money.ts';
-import { beyondDouble, writtenAsInteger } from '../json.ts';
+import { MAX_STORED_MINOR, minorAmountFault, parseMinor } from '../money.ts';
+import { beyondDouble } from '../json.ts';
 import type { EngineInput, EvaluationMode, PolicyCandidate } from '../engine/types.ts';
 import type { AgentDoc } from '../store/collections.ts';
 
@@ -63,13 +63,16 @@ function domainIssues(body: Record<string, unknown>, organizationCurrency: strin
   return issues;
 }
 
+const AMOUNT_MESSAGES = {
+  AMOUNT_NOT_INTEGER: 'amountMinor is a whole number of minor units.',
+  AMOUNT_NOT_POSITIVE: 'amountMinor must be greater than zero.',
+  AMOUNT_TOO_LARGE: `amountMinor is at most ${MAX_STORED_MINOR}.`,
+};
+
 /** What is wrong with body.amountMinor (a string or a number) by its value and how it was written; null when nothing is. */
 function amountIssue(body: Record<string, unknown>): ErrorIssue | null {
-  const amount = writtenAsInteger(body, 'amountMinor') ? parseMinor(body.amountMinor) : null;
-  if (amount === null) return { path: 'amountMinor', code: 'AMOUNT_NOT_INTEGER', message: 'amountMinor is a whole number of minor units.' };
-  if (amount <= 0n) return { path: 'amountMinor', code: 'AMOUNT_NOT_POSITIVE', message: 'amountMinor must be greater than zero.' };
-  if (amount > MAX_STORED_MINOR) return { path: 'amountMinor', code: 'AMOUNT_TOO_LARGE', message: `amountMinor is at most ${MAX_STORED_MINOR}.` };
-  return null;
+  const code = minorAmountFault(body, 'amountMinor');
+  return code === null ? null : { path: 'amountMinor', code, message: AMOUNT_MESSAGES[code] };
 }
 
 /**
