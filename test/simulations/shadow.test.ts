@@ -156,6 +156,7 @@ test.serial('a version never in shadow reports nothing; another organisation\'s 
   t.like(never.body, { shadow: { shadow: false, startedAt: null }, summary: { evaluated: 0, changed: 0 }, changes: [], hasMore: false });
   t.is((await report('?limit=abc')).status, 400);
   t.is((await report('?cursor=!!')).status, 400);
+  t.is((await report('?cursor=')).body.error?.issues[0].code, 'INVALID_CURSOR'); // as MCP's cursor ""
   // A position after every change lists none; a year past 9999 is no position a change has (compared as text, it
   // sorted before them all and listed every change).
   const at = (time: string) => Buffer.from(JSON.stringify({ v: 1, t: time, id: draftId })).toString('base64url');
