@@ -8,6 +8,7 @@ import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { shopManifest, purchase } from '../helpers/shop.ts';
+import { storeSnapshot } from '../helpers/store.ts';
 import { renderMetrics } from '../../src/metrics/metrics.ts';
 
 const NOW = new Date('2026-11-18T10:00:00.000Z');
@@ -32,15 +33,7 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
-/** Every document of every collection, but a credential's lastUsedAt (docs/reference/decisions.md: the only write a simulation causes). */
-async function snapshot() {
-  const out: Record<string, unknown[]> = {};
-  for (const name of (await app.store.db.listCollectionNames()).sort()) {
-    out[name] = (await app.store.db.collection(name).find({}).sort({ _id: 1 }).toArray()).map(({ lastUsedAt: _, ...doc }) => doc);
-  }
-  return out;
-}
-
+const snapshot = () => storeSnapshot(app.store.db);
 const decisionsCounted = async () => (await renderMetrics()).split('\n').filter((line) => /^spend_decision/.test(line));
 
 test.serial('simulations, validations and replays leave every document as it was, and count no decision', async (t) => {
