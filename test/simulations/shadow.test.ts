@@ -207,5 +207,13 @@ test('a replay above REPLAY_INLINE_LIMIT runs as a job with progress, and report
   t.true(inline.body.summary.changed > 0);
   t.deepEqual(jobChanges, inline.body.changes);
   const other = await applyManifest(app, manifest('replay-job-other', [{ rules: V1_RULES, merchants: [], activate: true }]));
-  t.is((await app.request(`/v1/simulations/replay/${queued.body.replay.id}`, { key: other.keys['org-key'] })).status, 404);
+  // Another organisation's replay is not found, word for word as one that never was.
+  const foreign = await app.request(`/v1/simulations/replay/${queued.body.replay.id}`, { key: other.keys['org-key'] });
+  const unknown = await app.request('/v1/simulations/replay/0190c4d0-0000-7000-8000-000000000000', { key: other.keys['org-key'] });
+  t.is(foreign.status, 404);
+  t.deepEqual(foreign.body, unknown.body);
+  const foreignShadow = await app.request(`/v1/policies/${o.policies.office.id}/versions/${draft}/shadow`, { key: other.keys['org-key'] });
+  const unknownShadow = await app.request(`/v1/policies/${o.policies.office.id}/versions/0190c4d0-0000-7000-8000-000000000000/shadow`, { key: other.keys['org-key'] });
+  t.is(foreignShadow.status, 404);
+  t.deepEqual(foreignShadow.body, unknownShadow.body);
 });
