@@ -20,10 +20,10 @@ export class Html {
  * U+202E would be drawn backwards ("moc.nozama" read as "amazon.com"), with the rest of its sentence.
  * Dropped, as from client names (src/identity/oauth/client-metadata.ts): the text reads as written.
  */
-const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/g;
+export const withoutBidiControls = (s: string) => s.replace(/[\u202a-\u202e\u2066-\u2069]/g, '');
 
 export const escapeHtml = (s: string) =>
-  s.replace(BIDI_CONTROLS, '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  withoutBidiControls(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 type Value = Html | string | number | bigint | boolean | null | undefined | Value[];
 
