@@ -103,6 +103,17 @@ export function periodFor(kind: WindowPeriodKind, instant: string, timeZone: str
   return cachedPeriod(kind, instant, timeZone).period;
 }
 
+/**
+ * The DAY period of a local date ('2026-11-01') in timeZone. Not DateTime.fromISO(date).startOf('day'):
+ * Luxon resolves a midnight that comes twice with the offset the zone has today, so that bound would
+ * change with the season. Noon is in the date whatever the clocks do around it.
+ */
+export function periodOfDate(date: string, timeZone: string): Period {
+  const noon = DateTime.fromISO(`${date}T12:00`, { zone: timeZone });
+  if (!noon.isValid) throw new RangeError(`${date} is not a date in time zone ${timeZone}: ${noon.invalidExplanation}`);
+  return periodFor('DAY', noon.toISO()!, timeZone);
+}
+
 /** A period and the windows resolved in it, for one decision to resolve several windows from. */
 export type PeriodWindows = Readonly<CachedPeriod>;
 

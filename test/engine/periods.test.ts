@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { DateTime } from 'luxon';
-import { periodFor, windowId, windowKeysFor } from '../../src/engine/periods.ts';
+import { DateTime, Settings } from 'luxon';
+import { periodFor, periodOfDate, windowId, windowKeysFor } from '../../src/engine/periods.ts';
 import { AGENT, dailyBudget, input, maxPerPurchase, monthlyBudget, policy } from './fixtures.ts';
 
 const hours = (period: { periodStart: string; periodEnd: string }): number =>
@@ -183,4 +183,16 @@ test('property: near every clock change, periods tile time: each starts at the f
     ),
     { numRuns: 3000 },
   );
+});
+
+test.serial('periodOfDate: a local date\'s day, the same in every season, where midnight comes twice', (t) => {
+  const luxonNow = Settings.now;
+  t.teardown(() => (Settings.now = luxonNow));
+  for (const asked of ['2026-07-01T12:00:00.000Z', '2026-12-15T12:00:00.000Z']) {
+    Settings.now = () => Date.parse(asked);
+    t.deepEqual(periodOfDate('2026-11-01', 'America/Havana'), { periodKey: '2026-11-01', periodStart: '2026-11-01T04:00:00.000Z', periodEnd: '2026-11-02T05:00:00.000Z' }, asked);
+    t.deepEqual(periodOfDate('2026-10-31', 'America/Havana'), { periodKey: '2026-10-31', periodStart: '2026-10-31T04:00:00.000Z', periodEnd: '2026-11-01T04:00:00.000Z' }, asked);
+  }
+  t.is(periodOfDate('2028-02-29', 'Europe/Berlin').periodStart, '2028-02-28T23:00:00.000Z');
+  t.throws(() => periodOfDate('2027-02-29', 'Europe/Berlin'), { instanceOf: RangeError });
 });
