@@ -3,7 +3,8 @@
 // several approvers (a rejection racing the approval that reaches the quorum), an approver who loses the
 // role between two answers. After each, the budget windows count what the recorded purchases say.
 import test from 'ava';
-import { startApp, type TestApp } from '../helpers/app.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { Client, PASSWORD, startDashboardApp } from '../helpers/dashboard.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { quorumManifest } from '../helpers/quorum.ts';
 import { expireDueApprovals } from '../../src/approvals/close.ts';
@@ -11,7 +12,7 @@ import { expireDueApprovals } from '../../src/approvals/close.ts';
 let clock = new Date('2026-11-29T09:00:00.000Z');
 let app: TestApp;
 test.before(async () => {
-  app = await startApp({ now: () => clock });
+  app = await startDashboardApp({ now: () => clock });
 });
 test.after.always(() => app?.close());
 
@@ -130,5 +131,36 @@ test.serial('an approver who loses the role after answering: their approval was 
   t.is(again.body.error.code, 'person_not_approver');
   const bob = await answer(id, 'bob');
   t.is(bob.body.purchase.status, 'APPROVED');
+  await countersAgree(t, org);
+});
+
+test.serial('the same person on the dashboard and the operator API, and twice at once on the dashboard, counts once', async (t) => {
+  const org = await quorumOrg();
+  const ana = org.result.people.ana.id;
+  t.is((await app.admin(`/admin/people/${ana}/password`, { method: 'PUT', body: { password: PASSWORD } })).status, 200);
+  const client = new Client(app.url);
+  await client.signIn(`ana@edges-${orgs}.example`);
+  const csrf = await client.csrf();
+
+  const first = await submit(org, 30000);
+  t.is((await client.post(`/dashboard/approvals/${first}/answer`, { answer: 'APPROVE', csrf })).status, 303);
+  const viaApi = await answer(first, 'ana');
+  t.is(viaApi.status, 409);
+  t.is(viaApi.body.error.code, 'approval_already_answered_by_person');
+
+  const second = await submit(org, 30000);
+  t.is((await answer(second, 'ana')).status, 200);
+  const viaDashboard = await client.post(`/dashboard/approvals/${second}/answer`, { answer: 'REJECT', csrf });
+  t.is(viaDashboard.status, 409);
+  t.regex(viaDashboard.text, /already answered this approval/);
+
+  const third = await submit(org, 30000);
+  const clicks = await Promise.all([1, 2, 3].map(() => client.post(`/dashboard/approvals/${third}/answer`, { answer: 'APPROVE', csrf })));
+  t.deepEqual(clicks.map((c) => c.status).sort(), [303, 409, 409]);
+  for (const id of [first, second, third]) {
+    const p = await read(org, id);
+    t.is(p.status, 'PENDING_APPROVAL', 'one person did not meet a two-person rule');
+    t.deepEqual(p.approval.answers.map((a: any) => a.name), ['Ana Approver']);
+  }
   await countersAgree(t, org);
 });
