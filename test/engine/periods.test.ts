@@ -153,9 +153,9 @@ function clockChanges(zone: string, from: string, to: string): number[] {
   return changes;
 }
 
-// Zones whose clocks change at or next to midnight (Havana and Nuuk put them back to midnight, so that
+// Zones whose clocks change at or next to midnight (Havana, Nuuk and the Azores put them back to midnight, so that
 // it comes twice), by half an hour (Lord Howe), at +12:45 (Chatham), or across midnight (Santiago).
-const CHANGING = ['America/New_York', 'America/Havana', 'America/Nuuk', 'America/Santiago', 'Australia/Lord_Howe', 'Pacific/Chatham', 'Asia/Gaza', 'Europe/Berlin'];
+const CHANGING = ['America/New_York', 'America/Havana', 'America/Nuuk', 'Atlantic/Azores', 'America/Santiago', 'Australia/Lord_Howe', 'Pacific/Chatham', 'Asia/Gaza', 'Europe/Berlin'];
 const changes = CHANGING.flatMap((zone) => clockChanges(zone, '2026-01-01T00:00:00.000Z', '2029-01-01T00:00:00.000Z').map((at) => [zone, at] as const));
 
 test('property: near every clock change, periods tile time: each starts at the first instant of its local date or month and ends where the next starts', (t) => {
