@@ -164,3 +164,19 @@ test.serial('the same person on the dashboard and the operator API, and twice at
   }
   await countersAgree(t, org);
 });
+
+test.serial('approvalTtl is a fixed length from the request, in UTC: P1D is 24 hours across a DST change, P1M 30 days', async (t) => {
+  for (const [ttl, at, expires] of [
+    ['P1D', '2026-03-07T17:00:00.000Z', '2026-03-08T17:00:00.000Z'], // 12:00 EST on Saturday; 13:00 EDT on Sunday
+    ['PT24H', '2026-10-31T16:00:00.000Z', '2026-11-01T16:00:00.000Z'], // 12:00 EDT; 11:00 EST
+    ['P1M', '2026-01-31T12:00:00.000Z', '2026-03-02T12:00:00.000Z'],
+  ]) {
+    const org = await quorumOrg((m) => {
+      m.organization.timezone = 'America/New_York';
+      m.organization.approvalTtl = ttl;
+    });
+    clock = new Date(at);
+    const id = await submit(org, 30000);
+    t.is((await read(org, id)).approval.expiresAt, expires, ttl);
+  }
+});
