@@ -104,7 +104,8 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     let orgId: string;
     if (org) {
       orgId = org._id;
-      if (changed(org, orgFields)) await c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now } }, { session });
+      const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
+      if (changed(org, orgFields)) await c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session });
     } else {
       orgId = newRandomId();
       await c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session });
