@@ -27,6 +27,7 @@ import { changeWire, countInRange, replayRange } from '../simulations/replay-run
 import type { ReplayedPurchase } from '../simulations/replay.ts';
 import { setShadow, SHADOWS, type ShadowDoc } from '../policies/shadows.ts';
 import { DateTime } from 'luxon';
+import { periodOfDate } from '../engine/periods.ts';
 import { hasRole, samePersonIds } from '../identity/people/roles.ts';
 import { signIn } from '../identity/people/sign-in.ts';
 import type { PersonRole } from '../store/collections.ts';
@@ -466,8 +467,8 @@ async function dashboardReplay(deps: AppDeps, s: SignedIn, row: views.PolicyRow,
   const to = DateTime.fromISO(toText, { zone });
   if (!version) return { ...asked, result: { error: 'Choose a version of this policy to replay.' } };
   if (!/^\d{4}-\d{2}-\d{2}$/.test(fromText) || !/^\d{4}-\d{2}-\d{2}$/.test(toText) || !from.isValid || !to.isValid) return { ...asked, result: { error: 'Give the first and the last day to replay.' } };
-  const start = from.startOf('day').toJSDate();
-  const end = to.plus({ days: 1 }).startOf('day').toJSDate();
+  const start = new Date(periodOfDate(fromText, zone).periodStart);
+  const end = new Date(periodOfDate(toText, zone).periodEnd);
   if (end <= start) return { ...asked, result: { error: 'The last day comes before the first.' } };
   // Days of the organisation's calendar: one of them is 23 or 25 hours long where the clocks change.
   if (to.startOf('day').diff(from.startOf('day'), 'days').days + 1 > 92) return { ...asked, result: { error: 'A replay covers at most 92 days.' } };
