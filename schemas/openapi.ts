@@ -479,6 +479,9 @@ function errorResponseBody(status: number, codes: readonly string[]): Json {
     description: `${ERROR_DESCRIPTIONS[status]} Codes: ${codes.join(', ')}.`,
     headers: {
       'X-Request-Id': { $ref: '#/components/headers/RequestId' },
+      ...(status === 401
+        ? { 'WWW-Authenticate': { description: '`Bearer` when no credential was sent, `Bearer error="invalid_token"` when the one sent was refused (RFC 6750 3).', required: true, schema: { type: 'string' } } }
+        : {}),
       // A command that could not commit in time (README: Decisions where the contract is silent).
       ...(status === 503 && codes.includes('internal_error')
         ? { 'Retry-After': { description: 'Seconds to wait before retrying, with internal_error (1).', schema: { type: 'integer', minimum: 0 } } }
