@@ -79,6 +79,14 @@ test('PKCE is required, S256 only; unknown scopes and response types are refused
   t.is(await errorOf({ response_type: null }), 'invalid_request');
 });
 
+test('error_description holds only the characters RFC 6749 allows, whatever the request sent', async (t) => {
+  // RFC 6749 4.1.2.1 and 5.2: %x20-21 / %x23-5B / %x5D-7E, so no quote, backslash, control or non-ASCII.
+  const res = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { scope: 'purchase:read "évil\\\u0007\u202e' }), { redirect: 'manual' });
+  const back = new URL(res.headers.get('location')!);
+  t.is(back.searchParams.get('error'), 'invalid_scope');
+  t.regex(back.searchParams.get('error_description')!, /^unknown scope [\x20\x21\x23-\x5b\x5d-\x7e]+$/);
+});
+
 test('an unregistered redirect_uri or a bad client_id is shown as a page, never redirected to', async (t) => {
   const evil = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { redirect_uri: 'https://evil.example/cb' }), { redirect: 'manual' });
   t.is(evil.status, 400);
