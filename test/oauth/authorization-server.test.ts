@@ -1,6 +1,7 @@
 // The authorization and token endpoints' refusals (docs/reference/contract.md §5.2; RFC 6749, 7636, 8707, 9207, 7009),
 // the sign-in and consent pages' protections, and the operator API for passwords and connections.
 import test from 'ava';
+import { createHash } from 'node:crypto';
 import type { TestApp } from '../helpers/app.ts';
 import { AUTHORIZATION_REQUEST_LIMIT } from '../../src/identity/oauth/registration.ts';
 import {
@@ -128,6 +129,34 @@ test('an unregistered redirect_uri or a bad client_id is shown as a page, never 
   }
   t.true(meta.hits.includes('/moved.json'));
   t.false(meta.hits.includes('/redirect-target.json'), 'the redirect was not followed');
+});
+
+test('a loopback redirect URI matches on any port but is otherwise compared as written: no other spelling is redirected to', async (t) => {
+  // Registered: http://127.0.0.1/callback (RFC 8252 7.3: the port may change at run time, nothing else).
+  for (const uri of [
+    'http://127.0.0.1:5000/callback/', 'http://127.0.0.1:5000/Callback', 'http://127.0.0.1:5000/callback?x=1', 'http://127.0.0.1/callback?',
+    'http://127.0.0.1:5000/%63allback', 'http://127.0.0.1:5000/./callback', 'http://127.0.0.1:5000//callback', 'http://127.0.0.1:5000/callback#x',
+    'http://localhost:5000/callback', 'https://127.0.0.1:5000/callback', 'HTTP://127.0.0.1/callback', 'http://127.0.0.1./callback',
+    'http://127.0.0.1:80/callback', 'http://[::ffff:127.0.0.1]/callback', 'http://0x7f.0.0.1/callback', 'http://127.0.0.1:5000@evil.example/callback',
+  ]) {
+    const res = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { redirect_uri: uri, response_type: 'token' }), { redirect: 'manual' });
+    t.is(res.status, 400, uri);
+    t.is(res.headers.get('location'), null, uri);
+  }
+});
+
+test('the code_verifier is 43 to 128 unreserved characters (RFC 7636 4.1), even when it hashes to the challenge', async (t) => {
+  const attempt = async (verifier: string) => {
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const { code } = await codeFor({ code_challenge: challenge });
+    return exchange(code, verifier);
+  };
+  for (const verifier of ['a'.repeat(42), 'a'.repeat(129), `${'a'.repeat(42)}+`, `${'a'.repeat(42)}/`, `${'a'.repeat(42)} `]) {
+    const res = await attempt(verifier);
+    t.is(res.status, 400, JSON.stringify(verifier));
+    t.is((await res.json()).error, 'invalid_grant');
+  }
+  for (const verifier of ['a'.repeat(43), `${'A-._~z9'.repeat(18)}AB`]) t.is((await attempt(verifier)).status, 200, `${verifier.length} characters`);
 });
 
 // ---- sign-in and consent pages ---------------------------------------------------------------
