@@ -106,6 +106,8 @@ test('a refresh that would leave the access token no scope is refused, and the r
   const refused = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId });
   t.is(refused.status, 400);
   t.is((await refused.json()).error, 'invalid_grant');
+  const narrowed = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId, scope: 'purchase:request' });
+  t.is((await narrowed.json()).error, 'invalid_scope', 'a scope asked for that cannot be granted now (RFC 6749 5.2)');
 
   await applyManifest(app, manifest(handle, ['approver']));
   const again = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId });

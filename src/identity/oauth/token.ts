@@ -195,8 +195,12 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
     // so that `scope` says what the token can do. A person made approver again gets purchase:request back.
     const grantor = await deps.collections.people.findOne({ _id: connection.personId, organizationId: connection.organizationId }, { session });
     const access = grantableScopes(grantor ?? { roles: [] }, narrowed ?? found.scopes);
-    // Nothing left (RFC 6749 3.3 has no empty scope): refused before the token is used up, as for a disabled agent.
-    if (access.length === 0) return invalidGrant('the person who approved this connection may no longer grant what it holds');
+    // Nothing left (RFC 6749 3.3 has no empty scope): refused before the token is used up, as for a disabled agent;
+    // invalid_scope when the client narrowed to what cannot be granted now (RFC 6749 5.2).
+    if (access.length === 0) {
+      const why = 'the person who approved this connection may no longer grant purchase:request';
+      return narrowed ? failure('invalid_scope', why) : invalidGrant(why);
+    }
     const consumed = await o.refreshTokens.updateOne({ _id: digest, consumedAt: null }, { $set: { consumedAt: now } }, { session });
     // Another request rotated it at the same moment: retry, and the retry sees the reuse.
     if (consumed.matchedCount !== 1) throw new VersionConflict(`refresh token ${digest.slice(0, 8)}`);
