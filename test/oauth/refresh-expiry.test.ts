@@ -2,26 +2,17 @@
 // connection used at least every 90 days keeps working; a refresh token left longer is refused, which
 // is not reuse, so the connection is not revoked for it. Its own file: the clock moves by months.
 import test from 'ava';
-import type { TestApp } from '../helpers/app.ts';
-import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, tokenForm, type MetadataServer, type Org } from './helpers.ts';
+import { clock, connect, setUpOrg, startConnectionsApp, startMetadataServer, tokenForm } from './helpers.ts';
 
 const DAY = 24 * 60 * 60_000;
-const time = clock();
-let app: TestApp;
-let meta: MetadataServer;
-let org: Org;
-
-test.before(async () => {
-  app = await startConnectionsApp({ now: time.now });
-  meta = await startMetadataServer();
-  org = await setUpOrg(app);
-});
-test.after.always(async () => {
-  await meta?.close();
-  await app?.close();
-});
 
 test('a refresh token lasts 90 days from its rotation; past that it is invalid_grant and the connection stays', async (t) => {
+  const time = clock();
+  const app = await startConnectionsApp({ now: time.now });
+  t.teardown(() => app.close());
+  const meta = await startMetadataServer();
+  t.teardown(() => meta.close());
+  const org = await setUpOrg(app);
   const tokens = await connect(app, org, meta.clientId);
   const refresh = (token: string) => tokenForm(app, { grant_type: 'refresh_token', refresh_token: token, client_id: meta.clientId });
   time.advance(89 * DAY);
