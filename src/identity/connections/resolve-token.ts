@@ -18,8 +18,11 @@ export type ConnectionPrincipal = Extract<Principal, { kind: 'CONNECTION' }>;
 export const invalidToken = (headers?: Record<string, string>) =>
   new ApiError(401, 'invalid_token', 'The access token is not valid or has expired.', undefined, headers ?? { 'WWW-Authenticate': REFUSED_BEARER_CHALLENGE });
 
+/** 403 is the contract's (§5.3); the challenge says the token no longer enables access (RFC 6750 3: MUST be sent). */
 export const connectionUnauthorized = () =>
-  new ApiError(403, 'connection_unauthorized', 'This connection has been revoked or its agent is no longer enabled.');
+  new ApiError(403, 'connection_unauthorized', 'This connection has been revoked or its agent is no longer enabled.', undefined, {
+    'WWW-Authenticate': REFUSED_BEARER_CHALLENGE,
+  });
 
 export interface ResolvedToken {
   principal: ConnectionPrincipal;
