@@ -157,6 +157,10 @@ test('the code_verifier is 43 to 128 unreserved characters (RFC 7636 4.1), even 
     t.is((await res.json()).error, 'invalid_grant');
   }
   for (const verifier of ['a'.repeat(43), `${'A-._~z9'.repeat(18)}AB`]) t.is((await attempt(verifier)).status, 200, `${verifier.length} characters`);
+  const { code, verifier } = await codeFor();
+  const missing = await exchange(code, '');
+  t.deepEqual(await missing.json(), { error: 'invalid_request', error_description: 'code_verifier is required (PKCE)' });
+  t.is((await exchange(code, verifier)).status, 200, 'refusals do not use the code up');
 });
 
 // ---- sign-in and consent pages ---------------------------------------------------------------
