@@ -8,6 +8,7 @@ import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
 import { issueApiKey } from '../identity/credentials/api-keys.ts';
+import { endOrganizationSessions } from '../identity/sessions/documents.ts';
 import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-status.ts';
 import { runCommand } from '../commands/run-command.ts';
 import type { AppDeps } from '../app-deps.ts';
@@ -104,12 +105,14 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     let orgId: string;
     if (org) {
       orgId = org._id;
-      if (changed(org, orgFields)) await c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now } }, { session });
+      const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
+      if (changed(org, orgFields)) await c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session });
     } else {
       orgId = newRandomId();
       await c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session });
     }
     result.organization.id = orgId;
+    if (orgFields.status === 'SUSPENDED') await endOrganizationSessions(deps.store.db, orgId, session);
 
     for (const p of manifest.people ?? []) {
       const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });

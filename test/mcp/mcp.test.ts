@@ -237,6 +237,7 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
 
   const evil = await rpc(list, { authorization: `Bearer ${full.access_token}`, origin: 'https://evil.example' });
   t.is(evil.status, 403);
+  t.is((await evil.json()).error.code, 'origin_not_allowed');
   const own = await rpc(list, { authorization: `Bearer ${full.access_token}`, origin: app.url });
   t.is(own.status, 200);
   t.is((await own.json()).result.tools.length, 4);
