@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
 import type { Principal } from '../identity/auth.ts';
-import { conflict } from '../http/errors.ts';
+import { conflict, forbidden } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import { candidatesFor } from '../policies/candidates.ts';
@@ -141,8 +141,12 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
  */
 export async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: SubmitCommand, now: Date): Promise<PurchaseState> {
   const agentId = cmd.principal.agentId!;
-  const org = cmd.organization;
   const config = await configView(deps.store.db, session);
+  // The organisation as of this transaction, not as authenticated: a manifest applied in between must not
+  // give the decision its new policies with its old time zone or approvalTtl (docs/operate/manifests.md).
+  const org = await config.get(`organization:${cmd.organization._id}`, () => deps.collections.organizations.findOne({ _id: cmd.organization._id }, { session }));
+  if (!org) throw new Error(`organization ${cmd.organization._id} of a valid credential does not exist`);
+  if (org.status === 'SUSPENDED') throw forbidden('organization_suspended', 'This organisation is suspended.');
   const agent = await config.get(`agent:${agentId}`, () => deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }, { session }));
   if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
   const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));

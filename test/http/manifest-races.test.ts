@@ -1,0 +1,89 @@
+// A manifest applied while purchases are on their way (docs/operate/manifests.md "Everything happens in one
+// transaction"): each decision is made under one complete configuration, the one before the apply or the
+// one after it, never a part of each. A purchase is held at the door of its transaction, after it was
+// authenticated, while the apply commits; then it goes on.
+import test from 'ava';
+import { startApp, type TestApp } from '../helpers/app.ts';
+import { testStore } from '../helpers/store.ts';
+import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
+import type { Store } from '../../src/store/store.ts';
+
+/** The store, with the next transaction begun after `hold()` waiting until `release()`. */
+function gatedStore(store: Store) {
+  let armed = false;
+  let reached = () => {};
+  let open = () => {};
+  const gate = {
+    store: {
+      engine: store.engine,
+      db: store.db,
+      close: () => store.close(),
+      async withTransaction(fn, options) {
+        if (armed) {
+          armed = false;
+          const opened = new Promise<void>((resolve) => (open = resolve));
+          reached();
+          await opened;
+        }
+        return store.withTransaction(fn, options);
+      },
+    } as Store,
+    /** Resolves once a transaction waits at the gate. */
+    hold(): Promise<void> {
+      armed = true;
+      return new Promise((resolve) => (reached = resolve));
+    },
+    release: () => open(),
+  };
+  return gate;
+}
+
+let app: TestApp;
+let gate: ReturnType<typeof gatedStore>;
+test.before(async () => {
+  gate = gatedStore(await testStore());
+  app = await startApp({ store: gate.store });
+});
+test.after.always(async () => {
+  await app?.close();
+  await gate?.store.close();
+});
+
+test.serial('a purchase authenticated before an apply and decided after it is judged wholly by the new configuration', async (t) => {
+  const manifest: any = acmeManifest('race-config');
+  const org = await applyManifest(app, manifest);
+  const key = org.keys['buyer-key'];
+  // Before: 10000 is under the approval threshold (20000). After: it needs approval, which waits 1 hour.
+  manifest.organization.approvalTtl = 'PT1H';
+  manifest.policies[0].rules[1].amountMinor = '5000';
+
+  const reached = gate.hold();
+  const purchase = app.request('/v1/purchase-requests', { key, body: { merchant: 'Paper Co', amountMinor: '10000', reason: 'paper' } });
+  await reached;
+  await applyManifest(app, manifest);
+  gate.release();
+  const res = await purchase;
+
+  t.is(res.status, 201, res.text);
+  t.is(res.body.decision.outcome, 'REQUIRES_APPROVAL');
+  const stored = await app.store.db.collection('approvals').findOne({ purchaseId: res.body.purchaseRequest.id });
+  t.truthy(stored, 'the approval is stored');
+  t.is(stored!.expiresAt.getTime() - stored!.createdAt.getTime(), 60 * 60 * 1000, 'the new configuration\'s approvalTtl, with its new threshold');
+});
+
+test.serial('a purchase authenticated before an apply suspends its organisation is refused as the next one is, not decided', async (t) => {
+  const manifest: any = acmeManifest('race-suspend');
+  const org = await applyManifest(app, manifest);
+  manifest.organization.status = 'SUSPENDED';
+
+  const reached = gate.hold();
+  const purchase = app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '1000', reason: 'paper' } });
+  await reached;
+  await applyManifest(app, manifest);
+  gate.release();
+  const res = await purchase;
+
+  t.is(res.status, 403, res.text);
+  t.is(res.body.error.code, 'organization_suspended');
+  t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 0);
+});
