@@ -198,6 +198,8 @@ async function applyPolicy(
     status,
   };
   let policy = await c.policies.findOne({ organizationId, handle: p.handle }, { session });
+  // The agents are a set: the same ones listed in another order are no change (no write, no stamp bump).
+  if (policy && sameMembers(policy.agentIds, fields.agentIds)) fields.agentIds = policy.agentIds;
   let touched = false;
   if (!policy) {
     policy = { _id: newRandomId(), organizationId, handle: p.handle, ...fields, activeVersionId: null, draftVersionId: null, createdAt: now, updatedAt: now, archivedAt: status === 'ARCHIVED' ? now : null };
@@ -270,6 +272,11 @@ export async function activateVersion(
   // Activating a draft in shadow ends its shadow (docs/operate/shadow.md).
   await c.policyShadows.updateOne({ _id: version._id, status: 'RUNNING' }, { $set: { status: 'STOPPED', stoppedAt: now, stopReason: 'ACTIVATED' }, $inc: { version: 1 } }, { session });
   await c.policies.updateOne({ _id: policy._id }, { $set: { activeVersionId: version._id, draftVersionId: null, updatedAt: now } }, { session });
+}
+
+function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  const members = new Set(b);
+  return a.length === b.length && a.every((x) => members.has(x));
 }
 
 function changed(doc: object, fields: Record<string, unknown>): boolean {
