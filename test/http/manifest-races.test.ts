@@ -87,3 +87,33 @@ test.serial('a purchase authenticated before an apply suspends its organisation 
   t.is(res.body.error.code, 'organization_suspended');
   t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 0);
 });
+
+test.serial('two different manifests applied to one organisation at once end as one of the two serial orders, never a mix', async (t) => {
+  const base: any = acmeManifest('race-two');
+  await applyManifest(app, base);
+  const a = structuredClone(base);
+  a.organization.timezone = 'Asia/Tokyo';
+  a.policies[0].rules[0].amountMinor = '60000';
+  a.agents.push({ handle: 'only-a', name: 'Only A' });
+  const b = structuredClone(base);
+  b.organization.timezone = 'America/New_York';
+  b.policies[0].rules[0].amountMinor = '70000';
+  b.apiKeys.push({ handle: 'only-b' });
+
+  const [ra, rb] = await Promise.all([app.admin('/admin/manifests', { body: a }), app.admin('/admin/manifests', { body: b })]);
+  t.is(ra.status, 200, ra.text);
+  t.is(rb.status, 200, rb.text);
+  const db = app.store.db;
+  const org = (await db.collection('organizations').findOne({ handle: 'race-two' }))!;
+  const policy = (await db.collection('policies').findOne({ organizationId: org._id, handle: 'office' }))!;
+  const versions = await db.collection('policy_versions').find({ policyId: policy._id }).sort({ versionNumber: 1 }).toArray();
+  const limitOf = (v: any) => v.rules.find((r: any) => r.effect === 'BLOCK' && r.ruleType === 'AMOUNT_LIMIT').amountMinor;
+  // The later apply's time zone goes with the later apply's active version; the earlier one's version is archived.
+  const last = org.timezone === 'Asia/Tokyo' ? 60000 : 70000;
+  const earlier = last === 60000 ? 70000 : 60000;
+  t.deepEqual(versions.map((v) => [v.versionNumber, v.status, limitOf(v)]), [[1, 'ARCHIVED', 50000], [2, 'ARCHIVED', earlier], [3, 'ACTIVE', last]]);
+  t.is(policy.activeVersionId, versions[2]._id);
+  // Nothing is deleted, so both applies' additions are there in either order.
+  t.truthy(await db.collection('agents').findOne({ organizationId: org._id, handle: 'only-a' }));
+  t.truthy(await db.collection('api_keys').findOne({ organizationId: org._id, handle: 'only-b' }));
+});
