@@ -88,6 +88,23 @@ test.serial('a purchase authenticated before an apply suspends its organisation 
   t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 0);
 });
 
+test.serial('a purchase authenticated before an apply revokes its key is refused as the next one is, not decided', async (t) => {
+  const manifest: any = acmeManifest('race-revoke');
+  const org = await applyManifest(app, manifest);
+  manifest.apiKeys[0].revoked = true;
+
+  const reached = gate.hold();
+  const purchase = app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '1000', reason: 'paper' } });
+  await reached;
+  await applyManifest(app, manifest);
+  gate.release();
+  const res = await purchase;
+
+  t.is(res.status, 401, res.text);
+  t.is(res.body.error.code, 'api_key_revoked');
+  t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 0);
+});
+
 test.serial('two different manifests applied to one organisation at once end as one of the two serial orders, never a mix', async (t) => {
   const base: any = acmeManifest('race-two');
   await applyManifest(app, base);
