@@ -49,20 +49,23 @@ test.after.always(async () => {
   await gate?.store.close();
 });
 
-test.serial('a purchase authenticated before an apply and decided after it is judged wholly by the new configuration', async (t) => {
-  const manifest: any = acmeManifest('race-config');
-  const org = await applyManifest(app, manifest);
-  const key = org.keys['buyer-key'];
-  // Before: 10000 is under the approval threshold (20000). After: it needs approval, which waits 1 hour.
-  manifest.organization.approvalTtl = 'PT1H';
-  manifest.policies[0].rules[1].amountMinor = '5000';
-
+/** A purchase of `amountMinor` with `key`, authenticated before `manifest` is applied and decided after it. */
+async function purchaseAcrossApply(key: string, manifest: object, amountMinor: string) {
   const reached = gate.hold();
-  const purchase = app.request('/v1/purchase-requests', { key, body: { merchant: 'Paper Co', amountMinor: '10000', reason: 'paper' } });
+  const purchase = app.request('/v1/purchase-requests', { key, body: { merchant: 'Paper Co', amountMinor, reason: 'paper' } });
   await reached;
   await applyManifest(app, manifest);
   gate.release();
-  const res = await purchase;
+  return purchase;
+}
+
+test.serial('a purchase authenticated before an apply and decided after it is judged wholly by the new configuration', async (t) => {
+  const manifest: any = acmeManifest('race-config');
+  const org = await applyManifest(app, manifest);
+  // Before: 10000 is under the approval threshold (20000). After: it needs approval, which waits 1 hour.
+  manifest.organization.approvalTtl = 'PT1H';
+  manifest.policies[0].rules[1].amountMinor = '5000';
+  const res = await purchaseAcrossApply(org.keys['buyer-key'], manifest, '10000');
 
   t.is(res.status, 201, res.text);
   t.is(res.body.decision.outcome, 'REQUIRES_APPROVAL');
@@ -71,38 +74,20 @@ test.serial('a purchase authenticated before an apply and decided after it is ju
   t.is(stored!.expiresAt.getTime() - stored!.createdAt.getTime(), 60 * 60 * 1000, 'the new configuration\'s approvalTtl, with its new threshold');
 });
 
-test.serial('a purchase authenticated before an apply suspends its organisation is refused as the next one is, not decided', async (t) => {
-  const manifest: any = acmeManifest('race-suspend');
-  const org = await applyManifest(app, manifest);
-  manifest.organization.status = 'SUSPENDED';
-
-  const reached = gate.hold();
-  const purchase = app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '1000', reason: 'paper' } });
-  await reached;
-  await applyManifest(app, manifest);
-  gate.release();
-  const res = await purchase;
-
-  t.is(res.status, 403, res.text);
-  t.is(res.body.error.code, 'organization_suspended');
-  t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 0);
-});
-
-test.serial('a purchase authenticated before an apply revokes its key is refused as the next one is, not decided', async (t) => {
-  const manifest: any = acmeManifest('race-revoke');
-  const org = await applyManifest(app, manifest);
-  manifest.apiKeys[0].revoked = true;
-
-  const reached = gate.hold();
-  const purchase = app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '1000', reason: 'paper' } });
-  await reached;
-  await applyManifest(app, manifest);
-  gate.release();
-  const res = await purchase;
-
-  t.is(res.status, 401, res.text);
-  t.is(res.body.error.code, 'api_key_revoked');
-  t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 0);
+test.serial('a purchase authenticated before an apply suspends its organisation or revokes its key is refused as the next one is, not decided', async (t) => {
+  const cases: Array<[string, (m: any) => void, number, string]> = [
+    ['race-suspend', (m) => (m.organization.status = 'SUSPENDED'), 403, 'organization_suspended'],
+    ['race-revoke', (m) => (m.apiKeys[0].revoked = true), 401, 'api_key_revoked'],
+  ];
+  for (const [handle, change, status, code] of cases) {
+    const manifest: any = acmeManifest(handle);
+    const org = await applyManifest(app, manifest);
+    change(manifest);
+    const res = await purchaseAcrossApply(org.keys['buyer-key'], manifest, '1000');
+    t.is(res.status, status, res.text);
+    t.is(res.body.error.code, code);
+    t.is(await app.store.db.collection('purchases').countDocuments({ organizationId: org.organizationId }), 0);
+  }
 });
 
 test.serial('two different manifests applied to one organisation at once end as one of the two serial orders, never a mix', async (t) => {
