@@ -33,10 +33,12 @@ test.serial('applying the same manifest again writes nothing: no document, no ev
   manifest.policies.push({ ...manifest.policies[0], handle: 'draft', activate: false, status: 'DISABLED' });
   manifest.apiKeys.push({ handle: 'gone', revoked: true }, { handle: 'later', expiresAt: '2030-01-01T00:00:00.000+01:00' });
   manifest.people[0].roles = ['viewer', 'approver'];
-  await applyManifest(app, manifest);
+  const first = await applyManifest(app, manifest);
+  t.true(first.result.changed);
   const before = await snapshot();
   const res = await app.admin('/admin/manifests', { body: manifest });
   t.is(res.status, 200, res.text);
+  t.false(res.body.changed, 'reported as unchanged');
   t.deepEqual(await snapshot(), before);
   for (const [handle, key] of Object.entries(res.body.apiKeys as Record<string, object>)) t.false('key' in key, `${handle}: no secret in the second answer`);
 });
@@ -47,7 +49,9 @@ test.serial('a policy\'s agents listed in another order are no change; one liste
   await applyManifest(app, manifest);
   const before = await snapshot();
   manifest.policies[1].agents = ['buyer', 'travel'];
-  t.is((await app.admin('/admin/manifests', { body: manifest })).status, 200);
+  const reordered = await app.admin('/admin/manifests', { body: manifest });
+  t.is(reordered.status, 200);
+  t.false(reordered.body.changed);
   t.deepEqual(await snapshot(), before);
 
   manifest.policies[1].agents = ['buyer', 'travel', 'buyer'];
@@ -109,4 +113,23 @@ test.serial('a manifest of thousands of agents applies, and applied again writes
   t.is(res.status, 400);
   t.deepEqual(res.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['agents:TOO_MANY_ITEMS']);
   t.deepEqual(await snapshot(), before);
+});
+
+test.serial('each kind of change is reported as a change, even one only of a person or a draft', async (t) => {
+  const manifest: any = acmeManifest('changed');
+  await applyManifest(app, manifest);
+  const changes: Array<[string, (m: any) => void]> = [
+    ['a person\'s roles', (m) => (m.people[0].roles = ['viewer'])],
+    ['an agent\'s description', (m) => (m.agents[1].description = 'Books trains')],
+    ['an agent\'s status', (m) => (m.agents[1].status = 'DISABLED')],
+    ['a draft', (m) => Object.assign(m.policies[0], { activate: false, rules: [m.policies[0].rules[0]] })],
+    ['a key\'s expiry', (m) => (m.apiKeys[2].expiresAt = '2031-01-01T00:00:00.000Z')],
+    ['the organisation\'s time zone', (m) => (m.organization.timezone = 'UTC')],
+  ];
+  for (const [what, change] of changes) {
+    change(manifest);
+    const res = await app.admin('/admin/manifests', { body: manifest });
+    t.true(res.body.changed, what);
+    t.false((await app.admin('/admin/manifests', { body: manifest })).body.changed, `${what}, again`);
+  }
 });
