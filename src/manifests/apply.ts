@@ -121,6 +121,9 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     for (const p of manifest.people ?? []) {
       const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
       const fields = { name: p.name, email: p.email.toLowerCase(), roles: [...(p.roles ?? DEFAULT_ROLES)] };
+      // Roles are a set, as a policy's agents are: in another order they are no change.
+      const storedRoles = existing?.roles;
+      if (storedRoles && sameMembers(storedRoles, fields.roles)) fields.roles = storedRoles;
       if (existing) {
         if (changed(existing, fields)) await write(c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session }));
         result.people[p.handle] = { id: existing._id };

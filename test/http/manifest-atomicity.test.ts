@@ -43,12 +43,14 @@ test.serial('applying the same manifest again writes nothing: no document, no ev
   for (const [handle, key] of Object.entries(res.body.apiKeys as Record<string, object>)) t.false('key' in key, `${handle}: no secret in the second answer`);
 });
 
-test.serial('a policy\'s agents listed in another order are no change; one listed twice is DUPLICATE_ITEMS at its path', async (t) => {
+test.serial('a policy\'s agents or a person\'s roles listed in another order are no change; an agent listed twice is DUPLICATE_ITEMS at its path', async (t) => {
   const manifest: any = acmeManifest('agent-order');
   manifest.policies[1].agents = ['travel', 'buyer'];
+  manifest.people[0].roles = ['approver', 'admin'];
   await applyManifest(app, manifest);
   const before = await snapshot();
   manifest.policies[1].agents = ['buyer', 'travel'];
+  manifest.people[0].roles = ['admin', 'approver'];
   const reordered = await app.admin('/admin/manifests', { body: manifest });
   t.is(reordered.status, 200);
   t.false(reordered.body.changed);
