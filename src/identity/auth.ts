@@ -40,6 +40,9 @@ const lastUseWritten = new WeakMap<ApiKeyDoc, Date>();
 const refused = (code: string, message: string) => unauthorized(code, message, REFUSED_BEARER_CHALLENGE);
 const noCredential = () => unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.', BEARER_CHALLENGE);
 const invalidKey = () => refused('invalid_api_key', 'The API key is not recognised.');
+/** Also refused by a submission whose key was revoked, or organisation suspended, after it was authenticated (src/purchases/submit.ts). */
+export const apiKeyRevoked = () => refused('api_key_revoked', 'This API key has been revoked.');
+export const organizationSuspended = () => forbidden('organization_suspended', 'This organisation is suspended.');
 
 export async function principalFor(bearer: Bearer, deps: AuthDeps, view: ConfigView): Promise<Principal> {
   if (bearer.kind === 'repeated') throw refused('unauthorized', REPEATED_AUTHORIZATION);
@@ -63,7 +66,7 @@ export async function principalFor(bearer: Bearer, deps: AuthDeps, view: ConfigV
 
   const key = await view.get(`api-key:${shape.prefix}`, () => deps.collections.apiKeys.findOne({ prefix: shape.prefix }));
   if (!key || !hashesMatch(credential, key.hash)) throw invalidKey();
-  if (key.revokedAt) throw refused('api_key_revoked', 'This API key has been revoked.');
+  if (key.revokedAt) throw apiKeyRevoked();
   if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
     throw refused('api_key_expired', 'This API key has expired.');
   }
@@ -83,7 +86,7 @@ export function authenticate(deps: AuthDeps) {
     const principal = await principalFor(bearerOf(ctx.req), deps, view);
     const org = await view.get(`organization:${principal.organizationId}`, () => deps.collections.organizations.findOne({ _id: principal.organizationId }));
     if (!org) throw invalidKey();
-    if (org.status === 'SUSPENDED') throw forbidden('organization_suspended', 'This organisation is suspended.');
+    if (org.status === 'SUSPENDED') throw organizationSuspended();
     ctx.state.principal = principal;
     ctx.state.organization = org;
     return next();

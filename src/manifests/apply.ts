@@ -26,6 +26,8 @@ export interface ApplyResult {
   people: Record<string, { id: string }>;
   policies: Record<string, { id: string; activeVersionId: string | null; draftVersionId: string | null }>;
   apiKeys: Record<string, { id: string; prefix: string; key?: string }>;
+  /** False when everything already was as the manifest says: nothing was written (no version, key, event or stamp). */
+  changed: boolean;
   /** What is applied but looks wrong (PolicyIssue, as `validate` reports them): today a quorum no approvers can meet. */
   warnings: PolicyIssue[];
 }
@@ -98,7 +100,12 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const changedAgents: Array<Pick<AgentDoc, '_id' | 'status'>> = [];
   const applied = await runCommand(deps.store, async (session) => {
     changedAgents.length = 0;
-    const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {}, warnings: [] };
+    const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {}, changed: false, warnings: [] };
+    /** Every write below goes through this, so that `changed` says whether there was one. */
+    const write = <T>(op: Promise<T>): Promise<T> => {
+      result.changed = true;
+      return op;
+    };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
     const orgFields = { name: o.name, currency: o.currency, timezone: o.timezone, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
@@ -106,10 +113,10 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     if (org) {
       orgId = org._id;
       const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
-      if (changed(org, orgFields)) await c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session });
+      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session }));
     } else {
       orgId = newRandomId();
-      await c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session });
+      await write(c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session }));
     }
     result.organization.id = orgId;
     if (orgFields.status === 'SUSPENDED') await endOrganizationSessions(deps.store.db, orgId, session);
@@ -117,12 +124,15 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     for (const p of manifest.people ?? []) {
       const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
       const fields = { name: p.name, email: p.email.toLowerCase(), roles: [...(p.roles ?? DEFAULT_ROLES)] };
+      // Roles are a set, as a policy's agents are: in another order they are no change.
+      const storedRoles = existing?.roles;
+      if (storedRoles && sameMembers(storedRoles, fields.roles)) fields.roles = storedRoles;
       if (existing) {
-        if (changed(existing, fields)) await c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
+        if (changed(existing, fields)) await write(c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session }));
         result.people[p.handle] = { id: existing._id };
       } else {
         const id = newRandomId();
-        await c.people.insertOne({ _id: id, organizationId: orgId, handle: p.handle, ...fields, passwordHash: null, createdAt: now, updatedAt: now }, { session });
+        await write(c.people.insertOne({ _id: id, organizationId: orgId, handle: p.handle, ...fields, passwordHash: null, createdAt: now, updatedAt: now }, { session }));
         result.people[p.handle] = { id };
       }
     }
@@ -133,21 +143,23 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       const existing = await c.agents.findOne({ organizationId: orgId, handle: a.handle }, { session });
       const fields = { name: a.name, description: a.description ?? null };
       if (existing) {
-        if (changed(existing, fields)) await c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
+        if (changed(existing, fields)) await write(c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session }));
         if (a.status && a.status !== existing.status) {
-          changedAgents.push(await changeAgentStatus(deps, session, { ...existing, ...fields }, a.status, now));
+          changedAgents.push(await write(changeAgentStatus(deps, session, { ...existing, ...fields }, a.status, now)));
         }
         result.agents[a.handle] = { id: existing._id };
       } else {
         const id = newRandomId();
-        await c.agents.insertOne({ _id: id, organizationId: orgId, handle: a.handle, ...fields, status: a.status ?? 'ENABLED', createdAt: now, updatedAt: now }, { session });
+        await write(c.agents.insertOne({ _id: id, organizationId: orgId, handle: a.handle, ...fields, status: a.status ?? 'ENABLED', createdAt: now, updatedAt: now }, { session }));
         agentIds.set(a.handle, id);
         result.agents[a.handle] = { id };
       }
     }
 
     for (const p of manifest.policies ?? []) {
-      result.policies[p.handle] = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+      const { view, touched } = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+      if (touched) result.changed = true;
+      result.policies[p.handle] = view;
     }
 
     for (const [i, k] of (manifest.apiKeys ?? []).entries()) {
@@ -161,14 +173,16 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
         const set: Record<string, unknown> = {};
         if ((existing.expiresAt?.getTime() ?? null) !== (expiresAt?.getTime() ?? null)) set.expiresAt = expiresAt;
         if (k.revoked && !existing.revokedAt) set.revokedAt = now;
-        if (Object.keys(set).length > 0) await c.apiKeys.updateOne({ _id: existing._id }, { $set: set }, { session });
+        if (Object.keys(set).length > 0) await write(c.apiKeys.updateOne({ _id: existing._id }, { $set: set }, { session }));
         result.apiKeys[k.handle] = { id: existing._id, prefix: existing.prefix };
       } else {
         const issued = issueApiKey();
         const id = newRandomId();
-        await c.apiKeys.insertOne(
-          { _id: id, organizationId: orgId, agentId, handle: k.handle, prefix: issued.prefix, hash: issued.hash, expiresAt, revokedAt: k.revoked ? now : null, createdAt: now },
-          { session },
+        await write(
+          c.apiKeys.insertOne(
+            { _id: id, organizationId: orgId, agentId, handle: k.handle, prefix: issued.prefix, hash: issued.hash, expiresAt, revokedAt: k.revoked ? now : null, createdAt: now },
+            { session },
+          ),
         );
         result.apiKeys[k.handle] = { id, prefix: issued.prefix, key: issued.key };
       }
@@ -188,7 +202,7 @@ async function applyPolicy(
   p: ManifestPolicy,
   agentId: (handle: string) => string,
   now: Date,
-): Promise<ApplyResult['policies'][string]> {
+): Promise<{ view: ApplyResult['policies'][string]; touched: boolean }> {
   const content = versionContent(p);
   const hash = contentHash(content);
   const activate = p.activate ?? true;
@@ -201,6 +215,8 @@ async function applyPolicy(
     status,
   };
   let policy = await c.policies.findOne({ organizationId, handle: p.handle }, { session });
+  // The agents are a set: the same ones listed in another order are no change (no write, no stamp bump).
+  if (policy && sameMembers(policy.agentIds, fields.agentIds)) fields.agentIds = policy.agentIds;
   let touched = false;
   if (!policy) {
     policy = { _id: newRandomId(), organizationId, handle: p.handle, ...fields, activeVersionId: null, draftVersionId: null, createdAt: now, updatedAt: now, archivedAt: status === 'ARCHIVED' ? now : null };
@@ -252,9 +268,10 @@ async function applyPolicy(
   } else if (target && policy.draftVersionId !== target._id) {
     await c.policies.updateOne({ _id: policy._id }, { $set: { draftVersionId: target._id } }, { session });
     policy = { ...policy, draftVersionId: target._id };
+    touched = true;
   }
   if (touched) await projectPolicy(c, session, policy._id);
-  return { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId };
+  return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched };
 }
 
 /** ACTIVE is immutable and unique per policy (docs/reference/contract.md §3.2): the previous active version is archived. */
@@ -273,6 +290,11 @@ export async function activateVersion(
   // Activating a draft in shadow ends its shadow (docs/operate/shadow.md).
   await c.policyShadows.updateOne({ _id: version._id, status: 'RUNNING' }, { $set: { status: 'STOPPED', stoppedAt: now, stopReason: 'ACTIVATED' }, $inc: { version: 1 } }, { session });
   await c.policies.updateOne({ _id: policy._id }, { $set: { activeVersionId: version._id, draftVersionId: null, updatedAt: now } }, { session });
+}
+
+function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  const members = new Set(b);
+  return a.length === b.length && a.every((x) => members.has(x));
 }
 
 function changed(doc: object, fields: Record<string, unknown>): boolean {
