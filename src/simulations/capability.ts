@@ -2,7 +2,7 @@
 // the shadow's catch-up job, and the collections of replays and of shadow evaluations (none of which a
 // decision reads).
 import type { Capability } from '../capability.ts';
-import { every } from '../jobs/agenda.ts';
+import { defineJob, every } from '../jobs/agenda.ts';
 import { REPLAY_CHANGES, REPLAY_JOB, REPLAYS, runReplayJob } from './replay-run.ts';
 import { catchUpShadows, SHADOW_CATCH_UP } from './shadow.ts';
 import { SHADOW_DECISIONS, SHADOW_HOLDS, SHADOWS } from '../policies/shadows.ts';
@@ -10,12 +10,12 @@ import { SHADOW_DECISIONS, SHADOW_HOLDS, SHADOWS } from '../policies/shadows.ts'
 export const simulations: Capability = {
   name: 'simulations',
   defineJobs: (agenda, deps) => {
-    agenda.define(REPLAY_JOB, async (job) => {
+    defineJob(agenda, REPLAY_JOB, async (job) => {
       const { replayId } = job.attrs.data as { replayId: string };
       await runReplayJob(deps, replayId);
     });
     // Evaluates what shadows have left pending (a process stopped or killed before its drain ran): idempotent.
-    agenda.define(SHADOW_CATCH_UP, async () => {
+    defineJob(agenda, SHADOW_CATCH_UP, async () => {
       const count = await catchUpShadows(deps);
       if (count > 0) deps.log.info('shadows caught up', { count });
     });
