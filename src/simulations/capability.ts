@@ -31,6 +31,8 @@ export const simulations: Capability = {
     { collection: REPLAY_CHANGES, keys: { replayId: 1, requestedAt: 1, purchaseId: 1 } },
     { collection: SHADOW_DECISIONS, keys: { versionId: 1, fromKey: 1 } },
     { collection: SHADOWS, keys: { organizationId: 1, status: 1 } },
+    // The catch-up job's running shadows, of every organisation (partial: the stopped ones stay for their reports).
+    { collection: SHADOWS, keys: { status: 1 }, options: { partialFilterExpression: { status: 'RUNNING' } } },
     { collection: SHADOW_HOLDS, keys: { due: 1 } },
     { collection: SHADOW_HOLDS, keys: { shadowId: 1 } },
   ],

@@ -9,6 +9,7 @@ import { applyManifest } from '../helpers/fixtures.ts';
 import { usableIndexes, QueryRecorder } from '../helpers/query-shapes.ts';
 import { manifest, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
 import { testStore } from '../helpers/store.ts';
+import { catchUpShadows } from '../../src/simulations/shadow.ts';
 
 let app: TestApp;
 let store: QueryRecorder;
@@ -58,5 +59,12 @@ test.serial('a shadow evaluating purchases reads the organisation\'s policy vers
   t.is(res.status, 201);
   await app.deps.shadows!.idle();
   t.true(store.shapes.slice(from).some((s) => s.collection === 'policy_versions' && !('_id' in s.filter)), 'the shadow loaded the history');
+  t.deepEqual(store.collectionScans(from), []);
+});
+
+test.serial('the worker\'s shadow catch-up, every 30 seconds, finds the running shadows through an index', async (t) => {
+  const from = store.shapes.length;
+  await catchUpShadows(app.deps);
+  t.true(store.shapes.slice(from).some((s) => s.collection === 'policy_shadows'));
   t.deepEqual(store.collectionScans(from), []);
 });
