@@ -134,7 +134,8 @@ export const MONGODB_8_WIRE_VERSION = 25;
  */
 export async function openMongoStore(uri: string, options: MongoStoreOptions): Promise<MongoStore> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const client = await MongoClient.connect(uri, { ...deadlineOptions(timeoutMs), ...options.clientOptions });
+  // Reads see the latest write (a purchase read back right after its 201): from the primary, whatever the URI says.
+  const client = await MongoClient.connect(uri, { ...deadlineOptions(timeoutMs), readPreference: 'primary', ...options.clientOptions });
   try {
     const hello = await client.db('admin').command({ hello: 1 });
     if (!hello.setName && hello.msg !== 'isdbgrid') {
