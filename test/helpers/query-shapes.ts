@@ -10,6 +10,8 @@ export interface QueryShape {
   collection: string;
   method: string;
   filter: Record<string, unknown>;
+  /** The documents a find's toArray() returned. */
+  returned?: number;
 }
 
 const FILTER_FIRST = new Set(['find', 'findOne', 'countDocuments', 'updateOne', 'updateMany', 'replaceOne', 'findOneAndUpdate', 'deleteOne', 'deleteMany']);
@@ -50,8 +52,18 @@ export class QueryRecorder implements Store {
         if (typeof value !== 'function' || typeof property !== 'string') return value;
         return (...args: unknown[]) => {
           const filter = FILTER_FIRST.has(property) ? args[0] : property === 'distinct' ? args[1] : property === 'aggregate' ? (args[0] as Array<{ $match?: unknown }>)[0]?.$match : undefined;
-          if (filter) this.shapes.push({ collection: name, method: property, filter: filter as Record<string, unknown> });
-          return value.apply(target, args);
+          const shape: QueryShape | undefined = filter ? { collection: name, method: property, filter: filter as Record<string, unknown> } : undefined;
+          if (shape) this.shapes.push(shape);
+          const result = value.apply(target, args);
+          if (shape && property === 'find') {
+            const toArray = result.toArray.bind(result);
+            result.toArray = async () => {
+              const docs = await toArray();
+              shape.returned = docs.length;
+              return docs;
+            };
+          }
+          return result;
         };
       },
     });

@@ -68,3 +68,28 @@ test.serial('the worker\'s shadow catch-up, every 30 seconds, finds the running 
   t.true(store.shapes.slice(from).some((s) => s.collection === 'policy_shadows'));
   t.deepEqual(store.collectionScans(from), []);
 });
+
+test.serial('applying a manifest reads the organisation\'s people, agents and keys once each in its transaction, not once per item', async (t) => {
+  const many = (n: number, make: (i: number) => object) => Array.from({ length: n }, (_, i) => make(i));
+  const big = {
+    ...manifest('many', [{ rules: V1_RULES, merchants: V1_MERCHANTS, activate: true }]),
+    people: many(40, (i) => ({ handle: `p${i}`, name: `Person ${i}`, email: `p${i}@many.example` })),
+    agents: many(40, (i) => ({ handle: `a${i}`, name: `Agent ${i}` })),
+    apiKeys: many(40, (i) => ({ handle: `k${i}`, agent: `a${i}` })),
+  };
+  await applyManifest(app, big);
+  const from = store.shapes.length;
+  await applyManifest(app, big);
+  const reads = (collection: string) => store.shapes.slice(from).filter((s) => s.collection === collection && ['find', 'findOne'].includes(s.method)).length;
+  t.deepEqual({ people: reads('people'), agents: reads('agents'), api_keys: reads('api_keys') }, { people: 1, agents: 2, api_keys: 2 });
+});
+
+test.serial('applying a manifest reads a policy\'s active and draft versions, not its whole history', async (t) => {
+  const rules = (n: number) => [{ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: String(10000 + n) }];
+  for (let n = 0; n < 12; n++) await applyManifest(app, manifest('versions', [{ rules: rules(n), merchants: [], activate: true }]));
+  const from = store.shapes.length;
+  const applied = await applyManifest(app, manifest('versions', [{ rules: rules(99), merchants: [], activate: false }]));
+  t.truthy(applied.policies.office.draftVersionId);
+  const versionsRead = store.shapes.slice(from).filter((s) => s.collection === 'policy_versions').reduce((sum, s) => sum + (s.returned ?? 1), 0);
+  t.true(versionsRead <= 3, `${versionsRead} versions read`);
+});
