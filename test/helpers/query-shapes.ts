@@ -42,6 +42,7 @@ export class QueryRecorder implements Store {
   constructor(inner: Store) {
     this.#inner = inner;
     this.engine = inner.engine;
+    // Both stores' `db` is a plain object of closures: spread, it keeps every member but the collections.
     this.db = { ...inner.db, collection: <T extends Document>(name: string) => this.#wrap<T>(name, inner.db.collection<T>(name)) };
   }
 
