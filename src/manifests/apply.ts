@@ -120,9 +120,12 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     }
     result.organization.id = orgId;
     if (orgFields.status === 'SUSPENDED') await endOrganizationSessions(deps.store.db, orgId, session);
+    // Each kind read once, not once per item: a manifest of thousands would make as many round trips in this transaction.
+    const byHandle = <T extends { handle: string }>(docs: T[]) => new Map(docs.map((d) => [d.handle, d]));
 
+    const people = byHandle(await c.people.find({ organizationId: orgId }, { session }).toArray());
     for (const p of manifest.people ?? []) {
-      const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
+      const existing = people.get(p.handle);
       const fields = { name: p.name, email: p.email.toLowerCase(), roles: [...(p.roles ?? DEFAULT_ROLES)] };
       // Roles are a set, as a policy's agents are: in another order they are no change.
       const storedRoles = existing?.roles;
@@ -137,10 +140,10 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       }
     }
 
-    const agentIds = new Map<string, string>();
-    for (const a of await c.agents.find({ organizationId: orgId }, { session }).toArray()) agentIds.set(a.handle, a._id);
+    const agents = byHandle(await c.agents.find({ organizationId: orgId }, { session }).toArray());
+    const agentIds = new Map([...agents].map(([handle, a]) => [handle, a._id]));
     for (const a of manifest.agents ?? []) {
-      const existing = await c.agents.findOne({ organizationId: orgId, handle: a.handle }, { session });
+      const existing = agents.get(a.handle);
       const fields = { name: a.name, description: a.description ?? null };
       if (existing) {
         if (changed(existing, fields)) await write(c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session }));
@@ -162,8 +165,9 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       result.policies[p.handle] = view;
     }
 
+    const keys = byHandle(await c.apiKeys.find({ organizationId: orgId }, { session }).toArray());
     for (const [i, k] of (manifest.apiKeys ?? []).entries()) {
-      const existing = await c.apiKeys.findOne({ organizationId: orgId, handle: k.handle }, { session });
+      const existing = keys.get(k.handle);
       const agentId = k.agent ? agentIds.get(k.agent)! : null;
       const expiresAt = k.expiresAt ? new Date(k.expiresAt) : null;
       if (existing) {
@@ -231,7 +235,8 @@ async function applyPolicy(
     touched = true;
   }
 
-  const versions = await c.policyVersions.find({ policyId: policy._id }, { session }).toArray();
+  // The active and the draft version, not every archived one (each with its rules and merchants).
+  const versions = await c.policyVersions.find({ policyId: policy._id, status: { $in: ['ACTIVE', 'DRAFT'] } }, { session }).toArray();
   const active = versions.find((v) => v.status === 'ACTIVE') ?? null;
   const draft = versions.find((v) => v.status === 'DRAFT') ?? null;
   const withIds = {
@@ -253,7 +258,8 @@ async function applyPolicy(
     target = { ...draft, ...withIds };
     touched = true;
   } else {
-    const versionNumber = versions.reduce((max, v) => Math.max(max, v.versionNumber), 0) + 1;
+    const [newest] = await c.policyVersions.find({ policyId: policy._id }, { session, projection: { versionNumber: 1 } }).sort({ versionNumber: -1 }).limit(1).toArray();
+    const versionNumber = (newest?.versionNumber ?? 0) + 1;
     target = { _id: newRandomId(), policyId: policy._id, organizationId, versionNumber, status: 'DRAFT', ...withIds, createdAt: now, activatedAt: null, archivedAt: null };
     await c.policyVersions.insertOne(target, { session });
     await c.policies.updateOne({ _id: policy._id }, { $set: { draftVersionId: target._id, updatedAt: now } }, { session });
