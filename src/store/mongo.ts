@@ -135,7 +135,10 @@ export const MONGODB_8_WIRE_VERSION = 25;
 export async function openMongoStore(uri: string, options: MongoStoreOptions): Promise<MongoStore> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   // Reads see the latest write (a purchase read back right after its 201): from the primary, whatever the URI says.
-  const client = await MongoClient.connect(uri, { ...deadlineOptions(timeoutMs), readPreference: 'primary', ...options.clientOptions });
+  // Writes outside a transaction (a session, a delivery's attempt, a job's lock) are acknowledged once a majority
+  // has them, as the transactions' commits are: a failover must not undo what was answered as done.
+  const writeConcern = { w: 'majority' as const, wtimeoutMS: timeoutMs };
+  const client = await MongoClient.connect(uri, { ...deadlineOptions(timeoutMs), readPreference: 'primary', writeConcern, ...options.clientOptions });
   try {
     const hello = await client.db('admin').command({ hello: 1 });
     if (!hello.setName && hello.msg !== 'isdbgrid') {

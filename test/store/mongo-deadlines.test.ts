@@ -93,3 +93,17 @@ test('every read is sent with the deadline as maxTimeMS, so that the server stop
   const stopped = await t.throwsAsync(runCommand(store, () => Promise.reject(new MongoServerError({ message: 'operation exceeded time limit', code: 50, codeName: 'MaxTimeMSExpired' }))));
   t.is((stopped as ApiError).status, 503);
 });
+
+test('a write outside a transaction is acknowledged by a majority, within the deadline, whatever the URI says', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const store = await openMongoStore(wire.serviceUrl('deadlines', 'w=1'), { dbName: 'deadlines', timeoutMs: DEADLINE_MS, clientOptions: { monitorCommands: true } });
+  t.teardown(() => store.close());
+  const concerns: Record<string, unknown> = {};
+  store.client.on('commandStarted', (event) => void (concerns[event.commandName] = event.command.writeConcern));
+  const things = store.db.collection('things');
+  await things.insertOne({ _id: 'one' as never, n: 1 });
+  await things.updateOne({ _id: 'one' as never }, { $set: { n: 2 } });
+  await things.deleteOne({ _id: 'one' as never });
+  for (const command of ['insert', 'update', 'delete']) t.deepEqual(concerns[command], { w: 'majority', wtimeout: DEADLINE_MS }, command);
+});
