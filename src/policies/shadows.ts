@@ -236,6 +236,8 @@ const CLEAR_BATCH = 500;
  */
 async function clearStoppedLifetime(deps: AppDeps, versionId: string): Promise<void> {
   const db = deps.store.db;
+  // A first start (or one already running) has no earlier lifetime: no transaction for it.
+  if ((await db.collection<ShadowDoc>(SHADOWS).findOne({ _id: versionId, status: 'STOPPED' })) === null) return;
   for (const [name, field] of [[SHADOW_DECISIONS, 'versionId'], [SHADOW_HOLDS, 'shadowId']] as const) {
     const chunks = db.collection<{ _id: string }>(name);
     for (let more = true; more; ) {
