@@ -24,6 +24,7 @@ export default {
     '!test/webhooks/end-to-end.test.ts',
     '!test/webhooks/send.test.ts',
     'test/openapi/document.test.ts',
+    'test/openapi/error-codes.test.ts',
   ],
   timeout: '2m',
   // Most of these files spend their time waiting (jobs polling, timers): more at once than cores.

@@ -1,10 +1,11 @@
 // The organisation manifest (docs/internals/design.md §5; README "Manifests"). Handles are the manifest's
 // stable names: applying the same file twice changes nothing.
 import Type from 'typebox';
-import { AgentStatus, Currency, ListType, MerchantName, MinorAmountInput, PeriodKind, PolicyStatus, RuleEffect, RuleType, ScopeType } from './common.ts';
+import { AgentStatus, Currency, ListType, MerchantName, MinorAmountInput, NO_CONTROL_CHARACTERS, PeriodKind, PolicyStatus, RuleEffect, RuleType, ScopeType } from './common.ts';
 
 const Handle = Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,63}$' });
-const Name = Type.String({ minLength: 1, maxLength: 200 });
+// Names are shown in emails, events, logs and the dashboard: no control character or line break, as merchant names.
+const Name = Type.String({ minLength: 1, maxLength: 200, pattern: NO_CONTROL_CHARACTERS });
 export const PersonRole = Type.Union([Type.Literal('approver'), Type.Literal('viewer'), Type.Literal('admin')]);
 export const DEFAULT_ROLES = ['approver'] as const;
 const Description = Type.Union([Type.String({ maxLength: 2000 }), Type.Null()]);
@@ -39,7 +40,7 @@ export const ManifestPolicy = Type.Object(
     description: Type.Optional(Description),
     status: Type.Optional(PolicyStatus),
     scope: ScopeType,
-    agents: Type.Optional(Type.Array(Handle, { maxItems: 1000 })),
+    agents: Type.Optional(Type.Array(Handle, { maxItems: 1000, uniqueItems: true })),
     currencies: Type.Array(Currency, { minItems: 1, maxItems: 50 }),
     activate: Type.Optional(Type.Boolean()),
     rules: Type.Array(ManifestRule, { maxItems: 100 }),
@@ -67,7 +68,7 @@ export const Manifest = Type.Object(
           {
             handle: Handle,
             name: Name,
-            email: Type.String({ minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$' }),
+            email: Type.String({ minLength: 3, maxLength: 320, pattern: '^[^@\\s\\u0000-\\u001F\\u007F-\\u009F]+@[^@\\s\\u0000-\\u001F\\u007F-\\u009F]+$' }),
             // What the person may do in the dashboard (README "The people's dashboard"); default [approver].
             roles: Type.Optional(Type.Array(PersonRole, { minItems: 1, maxItems: 3, uniqueItems: true })),
           },

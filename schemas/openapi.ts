@@ -479,6 +479,12 @@ function errorResponseBody(status: number, codes: readonly string[]): Json {
     description: `${ERROR_DESCRIPTIONS[status]} Codes: ${codes.join(', ')}.`,
     headers: {
       'X-Request-Id': { $ref: '#/components/headers/RequestId' },
+      ...(status === 401
+        ? { 'WWW-Authenticate': { description: '`Bearer` when no credential was sent, `Bearer error="invalid_token"` when the one sent was refused (RFC 6750 3).', required: true, schema: { type: 'string' } } }
+        : {}),
+      ...(status === 403 && (codes.includes('insufficient_scope') || codes.includes('connection_unauthorized'))
+        ? { 'WWW-Authenticate': { description: 'With `insufficient_scope`: `Bearer error="insufficient_scope", scope="…"`; with `connection_unauthorized`: `Bearer error="invalid_token"` (RFC 6750 3).', schema: { type: 'string' } } }
+        : {}),
       // A command that could not commit in time (README: Decisions where the contract is silent).
       ...(status === 503 && codes.includes('internal_error')
         ? { 'Retry-After': { description: 'Seconds to wait before retrying, with internal_error (1).', schema: { type: 'integer', minimum: 0 } } }

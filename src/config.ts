@@ -232,6 +232,9 @@ function bearerToken(env: NodeJS.ProcessEnv, name: string, minLength: number): s
   return token;
 }
 
+/** The NODE_ENV values under which the development switches may be turned on. */
+const DEVELOPMENT_ENVIRONMENTS = ['development', 'test'];
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const baseUrl = url(env, 'BASE_URL', `http://localhost:${port}`);
@@ -249,8 +252,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('SQLITE_SYNCHRONOUS', `must be NORMAL or FULL, got ${JSON.stringify(env.SQLITE_SYNCHRONOUS)}`);
   }
   const webhookUnsafeAllowLocal = flag(env, 'WEBHOOK_UNSAFE_ALLOW_LOCAL');
-  if (webhookUnsafeAllowLocal && nodeEnv === 'production') {
-    throw new ConfigError('WEBHOOK_UNSAFE_ALLOW_LOCAL', 'is refused when NODE_ENV=production');
+  // Allowed where development is named, not refused where production is: NODE_ENV=prod or staging
+  // (a typo, or a name of the platform's) must not leave a deployment open to loopback receivers.
+  if (webhookUnsafeAllowLocal && !DEVELOPMENT_ENVIRONMENTS.includes(nodeEnv)) {
+    throw new ConfigError('WEBHOOK_UNSAFE_ALLOW_LOCAL', `is allowed only when NODE_ENV is unset, development or test (it is ${JSON.stringify(nodeEnv)})`);
   }
   const webhookEncryptionKey = env.WEBHOOK_ENCRYPTION_KEY || null;
   if (webhookEncryptionKey !== null) {

@@ -14,6 +14,7 @@ import { runCommand } from '../commands/run-command.ts';
 import { presentAgent } from '../agents/routes.ts';
 import { AgentStatus } from '../../schemas/common.ts';
 import { requireAdmin } from '../identity/operator-token.ts';
+import { endOrganizationSessions } from '../identity/sessions/documents.ts';
 import { manifestBody } from './manifest-body.ts';
 import { iso } from '../timestamps.ts';
 import { answerApproval } from '../approvals/answer.ts';
@@ -63,7 +64,11 @@ export function adminRoutes(deps: AppDeps): Router {
   router.patch('/organizations/:organizationId', jsonBody(LIMITS.standard), async (ctx) => {
     const id = uuidParam(ctx, 'organizationId', 'organization');
     const { status } = OrganizationPatch.parse(ctx.state.body);
-    const org = await c.organizations.findOneAndUpdate({ _id: id }, { $set: { status, updatedAt: deps.now() } }, { returnDocument: 'after' });
+    const org = await runCommand(deps.store, async (session) => {
+      const updated = await c.organizations.findOneAndUpdate({ _id: id }, { $set: { status, updatedAt: deps.now() } }, { returnDocument: 'after', session });
+      if (updated && status === 'SUSPENDED') await endOrganizationSessions(deps.store.db, id, session);
+      return updated;
+    });
     if (!org) throw notFound('organization');
     ctx.body = { organization: { id: org._id, handle: org.handle, name: org.name, status: org.status } };
   });

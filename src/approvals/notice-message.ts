@@ -4,7 +4,7 @@
 // the dashboard shows them (src/dashboard/html.ts).
 import type { MailMessage } from '../mail/smtp.ts';
 import type { WindowView } from '../dashboard/queries.ts';
-import { html, money, timeLeft, when } from '../dashboard/html.ts';
+import { html, money, timeLeft, when, withoutBidiControls } from '../dashboard/html.ts';
 
 export type NoticeKind = 'REQUEST' | 'REMINDER';
 
@@ -77,5 +77,6 @@ export function noticeMessage(f: NoticeFacts): MailMessage {
 <p>Opening the link changes nothing. To answer, sign in to the dashboard and choose Approve or Reject there.</p>
 <p style="color:#555">You receive this as an approver of ${f.organization.name}.</p>
 </body></html>`;
-  return { to: f.to.email, subject, text, html: body.text };
+  // The subject and text as the HTML shows them: no agent's bidi override drawing a merchant backwards.
+  return { to: f.to.email, subject: withoutBidiControls(subject), text: withoutBidiControls(text), html: body.text };
 }

@@ -15,8 +15,15 @@ export class Html {
   }
 }
 
+/**
+ * Bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069): an agent's merchant holding
+ * U+202E would be drawn backwards ("moc.nozama" read as "amazon.com"), with the rest of its sentence.
+ * Dropped, as from client names (src/identity/oauth/client-metadata.ts): the text reads as written.
+ */
+export const withoutBidiControls = (s: string) => s.replace(/[\u202a-\u202e\u2066-\u2069]/g, '');
+
 export const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  withoutBidiControls(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 type Value = Html | string | number | bigint | boolean | null | undefined | Value[];
 

@@ -5,7 +5,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { firstCharacters } from '../http/params.ts';
 import { isUuid } from '../ids.ts';
-import { periodFor, windowId } from '../engine/periods.ts';
+import { periodFor, periodOfDate, windowId } from '../engine/periods.ts';
 import { loadWindows, windowsCollection, type BudgetWindowDoc } from '../budgets/windows.ts';
 import { fromStored, toStored } from '../money.ts';
 import { isInForce } from '../policies/present.ts';
@@ -180,8 +180,9 @@ export async function listPurchases(deps: AppDeps, org: OrganizationDoc, f: Purc
       issues.push({ path: name, code: 'INVALID_DATE', message: `${name === 'from' ? 'From' : 'To'} is a date like 2026-11-23.` });
       continue;
     }
-    if (edge === 'start') range.$gte = day.startOf('day').toJSDate();
-    else range.$lt = day.endOf('day').plus({ milliseconds: 1 }).toJSDate();
+    const period = periodOfDate(value, org.timezone);
+    if (edge === 'start') range.$gte = new Date(period.periodStart);
+    else range.$lt = new Date(period.periodEnd);
   }
   if (Object.keys(range).length > 0) filter.requestedAt = range;
   if (f.merchant) filter['readback.merchant'] = { $regex: escapeRegex(firstCharacters(f.merchant, 200)), $options: 'i' };

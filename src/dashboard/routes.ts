@@ -27,6 +27,7 @@ import { changeWire, countInRange, replayRange } from '../simulations/replay-run
 import type { ReplayedPurchase } from '../simulations/replay.ts';
 import { setShadow, SHADOWS, type ShadowDoc } from '../policies/shadows.ts';
 import { DateTime } from 'luxon';
+import { periodOfDate } from '../engine/periods.ts';
 import { hasRole, samePersonIds } from '../identity/people/roles.ts';
 import { signIn } from '../identity/people/sign-in.ts';
 import type { PersonRole } from '../store/collections.ts';
@@ -411,12 +412,15 @@ async function connectionRows(deps: AppDeps, organizationId: string) {
   return list.map((connection) => ({ connection: { ...connection, scopes: usable(connection) }, agentName: agents.get(connection.agentId) ?? 'a removed agent' }));
 }
 
+/** An id in the query, lower-case as the service writes ids: UUIDs are case-insensitive, and paths and /v1 read them so. */
+const idQuery = (ctx: Context, name: string): string | undefined => queryValue(ctx, name)?.toLowerCase();
+
 async function policyRows(deps: AppDeps, s: SignedIn, ctx: Context): Promise<views.PolicyRow[]> {
   const org = s.organization;
   const policies = await deps.collections.policies.find({ organizationId: org._id }).sort({ name: 1, _id: 1 }).toArray();
   const versionIds = policies.flatMap((p) => [p.activeVersionId, p.draftVersionId]).filter((id): id is string => id !== null);
   const versions = new Map((await deps.collections.policyVersions.find({ _id: { $in: versionIds }, organizationId: org._id }).toArray()).map((v) => [v._id, v]));
-  const asked = queryValue(ctx, 'policy');
+  const asked = idQuery(ctx, 'policy');
   const rows: views.PolicyRow[] = [];
   for (const p of policies) {
     const active = p.activeVersionId ? (versions.get(p.activeVersionId) ?? null) : null;
@@ -437,7 +441,7 @@ async function policyRows(deps: AppDeps, s: SignedIn, ctx: Context): Promise<vie
       const shadow = await deps.store.db.collection<ShadowDoc>(SHADOWS).findOne({ _id: draft._id });
       row.draft = { id: draft._id, shadow: shadow?.status === 'RUNNING', canShadow: hasRole(s.person, 'admin') };
     }
-    if (queryValue(ctx, 'replay') === p._id) row.replay = await dashboardReplay(deps, s, row, ctx);
+    if (idQuery(ctx, 'replay') === p._id) row.replay = await dashboardReplay(deps, s, row, ctx);
     if (draft && asked === p._id && isUuid(asked)) {
       const form = { merchant: queryValue(ctx, 'merchant') ?? '', amount: queryValue(ctx, 'amount') ?? '', currency: (queryValue(ctx, 'currency') ?? org.currency).trim().toUpperCase() };
       row.form = form;
@@ -453,7 +457,7 @@ const DASHBOARD_CHANGES = 100;
 
 /** A replay from the policy page: whole days in the organisation's zone, in the request only. */
 async function dashboardReplay(deps: AppDeps, s: SignedIn, row: views.PolicyRow, ctx: Context): Promise<views.PolicyRow['replay']> {
-  const versionId = queryValue(ctx, 'version') ?? '';
+  const versionId = idQuery(ctx, 'version') ?? '';
   const fromText = queryValue(ctx, 'from') ?? '';
   const toText = queryValue(ctx, 'to') ?? '';
   const asked = { versionId, from: fromText, to: toText };
@@ -463,8 +467,8 @@ async function dashboardReplay(deps: AppDeps, s: SignedIn, row: views.PolicyRow,
   const to = DateTime.fromISO(toText, { zone });
   if (!version) return { ...asked, result: { error: 'Choose a version of this policy to replay.' } };
   if (!/^\d{4}-\d{2}-\d{2}$/.test(fromText) || !/^\d{4}-\d{2}-\d{2}$/.test(toText) || !from.isValid || !to.isValid) return { ...asked, result: { error: 'Give the first and the last day to replay.' } };
-  const start = from.startOf('day').toJSDate();
-  const end = to.plus({ days: 1 }).startOf('day').toJSDate();
+  const start = new Date(periodOfDate(fromText, zone).periodStart);
+  const end = new Date(periodOfDate(toText, zone).periodEnd);
   if (end <= start) return { ...asked, result: { error: 'The last day comes before the first.' } };
   // Days of the organisation's calendar: one of them is 23 or 25 hours long where the clocks change.
   if (to.startOf('day').diff(from.startOf('day'), 'days').days + 1 > 92) return { ...asked, result: { error: 'A replay covers at most 92 days.' } };

@@ -1,6 +1,7 @@
 // DAY and MONTH budget windows, resolved in the organisation's time zone with Luxon
 // (docs/reference/contract.md §2.6: "windows resolved in the organisation's timezone"). A DST day lasts 23 or 25 hours;
-// a day whose midnight falls in a DST gap starts at the first instant that exists.
+// a day whose midnight falls in a DST gap starts at the first instant that exists, and one whose midnight
+// comes twice (the clock put back to it) at the first of the two.
 import { DateTime } from 'luxon';
 import { selectPolicies, type SelectionInput } from './applicability.ts';
 import type { EngineInput, Period, Rule, WindowKey, WindowPeriodKind } from './types.ts';
@@ -33,16 +34,30 @@ function compute(kind: WindowPeriodKind, instant: string, ms: number, timeZone: 
   if (!at.isValid) throw new RangeError(`cannot resolve ${instant} in time zone ${timeZone}: ${at.invalidExplanation}`);
   const unit = kind === 'DAY' ? 'day' : 'month';
   const start = at.startOf(unit);
-  // endOf + 1 ms rather than start.plus(1 unit): a start shifted out of a DST gap must not shift the end.
-  const end = at.endOf(unit).plus({ milliseconds: 1 });
-  const startMs = start.toMillis();
-  const endMs = end.toMillis();
+  const startMs = firstInstant(start, unit);
+  // From the local start of the next period, not start.plus(1 unit): a start shifted out of a DST gap
+  // (01:00) must not shift the end.
+  const endMs = firstInstant(start.plus({ [unit]: 1 }).startOf(unit), unit);
   const period: Period = Object.freeze({
     periodKey: start.toFormat(kind === 'DAY' ? 'yyyy-MM-dd' : 'yyyy-MM'),
     periodStart: new Date(startMs).toISOString(),
     periodEnd: new Date(endMs).toISOString(),
   });
   return { period, startMs, endMs, windows: new Map(), windowCount: 0 };
+}
+
+/**
+ * The first instant of the period that `start` (a startOf) begins. Luxon resolves a local midnight that
+ * comes twice with the offset it had in hand, so where a clock is put back to midnight (Havana, first
+ * Sunday of November: 01:00 CDT becomes 00:00 CST) it can answer the second midnight: one period would
+ * then have two starts and overlap the one before. The instant just before it is then still in the
+ * period, and the first midnight is earlier by the hour (or two) the clock went back.
+ */
+function firstInstant(start: DateTime, unit: 'day' | 'month'): number {
+  const ms = start.toMillis();
+  const before = DateTime.fromMillis(ms - 1, { zone: start.zone });
+  const samePeriod = before.year === start.year && before.month === start.month && (unit === 'month' || before.day === start.day);
+  return samePeriod ? ms - (before.offset - start.offset) * 60_000 : ms;
 }
 
 const digit = (s: string, i: number): number => s.charCodeAt(i) - 48;
@@ -86,6 +101,17 @@ function cachedPeriod(kind: WindowPeriodKind, instant: string, timeZone: string)
 /** The DAY or MONTH period containing instant in timeZone. Throws RangeError for an unknown zone or a bad instant. */
 export function periodFor(kind: WindowPeriodKind, instant: string, timeZone: string): Period {
   return cachedPeriod(kind, instant, timeZone).period;
+}
+
+/**
+ * The DAY period of a local date ('2026-11-01') in timeZone. Not DateTime.fromISO(date).startOf('day'):
+ * Luxon resolves a midnight that comes twice with the offset the zone has today, so that bound would
+ * change with the season. Noon is in the date whatever the clocks do around it.
+ */
+export function periodOfDate(date: string, timeZone: string): Period {
+  const noon = DateTime.fromISO(`${date}T12:00`, { zone: timeZone });
+  if (!noon.isValid) throw new RangeError(`${date} is not a date in time zone ${timeZone}: ${noon.invalidExplanation}`);
+  return periodFor('DAY', noon.toISO()!, timeZone);
 }
 
 /** A period and the windows resolved in it, for one decision to resolve several windows from. */

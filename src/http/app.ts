@@ -30,12 +30,23 @@ function requestContext(deps: AppDeps) {
   };
 }
 
+/**
+ * Served at an https BASE_URL: browsers then never reach the dashboard, the OAuth pages or the API over
+ * plain http, where a network attacker could strip TLS from the first request (RFC 6797). A year, this
+ * host only: the operator's other subdomains are not ours to pin.
+ */
+async function strictTransportSecurity(ctx: Context, next: Next): Promise<void> {
+  ctx.set('Strict-Transport-Security', 'max-age=31536000');
+  await next();
+}
+
 export function createApp(deps: AppDeps, capabilities: readonly Capability[], surfaces: readonly HttpSurface[]): Koa {
   // One proxy hop (the platform router) appends the caller's address to X-Forwarded-For: trust only that
   // rightmost entry, so a caller cannot choose its own address (the sign-in and registration limits key
   // on it). Without a proxy in front (TRUST_PROXY=0) the caller would write that entry itself.
   const app = new Koa({ proxy: deps.config.trustProxy, maxIpsCount: 1 });
   app.use(requestContext(deps));
+  if (deps.config.baseUrl.startsWith('https:')) app.use(strictTransportSecurity);
   app.use(httpMetrics);
   app.use(closeWhenStopping(deps));
   app.use(errorMiddleware(deps));

@@ -41,7 +41,15 @@ export const invalidRequest = (issues: ErrorIssue[], message = 'The request is n
 
 export const notFound = (what = 'resource') => new ApiError(404, 'not_found', `No such ${what}.`);
 
-export const unauthorized = (code: string, message: string) => new ApiError(401, code, message);
+/**
+ * What a 401 asks for (RFC 9110 15.5.2: every 401 names a scheme in WWW-Authenticate). RFC 6750 3 and
+ * 3.1: `Bearer` alone when no credential was sent, `invalid_token` when the one sent was refused.
+ */
+export const BEARER_CHALLENGE = 'Bearer';
+export const REFUSED_BEARER_CHALLENGE = 'Bearer error="invalid_token"';
+
+export const unauthorized = (code: string, message: string, challenge: string) =>
+  new ApiError(401, code, message, undefined, { 'WWW-Authenticate': challenge });
 
 export const forbidden = (code: string, message: string) => new ApiError(403, code, message);
 

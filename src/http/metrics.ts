@@ -4,7 +4,7 @@ import type Router from '@koa/router';
 import { newRouter } from './router.ts';
 import type { Context, Next } from 'koa';
 import type { AppDeps } from '../app-deps.ts';
-import { ApiError, notFound } from './errors.ts';
+import { notFound, unauthorized } from './errors.ts';
 import { httpRequestDone, registry, renderMetrics } from '../metrics/metrics.ts';
 import { METRICS_CHALLENGE, metricsBearer } from '../metrics/token.ts';
 
@@ -41,7 +41,7 @@ export function metricsRoutes(deps: AppDeps): Router {
   router.get('/metrics', async (ctx) => {
     if (allowed === null) throw notFound();
     const refusal = allowed(ctx.req);
-    if (refusal !== null) throw new ApiError(401, 'unauthorized', refusal, undefined, { 'WWW-Authenticate': METRICS_CHALLENGE });
+    if (refusal !== null) throw unauthorized('unauthorized', refusal, METRICS_CHALLENGE);
     ctx.type = registry.contentType;
     ctx.body = await renderMetrics();
   });

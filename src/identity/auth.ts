@@ -1,7 +1,7 @@
 // Authentication and the credential matrix of docs/reference/contract.md §5.3. `authenticate` turns the bearer credential
 // into a Principal (or a 401/403); the guards below say which principals an operation accepts.
 import type { Context, Next } from 'koa';
-import { ApiError, forbidden, unauthorized } from '../http/errors.ts';
+import { ApiError, BEARER_CHALLENGE, forbidden, REFUSED_BEARER_CHALLENGE, unauthorized } from '../http/errors.ts';
 import { classifyKey, hashesMatch } from './credentials/api-keys.ts';
 import { lastUseIsStale, type ApiKeyDoc, type Collections } from '../store/collections.ts';
 import type { StoreDb } from '../store/store.ts';
@@ -37,35 +37,38 @@ export interface AuthDeps {
 /** The lastUsedAt this process last wrote, per cached key document (gone with the document). */
 const lastUseWritten = new WeakMap<ApiKeyDoc, Date>();
 
-const invalidKey = () => unauthorized('invalid_api_key', 'The API key is not recognised.');
+const refused = (code: string, message: string) => unauthorized(code, message, REFUSED_BEARER_CHALLENGE);
+const noCredential = () => unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.', BEARER_CHALLENGE);
+const invalidKey = () => refused('invalid_api_key', 'The API key is not recognised.');
+/** Also refused by a submission whose key was revoked, or organisation suspended, after it was authenticated (src/purchases/submit.ts). */
+export const apiKeyRevoked = () => refused('api_key_revoked', 'This API key has been revoked.');
+export const organizationSuspended = () => forbidden('organization_suspended', 'This organisation is suspended.');
 
 export async function principalFor(bearer: Bearer, deps: AuthDeps, view: ConfigView): Promise<Principal> {
-  if (bearer.kind === 'repeated') throw unauthorized('unauthorized', REPEATED_AUTHORIZATION);
-  if (bearer.kind === 'none') throw unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.');
+  if (bearer.kind === 'repeated') throw refused('unauthorized', REPEATED_AUTHORIZATION);
+  if (bearer.kind === 'none') throw noCredential();
   const credential = bearer.credential;
   const now = deps.now();
 
   if (credential.startsWith('cmp_oat_')) {
-    if (!deps.resolveAccessToken) throw unauthorized('invalid_token', 'The access token is not valid.');
+    if (!deps.resolveAccessToken) throw refused('invalid_token', 'The access token is not valid.');
     return deps.resolveAccessToken(credential, now);
   }
   // An OAuth refresh token or authorization code is an OAuth credential, just not a bearer one.
   if (credential.startsWith('cmp_ort_') || credential.startsWith('cmp_oac_')) {
-    throw new ApiError(401, 'invalid_token', 'Only an access token (cmp_oat_) is a bearer credential; exchange this one at the token endpoint.', undefined, {
-      'WWW-Authenticate': 'Bearer error="invalid_token"',
-    });
+    throw refused('invalid_token', 'Only an access token (cmp_oat_) is a bearer credential; exchange this one at the token endpoint.');
   }
   const shape = classifyKey(credential);
   if (shape.kind === 'other-environment') {
-    throw unauthorized('wrong_environment', 'This key belongs to a different environment.');
+    throw refused('wrong_environment', 'This key belongs to a different environment.');
   }
   if (shape.kind === 'unrecognised') throw invalidKey();
 
   const key = await view.get(`api-key:${shape.prefix}`, () => deps.collections.apiKeys.findOne({ prefix: shape.prefix }));
   if (!key || !hashesMatch(credential, key.hash)) throw invalidKey();
-  if (key.revokedAt) throw unauthorized('api_key_revoked', 'This API key has been revoked.');
+  if (key.revokedAt) throw apiKeyRevoked();
   if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
-    throw unauthorized('api_key_expired', 'This API key has expired.');
+    throw refused('api_key_expired', 'This API key has expired.');
   }
   // Last use is bookkeeping, not configuration: written past the cache's stamp, so it invalidates nothing,
   // and the cached key keeps the lastUsedAt it was loaded with: what this process wrote since is remembered here.
@@ -83,7 +86,7 @@ export function authenticate(deps: AuthDeps) {
     const principal = await principalFor(bearerOf(ctx.req), deps, view);
     const org = await view.get(`organization:${principal.organizationId}`, () => deps.collections.organizations.findOne({ _id: principal.organizationId }));
     if (!org) throw invalidKey();
-    if (org.status === 'SUSPENDED') throw forbidden('organization_suspended', 'This organisation is suspended.');
+    if (org.status === 'SUSPENDED') throw organizationSuspended();
     ctx.state.principal = principal;
     ctx.state.organization = org;
     return next();
@@ -93,7 +96,7 @@ export function authenticate(deps: AuthDeps) {
 /** The request's authenticated caller; a route reached without one (a mounting mistake) is refused, never a 500. */
 export function principalOf(ctx: Context): Principal {
   const principal = ctx.state.principal as Principal | undefined;
-  if (principal === undefined) throw unauthorized('unauthorized', 'Send a credential as Authorization: Bearer <credential>.');
+  if (principal === undefined) throw noCredential();
   return principal;
 }
 

@@ -5,7 +5,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { sha256Hex } from '../digest.ts';
 import type { Context, Next } from 'koa';
-import { ApiError, unauthorized } from '../http/errors.ts';
+import { ApiError, BEARER_CHALLENGE, REFUSED_BEARER_CHALLENGE, unauthorized } from '../http/errors.ts';
 import { bearerOf, REPEATED_AUTHORIZATION } from '../http/bearer.ts';
 
 const digest = (s: string) => Buffer.from(sha256Hex(s), 'hex');
@@ -16,10 +16,10 @@ export function requireAdmin(tokenSha256: string | null) {
   return (ctx: Context, next: Next) => {
     if (!expected) throw new ApiError(404, 'not_found', 'The operator API is not enabled (set ADMIN_TOKEN).');
     const bearer = bearerOf(ctx.req);
-    if (bearer.kind === 'repeated') throw unauthorized('unauthorized', REPEATED_AUTHORIZATION);
-    if (bearer.kind === 'none' || !timingSafeEqual(digest(bearer.credential), expected)) {
-      throw unauthorized('unauthorized', 'The operator API needs Authorization: Bearer <ADMIN_TOKEN>.');
-    }
+    if (bearer.kind === 'repeated') throw unauthorized('unauthorized', REPEATED_AUTHORIZATION, REFUSED_BEARER_CHALLENGE);
+    const needed = 'The operator API needs Authorization: Bearer <ADMIN_TOKEN>.';
+    if (bearer.kind === 'none') throw unauthorized('unauthorized', needed, BEARER_CHALLENGE);
+    if (!timingSafeEqual(digest(bearer.credential), expected)) throw unauthorized('unauthorized', needed, REFUSED_BEARER_CHALLENGE);
     return next();
   };
 }

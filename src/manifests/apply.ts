@@ -8,6 +8,7 @@ import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
 import { issueApiKey } from '../identity/credentials/api-keys.ts';
+import { endOrganizationSessions } from '../identity/sessions/documents.ts';
 import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-status.ts';
 import { runCommand } from '../commands/run-command.ts';
 import type { AppDeps } from '../app-deps.ts';
@@ -25,6 +26,8 @@ export interface ApplyResult {
   people: Record<string, { id: string }>;
   policies: Record<string, { id: string; activeVersionId: string | null; draftVersionId: string | null }>;
   apiKeys: Record<string, { id: string; prefix: string; key?: string }>;
+  /** False when everything already was as the manifest says: nothing was written (no version, key, event or stamp). */
+  changed: boolean;
   /** What is applied but looks wrong (PolicyIssue, as `validate` reports them): today a quorum no approvers can meet. */
   warnings: PolicyIssue[];
 }
@@ -97,58 +100,74 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const changedAgents: Array<Pick<AgentDoc, '_id' | 'status'>> = [];
   const applied = await runCommand(deps.store, async (session) => {
     changedAgents.length = 0;
-    const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {}, warnings: [] };
+    const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {}, changed: false, warnings: [] };
+    /** Every write below goes through this, so that `changed` says whether there was one. */
+    const write = <T>(op: Promise<T>): Promise<T> => {
+      result.changed = true;
+      return op;
+    };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
     const orgFields = { name: o.name, currency: o.currency, timezone: o.timezone, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
     let orgId: string;
     if (org) {
       orgId = org._id;
-      if (changed(org, orgFields)) await c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now } }, { session });
+      const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
+      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session }));
     } else {
       orgId = newRandomId();
-      await c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session });
+      await write(c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session }));
     }
     result.organization.id = orgId;
+    if (orgFields.status === 'SUSPENDED') await endOrganizationSessions(deps.store.db, orgId, session);
+    // Each kind read once, not once per item: a manifest of thousands would make as many round trips in this transaction.
+    const byHandle = <T extends { handle: string }>(docs: T[]) => new Map(docs.map((d) => [d.handle, d]));
 
+    const people = byHandle(await c.people.find({ organizationId: orgId }, { session }).toArray());
     for (const p of manifest.people ?? []) {
-      const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
+      const existing = people.get(p.handle);
       const fields = { name: p.name, email: p.email.toLowerCase(), roles: [...(p.roles ?? DEFAULT_ROLES)] };
+      // Roles are a set, as a policy's agents are: in another order they are no change.
+      const storedRoles = existing?.roles;
+      if (storedRoles && sameMembers(storedRoles, fields.roles)) fields.roles = storedRoles;
       if (existing) {
-        if (changed(existing, fields)) await c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
+        if (changed(existing, fields)) await write(c.people.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session }));
         result.people[p.handle] = { id: existing._id };
       } else {
         const id = newRandomId();
-        await c.people.insertOne({ _id: id, organizationId: orgId, handle: p.handle, ...fields, passwordHash: null, createdAt: now, updatedAt: now }, { session });
+        await write(c.people.insertOne({ _id: id, organizationId: orgId, handle: p.handle, ...fields, passwordHash: null, createdAt: now, updatedAt: now }, { session }));
         result.people[p.handle] = { id };
       }
     }
 
-    const agentIds = new Map<string, string>();
-    for (const a of await c.agents.find({ organizationId: orgId }, { session }).toArray()) agentIds.set(a.handle, a._id);
+    const agents = byHandle(await c.agents.find({ organizationId: orgId }, { session }).toArray());
+    const agentIds = new Map([...agents].map(([handle, a]) => [handle, a._id]));
     for (const a of manifest.agents ?? []) {
-      const existing = await c.agents.findOne({ organizationId: orgId, handle: a.handle }, { session });
+      const existing = agents.get(a.handle);
       const fields = { name: a.name, description: a.description ?? null };
       if (existing) {
-        if (changed(existing, fields)) await c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session });
+        if (changed(existing, fields)) await write(c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session }));
         if (a.status && a.status !== existing.status) {
-          changedAgents.push(await changeAgentStatus(deps, session, { ...existing, ...fields }, a.status, now));
+          changedAgents.push(await write(changeAgentStatus(deps, session, { ...existing, ...fields }, a.status, now)));
         }
         result.agents[a.handle] = { id: existing._id };
       } else {
         const id = newRandomId();
-        await c.agents.insertOne({ _id: id, organizationId: orgId, handle: a.handle, ...fields, status: a.status ?? 'ENABLED', createdAt: now, updatedAt: now }, { session });
+        await write(c.agents.insertOne({ _id: id, organizationId: orgId, handle: a.handle, ...fields, status: a.status ?? 'ENABLED', createdAt: now, updatedAt: now }, { session }));
         agentIds.set(a.handle, id);
         result.agents[a.handle] = { id };
       }
     }
 
     for (const p of manifest.policies ?? []) {
-      result.policies[p.handle] = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+      const { view, touched } = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+      if (touched) result.changed = true;
+      result.policies[p.handle] = view;
     }
 
+    const keys = byHandle(await c.apiKeys.find({ organizationId: orgId }, { session }).toArray());
     for (const [i, k] of (manifest.apiKeys ?? []).entries()) {
-      const existing = await c.apiKeys.findOne({ organizationId: orgId, handle: k.handle }, { session });
+      const existing = keys.get(k.handle);
       const agentId = k.agent ? agentIds.get(k.agent)! : null;
       const expiresAt = k.expiresAt ? new Date(k.expiresAt) : null;
       if (existing) {
@@ -158,14 +177,16 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
         const set: Record<string, unknown> = {};
         if ((existing.expiresAt?.getTime() ?? null) !== (expiresAt?.getTime() ?? null)) set.expiresAt = expiresAt;
         if (k.revoked && !existing.revokedAt) set.revokedAt = now;
-        if (Object.keys(set).length > 0) await c.apiKeys.updateOne({ _id: existing._id }, { $set: set }, { session });
+        if (Object.keys(set).length > 0) await write(c.apiKeys.updateOne({ _id: existing._id }, { $set: set }, { session }));
         result.apiKeys[k.handle] = { id: existing._id, prefix: existing.prefix };
       } else {
         const issued = issueApiKey();
         const id = newRandomId();
-        await c.apiKeys.insertOne(
-          { _id: id, organizationId: orgId, agentId, handle: k.handle, prefix: issued.prefix, hash: issued.hash, expiresAt, revokedAt: k.revoked ? now : null, createdAt: now },
-          { session },
+        await write(
+          c.apiKeys.insertOne(
+            { _id: id, organizationId: orgId, agentId, handle: k.handle, prefix: issued.prefix, hash: issued.hash, expiresAt, revokedAt: k.revoked ? now : null, createdAt: now },
+            { session },
+          ),
         );
         result.apiKeys[k.handle] = { id, prefix: issued.prefix, key: issued.key };
       }
@@ -185,7 +206,7 @@ async function applyPolicy(
   p: ManifestPolicy,
   agentId: (handle: string) => string,
   now: Date,
-): Promise<ApplyResult['policies'][string]> {
+): Promise<{ view: ApplyResult['policies'][string]; touched: boolean }> {
   const content = versionContent(p);
   const hash = contentHash(content);
   const activate = p.activate ?? true;
@@ -198,6 +219,8 @@ async function applyPolicy(
     status,
   };
   let policy = await c.policies.findOne({ organizationId, handle: p.handle }, { session });
+  // The agents are a set: the same ones listed in another order are no change (no write, no stamp bump).
+  if (policy && sameMembers(policy.agentIds, fields.agentIds)) fields.agentIds = policy.agentIds;
   let touched = false;
   if (!policy) {
     policy = { _id: newRandomId(), organizationId, handle: p.handle, ...fields, activeVersionId: null, draftVersionId: null, createdAt: now, updatedAt: now, archivedAt: status === 'ARCHIVED' ? now : null };
@@ -212,7 +235,8 @@ async function applyPolicy(
     touched = true;
   }
 
-  const versions = await c.policyVersions.find({ policyId: policy._id }, { session }).toArray();
+  // The active and the draft version, not every archived one (each with its rules and merchants).
+  const versions = await c.policyVersions.find({ policyId: policy._id, status: { $in: ['ACTIVE', 'DRAFT'] } }, { session }).toArray();
   const active = versions.find((v) => v.status === 'ACTIVE') ?? null;
   const draft = versions.find((v) => v.status === 'DRAFT') ?? null;
   const withIds = {
@@ -234,7 +258,8 @@ async function applyPolicy(
     target = { ...draft, ...withIds };
     touched = true;
   } else {
-    const versionNumber = versions.reduce((max, v) => Math.max(max, v.versionNumber), 0) + 1;
+    const [newest] = await c.policyVersions.find({ policyId: policy._id }, { session, projection: { versionNumber: 1 } }).sort({ versionNumber: -1 }).limit(1).toArray();
+    const versionNumber = (newest?.versionNumber ?? 0) + 1;
     target = { _id: newRandomId(), policyId: policy._id, organizationId, versionNumber, status: 'DRAFT', ...withIds, createdAt: now, activatedAt: null, archivedAt: null };
     await c.policyVersions.insertOne(target, { session });
     await c.policies.updateOne({ _id: policy._id }, { $set: { draftVersionId: target._id, updatedAt: now } }, { session });
@@ -249,9 +274,10 @@ async function applyPolicy(
   } else if (target && policy.draftVersionId !== target._id) {
     await c.policies.updateOne({ _id: policy._id }, { $set: { draftVersionId: target._id } }, { session });
     policy = { ...policy, draftVersionId: target._id };
+    touched = true;
   }
   if (touched) await projectPolicy(c, session, policy._id);
-  return { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId };
+  return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched };
 }
 
 /** ACTIVE is immutable and unique per policy (docs/reference/contract.md §3.2): the previous active version is archived. */
@@ -270,6 +296,11 @@ export async function activateVersion(
   // Activating a draft in shadow ends its shadow (docs/operate/shadow.md).
   await c.policyShadows.updateOne({ _id: version._id, status: 'RUNNING' }, { $set: { status: 'STOPPED', stoppedAt: now, stopReason: 'ACTIVATED' }, $inc: { version: 1 } }, { session });
   await c.policies.updateOne({ _id: policy._id }, { $set: { activeVersionId: version._id, draftVersionId: null, updatedAt: now } }, { session });
+}
+
+function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  const members = new Set(b);
+  return a.length === b.length && a.every((x) => members.has(x));
 }
 
 function changed(doc: object, fields: Record<string, unknown>): boolean {

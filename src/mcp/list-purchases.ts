@@ -30,7 +30,8 @@ export function decodeCursor(cursor: string): Position | null {
     if (raw.v !== 1 || typeof raw.t !== 'string' || !/^\d{4}-/.test(raw.t) || !isUuid(raw.id)) return null;
     const requestedAt = new Date(raw.t);
     if (Number.isNaN(requestedAt.getTime()) || requestedAt.toISOString() !== raw.t) return null;
-    return { requestedAt, id: raw.id };
+    // The service's ids are lower-case, and positions compare them as text: 'A' sorts before '0'..'9' and 'a'.
+    return { requestedAt, id: raw.id.toLowerCase() };
   } catch {
     return null;
   }
@@ -42,7 +43,8 @@ export async function listConnectionPurchases(db: StoreDb, principal: Connection
     throw invalidRequest([{ path: 'limit', code: 'OUT_OF_RANGE', message: `limit is a whole number from ${LIST_LIMIT_MIN} to ${LIST_LIMIT_MAX}.` }]);
   }
   const position: Record<string, unknown> = {};
-  if (input.cursor !== undefined && input.cursor !== null && input.cursor !== '') {
+  // null, as nextCursor is on the last page, starts from the newest; '' is no cursor a list gave (REST's `?cursor=` too).
+  if (input.cursor !== undefined && input.cursor !== null) {
     const after = decodeCursor(input.cursor);
     if (!after) throw invalidRequest([{ path: 'cursor', code: 'INVALID_CURSOR', message: 'cursor is not one this tool returned; omit it to start from the newest purchase.' }]);
     position.$or = [{ requestedAt: { $lt: after.requestedAt } }, { requestedAt: after.requestedAt, _id: { $lt: after.id } }];

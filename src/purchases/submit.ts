@@ -7,7 +7,7 @@
 // transaction (a fifth, the chain head, only when the actor remembers none).
 import { createHash } from 'node:crypto';
 import type { AppDeps } from '../app-deps.ts';
-import type { Principal } from '../identity/auth.ts';
+import { apiKeyRevoked, organizationSuspended, type Principal } from '../identity/auth.ts';
 import { conflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
 import { windowKeysFor } from '../engine/periods.ts';
@@ -141,8 +141,18 @@ export async function submitPurchase(deps: SubmitDeps, cmd: SubmitCommand): Prom
  */
 export async function loadSubmission(deps: SubmitDeps, session: StoreSession, cmd: SubmitCommand, now: Date): Promise<PurchaseState> {
   const agentId = cmd.principal.agentId!;
-  const org = cmd.organization;
   const config = await configView(deps.store.db, session);
+  // The organisation and the key as of this transaction, not as authenticated: a manifest applied in between
+  // must not give the decision its new policies with its old time zone or approvalTtl, nor decide for a key
+  // it revoked or an organisation it suspended (docs/operate/manifests.md).
+  const org = await config.get(`organization:${cmd.organization._id}`, () => deps.collections.organizations.findOne({ _id: cmd.organization._id }, { session }));
+  if (!org) throw new Error(`organization ${cmd.organization._id} of a valid credential does not exist`);
+  if (org.status === 'SUSPENDED') throw organizationSuspended();
+  const principal = cmd.principal;
+  if (principal.kind === 'API_KEY') {
+    const key = await config.get(`api-key:${principal.prefix}`, () => deps.collections.apiKeys.findOne({ prefix: principal.prefix }, { session }));
+    if (key?.revokedAt) throw apiKeyRevoked();
+  }
   const agent = await config.get(`agent:${agentId}`, () => deps.collections.agents.findOne({ _id: agentId, organizationId: org._id }, { session }));
   if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
   const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));

@@ -82,12 +82,15 @@ export function rangeOf(body: { from: string; to: string }): { from: Date; to: D
     const at = DateTime.fromISO(s, { setZone: true });
     if (!at.isValid) return new Date(Number.NaN);
     const finer = /\.\d{3}(\d+)/.exec(s)?.[1] ?? '';
-    return new Date(at.toMillis() + (/[1-9]/.test(finer) ? 1 : 0));
+    const rounded = new Date(at.toMillis() + (/[1-9]/.test(finer) ? 1 : 0));
+    // The answer echoes it as a Timestamp, whose year has four digits (docs/reference/contract.md §2.1): an offset
+    // must not carry 9999-12-31 into year 10000 (`+010000-…`), or 0000-01-01 into year -1.
+    return /^\d{4}-/.test(rounded.toISOString()) ? rounded : new Date(Number.NaN);
   };
   const from = instant(body.from);
   const to = instant(body.to);
-  if (Number.isNaN(from.getTime())) issues.push({ path: 'from', code: 'INVALID_TIMESTAMP', message: 'from is not a real instant.' });
-  if (Number.isNaN(to.getTime())) issues.push({ path: 'to', code: 'INVALID_TIMESTAMP', message: 'to is not a real instant.' });
+  if (Number.isNaN(from.getTime())) issues.push({ path: 'from', code: 'INVALID_TIMESTAMP', message: 'from is not a real instant between the years 0000 and 9999 (UTC).' });
+  if (Number.isNaN(to.getTime())) issues.push({ path: 'to', code: 'INVALID_TIMESTAMP', message: 'to is not a real instant between the years 0000 and 9999 (UTC).' });
   if (issues.length === 0 && to.getTime() <= from.getTime()) issues.push({ path: 'to', code: 'RANGE_EMPTY', message: 'to must be after from.' });
   if (issues.length === 0 && to.getTime() - from.getTime() > MAX_RANGE_DAYS * 86_400_000) {
     issues.push({ path: 'to', code: 'RANGE_TOO_LONG', message: `A replay covers at most ${MAX_RANGE_DAYS} days; split the range.` });

@@ -33,7 +33,8 @@ export interface PolicyHistory {
 
 export async function loadHistory(deps: AppDeps, organizationId: string, target: PolicyVersionDoc): Promise<PolicyHistory> {
   const policies = await deps.collections.policies.find({ organizationId }).toArray();
-  const versions = await deps.collections.policyVersions.find({ organizationId, status: { $in: ['ACTIVE', 'ARCHIVED'] } }).toArray();
+  // By policy: policy_versions' index is { policyId, versionNumber } (by organisation, a collection scan).
+  const versions = await deps.collections.policyVersions.find({ policyId: { $in: policies.map((p) => p._id) }, status: { $in: ['ACTIVE', 'ARCHIVED'] } }).toArray();
   const versionsByPolicy = new Map<string, PolicyVersionDoc[]>();
   for (const v of versions) {
     if (v.activatedAt === null) continue;
@@ -67,6 +68,17 @@ export function statusAt(p: PolicyDoc, t: number): PolicyDoc['status'] {
   let status = changes.length > 0 ? changes[0].from : p.status;
   for (const c of changes) if (c.at.getTime() <= t) status = c.to;
   return status;
+}
+
+/**
+ * The organisation's time zone at an instant, from its recorded changes of zone (as statusAt): a purchase's
+ * periods, and so its budget windows, were those of the zone of its time.
+ */
+export function zoneAt(o: OrganizationDoc, t: Date): string {
+  const changes = o.timezoneChanges ?? [];
+  let zone = changes.length > 0 ? changes[0].from : o.timezone;
+  for (const c of changes) if (c.at.getTime() <= t.getTime()) zone = c.to;
+  return zone;
 }
 
 const inForceAt = (v: PolicyVersionDoc, t: number) => v.activatedAt !== null && v.activatedAt.getTime() <= t && (v.archivedAt === null || v.archivedAt.getTime() > t);
@@ -218,7 +230,7 @@ export async function loadCarried(deps: AppDeps, organization: OrganizationDoc, 
         currency: row.currency,
         requestedAt: row.requestedAt,
         policyIds: row.policyIds,
-        ...(decision ? { heldIds: heldWindowIds(history, decision, row.currency, row.requestedAt, organization.timezone) } : {}),
+        ...(decision ? { heldIds: heldWindowIds(history, decision, row.currency, row.requestedAt, zoneAt(organization, row.requestedAt)) } : {}),
         approvedNow: row.status === 'APPROVED',
         windowIds: [],
         settled: null,
@@ -350,7 +362,8 @@ async function spendApproved(ctx: ReplayContext, state: ReplayState, p: { agentI
     agent: { _id: p.agentId, status: 'ENABLED' },
     policies: candidatesAt(ctx.history, at, p.agentId, p.currency, null),
     now: at,
-    timeZone: ctx.organization.timezone,
+    // The answer's re-evaluation reads the periods of the request in the zone of the answer's time.
+    timeZone: zoneAt(ctx.organization, at),
     periodInstant: p.requestedAt,
   });
   const moved = new Set(held);
@@ -361,7 +374,7 @@ async function spendApproved(ctx: ReplayContext, state: ReplayState, p: { agentI
     moved.add(id);
   }
   const governing = selectPolicies(base).covering.map((c) => c.candidate.policyId);
-  for (const [id, periodEnd] of windowsOf(governing, p.currency, p.requestedAt.toISOString(), ctx.organization.timezone, moved)) spendOutside(state, id, periodEnd, p.amountMinor);
+  for (const [id, periodEnd] of windowsOf(governing, p.currency, p.requestedAt.toISOString(), base.timeZone, moved)) spendOutside(state, id, periodEnd, p.amountMinor);
 }
 
 /**
@@ -440,7 +453,7 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
     agent: { _id: p.agentId, status: disabled ? 'DISABLED' : 'ENABLED' },
     policies,
     now: at,
-    timeZone: ctx.organization.timezone,
+    timeZone: zoneAt(ctx.organization, at),
   });
   for (const key of windowKeysFor(base)) await readWindow(ctx, state, key);
   const decision = decide({ ...base, windows: state.windows });
@@ -456,7 +469,7 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
     }
   }
   if (decision.outcome === 'APPROVED') {
-    for (const [id, periodEnd] of windowsOf(decision.policiesConsidered.map((c) => c.policyId), p.currency, base.now, ctx.organization.timezone, moved)) spendOutside(state, id, periodEnd, amountMinor);
+    for (const [id, periodEnd] of windowsOf(decision.policiesConsidered.map((c) => c.policyId), p.currency, base.now, base.timeZone, moved)) spendOutside(state, id, periodEnd, amountMinor);
   }
   if (decision.outcome === 'REQUIRES_APPROVAL') {
     const ttlMs = ttlMsOf(ctx.organization.approvalTtl);

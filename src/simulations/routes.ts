@@ -86,10 +86,12 @@ export function simulationRoutes(deps: AppDeps): Router {
       return;
     }
     const changes: ReplayedPurchase[] = [];
-    const summary = await replayRange(deps, org, req, (r) => void changes.push(r));
+    // What was replayed, not what was counted before: purchases submitted meanwhile into the range are replayed too.
+    let evaluated = 0;
+    const summary = await replayRange(deps, org, req, (r) => void changes.push(r), async (seen) => void (evaluated = seen));
     ctx.body = {
       simulation: replaySimulation('REPLAY', deps.now()),
-      replay: presentReplay({ ...doc, status: 'SUCCEEDED', progress: { evaluated: total, total } }),
+      replay: presentReplay({ ...doc, status: 'SUCCEEDED', progress: { evaluated, total: evaluated } }),
       summary,
       ...pageOf(changes, page),
     };

@@ -18,6 +18,8 @@ export interface OrganizationDoc {
   timezone: string;
   approvalTtl: string;
   status: OrganizationStatus;
+  /** Each change of time zone, with its time (written by manifest apply): a replay reads the periods of a purchase's time. */
+  timezoneChanges?: { from: string; to: string; at: Date }[];
   createdAt: Date;
   updatedAt: Date;
 }

@@ -175,6 +175,18 @@ test.serial('what the agent wrote cannot add a header, a recipient or markup to 
   }
 });
 
+test.serial('an agent\'s bidi override does not turn the email around: the merchant reads as it was written', async (t) => {
+  const { org: o } = await org(app);
+  // U+202E would have a mail client draw "moc.nozama" as "amazon.com", and the rest of the subject backwards.
+  const { approvalId } = await pending(app, o, '\u202Emoc.nozama');
+  await smtp.until((r) => of(approvalId, 'REQUEST')(r).length >= 2);
+  for (const { mail } of of(approvalId, 'REQUEST')(smtp.received)) {
+    t.is(mail.subject, 'Approval needed: €300.00 at moc.nozama for Office buyer');
+    t.true((mail.text as string).includes('Merchant: moc.nozama\n'));
+    t.true((mail.html as string).includes('<td>moc.nozama</td>'));
+  }
+});
+
 test.serial('a relay that fails once: the job is retried, and each approver receives the message once', async (t) => {
   const { handle, org: o } = await org(app);
   const refusedBefore = smtp.refused;

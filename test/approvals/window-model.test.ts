@@ -29,11 +29,11 @@ import { applyManifest } from '../helpers/fixtures.ts';
 import { expireApproval } from '../../src/approvals/close.ts';
 import { windowId } from '../../src/engine/periods.ts';
 import { uuidForName } from '../../src/ids.ts';
+import { dayOf, periodOf } from '../helpers/windows.ts';
 
 const AGENTS = ['a', 'b'] as const;
 type AgentHandle = (typeof AGENTS)[number];
 const TTL_MS = 60 * 60 * 1000; // approvalTtl PT1H
-const ZONE = 'Europe/Berlin';
 
 interface Variant {
   scope: 'ORGANIZATION' | AgentHandle | 'both';
@@ -110,9 +110,9 @@ function policyEntry(p: DeclaredPolicy, content: Content, activate: boolean) {
   };
 }
 
-function manifest(handle: string, policies: { declared: DeclaredPolicy; content: Content; activate: boolean }[]) {
+function manifest(handle: string, zone: string, policies: { declared: DeclaredPolicy; content: Content; activate: boolean }[]) {
   return {
-    organization: { handle, name: handle, currency: 'EUR', timezone: ZONE, approvalTtl: 'PT1H', status: 'ACTIVE' },
+    organization: { handle, name: handle, currency: 'EUR', timezone: zone, approvalTtl: 'PT1H', status: 'ACTIVE' },
     people: [{ handle: 'ana', name: 'Ana', email: `ana@${handle}.example` }],
     agents: AGENTS.map((a) => ({ handle: a, name: `Agent ${a}`, description: null, status: 'ENABLED' })),
     policies: policies.map((p) => policyEntry(p.declared, p.content, p.activate)),
@@ -148,6 +148,10 @@ interface AnalyticsRow {
 interface WindowRow {
   _id: string;
   policyId: string;
+  periodKind: 'DAY' | 'MONTH';
+  periodKey: string;
+  periodStart: Date;
+  periodEnd: Date;
   committedMinor: number;
   heldMinor: number;
   openingBalanceMinor: number;
@@ -173,18 +177,30 @@ let runs = 0;
 const seen = new Map<string, number>();
 const saw = (what: string) => seen.set(what, (seen.get(what) ?? 0) + 1);
 
-test('every budget window counts what the recorded purchases say, after every step', async (t) => {
+/**
+ * Where and when the runs happen: the organisation's zone, and the run's first instant from the scenario's
+ * startMinute. Each is a test of its own, run one after the other (they share the clock and `seen`).
+ */
+interface Setting {
+  zone: string;
+  start: (startMinute: number) => Date;
+  runs: number;
+  /** What the sequences must have reached: each comes up several times a run on average. */
+  reached: string[];
+}
+
+const modelTest = (title: string, setting: Setting) => test.serial(title, async (t) => {
   let steps = 0;
+  seen.clear();
   await fc.assert(
     fc.asyncProperty(scenarioArb, async ({ startMinute, policies: initial, steps: sequence }) => {
       const run = runs++;
       const handle = `model-${run}`;
-      // Windows are the policy's, and every run has policies of its own: runs can all start on the same
-      // day (in January, when Berlin is UTC+1).
-      now = new Date(Date.UTC(2026, 0, 15) + (startMinute - 60) * 60_000);
+      // Windows are the policy's, and every run has policies of its own: runs can all start on the same day.
+      now = setting.start(startMinute);
       const declared: DeclaredPolicy[] = initial.map((v, i) => ({ handle: `p${i}`, fields: { scope: v.scope, status: v.status }, active: contentOf(v) }));
       const unchanged = () => declared.map((d) => ({ declared: d, content: d.active, activate: true }));
-      const org = await applyManifest(app, manifest(handle, unchanged()));
+      const org = await applyManifest(app, manifest(handle, setting.zone, unchanged()));
       const agentIds = new Map(AGENTS.map((a) => [org.agents[a].id, a]));
       const db = app.store.db;
       const trace: string[] = [`${now.toISOString()} start ${JSON.stringify(initial)}`];
@@ -214,6 +230,10 @@ test('every budget window counts what the recorded purchases say, after every st
           const committed = sum(approved.filter((r) => (r.committedWindowIds ?? []).includes(w._id)));
           if (BigInt(w.heldMinor) !== held) throw new Error(`window ${w._id} holds ${w.heldMinor}, its pending purchases ${held}; ${where()}`);
           if (BigInt(w.committedMinor) !== committed) throw new Error(`window ${w._id} committed ${w.committedMinor}, its approved purchases ${committed}; ${where()}`);
+          // Its period is the local day or month, from its first instant to the next one's, apart from the engine.
+          const [start, end] = [w.periodStart.getTime(), w.periodEnd.getTime()];
+          const inside = (ms: number) => periodOf(w.periodKind, new Date(ms), setting.zone) === w.periodKey;
+          if (!inside(start) || inside(start - 1) || !inside(end - 1) || inside(end)) throw new Error(`window ${w._id} spans ${w.periodStart.toISOString()} to ${w.periodEnd.toISOString()}, not its local period; ${where()}`);
         }
         for (const agent of AGENTS) {
           for (const b of await simulate(agent)) {
@@ -309,18 +329,36 @@ test('every budget window counts what the recorded purchases say, after every st
             declared[i] = { ...d, fields: { scope: step.variant.scope, status: step.variant.status }, active: step.activate ? contentOf(step.variant) : d.active };
             // A draft (activate: false) changes the policy-level scope and status only; its rules wait.
             const entries = declared.map((x, j) => (j === i ? { declared: declared[i], content: step.variant, activate: step.activate } : { declared: x, content: x.active, activate: true }));
-            await applyManifest(app, manifest(handle, entries));
+            await applyManifest(app, manifest(handle, setting.zone, entries));
             trace.push(`${now.toISOString()} policy ${d.handle} ${JSON.stringify(step.variant)}${step.activate ? '' : ' as a draft'}`);
             break;
           }
         }
         await check(decided);
       }
-      if (new Date(startDay + 3_600_000).getUTCDate() !== new Date(now.getTime() + 3_600_000).getUTCDate()) saw('crossed midnight');
+      if (dayOf(new Date(startDay), setting.zone) !== dayOf(now, setting.zone)) saw('crossed midnight');
     }),
-    { numRuns: Number(process.env.MODEL_RUNS ?? 60), includeErrorInReport: true, ...(process.env.MODEL_SEED ? { seed: Number(process.env.MODEL_SEED) } : {}) },
+    { numRuns: Number(process.env.MODEL_RUNS ?? setting.runs), includeErrorInReport: true, ...(process.env.MODEL_SEED ? { seed: Number(process.env.MODEL_SEED) } : {}) },
   );
   t.log(`${runs} runs, ${steps} steps; seen: ${JSON.stringify(Object.fromEntries([...seen].sort()))}`);
-  // The sequences reached what the invariants are about (each comes up several times a run on average).
-  for (const what of ['submit DAILY_LIMIT_EXCEEDED', 'answer APPROVED APPROVAL_THRESHOLD_EXCEEDED', 'reconciled opening grows', 'archive cancels']) t.true((seen.get(what) ?? 0) > 0, what);
+  // The sequences reached what the invariants are about.
+  for (const what of setting.reached) t.true((seen.get(what) ?? 0) > 0, what);
+});
+
+modelTest('every budget window counts what the recorded purchases say, after every step', {
+  zone: 'Europe/Berlin',
+  // Minutes after midnight in Berlin (UTC+1 in January): runs that start late cross into the next day.
+  start: (startMinute) => new Date(Date.UTC(2026, 0, 15) + (startMinute - 60) * 60_000),
+  runs: 60,
+  reached: ['submit DAILY_LIMIT_EXCEEDED', 'answer APPROVED APPROVAL_THRESHOLD_EXCEEDED', 'reconciled opening grows', 'archive cancels'],
+});
+
+// Havana puts its clocks back from 01:00 CDT to 00:00 CST on 1 November 2026: the day and the month
+// start at the first midnight (04:00 UTC), and the hour up to the second (05:00 UTC) is theirs.
+modelTest('where midnight comes twice (Havana, 1 November 2026), every window counts what the purchases say', {
+  zone: 'America/Havana',
+  // From 22:00 on 31 October (CDT) to 02:00 on 1 November (CST): every run crosses one midnight or both.
+  start: (startMinute) => new Date(Date.parse('2026-11-01T02:00:00.000Z') + (startMinute % 300) * 60_000),
+  runs: 20,
+  reached: ['submit DAILY_LIMIT_EXCEEDED', 'crossed midnight'],
 });

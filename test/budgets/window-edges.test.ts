@@ -69,6 +69,30 @@ test.serial('month ends: the 31st to the 1st, and a leap February', async (t) =>
   t.deepEqual(days.map((w) => w.periodKey), ['2028-01-31', '2028-02-01', '2028-02-29', '2028-03-01']);
 });
 
+// Havana puts its clocks back from 01:00 to 00:00 on the first Sunday of November: midnight, and with
+// it 1 November and the month, starts twice. The day and the month start at the first midnight
+// (04:00 UTC); the hour after it is theirs, not 31 October's, whatever the service resolved before.
+test.serial('where midnight comes twice (Havana, 1 November 2026), the day and the month start at the first', async (t) => {
+  const org = await applyManifest(app, onePolicyManifest('edge-havana', {
+    timezone: 'America/Havana',
+    currency: 'EUR',
+    rules: [
+      { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000' },
+      { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'MONTH', amountMinor: '100000' },
+    ],
+  }));
+  t.is((await buyAt(org, '2026-10-31T12:00:00.000Z', 800)).body.decision.outcome, 'APPROVED'); // 08:00 on 31 October
+  t.is((await buyAt(org, '2026-11-01T04:30:00.000Z', 800)).body.decision.outcome, 'APPROVED', '00:30 CDT is 1 November: a new day');
+  t.is((await buyAt(org, '2026-11-01T05:30:00.000Z', 300)).body.decision.outcome, 'REJECTED', '00:30 CST is the same 1 November: 800 + 300 is over 1,000');
+  t.is((await buyAt(org, '2026-11-01T06:30:00.000Z', 200)).body.decision.outcome, 'APPROVED');
+  t.deepEqual((await windows(org.policies.budget.id)).map(shape), [
+    ['DAY', '2026-10-31', '2026-10-31T04:00:00.000Z', '2026-11-01T04:00:00.000Z', '800'],
+    ['DAY', '2026-11-01', '2026-11-01T04:00:00.000Z', '2026-11-02T05:00:00.000Z', '1000'],
+    ['MONTH', '2026-10', '2026-10-01T04:00:00.000Z', '2026-11-01T04:00:00.000Z', '800'],
+    ['MONTH', '2026-11', '2026-11-01T04:00:00.000Z', '2026-12-01T05:00:00.000Z', '1000'],
+  ]);
+});
+
 /** manifest() with an approval threshold of 20,000: larger purchases wait for a person. */
 function withApprovals(handle: string, timezone: string) {
   return onePolicyManifest(handle, { timezone, currency: 'EUR', rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '20000' }, ...DAY_AND_MONTH] });

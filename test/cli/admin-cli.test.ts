@@ -64,6 +64,30 @@ test('apply sends the manifest\'s bytes as they are: one that is not UTF-8 is re
   t.is(await app.deps.collections.organizations.findOne({ handle: 'latin1' }), null);
 });
 
+test('apply twice prints the keys once; a name with a control character is refused at its path and nothing is written', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'admin-cli-twice-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'twice.yaml');
+  const yaml = (agentName: string) =>
+    `organization: {handle: cli-twice, name: Twice, currency: EUR, timezone: UTC}\nagents: [{handle: buyer, name: ${agentName}}]\napiKeys: [{handle: buyer-key, agent: buyer}]\n`;
+  writeFileSync(file, yaml('Buyer'));
+  const first = await cli(['apply', file]);
+  t.is(first.code, 0, first.stderr);
+  const key = JSON.parse(first.stdout).apiKeys['buyer-key'].key;
+  t.regex(key, /^cmp_live_/);
+  const second = await cli(['apply', file]);
+  t.is(second.code, 0, second.stderr);
+  t.false(second.stdout.includes(key), 'the secret is printed once');
+  t.is(JSON.parse(second.stdout).apiKeys['buyer-key'].key, undefined);
+
+  writeFileSync(file, yaml('"Buyer\\r\\nForged: line"'));
+  const refused = await cli(['apply', file]);
+  t.is(refused.code, 1, refused.stdout);
+  t.regex(refused.stderr, /agents\.0\.name/);
+  t.regex(refused.stderr, /CONTROL_CHARACTER/);
+  t.is((await app.deps.collections.agents.findOne({ handle: 'buyer', organizationId: JSON.parse(first.stdout).organization.id }))!.name, 'Buyer');
+});
+
 test('answer refuses to approve a purchase in the name of the person who made it on the dashboard; it stays pending', async (t) => {
   // The dashboard's same-origin check compares with BASE_URL: this app's own address.
   app.deps.config.baseUrl = app.url;

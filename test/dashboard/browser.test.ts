@@ -373,3 +373,28 @@ test.serial('a two-person rule on a dashboard purchase: its maker is not offered
   t.is(refused.body.error.code, 'self_approval_not_permitted');
   t.is((await readback(duo, id)).approval.answers.length, 0);
 });
+
+test.serial('an agent\'s text cannot reorder what the approver reads: bidi overrides are not applied', async (t) => {
+  // U+202E (right-to-left override): Chromium would draw "moc.nozama" as "amazon.com", and every word of
+  // the explanation after it backwards, the threshold included.
+  const id = await askForApproval(acme, '\u202Emoc.nozama');
+  const { page } = await browser();
+  await signIn(page, acme.people.ana.email);
+  const card = page.locator(`li[data-id="${id}"]`);
+  await card.waitFor();
+  /** Whether the pieces of an element's text are drawn left to right, in the order they were written. */
+  const drawnInOrder = (selector: string, pieces: string[]) =>
+    // Runs in Chromium (this project's types have no DOM, hence `any`).
+    card.locator(selector).first().evaluate((el: any, pieces: string[]) => {
+      const text = [...el.childNodes].find((n: any) => n.nodeType === 3 && n.data.includes(pieces[0]));
+      const xs = pieces.map((piece) => {
+        const range = (globalThis as any).document.createRange();
+        range.setStart(text, text.data.indexOf(piece));
+        range.setEnd(text, text.data.indexOf(piece) + piece.length);
+        return range.getBoundingClientRect().left as number;
+      });
+      return xs.every((x, i) => i === 0 || xs[i - 1] < x);
+    }, pieces);
+  t.true(await drawnInOrder('h2', ['moc', 'nozama']), 'the merchant reads as it was written');
+  t.true(await drawnInOrder('p:has(.codes)', ['Needs approval', 'nozama', 'threshold', 'Office supplies']), 'the explanation reads forwards');
+});

@@ -623,6 +623,22 @@ test('a suspended organisation\'s dashboard closes: sign-in refused, sessions en
   t.regex(again.text, /suspended/);
 });
 
+test('suspending an organisation ends its sessions there and then: made active again, it opens no session from before', async (t) => {
+  const { app, acme } = await setUp(t);
+  const manifest = dashboardManifest('acme', [ANA, VIC, PAM]);
+  const byApi = (status: string) => app.admin(`/admin/organizations/${acme.organizationId}`, { method: 'PATCH', body: { status } });
+  const byManifest = (status: string) => applyManifest(app, { ...manifest, organization: { ...manifest.organization, status } });
+  for (const [how, suspend] of [['the operator API', byApi], ['a manifest', byManifest]] as const) {
+    const client = new Client(app.url);
+    await client.signIn(acme.people.ana.email);
+    t.is((await client.get('/dashboard')).status, 200);
+    // Suspended and made active again before the session's next request: whoever held it is still out.
+    await suspend('SUSPENDED');
+    await suspend('ACTIVE');
+    t.is((await client.get('/dashboard')).location, '/dashboard/sign-in', how);
+  }
+});
+
 test('the inbox notice comes only from its own two answers: a query value never reaches an object\'s prototype', async (t) => {
   const { app, acme } = await setUp(t);
   const ana = new Client(app.url);

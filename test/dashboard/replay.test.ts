@@ -26,6 +26,11 @@ test('a replay on the policy page lists the changes; an admin starts and stops t
   t.is(page.status, 200);
   t.regex(page.text, /3 purchases replayed, 1 changed; APPROVED → REQUIRES_APPROVAL: 1\./);
   t.regex(page.text, /<td><a href="\/dashboard\/purchases\/[^"]+">Paper Co<\/a><\/td><td>€150\.00<\/td><td><span class="badge APPROVED">/);
+  // Ids in upper-case hex name the same policy and version, as they do in paths and on /v1.
+  const upper = await ana.get(`/dashboard/policies?replay=${policyId.toUpperCase()}&version=${draftId.toUpperCase()}&from=2026-06-10&to=2026-06-10`);
+  t.regex(upper.text, /3 purchases replayed, 1 changed; APPROVED → REQUIRES_APPROVAL: 1\./);
+  const compared = await ana.get(`/dashboard/policies?policy=${policyId.toUpperCase()}&merchant=Paper+Co&amount=150.00&currency=EUR`);
+  t.regex(compared.text, /data-simulation="Draft"><h4>Draft<\/h4><p><span class="badge REQUIRES_APPROVAL">/);
   const bad = await ana.get(`/dashboard/policies?replay=${policyId}&version=${draftId}&from=2026-06-10&to=2026-01-01`);
   t.regex(bad.text, /The last day comes before the first/);
   // At most 92 days, counted in the organisation's days: 1 September to 1 December is 92 of them, one an hour longer (DST ends).

@@ -113,9 +113,12 @@ test('property: a name with default-ignorables inserted and letters swapped for 
 });
 
 test('property: every character the confusables table maps looks up to the key of its prototype', (t) => {
+  let checked = 0;
   for (const [source, prototype] of RAW) {
     if (!honoured(source) || !/^[A-Za-z0-9]+$/.test(prototype)) continue;
+    checked++;
     if (merchantKey(`a${source}a`) !== merchantKey(`a${prototype}a`)) t.fail(`${source} U+${source.codePointAt(0)!.toString(16)} -> ${prototype}: ${merchantKey(`a${source}a`)} vs ${merchantKey(`a${prototype}a`)}`);
   }
-  t.pass();
+  // Not vacuous: a filter that let nothing through would pass any key.
+  t.true(checked > 250, `${checked} characters checked`);
 });

@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
-import { DateTime } from 'luxon';
-import { periodFor, windowId, windowKeysFor } from '../../src/engine/periods.ts';
+import { DateTime, Settings } from 'luxon';
+import { periodFor, periodOfDate, windowId, windowKeysFor } from '../../src/engine/periods.ts';
 import { AGENT, dailyBudget, input, maxPerPurchase, monthlyBudget, policy } from './fixtures.ts';
 
 const hours = (period: { periodStart: string; periodEnd: string }): number =>
@@ -24,6 +24,12 @@ const dayCases: Array<[string, string, string, string, string, number]> = [
   // Santiago's clocks jumped from 00:00 to 01:00: the day starts at 01:00 and ends at the next midnight.
   ['2022-09-11T12:00:00.000Z', 'America/Santiago', '2022-09-11', '2022-09-11T04:00:00.000Z', '2022-09-12T03:00:00.000Z', 23],
   ['2026-11-21T10:00:00.000Z', 'UTC', '2026-11-21', '2026-11-21T00:00:00.000Z', '2026-11-22T00:00:00.000Z', 24],
+  // Havana puts its clocks back from 01:00 to 00:00: 1 November starts at the first midnight, also for
+  // an instant after the second one, and 31 October ends there.
+  ['2026-11-01T05:30:00.000Z', 'America/Havana', '2026-11-01', '2026-11-01T04:00:00.000Z', '2026-11-02T05:00:00.000Z', 25],
+  ['2026-10-31T12:00:00.000Z', 'America/Havana', '2026-10-31', '2026-10-31T04:00:00.000Z', '2026-11-01T04:00:00.000Z', 24],
+  // Lord Howe Island moves its clocks by half an hour.
+  ['2026-10-04T12:00:00.000Z', 'Australia/Lord_Howe', '2026-10-04', '2026-10-03T13:30:00.000Z', '2026-10-04T13:00:00.000Z', 23.5],
   // An instant written with an offset is the same instant.
   ['2026-11-21T23:30:00.000+01:00', 'Europe/Berlin', '2026-11-21', '2026-11-20T23:00:00.000Z', '2026-11-21T23:00:00.000Z', 24],
 ];
@@ -128,4 +134,65 @@ test('windowKeysFor in a version mode ignores status and scope', (t) => {
     input({ mode: 'DRAFT_POLICY', policies: [policy({ id: 'a', status: 'DISABLED', versionStatus: 'DRAFT', scopeType: 'AGENT', rules: [monthlyBudget(10n)] })] }),
   );
   t.deepEqual(keys.map(windowId), ['a:EUR:MONTH:2026-11']);
+});
+
+/** The instants a zone's offset changes at between from and to (a scan by the hour, then to the millisecond). */
+function clockChanges(zone: string, from: string, to: string): number[] {
+  const offset = (ms: number) => DateTime.fromMillis(ms, { zone }).offset;
+  const changes: number[] = [];
+  for (let ms = Date.parse(from); ms < Date.parse(to); ms += 3_600_000) {
+    if (offset(ms) === offset(ms + 3_600_000)) continue;
+    let [lo, hi] = [ms, ms + 3_600_000];
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (offset(mid) === offset(lo)) lo = mid;
+      else hi = mid;
+    }
+    changes.push(hi);
+  }
+  return changes;
+}
+
+// Zones whose clocks change at or next to midnight (Havana, Nuuk and the Azores put them back to midnight, so that
+// it comes twice), by half an hour (Lord Howe), at +12:45 (Chatham), or across midnight (Santiago).
+const CHANGING = ['America/New_York', 'America/Havana', 'America/Nuuk', 'Atlantic/Azores', 'America/Santiago', 'Australia/Lord_Howe', 'Pacific/Chatham', 'Asia/Gaza', 'Europe/Berlin'];
+const changes = CHANGING.flatMap((zone) => clockChanges(zone, '2026-01-01T00:00:00.000Z', '2029-01-01T00:00:00.000Z').map((at) => [zone, at] as const));
+
+test('property: near every clock change, periods tile time: each starts at the first instant of its local date or month and ends where the next starts', (t) => {
+  t.true(changes.length > 40);
+  const label = (kind: 'DAY' | 'MONTH', ms: number, zone: string) => DateTime.fromMillis(ms, { zone }).toFormat(kind === 'DAY' ? 'yyyy-MM-dd' : 'yyyy-MM');
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...changes),
+      fc.oneof(fc.constantFrom(-1, 0, 1, -3_600_000, 3_600_000), fc.integer({ min: -2 * 86_400_000, max: 2 * 86_400_000 })),
+      fc.constantFrom('DAY' as const, 'MONTH' as const),
+      ([zone, change], delta, kind) => {
+        const ms = change + delta;
+        const period = periodFor(kind, new Date(ms).toISOString(), zone);
+        const [start, end] = [Date.parse(period.periodStart), Date.parse(period.periodEnd)];
+        const next = periodFor(kind, period.periodEnd, zone);
+        const previous = periodFor(kind, new Date(start - 1).toISOString(), zone);
+        t.true(start <= ms && ms < end, `${zone} ${kind} ${new Date(ms).toISOString()}`);
+        t.is(period.periodKey, label(kind, ms, zone));
+        t.is(label(kind, start, zone), period.periodKey, 'the start is in the period');
+        t.not(label(kind, start - 1, zone), period.periodKey, 'the instant before the start is not');
+        t.is(next.periodStart, period.periodEnd);
+        t.not(next.periodKey, period.periodKey);
+        t.is(previous.periodEnd, period.periodStart);
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+test.serial('periodOfDate: a local date\'s day, the same in every season, where midnight comes twice', (t) => {
+  const luxonNow = Settings.now;
+  t.teardown(() => (Settings.now = luxonNow));
+  for (const asked of ['2026-07-01T12:00:00.000Z', '2026-12-15T12:00:00.000Z']) {
+    Settings.now = () => Date.parse(asked);
+    t.deepEqual(periodOfDate('2026-11-01', 'America/Havana'), { periodKey: '2026-11-01', periodStart: '2026-11-01T04:00:00.000Z', periodEnd: '2026-11-02T05:00:00.000Z' }, asked);
+    t.deepEqual(periodOfDate('2026-10-31', 'America/Havana'), { periodKey: '2026-10-31', periodStart: '2026-10-31T04:00:00.000Z', periodEnd: '2026-11-01T04:00:00.000Z' }, asked);
+  }
+  t.is(periodOfDate('2028-02-29', 'Europe/Berlin').periodStart, '2028-02-28T23:00:00.000Z');
+  t.throws(() => periodOfDate('2027-02-29', 'Europe/Berlin'), { instanceOf: RangeError });
 });

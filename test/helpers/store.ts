@@ -8,6 +8,18 @@ import type { Store, StoreDb } from '../../src/store/store.ts';
  * Empties every collection, one at a time: a plain `readWrite` user (an Atlas user, say) may not
  * dropDatabase, and the indexes stay for the next run.
  */
+/**
+ * Every document of every collection, but a credential's lastUsedAt (docs/reference/decisions.md: recorded
+ * on every call, the only write a simulation causes): what a test compares to prove nothing was written.
+ */
+export async function storeSnapshot(db: StoreDb): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const name of (await db.listCollectionNames()).sort()) {
+    out[name] = (await db.collection(name).find({}).sort({ _id: 1 }).toArray()).map(({ lastUsedAt: _, ...doc }) => doc);
+  }
+  return out;
+}
+
 export async function emptyCollections(db: StoreDb): Promise<void> {
   for (const name of await db.listCollectionNames()) await db.collection(name).deleteMany({});
 }

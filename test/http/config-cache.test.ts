@@ -55,6 +55,19 @@ test.serial('a key revoked through the operator API is refused by the next reque
   }
 });
 
+test.serial('a key a manifest marks revoked is refused by the next request in both processes', async (t) => {
+  const manifest: any = acmeManifest(`cache${++orgs}`);
+  const org = await applyManifest(a, manifest);
+  const key = org.keys['buyer-key'];
+  t.deepEqual((await both(key)).map((r) => r.status), [201, 201]);
+  manifest.apiKeys[0].revoked = true;
+  await applyManifest(b, manifest);
+  for (const res of await both(key)) {
+    t.is(res.status, 401);
+    t.is(res.body.error.code, 'api_key_revoked');
+  }
+});
+
 test.serial('suspending and reactivating an organisation is seen by the next request in both processes', async (t) => {
   const org = await setup();
   const key = org.keys['buyer-key'];

@@ -178,6 +178,23 @@ test('the operator API accepts only ADMIN_TOKEN', async (t) => {
   }
 });
 
+// RFC 9110 15.5.2: a 401 MUST carry WWW-Authenticate; RFC 6750 3 and 3.1: `Bearer`, with no error
+// code when no credential was sent and `invalid_token` when the one sent was refused.
+test('every 401 on /v1 and /admin names the Bearer scheme in WWW-Authenticate, invalid_token when a credential was refused', async (t) => {
+  const challengeOf = async (path: string, key: string | null, headers: Record<string, string> = {}) => {
+    const res = await app.request(path, { key, headers });
+    t.is(res.status, 401, `${path} ${key?.slice(0, 12)}`);
+    return res.headers.get('www-authenticate');
+  };
+  t.is(await challengeOf('/v1/agents', null), 'Bearer');
+  t.is(await challengeOf('/v1/agents', null, { authorization: 'Basic dXNlcjpwYXNz' }), 'Bearer', 'another scheme: as if none was sent');
+  for (const key of ['cmp_live_000000000000_' + 'A'.repeat(43), 'not-a-key', 'cmp_test_abcdefabcdef_' + 'B'.repeat(43), 'cmp_oat_' + 'C'.repeat(43), acme.keys['expired-key']]) {
+    t.is(await challengeOf('/v1/agents', key), 'Bearer error="invalid_token"', key.slice(0, 12));
+  }
+  t.is(await challengeOf('/admin/connections', null), 'Bearer');
+  t.is(await challengeOf('/admin/connections', 'wrong-token-wrong-token-wrong'), 'Bearer error="invalid_token"');
+});
+
 test('a key\'s lastUsedAt is written at most once a minute, though the key is served from the cache', async (t) => {
   let clock = new Date('2026-11-23T10:00:00.000Z');
   const own = await startApp({ now: () => clock });

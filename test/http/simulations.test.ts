@@ -4,6 +4,7 @@ import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, acmeManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { shopManifest, purchase } from '../helpers/shop.ts';
+import { storeSnapshot } from '../helpers/store.ts';
 
 const NOW = new Date('2026-11-18T10:00:00.000Z');
 let app: TestApp;
@@ -30,14 +31,7 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
-/** Everything stored, except a credential's lastUsedAt: authentication records it on every call (docs/reference/decisions.md). */
-async function snapshot() {
-  const out: Record<string, unknown[]> = {};
-  for (const name of (await app.store.db.listCollectionNames()).sort()) {
-    out[name] = (await app.store.db.collection(name).find({}).sort({ _id: 1 }).toArray()).map(({ lastUsedAt: _, ...doc }) => doc);
-  }
-  return out;
-}
+const snapshot = () => storeSnapshot(app.store.db);
 
 const simulate = (path: string, key: string, body: unknown) => app.request(`/v1/simulations/${path}`, { key, body });
 

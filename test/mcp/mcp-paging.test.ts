@@ -14,9 +14,11 @@ let app: TestApp;
 let meta: MetadataServer;
 let org: Org;
 let person: DashboardClient;
+// The service's clock, stopped by a test that needs purchases requested in the same millisecond (null: running).
+let stopped: Date | null = null;
 
 test.before(async () => {
-  app = await startConnectionsApp();
+  app = await startConnectionsApp({ now: () => stopped ?? new Date() });
   meta = await startMetadataServer('MCP Pager');
   org = await setUpOrg(app, 'paging');
   person = new DashboardClient(app.url);
@@ -119,6 +121,7 @@ test('cursors: one from another organisation or list only positions the caller\'
   const later = forged({ t: '2999-01-01T00:00:00.000Z', id: '01a226af-2785-7445-8791-e25fa553b585' });
   t.deepEqual((await call(c, 'list_purchases', { cursor: later })).purchases.map((p: any) => p.id), [...own].reverse());
   for (const cursor of [
+    '', // no list gives an empty cursor: as REST's `?cursor=`, not the same as leaving it out
     'bm90LWEtY3Vyc29y',
     later.slice(0, -3),
     forged({ t: '+010000-01-01T00:00:00.000Z', id: '01a226af-2785-7445-8791-e25fa553b585' }),
@@ -129,4 +132,50 @@ test('cursors: one from another organisation or list only positions the caller\'
     t.is(toolError(await c.callTool({ name: 'list_purchases', arguments: { cursor } })).issues?.[0].code, 'INVALID_CURSOR', cursor);
   }
   await Promise.all([c.close(), oc.close()]);
+});
+
+// Serial: it stops the clock, which no other test of this file may see.
+test.serial('a cursor naming its purchase in upper-case hex positions the list as the cursor given did', async (t) => {
+  const conn = await connect(app, await setUpOrg(app, 'paging-case'), meta.clientId, { scope: 'purchase:read purchase:request' });
+  const c = await client(conn.access_token);
+  const ids: string[] = [];
+  stopped = new Date();
+  try {
+    for (const merchant of ['First shop', 'Second shop']) ids.push((await call(c, 'request_purchase', { merchant, amountMinor: '100', reason: 'Supplies' })).purchaseRequest.id);
+  } finally {
+    stopped = null;
+  }
+  const first = await call(c, 'list_purchases', { limit: 1 });
+  t.deepEqual(first.purchases.map((p: any) => p.id), [ids[1]]);
+  const position = JSON.parse(Buffer.from(first.nextCursor, 'base64url').toString('utf8'));
+  t.regex(position.id, /[a-f]/); // a hex letter to write in upper case
+  const upper = forged({ t: position.t, id: position.id.toUpperCase() });
+  t.deepEqual((await call(c, 'list_purchases', { cursor: upper })).purchases.map((p: any) => p.id), [ids[0]]);
+  await c.close();
+});
+
+// A purchase requested before the position a client has reached, but committed after its first page (a slow
+// submission, another process whose clock is behind, or this one's stepped back): the keyset still lists every
+// purchase there was at the first page once, and the late one once, where its requestedAt places it.
+test.serial('paging across a clock stepped back: each purchase there was at the first page once; the late one by its requestedAt', async (t) => {
+  const conn = await connect(app, await setUpOrg(app, 'paging-step'), meta.clientId, { scope: 'purchase:read purchase:request' });
+  const c = await client(conn.access_token);
+  const buy = async (merchant: string) => (await call(c, 'request_purchase', { merchant, amountMinor: '100', reason: 'Supplies' })).purchaseRequest.id as string;
+  const there = [await buy('Shop A'), await buy('Shop B'), await buy('Shop C')];
+  const first = await call(c, 'list_purchases', { limit: 1 });
+  stopped = new Date(Date.now() - 60 * 60_000);
+  let late: string;
+  try {
+    late = await buy('Late shop');
+  } finally {
+    stopped = null;
+  }
+  const listed: string[] = first.purchases.map((p: any) => p.id);
+  for (let cursor = first.nextCursor; cursor !== null; ) {
+    const page = await call(c, 'list_purchases', { limit: 1, cursor });
+    listed.push(...page.purchases.map((p: any) => p.id));
+    cursor = page.nextCursor;
+  }
+  t.deepEqual(listed, [...there.reverse(), late]);
+  await c.close();
 });

@@ -237,6 +237,7 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
 
   const evil = await rpc(list, { authorization: `Bearer ${full.access_token}`, origin: 'https://evil.example' });
   t.is(evil.status, 403);
+  t.is((await evil.json()).error.code, 'origin_not_allowed');
   const own = await rpc(list, { authorization: `Bearer ${full.access_token}`, origin: app.url });
   t.is(own.status, 200);
   t.is((await own.json()).result.tools.length, 4);
@@ -250,6 +251,25 @@ test.serial('HTTP protections: 401 challenge, audience, Origin, stateless GET', 
   const root = await (await fetchJson(`${app.url}/.well-known/oauth-protected-resource`)).json();
   t.is(root.resource, app.url);
   t.deepEqual(root.authorization_servers, [app.url]);
+});
+
+test('an access token only counts in the Authorization header: in the query or the body it is not read (401, no error code)', async (t) => {
+  // The protected resource metadata says bearer_methods_supported ["header"]; RFC 6750 2.3's query form
+  // would put the token in logs and Referer headers (RFC 9700 4.3.2).
+  const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+  const inQuery = await fetchJson(`${app.url}/mcp?access_token=${full.access_token}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(list),
+  });
+  const inBody = await fetchJson(`${app.url}/mcp`, {
+    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json, text/event-stream' }, body: `access_token=${full.access_token}`,
+  });
+  for (const res of [inQuery, inBody]) {
+    t.is(res.status, 401);
+    t.regex(res.headers.get('www-authenticate') ?? '', /^Bearer scope="[^"]+", resource_metadata="[^"]+"$/, 'no error code: no credential was sent (RFC 6750 3.1)');
+  }
+  const v1 = await fetchJson(`${app.url}/v1/simulations/current-policies?access_token=${full.access_token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  t.is(v1.status, 401);
+  t.is((await v1.json()).error.code, 'unauthorized');
 });
 
 test('two Authorization lines are 401 invalid_token with the challenge, not served as the first one', async (t) => {

@@ -1,6 +1,7 @@
 // The authorization and token endpoints' refusals (docs/reference/contract.md §5.2; RFC 6749, 7636, 8707, 9207, 7009),
 // the sign-in and consent pages' protections, and the operator API for passwords and connections.
 import test from 'ava';
+import { createHash } from 'node:crypto';
 import type { TestApp } from '../helpers/app.ts';
 import { AUTHORIZATION_REQUEST_LIMIT } from '../../src/identity/oauth/registration.ts';
 import {
@@ -79,6 +80,14 @@ test('PKCE is required, S256 only; unknown scopes and response types are refused
   t.is(await errorOf({ response_type: null }), 'invalid_request');
 });
 
+test('error_description holds only the characters RFC 6749 allows, whatever the request sent', async (t) => {
+  // RFC 6749 4.1.2.1 and 5.2: %x20-21 / %x23-5B / %x5D-7E, so no quote, backslash, control or non-ASCII.
+  const res = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { scope: 'purchase:read "évil\\\u0007\u202e' }), { redirect: 'manual' });
+  const back = new URL(res.headers.get('location')!);
+  t.is(back.searchParams.get('error'), 'invalid_scope');
+  t.regex(back.searchParams.get('error_description')!, /^unknown scope [\x20\x21\x23-\x5b\x5d-\x7e]+$/);
+});
+
 test('an unregistered redirect_uri or a bad client_id is shown as a page, never redirected to', async (t) => {
   const evil = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { redirect_uri: 'https://evil.example/cb' }), { redirect: 'manual' });
   t.is(evil.status, 400);
@@ -120,6 +129,38 @@ test('an unregistered redirect_uri or a bad client_id is shown as a page, never 
   }
   t.true(meta.hits.includes('/moved.json'));
   t.false(meta.hits.includes('/redirect-target.json'), 'the redirect was not followed');
+});
+
+test('a loopback redirect URI matches on any port but is otherwise compared as written: no other spelling is redirected to', async (t) => {
+  // Registered: http://127.0.0.1/callback (RFC 8252 7.3: the port may change at run time, nothing else).
+  for (const uri of [
+    'http://127.0.0.1:5000/callback/', 'http://127.0.0.1:5000/Callback', 'http://127.0.0.1:5000/callback?x=1', 'http://127.0.0.1/callback?',
+    'http://127.0.0.1:5000/%63allback', 'http://127.0.0.1:5000/./callback', 'http://127.0.0.1:5000//callback', 'http://127.0.0.1:5000/callback#x',
+    'http://localhost:5000/callback', 'https://127.0.0.1:5000/callback', 'HTTP://127.0.0.1/callback', 'http://127.0.0.1./callback',
+    'http://127.0.0.1:80/callback', 'http://[::ffff:127.0.0.1]/callback', 'http://0x7f.0.0.1/callback', 'http://127.0.0.1:5000@evil.example/callback',
+  ]) {
+    const res = await fetchJson(authorizeUrl(app, meta.clientId, pkce(), { redirect_uri: uri, response_type: 'token' }), { redirect: 'manual' });
+    t.is(res.status, 400, uri);
+    t.is(res.headers.get('location'), null, uri);
+  }
+});
+
+test('the code_verifier is 43 to 128 unreserved characters (RFC 7636 4.1), even when it hashes to the challenge', async (t) => {
+  const attempt = async (verifier: string) => {
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const { code } = await codeFor({ code_challenge: challenge });
+    return exchange(code, verifier);
+  };
+  for (const verifier of ['a'.repeat(42), 'a'.repeat(129), `${'a'.repeat(42)}+`, `${'a'.repeat(42)}/`, `${'a'.repeat(42)} `]) {
+    const res = await attempt(verifier);
+    t.is(res.status, 400, JSON.stringify(verifier));
+    t.is((await res.json()).error, 'invalid_grant');
+  }
+  for (const verifier of ['a'.repeat(43), `${'A-._~z9'.repeat(18)}AB`]) t.is((await attempt(verifier)).status, 200, `${verifier.length} characters`);
+  const { code, verifier } = await codeFor();
+  const missing = await exchange(code, '');
+  t.deepEqual(await missing.json(), { error: 'invalid_request', error_description: 'code_verifier is required (PKCE)' });
+  t.is((await exchange(code, verifier)).status, 200, 'refusals do not use the code up');
 });
 
 // ---- sign-in and consent pages ---------------------------------------------------------------

@@ -218,6 +218,16 @@ test('a burst beyond the per-address limit is 429 with Retry-After; the caller c
   t.is((await register(goodMetadata, { 'x-forwarded-for': '198.51.100.9' })).status, 201, 'another address is not affected');
 });
 
+test('over IPv6 the per-address limit counts a /64: the addresses of one network share it', async (t) => {
+  // One subscriber or host holds at least a /64 (RFC 6177) and may send from any of its 2^64 addresses.
+  const from = (i: number) => ({ 'x-forwarded-for': `2001:db8:7:7::${(i + 1).toString(16)}` });
+  const statuses = [];
+  for (let i = 0; i < REGISTRATION_LIMIT; i++) statuses.push((await register(goodMetadata, from(i))).status);
+  t.deepEqual(statuses, Array(REGISTRATION_LIMIT).fill(201));
+  t.is((await register(goodMetadata, { 'x-forwarded-for': '2001:db8:7:7:ffff:ffff:ffff:ffff' })).status, 429, 'another address of that /64');
+  t.is((await register(goodMetadata, { 'x-forwarded-for': '2001:db8:7:8::1' })).status, 201, 'the next /64 is another network');
+});
+
 test.serial('a registration nobody connected with expires after a day; the operator lists and revokes registrations', async (t) => {
   const unused = await (await register({ ...goodMetadata, client_name: 'Never Used' })).json();
   const used = await (await register({ ...goodMetadata, client_name: 'Used Once' })).json();

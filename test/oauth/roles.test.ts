@@ -97,6 +97,24 @@ test('an approver made a viewer no longer requests purchases through their conne
   t.is((await app.request('/v1/purchase-requests', { key: again.access_token, body: purchase })).status, 201);
 });
 
+test('a refresh that would leave the access token no scope is refused, and the refresh token still works once its grantor is an approver again', async (t) => {
+  const org = await orgWith(['approver']);
+  const tokens = await connect(app, org, meta.clientId, { scope: 'purchase:request' });
+  const handle = org.email.split('@')[1].split('.')[0];
+  await applyManifest(app, manifest(handle, ['viewer']));
+  // An empty `scope` is no scope value at all (RFC 6749 3.3), and a token that can do nothing is no grant.
+  const refused = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId });
+  t.is(refused.status, 400);
+  t.is((await refused.json()).error, 'invalid_grant');
+  const narrowed = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId, scope: 'purchase:request' });
+  t.is((await narrowed.json()).error, 'invalid_scope', 'a scope asked for that cannot be granted now (RFC 6749 5.2)');
+
+  await applyManifest(app, manifest(handle, ['approver']));
+  const again = await tokenForm(app, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: meta.clientId });
+  t.is(again.status, 200, 'the refused refresh did not use the token up');
+  t.is((await again.json()).scope, 'purchase:request');
+});
+
 test('the dashboard lists the scopes a connection can use now: requesting purchases is gone while its grantor is no approver', async (t) => {
   const org = await orgWith(['approver', 'admin']);
   await connect(app, org, meta.clientId);

@@ -72,6 +72,16 @@ test('failures from one address on either page count together, and block that ad
   t.is((await oauthSignIn(app, clientId, email, PASSWORD, '203.0.113.8')).status, 303, 'other addresses are not affected');
 });
 
+test('over IPv6 the address throttle counts a /64, so a caller cannot step to the next address of its network', async (t) => {
+  const { app, clientId, email } = await setUp(t);
+  for (let i = 0; i < MAX_FAILURES_PER_ADDRESS; i++) {
+    t.is((await oauthSignIn(app, clientId, `guess${i}@acme.example`, 'wrong password', `2001:db8:9:9::${(i + 1).toString(16)}`)).status, 401);
+  }
+  t.is((await oauthSignIn(app, clientId, email, PASSWORD, '2001:db8:9:9:abcd::1')).status, 429);
+  t.is((await (await openDashboardSignIn(app)).submit(email, PASSWORD, '2001:db8:9:9::ffff')).status, 429, 'on the dashboard too');
+  t.is((await oauthSignIn(app, clientId, email, PASSWORD, '2001:db8:9:a::1')).status, 303, 'another network is not affected');
+});
+
 test('under the default configuration (as `npm start` runs) a spoofed X-Forwarded-For does not reset the per-address throttle', async (t) => {
   // No TRUST_PROXY at all: the default must not let a client that reaches the service directly write
   // the address the throttle counts, or each guess could claim a fresh one.

@@ -14,6 +14,7 @@ import { authorizationResponseUrl } from '../../src/identity/oauth/authorize.ts'
 import { escapeHtml } from '../../src/identity/oauth/pages.ts';
 import { sdkIssues } from '../../src/mcp/tools.ts';
 import { validateRegistration } from '../../src/identity/oauth/registration.ts';
+import { addressBucket } from '../../src/http/client-address.ts';
 
 test('credentials: prefix, 32 random bytes, digest lookup', (t) => {
   for (const prefix of [ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, CODE_PREFIX] as const) {
@@ -60,11 +61,28 @@ test('redirect URIs on the person\'s machine: localhost and names under it, 127.
 });
 
 test('redirect URIs: a non-loopback URI matches only itself (property)', (t) => {
+  // The requested URI is the registered one or a near miss of it: two unrelated URLs never match
+  // under any rule, so they would not test which differences the match tolerates.
+  const nearMisses: ((u: string) => string)[] = [
+    (u) => u,
+    (u) => (u.endsWith('/') ? u.slice(0, -1) : `${u}/`),
+    (u) => u.toUpperCase(),
+    (u) => u.replace('https://', 'HTTPS://'),
+    (u) => u.replace('https://', 'http://'),
+    (u) => `${u}${u.includes('?') ? '&' : '?'}x=1`,
+    (u) => `${u}#f`,
+    (u) => u.replace('https://', 'https://user@'),
+    (u) => u.replace(/^(https:\/\/[^/?#]+)/, '$1:443'),
+    (u) => u.replace(/^(https:\/\/[^/?#]+)/, '$1.'),
+    (u) => u.replace(/^(https:\/\/[^/?#]+)/, '$1/.'),
+  ];
+  const registered = fc.webUrl({ validSchemes: ['https'], withQueryParameters: true }).filter((u) => !isLocalRedirect(u));
   fc.assert(
-    fc.property(fc.webUrl({ validSchemes: ['https'] }), fc.webUrl({ validSchemes: ['https', 'http'] }), (a, b) => {
-      if (redirectUriMatches(a, b)) return a === b;
-      return true;
+    fc.property(registered, fc.constantFrom(...nearMisses), (a, miss) => {
+      const b = miss(a);
+      return redirectUriMatches(b, a) === (a === b);
     }),
+    { numRuns: 500 },
   );
   fc.assert(
     fc.property(fc.integer({ min: 1, max: 65535 }), fc.integer({ min: 1, max: 65535 }), fc.webPath(), (p1, p2, path) => {
@@ -225,4 +243,14 @@ test('registration metadata: public clients, code flow grants, names cleaned, un
     t.false(r.ok, JSON.stringify(bad));
     if (!r.ok) t.is(r.error, 'invalid_client_metadata', JSON.stringify(bad));
   }
+});
+
+test('per-address limits count an IPv4 address (mapped or not) as itself and an IPv6 address by its /64', (t) => {
+  t.is(addressBucket('203.0.113.7'), '203.0.113.7');
+  t.is(addressBucket('::ffff:203.0.113.7'), '203.0.113.7', 'IPv4-mapped: the IPv4 address, not the /64 every mapped address shares');
+  t.not(addressBucket('::ffff:203.0.113.7'), addressBucket('::ffff:203.0.113.8'));
+  t.is(addressBucket('2001:db8::1'), '2001:db8::/64');
+  t.is(addressBucket('2001:0DB8:0000:0000:ffff:1:2:3'), '2001:db8::/64', 'any spelling, any address of the network');
+  t.not(addressBucket('2001:db8:0:1::1'), addressBucket('2001:db8::1'));
+  t.is(addressBucket('not an address'), 'not an address');
 });

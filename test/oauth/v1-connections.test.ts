@@ -163,6 +163,8 @@ test('a connection revoked by an operator is refused on the next call', async (t
   const res = await app.request('/v1/simulations/current-policies', { key: doomed.access_token, body: purchase });
   t.is(res.status, 403);
   t.is(res.body.error.code, 'connection_unauthorized');
+  // The status is the contract's (§5.3); the challenge still says the token no longer works (RFC 6750 3).
+  t.is(res.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
   const mcp = await mcpList(doomed.access_token);
   t.is(mcp.status, 401);
   t.is(mcp.body.error.code, 'invalid_token');

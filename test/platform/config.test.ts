@@ -79,3 +79,13 @@ test('ADMIN_TOKEN and METRICS_TOKEN are one printable ASCII word: a token no cli
     t.notThrows(() => config({ [name]: `${long}!#$%&'*+./:;<=>?@[]^_\`{|}~` }));
   }
 });
+
+test('WEBHOOK_UNSAFE_ALLOW_LOCAL is allowed only where NODE_ENV names development, so a misspelt production is not left open', (t) => {
+  t.true(config({ WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' }).webhookUnsafeAllowLocal);
+  t.true(config({ WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', NODE_ENV: 'development' }).webhookUnsafeAllowLocal);
+  t.true(config({ WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', NODE_ENV: 'test' }).webhookUnsafeAllowLocal);
+  for (const nodeEnv of ['production', 'prod', 'staging', 'Production']) {
+    t.throws(() => config({ WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', NODE_ENV: nodeEnv }), { instanceOf: ConfigError, message: /WEBHOOK_UNSAFE_ALLOW_LOCAL is allowed only when NODE_ENV is unset, development or test/ }, nodeEnv);
+    t.false(config({ NODE_ENV: nodeEnv }).webhookUnsafeAllowLocal, nodeEnv);
+  }
+});

@@ -62,3 +62,18 @@ test.serial('a range bound finer than a millisecond keeps out exactly the purcha
   t.is(await evaluated('2026-05-05T10:00:00.000Z', '2026-05-05T10:00:00.0010Z'), 1);
   t.is(await evaluated('2026-05-05T09:30:00Z', '2026-05-05T10:00:00.000000Z'), 0);
 });
+
+test.serial('a range bound an offset carries out of the years 0000-9999 is refused, as the answer could not write it as a Timestamp', async (t) => {
+  const replay = (from: string, to: string) => app.request('/v1/simulations/replay', { key: org.keys['org-key'], body: { policyVersionId: draftId, from, to } });
+  const late = await replay('9999-12-31T00:00:00Z', '9999-12-31T23:00:00-12:00');
+  t.is(late.status, 400, late.text);
+  t.deepEqual(late.body.error.issues.map((i: { path: string; code: string }) => `${i.path}:${i.code}`), ['to:INVALID_TIMESTAMP']);
+  const early = await replay('0000-01-01T00:00:00+05:00', '0000-01-02T00:00:00Z');
+  t.is(early.status, 400, early.text);
+  t.deepEqual(early.body.error.issues.map((i: { path: string; code: string }) => `${i.path}:${i.code}`), ['from:INVALID_TIMESTAMP']);
+  // The years' own ends are instants like any other.
+  const ends = await replay('9999-12-30T00:00:00Z', '9999-12-31T23:59:59.999Z');
+  t.is(ends.status, 200, ends.text);
+  t.like(ends.body.replay, { from: '9999-12-30T00:00:00.000Z', to: '9999-12-31T23:59:59.999Z' });
+  t.is((await replay('0000-01-01T00:00:00Z', '0000-01-02T00:00:00+01:00')).status, 200);
+});

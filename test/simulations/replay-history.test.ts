@@ -157,3 +157,29 @@ test.serial('a replay of an active version over its own period changes nothing a
     t.like(res.body.summary, { evaluated: 2, changed: 0 }, `${handle}: ${JSON.stringify(res.body.changes)}`);
   }
 });
+
+test.serial('a replay of an active version over its own period changes nothing after the organisation changed time zone', async (t) => {
+  const office = { rules: [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000' }], merchants: [], activate: true };
+  const inZone = (timezone: string) => {
+    const m = manifest('replay-zone', [office]);
+    return { ...m, organization: { ...m.organization, timezone } };
+  };
+  at('2026-09-01', '06:00');
+  const org = await applyManifest(app, inZone('UTC'));
+  // Two days in UTC, one day in Berlin (UTC+2 in September): each purchase alone in its day's budget.
+  at('2026-09-01', '23:00');
+  t.like(await buy(org, 'Paper Co', 600), { outcome: 'APPROVED' });
+  at('2026-09-02', '01:00');
+  t.like(await buy(org, 'Paper Co', 600), { outcome: 'APPROVED' });
+  at('2026-09-02', '12:00');
+  await applyManifest(app, inZone('Europe/Berlin'));
+  // Two days in Berlin, one day in UTC.
+  at('2026-09-04', '21:30');
+  t.like(await buy(org, 'Paper Co', 600), { outcome: 'APPROVED' });
+  at('2026-09-04', '22:30');
+  t.like(await buy(org, 'Paper Co', 600), { outcome: 'APPROVED' });
+  at('2026-09-05', '12:00');
+  const res = await replay(org, '2026-09-01T00:00:00.000Z', '2026-09-05T00:00:00.000Z');
+  t.is(res.status, 200, res.text);
+  t.like(res.body.summary, { evaluated: 4, changed: 0 }, JSON.stringify(res.body.changes));
+});

@@ -156,6 +156,7 @@ test.serial('a version never in shadow reports nothing; another organisation\'s 
   t.like(never.body, { shadow: { shadow: false, startedAt: null }, summary: { evaluated: 0, changed: 0 }, changes: [], hasMore: false });
   t.is((await report('?limit=abc')).status, 400);
   t.is((await report('?cursor=!!')).status, 400);
+  t.is((await report('?cursor=')).body.error?.issues[0].code, 'INVALID_CURSOR'); // as MCP's cursor ""
   // A position after every change lists none; a year past 9999 is no position a change has (compared as text, it
   // sorted before them all and listed every change).
   const at = (time: string) => Buffer.from(JSON.stringify({ v: 1, t: time, id: draftId })).toString('base64url');
@@ -206,5 +207,13 @@ test('a replay above REPLAY_INLINE_LIMIT runs as a job with progress, and report
   t.true(inline.body.summary.changed > 0);
   t.deepEqual(jobChanges, inline.body.changes);
   const other = await applyManifest(app, manifest('replay-job-other', [{ rules: V1_RULES, merchants: [], activate: true }]));
-  t.is((await app.request(`/v1/simulations/replay/${queued.body.replay.id}`, { key: other.keys['org-key'] })).status, 404);
+  // Another organisation's replay is not found, word for word as one that never was.
+  const foreign = await app.request(`/v1/simulations/replay/${queued.body.replay.id}`, { key: other.keys['org-key'] });
+  const unknown = await app.request('/v1/simulations/replay/0190c4d0-0000-7000-8000-000000000000', { key: other.keys['org-key'] });
+  t.is(foreign.status, 404);
+  t.deepEqual(foreign.body, unknown.body);
+  const foreignShadow = await app.request(`/v1/policies/${o.policies.office.id}/versions/${draft}/shadow`, { key: other.keys['org-key'] });
+  const unknownShadow = await app.request(`/v1/policies/${o.policies.office.id}/versions/0190c4d0-0000-7000-8000-000000000000/shadow`, { key: other.keys['org-key'] });
+  t.is(foreignShadow.status, 404);
+  t.deepEqual(foreignShadow.body, unknownShadow.body);
 });

@@ -1,8 +1,9 @@
 // A current-policies simulation answers what a submission of the same purchase at the same moment decides
 // (docs/reference/contract.md §4.3, §2.7): the same agent status, policies in force, budget windows (with
 // what earlier purchases spent or hold), time zone, period boundaries and currency rules. Property-based:
-// random organisations, policies and purchases, each purchase simulated and then submitted at the same
-// instant, through the real HTTP surface.
+// random organisations, policies, zones and purchases, each purchase simulated and then submitted at the same
+// instant, through the real HTTP surface: the same outcome, reason codes, explanation, rule evaluations and
+// policy versions, and budget windows that the decision left as the simulation projected them.
 import test from 'ava';
 import fc from 'fast-check';
 import { ruleArbitrary } from '../helpers/arbitraries.ts';
@@ -52,6 +53,8 @@ const step = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('answer' as const), answer: fc.constantFrom('APPROVE', 'REJECT') }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('policy' as const), index: fc.nat(2), policy }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('agent' as const), agent: fc.nat(2), status: fc.constantFrom('ENABLED', 'DISABLED') }) },
+  // A change of zone moves the periods' bounds under the windows already open.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('zone' as const), timezone: fc.constantFrom(...ZONES) }) },
 );
 
 const scenario = fc.record({
@@ -70,7 +73,7 @@ test('a simulation decides as the submission made at the same instant', async (t
     fc.asyncProperty(scenario, async (s) => {
       const handle = `prop-${++orgs}`;
       const manifest = (policies: typeof s.policies) => ({
-        organization: { handle, name: 'Property Co', currency: s.currency, timezone: s.timezone, approvalTtl: 'PT12H' },
+        organization: { handle, name: 'Property Co', currency: s.currency, timezone: zone, approvalTtl: 'PT12H' },
         people: [{ handle: 'ana', name: 'Ana', email: `ana@${handle}.example` }],
         agents: s.agentStatuses.map((status, i) => ({ handle: `a${i}`, name: `Agent ${i}`, status })),
         policies: policies.map((p, i) => ({
@@ -86,6 +89,7 @@ test('a simulation decides as the submission made at the same instant', async (t
         apiKeys: [...s.agentStatuses.map((_, i) => ({ handle: `k${i}`, agent: `a${i}` })), { handle: 'org' }],
       });
       const policies = [...s.policies];
+      let zone = s.timezone;
       const org = await applyManifest(app, manifest(policies));
       const pending: string[] = [];
       for (const st of s.steps) {
@@ -94,8 +98,9 @@ test('a simulation decides as the submission made at the same instant', async (t
           if (id) await app.admin(`/admin/purchase-requests/${id}/answer`, { body: { answer: st.answer, person: 'ana' } });
           continue;
         }
-        if (st.kind === 'policy') {
-          policies[st.index % policies.length] = st.policy;
+        if (st.kind === 'policy' || st.kind === 'zone') {
+          if (st.kind === 'policy') policies[st.index % policies.length] = st.policy;
+          else zone = st.timezone;
           const res = await app.admin('/admin/manifests', { body: manifest(policies) });
           if (res.status !== 200) throw new Error(res.text);
           continue;
@@ -106,15 +111,39 @@ test('a simulation decides as the submission made at the same instant', async (t
         }
         clock += st.advanceMinutes * 60_000;
         const body = { merchant: st.merchant, amountMinor: String(st.amount), reason: 'property', ...(st.currency ? { currency: st.currency } : {}) };
-        const sim = st.viaOrgKey
-          ? await app.request('/v1/simulations/current-policies', { key: org.keys.org, body: { ...body, agentId: org.agents[`a${st.agent}`].id } })
-          : await app.request('/v1/simulations/current-policies', { key: org.keys[`k${st.agent}`], body });
+        const simulate = () =>
+          st.viaOrgKey
+            ? app.request('/v1/simulations/current-policies', { key: org.keys.org, body: { ...body, agentId: org.agents[`a${st.agent}`].id } })
+            : app.request('/v1/simulations/current-policies', { key: org.keys[`k${st.agent}`], body });
+        const sim = await simulate();
         const real = await app.request('/v1/purchase-requests', { key: org.keys[`k${st.agent}`], body });
         if (sim.status !== 200 || real.status !== 201) throw new Error(`simulation ${sim.status} ${sim.text}; submission ${real.status} ${real.text}`);
-        const simulated = { outcome: sim.body.simulatedDecision.outcome, reasonCodes: sim.body.simulatedDecision.reasonCodes };
-        const decided = { outcome: real.body.decision.outcome, reasonCodes: real.body.decision.reasonCodes };
+        const simulated = {
+          outcome: sim.body.simulatedDecision.outcome,
+          reasonCodes: sim.body.simulatedDecision.reasonCodes,
+          explanation: sim.body.simulatedDecision.explanation,
+          ruleEvaluations: sim.body.ruleEvaluations,
+          policyVersions: sim.body.policiesConsidered.map((p: any) => ({ policyVersionId: p.policyVersionId, applicabilityReason: p.applicabilityReason })),
+        };
+        const decided = {
+          outcome: real.body.decision.outcome,
+          reasonCodes: real.body.decision.reasonCodes,
+          explanation: real.body.decision.explanation,
+          ruleEvaluations: real.body.ruleEvaluations,
+          policyVersions: real.body.policyVersions,
+        };
         if (JSON.stringify(simulated) !== JSON.stringify(decided)) {
-          throw new Error(`at ${new Date(clock).toISOString()} in ${s.timezone}: simulated ${JSON.stringify(simulated)}, decided ${JSON.stringify(decided)}`);
+          throw new Error(`at ${new Date(clock).toISOString()} in ${zone}: simulated ${JSON.stringify(simulated)}, decided ${JSON.stringify(decided)}`);
+        }
+        // The simulation's windows are the ones the decision read and wrote: simulated again, each shows what
+        // the decision left in it (the projection when it approved or held, the same use when it refused).
+        const after = await simulate();
+        const used = (b: any) => BigInt(b.current.openingBalanceMinor) + BigInt(b.current.reservedMinor);
+        const windowOf = (b: any) => `${b.policyVersionId}:${b.currency}:${b.periodKind}:${b.periodKey}`;
+        const expected = sim.body.budgets.map((b: any) => `${windowOf(b)}=${decided.outcome === 'REJECTED' ? used(b) : b.simulated.projectedMinor}`);
+        const seenAfter = after.body.budgets.map((b: any) => `${windowOf(b)}=${used(b)}`);
+        if (JSON.stringify(seenAfter) !== JSON.stringify(expected)) {
+          throw new Error(`at ${new Date(clock).toISOString()}: after ${decided.outcome}, windows ${JSON.stringify(seenAfter)}, expected ${JSON.stringify(expected)}`);
         }
         const k = `${decided.outcome}:${decided.reasonCodes.join('+')}`;
         seen[k] = (seen[k] ?? 0) + 1;

@@ -169,6 +169,12 @@ test('authentication: a wrong password is AuthenticationFailed; without credenti
   const refused = await code(anonymous.db('x').collection('c').findOne({}));
   t.is(refused.code, 13);
   t.is(refused.codeName, 'Unauthorized');
+  // As mongod 8: its whatsmyuri needs no privilege but does need a user (Command::requiresAuth is left true,
+  // "any authenticated user may call"), unlike ping, hello and buildInfo.
+  t.is((await code(anonymous.db('admin').command({ whatsmyuri: 1 }))).code, 13);
+  t.is((await anonymous.db('admin').command({ buildInfo: 1 })).ok, 1);
+  const service = await client(t, wire.serviceUrl(dbName()));
+  t.regex((await service.db('admin').command({ whatsmyuri: 1 })).you, /^127\.0\.0\.1:\d+$/);
 });
 
 test('the analyst lists, finds, counts, distincts and aggregates a read model, and is refused every write with Unauthorized (13)', async (t) => {

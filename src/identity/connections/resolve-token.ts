@@ -7,7 +7,7 @@
 import { lastUseIsStale, type Collections } from '../../store/collections.ts';
 import type { StoreDb } from '../../store/store.ts';
 import type { Principal, TokenResolver } from '../auth.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError, REFUSED_BEARER_CHALLENGE } from '../../http/errors.ts';
 import { ACCESS_TOKEN_PREFIX, credentialDigest, hasShape } from '../oauth/credentials.ts';
 import { oauthCollections } from '../oauth/documents.ts';
 import { connectionsCollection } from './documents.ts';
@@ -16,10 +16,13 @@ import { grantableScopes } from '../oauth/scopes.ts';
 export type ConnectionPrincipal = Extract<Principal, { kind: 'CONNECTION' }>;
 
 export const invalidToken = (headers?: Record<string, string>) =>
-  new ApiError(401, 'invalid_token', 'The access token is not valid or has expired.', undefined, headers ?? { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+  new ApiError(401, 'invalid_token', 'The access token is not valid or has expired.', undefined, headers ?? { 'WWW-Authenticate': REFUSED_BEARER_CHALLENGE });
 
+/** 403 is the contract's (§5.3); the challenge says the token no longer enables access (RFC 6750 3: MUST be sent). */
 export const connectionUnauthorized = () =>
-  new ApiError(403, 'connection_unauthorized', 'This connection has been revoked or its agent is no longer enabled.');
+  new ApiError(403, 'connection_unauthorized', 'This connection has been revoked or its agent is no longer enabled.', undefined, {
+    'WWW-Authenticate': REFUSED_BEARER_CHALLENGE,
+  });
 
 export interface ResolvedToken {
   principal: ConnectionPrincipal;

@@ -77,6 +77,12 @@ export async function checkAuthorizationRequest(
   return { kind: 'ok', request: { client, redirectUri: requested, state, codeChallenge: challenge, resource, scopes: scopes.scopes } };
 }
 
+/**
+ * RFC 6749 4.1.2.1 and 5.2: error_description holds only %x20-21 / %x23-5B / %x5D-7E. A description
+ * naming what the request sent (an unknown scope) could hold anything else; it becomes `?`.
+ */
+export const errorDescription = (text: string) => text.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, '?');
+
 /** The redirect back to the client, with `iss` always (RFC 9207 2) and `state` when sent. */
 export function authorizationResponseUrl(redirectUri: string, params: Record<string, string | null>, issuer: string): string {
   const url = new URL(redirectUri);

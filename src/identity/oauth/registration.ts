@@ -15,7 +15,7 @@
 //      whose host vouches for them; an anonymous registration could claim any scheme.)
 //   4. Nothing registered is verified: the consent page says the name is the application's own claim.
 //   5. A registration nobody ever connected with expires (TTL index on expiresAt) after a day.
-//   6. Per source address, at most REGISTRATION_LIMIT attempts per window (countAttempt).
+//   6. Per source address (an IPv6 one by its /64), at most REGISTRATION_LIMIT attempts per window (countAttempt).
 import type { Config } from '../../config.ts';
 import type { Store, StoreDb } from '../../store/store.ts';
 import { isUuid, newId } from '../../ids.ts';
@@ -27,6 +27,7 @@ import { oauthCollections, type RegisteredClientDoc } from './documents.ts';
 import { registeredClientIdPrefix } from './issuer.ts';
 import { isLoopbackRedirect, redirectUriCharacterProblem } from './redirect-uri.ts';
 import { isScope } from './scopes.ts';
+import { addressBucket } from '../../http/client-address.ts';
 
 export const REGISTRATION_MAX_BYTES = 8 * 1024;
 export const REGISTRATION_TTL_MS = 24 * 60 * 60 * 1000;
@@ -153,7 +154,7 @@ export async function registerClient(db: StoreDb, input: RegistrationInput, now:
 export async function countAttempt(db: StoreDb, kind: keyof typeof LIMITS, address: string, now: Date): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
   const start = Math.floor(now.getTime() / ATTEMPT_WINDOW_MS) * ATTEMPT_WINDOW_MS;
   const counted = await oauthCollections(db).registrationWindows.findOneAndUpdate(
-    { _id: `${kind} ${address} ${start}` },
+    { _id: `${kind} ${addressBucket(address)} ${start}` },
     { $inc: { count: 1 }, $setOnInsert: { expiresAt: new Date(start + ATTEMPT_WINDOW_MS) } },
     { upsert: true, returnDocument: 'after' },
   );

@@ -12,7 +12,7 @@ import type Router from '@koa/router';
 import { newRouter } from '../../http/router.ts';
 import type { Context } from 'koa';
 import type { AppDeps } from '../../app-deps.ts';
-import { connectableAgents, approveAuthorization, authorizationResponseUrl, checkAuthorizationRequest } from './authorize.ts';
+import { connectableAgents, approveAuthorization, authorizationResponseUrl, checkAuthorizationRequest, errorDescription } from './authorize.ts';
 import { bindBrowser, randomToken, requestBelongsHere, REQUEST_TTL_MS } from './browser.ts';
 import { credentialDigest } from './credentials.ts';
 import { oauthCollections, type AuthorizationRequestDoc } from './documents.ts';
@@ -86,7 +86,7 @@ export function oauthRoutes(deps: AppDeps): Router {
     const check = await checkAuthorizationRequest(queryParams(ctx), mcpResourceOf(deps.config), { allowLocal: deps.config.webhookUnsafeAllowLocal }, resolveClient);
     if (check.kind === 'page') return page(ctx, 400, errorPage(check.heading, check.message));
     if (check.kind === 'redirect') {
-      const back = authorizationResponseUrl(check.redirectUri, { error: check.error, error_description: check.description, state: check.state }, issuerOf(deps.config));
+      const back = authorizationResponseUrl(check.redirectUri, { error: check.error, error_description: errorDescription(check.description), state: check.state }, issuerOf(deps.config));
       if (isWebRedirect(check.redirectUri)) {
         return page(ctx, 400, errorPage('This connection request is not valid', `The application sent a request this service cannot accept: ${check.description}.`, { href: back, host: redirectHostOf(check.redirectUri) }));
       }
@@ -236,7 +236,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       return;
     }
     ctx.status = outcome.status;
-    ctx.body = { error: outcome.error, error_description: outcome.description };
+    ctx.body = { error: outcome.error, error_description: errorDescription(outcome.description) };
   });
 
   router.post('/oauth/revoke', async (ctx) => {
@@ -248,7 +248,7 @@ export function oauthRoutes(deps: AppDeps): Router {
       return;
     }
     ctx.status = outcome.status;
-    ctx.body = { error: outcome.error, error_description: outcome.description };
+    ctx.body = { error: outcome.error, error_description: errorDescription(outcome.description) };
   });
 
   return router;

@@ -190,14 +190,20 @@ async function refresh(deps: AppDeps, form: Form, clientId: string): Promise<Tok
     if (typeof connection === 'string') return invalidGrant(connection);
     // RFC 6749 6: a refresh may narrow the scopes, never widen them.
     if (narrowed && !narrowed.every((s) => found.scopes.includes(s))) return failure('invalid_scope', 'a refresh cannot add scopes');
-    const consumed = await o.refreshTokens.updateOne({ _id: digest, consumedAt: null }, { $set: { consumedAt: now } }, { session });
-    // Another request rotated it at the same moment: retry, and the retry sees the reuse.
-    if (consumed.matchedCount !== 1) throw new VersionConflict(`refresh token ${digest.slice(0, 8)}`);
     // RFC 6749 6: the new refresh token has exactly the scopes of the one presented; only the access token is narrowed,
     // also to what the person who granted it may grant now (a call would be held to that anyway: resolve-token.ts),
     // so that `scope` says what the token can do. A person made approver again gets purchase:request back.
     const grantor = await deps.collections.people.findOne({ _id: connection.personId, organizationId: connection.organizationId }, { session });
     const access = grantableScopes(grantor ?? { roles: [] }, narrowed ?? found.scopes);
+    // Nothing left (RFC 6749 3.3 has no empty scope): refused before the token is used up, as for a disabled agent;
+    // invalid_scope when the client narrowed to what cannot be granted now (RFC 6749 5.2).
+    if (access.length === 0) {
+      const why = 'the person who approved this connection may no longer grant purchase:request';
+      return narrowed ? failure('invalid_scope', why) : invalidGrant(why);
+    }
+    const consumed = await o.refreshTokens.updateOne({ _id: digest, consumedAt: null }, { $set: { consumedAt: now } }, { session });
+    // Another request rotated it at the same moment: retry, and the retry sees the reuse.
+    if (consumed.matchedCount !== 1) throw new VersionConflict(`refresh token ${digest.slice(0, 8)}`);
     return { ok: true, body: await issueTokens(deps.store.db, session, connection, clientId, { access, refresh: found.scopes }, found.resource, now) };
   });
 }

@@ -1,7 +1,7 @@
 // Checking a person's email and password (the manifest's email, the scrypt hash set through the
 // operator API) for both pages that ask for them: the dashboard's sign-in and the OAuth sign-in of an
 // authorization request. Both go through one throttle, so a guess counts the same wherever it is sent:
-// failed attempts are counted per account (email) and per address (client IP) in 15-minute windows
+// failed attempts are counted per account (email) and per address (client IP, an IPv6 one by its /64) in 15-minute windows
 // (a window starts at the first attempt counted in it); past the limit, attempts are refused without
 // checking the password until the window ends, so guessing is slow whichever of the two an attacker
 // varies, and whichever page.
@@ -22,6 +22,7 @@ import { dashboardCollections, type SignInThrottleDoc } from '../sessions/docume
 import { burnPasswordCheck, verifyPassword } from './password.ts';
 import type { PersonDoc } from '../../store/collections.ts';
 import { isDuplicateKeyError, type StoreCollection } from '../../store/store.ts';
+import { addressBucket } from '../../http/client-address.ts';
 
 export const THROTTLE_WINDOW_MS = 15 * 60 * 1000;
 export const MAX_FAILURES_PER_ACCOUNT = 5;
@@ -31,7 +32,7 @@ export type SignInResult = { ok: true; person: PersonDoc } | { ok: false; reason
 
 type Throttle = StoreCollection<SignInThrottleDoc>;
 
-const keysOf = (email: string, address: string) => ({ account: `account:${email}`, address: `address:${address}` });
+const keysOf = (email: string, address: string) => ({ account: `account:${email}`, address: `address:${addressBucket(address)}` });
 
 /** Counts one attempt in the counter's current window (starting one if there is none); returns that window, this attempt included. */
 async function countAttempt(throttle: Throttle, id: string, now: Date): Promise<SignInThrottleDoc> {
