@@ -105,7 +105,7 @@ test('the service refuses WEB_CONCURRENCY above 1 on an in-memory embedded datab
     (err: { code: number; stderr: string }) => err,
   );
   t.truthy(error, 'it started');
-  t.is(error!.code, 2);
+  t.is(error!.code, 2, error!.stderr);
   t.regex(error!.stderr, /WEB_CONCURRENCY=2 needs a store the web processes share: a DATA_DIR on disk/);
 });
 
