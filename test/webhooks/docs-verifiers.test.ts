@@ -2,7 +2,8 @@
 // against real deliveries to a real HTTPS receiver: the Node function imported from the page's `js`
 // block, the Python one run by python3 from its `python` block. Both must accept what the service
 // sends, refuse it altered, refuse it outside the 300 s tolerance, and follow a rotation as
-// docs/reference/contract.md §6.4 and §8 give it: both secrets for 24 hours, then only the new one.
+// docs/reference/contract.md §6.4 and §8 give it: both secrets for 24 hours, then only the new one. And
+// what the receiver got is what schemas/openapi.json documents for its type, body and headers.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { createTestPki, startReceiver, type Receiver, type RecordedRequest, type TestPki } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import { startChildService, waitFor, type ChildService } from './fixtures/child-service.ts';
+import { checkDelivery } from '../helpers/contract.ts';
 
 const page = readFileSync(new URL('../../docs/integrate/webhooks.md', import.meta.url), 'utf8');
 const block = (lang: string): string => {
@@ -99,5 +101,31 @@ test.serial('the documented verifiers, as printed, accept real deliveries, refus
   for (const [name, verify] of Object.entries(verifiers)) {
     t.false(verify(after.body, after.headers, first, serviceNow()), `${name}: the old secret past 24 h`);
     t.true(verify(after.body, after.headers, second, serviceNow()), `${name}: the new secret past 24 h`);
+  }
+});
+
+test.serial('every purchase event as a receiver gets it is the documented body and headers, amounts as strings of minor units', async (t) => {
+  const o = await applyManifest(api, acmeManifest('docs-envelopes'));
+  const admin = o.keys['admin-key'];
+  const types = ['purchase.approved', 'purchase.rejected', 'purchase.approval_required'];
+  const created = await api.request('/v1/webhooks', { key: admin, body: { url: `${receiver.origin}/envelopes`, subscribedTypes: types } });
+  t.is(created.status, 201, created.text);
+  const before = receiver.requests.length;
+  for (const amountMinor of ['1200', '99999999', '25000']) {
+    const res = await api.request('/v1/purchase-requests', { key: o.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'envelopes' } });
+    t.is(res.status, 201, res.text);
+  }
+  t.is((await api.request(`/v1/webhooks/${created.body.id}/test`, { key: admin, method: 'POST' })).status, 202);
+  const got = await waitFor('four deliveries', () => receiver.requests.length >= before + 4 && receiver.requests.slice(before));
+  const byType = new Map(got.map((r) => [JSON.parse(r.body.toString()).type as string, r]));
+  t.deepEqual([...byType.keys()].sort(), [...types, 'webhook.test'].sort());
+  for (const r of got) t.notThrows(() => checkDelivery(r.headers, r.body));
+  // The check is not a rubber stamp: an amount as a number, or a header missing, is refused.
+  const approved = JSON.parse(byType.get('purchase.approved')!.body.toString());
+  t.throws(() => checkDelivery(byType.get('purchase.approved')!.headers, Buffer.from(JSON.stringify({ ...approved, data: { ...approved.data, amountMinor: 1200 } }))));
+  t.throws(() => checkDelivery({ ...byType.get('purchase.approved')!.headers, 'service-webhook-attempt': undefined }, byType.get('purchase.approved')!.body));
+  for (const type of types) {
+    const { data } = JSON.parse(byType.get(type)!.body.toString());
+    t.true(typeof data.amountMinor === 'string' && ['1200', '99999999', '25000'].includes(data.amountMinor), type);
   }
 });
