@@ -6,7 +6,7 @@
 // Idempotency-Key (a committed one replays, one that never committed is made now). Then: every purchase
 // is delivered, under one event id whatever the retries and replays, and nothing is delivered for a
 // purchase that does not exist.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { createTestPki, startReceiver } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
@@ -25,25 +25,35 @@ async function submit(svc: ServiceProcess, key: string, i: number): Promise<{ st
   return { status: res.status, body: await res.json() };
 }
 
-test('SIGKILL between commit and send: every committed event is delivered once under one id, no event of an uncommitted transaction ever', async (t) => {
+/** A real HTTPS receiver answering 200, and the env of a service that trusts it and may deliver to localhost. */
+async function receiverAndEnv(t: ExecutionContext, extra: Record<string, string> = {}) {
   const pki = await createTestPki();
   const receiver = await startReceiver({ ...pki.trusted, responses: [{ status: 200 }] });
   t.teardown(async () => {
     await receiver.close();
     await pki.cleanup();
   });
-  const dataDir = tempDataDir(t);
-  const env = { NODE_ENV: 'test', NODE_EXTRA_CA_CERTS: pki.caPath, WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex') };
-  let svc = await startService(t, dataDir, env);
+  const env = { NODE_ENV: 'test', NODE_EXTRA_CA_CERTS: pki.caPath, WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex'), ...extra };
+  return { receiver, env };
+}
+
+/** An organisation on `svc` with one endpoint at `origin` subscribed to purchase.approved. */
+async function organisationWithEndpoint(svc: ServiceProcess, handle: string, origin: string) {
   const admin = async (path: string, o: { body?: unknown } = {}) => {
     const res = await svc.admin(path, o.body);
     return { ...res, text: JSON.stringify(res.body), headers: new Headers() };
   };
-  const o = await applyManifest({ admin } as never, acmeManifest('outbox-crash'));
-  const buyer = o.keys['buyer-key'];
-  const created = await svc.request('/v1/webhooks', { key: o.keys['admin-key'], body: { url: `${receiver.origin}/hooks`, subscribedTypes: ['purchase.approved'] } });
-  t.is(created.status, 201);
-  const webhookId: string = created.body.id;
+  const o = await applyManifest({ admin } as never, acmeManifest(handle));
+  const created = await svc.request('/v1/webhooks', { key: o.keys['admin-key'], body: { url: `${origin}/hooks`, subscribedTypes: ['purchase.approved'] } });
+  if (created.status !== 201) throw new Error(JSON.stringify(created.body));
+  return { admin: o.keys['admin-key'], buyer: o.keys['buyer-key'], webhookId: created.body.id as string };
+}
+
+test('SIGKILL between commit and send: every committed event is delivered once under one id, no event of an uncommitted transaction ever', async (t) => {
+  const { receiver, env } = await receiverAndEnv(t);
+  const dataDir = tempDataDir(t);
+  let svc = await startService(t, dataDir, env);
+  const { admin, buyer, webhookId } = await organisationWithEndpoint(svc, 'outbox-crash', receiver.origin);
 
   let acknowledged = 0;
   const first = await Promise.all(
@@ -68,7 +78,7 @@ test('SIGKILL between commit and send: every committed event is delivered once u
   for (const r of first) if (r?.status === 201) t.true(ids.has(r.body.purchaseRequest.id), 'a purchase acknowledged before the crash replays as itself');
 
   const items = await waitFor('every purchase delivered', async () => {
-    const list = await svc.request(`/v1/webhooks/${webhookId}/deliveries?limit=100`, { key: o.keys['admin-key'] });
+    const list = await svc.request(`/v1/webhooks/${webhookId}/deliveries?limit=100`, { key: admin });
     const all = list.body.items as Array<{ status: string; eventId: string }>;
     return all.filter((d) => d.status === 'DELIVERED').length >= N && all;
   }, 60_000);
@@ -90,22 +100,10 @@ test('a burst to one endpoint is taken up as attempts end, not one poll of the j
   // JOBS_PROCESS_EVERY at its longest: only what this process schedules for itself can run meanwhile. The
   // endpoint's cap lets 2 of the 12 go at once; the other 10 must follow as those attempts end
   // (docs/integrate/webhooks.md, "Jobs"), not at the next poll an hour later.
-  const pki = await createTestPki();
-  const receiver = await startReceiver({ ...pki.trusted, responses: [{ status: 200 }] });
-  t.teardown(async () => {
-    await receiver.close();
-    await pki.cleanup();
-  });
-  const env = { NODE_ENV: 'test', NODE_EXTRA_CA_CERTS: pki.caPath, WEBHOOK_UNSAFE_ALLOW_LOCAL: '1', WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex'), JOBS_PROCESS_EVERY: '60 minutes' };
+  const { receiver, env } = await receiverAndEnv(t, { JOBS_PROCESS_EVERY: '60 minutes' });
   const svc = await startService(t, tempDataDir(t), env);
-  const admin = async (path: string, o: { body?: unknown } = {}) => {
-    const res = await svc.admin(path, o.body);
-    return { ...res, text: JSON.stringify(res.body), headers: new Headers() };
-  };
-  const o = await applyManifest({ admin } as never, acmeManifest('burst'));
-  const created = await svc.request('/v1/webhooks', { key: o.keys['admin-key'], body: { url: `${receiver.origin}/hooks`, subscribedTypes: ['purchase.approved'] } });
-  t.is(created.status, 201);
-  const queued = await Promise.all(Array.from({ length: 12 }, () => svc.request(`/v1/webhooks/${created.body.id}/test`, { key: o.keys['admin-key'], method: 'POST' })));
+  const { admin, webhookId } = await organisationWithEndpoint(svc, 'burst', receiver.origin);
+  const queued = await Promise.all(Array.from({ length: 12 }, () => svc.request(`/v1/webhooks/${webhookId}/test`, { key: admin, method: 'POST' })));
   t.true(queued.every((r) => r.status === 202));
   await waitFor('all 12 delivered', () => receiver.requests.length >= 12);
   t.is(new Set(receiver.requests.map((r) => r.headers['service-webhook-id'])).size, 12);
