@@ -5,10 +5,12 @@
 // commit; the service is started again on the same data and every purchase is submitted again with its
 // Idempotency-Key (a committed one replays, one that never committed is made now). Then: every purchase
 // is delivered, under one event id whatever the retries and replays, and nothing is delivered for a
-// purchase that does not exist.
+// purchase that does not exist. A SIGKILL while an attempt waits for its answer: the restarted service
+// sends the same bytes under the same id again once the dead process's lease runs out. And a burst to
+// one endpoint is delivered as attempts end, not one job poll at a time.
 import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
-import { createTestPki, startReceiver } from '../helpers/https-receiver.ts';
+import { createTestPki, startReceiver, type ProgrammedResponse } from '../helpers/https-receiver.ts';
 import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import { startService, tempDataDir, type ServiceProcess } from '../helpers/service-process.ts';
 import { waitFor } from './fixtures/child-service.ts';
@@ -25,10 +27,10 @@ async function submit(svc: ServiceProcess, key: string, i: number): Promise<{ st
   return { status: res.status, body: await res.json() };
 }
 
-/** A real HTTPS receiver answering 200, and the env of a service that trusts it and may deliver to localhost. */
-async function receiverAndEnv(t: ExecutionContext, extra: Record<string, string> = {}) {
+/** A real HTTPS receiver (answering 200 unless told), and the env of a service that trusts it and may deliver to localhost. */
+async function receiverAndEnv(t: ExecutionContext, extra: Record<string, string> = {}, responses: ProgrammedResponse[] = [{ status: 200 }]) {
   const pki = await createTestPki();
-  const receiver = await startReceiver({ ...pki.trusted, responses: [{ status: 200 }] });
+  const receiver = await startReceiver({ ...pki.trusted, responses });
   t.teardown(async () => {
     await receiver.close();
     await pki.cleanup();
@@ -107,4 +109,26 @@ test('a burst to one endpoint is taken up as attempts end, not one poll of the j
   t.true(queued.every((r) => r.status === 202));
   await waitFor('all 12 delivered', () => receiver.requests.length >= 12);
   t.is(new Set(receiver.requests.map((r) => r.headers['service-webhook-id'])).size, 12);
+});
+
+test('SIGKILL while an attempt waits for the receiver: after the restart the same event is sent again, same id and bytes, and recorded once', async (t) => {
+  t.timeout(240_000); // the dead process's lease and job lock run out after about a minute
+  const { receiver, env } = await receiverAndEnv(t, {}, [{ status: 0, hang: true }, { status: 200 }]);
+  const dataDir = tempDataDir(t);
+  let svc = await startService(t, dataDir, env);
+  const { admin, buyer, webhookId } = await organisationWithEndpoint(svc, 'in-flight', receiver.origin);
+  t.is((await submit(svc, buyer, 0)).status, 201);
+  await waitFor('the attempt in flight', () => receiver.requests.length === 1);
+  await svc.stop('SIGKILL');
+
+  svc = await startService(t, dataDir, env);
+  const [d] = await waitFor('the delivery recorded', async () => {
+    const items = (await svc.request(`/v1/webhooks/${webhookId}/deliveries`, { key: admin })).body.items;
+    return items[0]?.status === 'DELIVERED' && items;
+  }, 200_000);
+  const [first, again] = receiver.requests;
+  t.is(receiver.requests.length, 2);
+  t.true(again.body.equals(first.body));
+  t.is(again.headers['service-webhook-id'], first.headers['service-webhook-id']);
+  t.like(d, { eventId: first.headers['service-webhook-id'], attemptCount: 1, lastStatusCode: 200 });
 });
