@@ -40,6 +40,11 @@ export interface Capability {
   readonly defineJobs?: (agenda: Agenda, deps: AppDeps) => void;
   /** Declares its recurring jobs (from the job runner only, docs/internals/design.md §8). */
   readonly scheduleJobs?: (agenda: Agenda, options: WorkerOptions) => Promise<void>;
+  /**
+   * Called as the process stops, before the jobs in hand are drained: ends their slow work (a request
+   * to another server) at once, leaving it to be done again by the next worker.
+   */
+  readonly stopping?: (deps: AppDeps) => void;
   /** The collections it writes that none of its indexes names (all are created at start). */
   readonly collections?: readonly string[];
   readonly indexes?: readonly IndexSpec[];

@@ -21,6 +21,8 @@ export const approvals: Capability = {
     { collection: 'approvals', keys: { state: 1, expiresAt: 1 } },
     { collection: 'approvals', keys: { agentId: 1, state: 1 } },
     { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1 } },
+    // A purchase's approval (its dashboard page): otherwise a scan of the organisation's approvals.
+    { collection: 'approvals', keys: { purchaseId: 1 } },
     // The email sweep: approvals of the last day whose first email was never started.
     { collection: 'approvals', keys: { state: 1, createdAt: 1 } },
     { collection: APPROVAL_NOTICES, keys: { next: 1, dueAt: 1 } },

@@ -7,6 +7,7 @@
 // retries left (src/approvals/notices.ts: idempotent per approval, person and message).
 import { exponential, type Agenda } from 'agenda';
 import type { AppDeps } from '../app-deps.ts';
+import { defineJob } from '../jobs/agenda.ts';
 import { EXPIRE_APPROVAL } from '../purchases/handler.ts';
 import { expireApproval, expireDueApprovals, finishInterruptedArchives } from './close.ts';
 import { NOTIFY_APPROVAL, sendDueNotice, sendDueNotices } from './notices.ts';
@@ -16,17 +17,18 @@ export const EXPIRE_DUE_APPROVALS = 'approvals.expire-due';
 export const NOTIFY_DUE_APPROVALS = 'approvals.notify-due';
 
 export function defineApprovalJobs(agenda: Agenda, deps: AppDeps): void {
-  agenda.define(EXPIRE_APPROVAL, async (job) => {
+  defineJob(agenda, EXPIRE_APPROVAL, async (job) => {
     const { approvalId } = job.attrs.data as { approvalId: string };
     await expireApproval(deps, approvalId);
   });
-  agenda.define(EXPIRE_DUE_APPROVALS, async () => {
+  defineJob(agenda, EXPIRE_DUE_APPROVALS, async () => {
     const count = await expireDueApprovals(deps);
     if (count > 0) deps.log.info('expired overdue approvals', { count });
     const cancelled = await finishInterruptedArchives(deps);
     if (cancelled > 0) deps.log.info('cancelled pending approvals of archived agents', { count: cancelled });
   });
-  agenda.define(
+  defineJob(
+    agenda,
     NOTIFY_APPROVAL,
     async (job) => {
       const { approvalId } = job.attrs.data as { approvalId: string };
@@ -35,7 +37,7 @@ export function defineApprovalJobs(agenda: Agenda, deps: AppDeps): void {
     // A relay that failed is tried again after about 1, 2, 4, 8 and 16 seconds; after that the sweep.
     { backoff: exponential({ delay: 1000, factor: 2, maxRetries: 5, jitter: 0.2 }) },
   );
-  agenda.define(NOTIFY_DUE_APPROVALS, async () => {
+  defineJob(agenda, NOTIFY_DUE_APPROVALS, async () => {
     const count = await sendDueNotices(deps);
     if (count > 0) deps.log.info('sent overdue approval emails', { count });
   });

@@ -63,10 +63,11 @@ const loneSurrogate = (path: string, what: 'text' | 'name'): ErrorIssue => ({
 /** The media type without parameters, lower-cased (RFC 9110 8.3.1: media types are case-insensitive). */
 export const mediaType = (ctx: Context): string => ctx.request.type.trim().toLowerCase();
 
-const isJson = (ctx: Context) => {
-  const type = mediaType(ctx);
-  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
-};
+/** The JSON media types koa-body is asked to read. */
+export const JSON_TYPES = ['application/json', 'application/*+json'];
+
+export const isJsonType = (type: string) => type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+const isJson = (ctx: Context) => isJsonType(mediaType(ctx));
 
 const unsupportedMediaType = () => new ApiError(415, 'unsupported_media_type', 'Send the body as Content-Type: application/json.');
 
@@ -99,21 +100,26 @@ export function parseBodyJson(text: string, wholeBody: WholeBody = 'body'): unkn
   }
 }
 
-const hasBody = (ctx: Context) => {
+export const hasBody = (ctx: Context) => {
   const length = ctx.get('content-length');
   return (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
 };
 
+const tooLarge = (what: string, limit: number) => new ApiError(413, 'payload_too_large', `${what} is larger than ${limit} bytes.`);
+
 /**
- * Parses a JSON body. With `optional`, an absent body is allowed (rotate-secret) and yields undefined;
- * a body that is present must still be JSON. `wholeBody` is the path of issues about the body as a whole.
+ * A body's text as the one reader of bodies reads it: koa-body, decoding its Content-Encoding (gzip,
+ * deflate, br; an unknown one is 415) and counting `limit` on the decoded bytes, so a small compressed
+ * body that inflates past it is 413 once that much is read. The text is UTF-8, strictly. Undefined when
+ * the media type is none of `textTypes` (koa-body leaves such a body unread). `what` names the body in
+ * refusals.
  */
-export function jsonBody(limit: number, { optional = false, wholeBody = 'body' }: { optional?: boolean; wholeBody?: WholeBody } = {}) {
+export function bodyText(limit: number, textTypes: string[], what: string) {
   const parse = koaBody({
     json: false,
     urlencoded: false,
     text: true,
-    textTypes: ['application/json', 'application/*+json'],
+    textTypes,
     encoding: 'latin1',
     multipart: false,
     textLimit: limit,
@@ -123,6 +129,34 @@ export function jsonBody(limit: number, { optional = false, wholeBody = 'body' }
       throw err;
     },
   });
+  return async (ctx: Context): Promise<string | undefined> => {
+    const declared = Number(ctx.get('content-length') || '0');
+    if (declared > limit) throw tooLarge(what, limit);
+    // Content codings are case-insensitive (RFC 9110 8.4.1); the decompressing reader compares them as written.
+    const encoding = ctx.get('content-encoding').trim().toLowerCase();
+    if (encoding !== '') ctx.req.headers['content-encoding'] = encoding;
+    try {
+      await parse(ctx, async () => {});
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      if (status === 413) throw tooLarge(what, limit);
+      // An unknown Content-Encoding (RFC 9110 15.5.16).
+      if (status === 415) throw new ApiError(415, 'unsupported_media_type', 'Send the body without Content-Encoding, or with gzip, deflate or br.');
+      // Bytes that are not what their Content-Encoding says, or a body cut short.
+      throw new ApiError(400, 'malformed_json', encoding === '' || encoding === 'identity' ? `${what} could not be read.` : `${what} could not be decoded as ${encoding}.`);
+    }
+    if (typeof ctx.request.body !== 'string') return undefined;
+    // koa-body read the bytes as latin1: one character per byte, so nothing is lost on the way back.
+    return utf8Text(Buffer.from(ctx.request.body, 'latin1'), what);
+  };
+}
+
+/**
+ * Parses a JSON body. With `optional`, an absent body is allowed (rotate-secret) and yields undefined;
+ * a body that is present must still be JSON. `wholeBody` is the path of issues about the body as a whole.
+ */
+export function jsonBody(limit: number, { optional = false, wholeBody = 'body' }: { optional?: boolean; wholeBody?: WholeBody } = {}) {
+  const read = bodyText(limit, JSON_TYPES, 'The request body');
   return async (ctx: Context, next: Next) => {
     if (optional && !hasBody(ctx)) {
       ctx.state.body = undefined;
@@ -131,25 +165,11 @@ export function jsonBody(limit: number, { optional = false, wholeBody = 'body' }
     if (!isJson(ctx)) {
       throw unsupportedMediaType();
     }
-    const declared = Number(ctx.get('content-length') || '0');
-    if (declared > limit) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
-    // Content codings are case-insensitive (RFC 9110 8.4.1); the decompressing reader compares them as written.
-    const encoding = ctx.get('content-encoding');
-    if (encoding !== '') ctx.req.headers['content-encoding'] = encoding.trim().toLowerCase();
-    try {
-      await parse(ctx, async () => {});
-    } catch (err) {
-      const status = (err as { status?: number }).status;
-      if (status === 413) throw new ApiError(413, 'payload_too_large', `The request body is larger than ${limit} bytes.`);
-      // An unknown Content-Encoding (RFC 9110 15.5.16).
-      if (status === 415) throw new ApiError(415, 'unsupported_media_type', 'Send the body without Content-Encoding, or with gzip, deflate or br.');
-      throw new ApiError(400, 'malformed_json', 'The request body is not valid JSON.');
-    }
+    const text = await read(ctx);
     // koa-body reads only a media type it can parse: `application/*+json` passes isJson but is none,
     // and its body, left unread, is not an empty one.
-    if (typeof ctx.request.body !== 'string' && hasBody(ctx)) throw unsupportedMediaType();
-    // koa-body read the bytes as latin1: one character per byte, so nothing is lost on the way back.
-    const raw = utf8Text(Buffer.from(typeof ctx.request.body === 'string' ? ctx.request.body : '', 'latin1'));
+    if (text === undefined && hasBody(ctx)) throw unsupportedMediaType();
+    const raw = text ?? '';
     if (raw.trim() === '') {
       if (optional) {
         ctx.state.body = undefined;

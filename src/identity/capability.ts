@@ -15,6 +15,9 @@ export const identity: Capability = {
     // Connections (OAuth 2.0 and MCP)
     { collection: 'connections', keys: { organizationId: 1, createdAt: -1 } },
     { collection: 'connections', keys: { clientId: 1 } },
+    // A new password ends what the old one opened (src/identity/people/set-password.ts): found by person.
+    { collection: 'connections', keys: { personId: 1 } },
+    { collection: 'oauth_authorization_requests', keys: { personId: 1 } },
     { collection: 'oauth_authorization_requests', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     { collection: 'oauth_codes', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     { collection: 'oauth_access_tokens', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
@@ -26,6 +29,7 @@ export const identity: Capability = {
     { collection: 'oauth_registration_windows', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     // The people's sign-in sessions and failed sign-in counters (src/identity/sessions/documents.ts)
     { collection: 'dashboard_sessions', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
+    { collection: 'dashboard_sessions', keys: { personId: 1 } },
     { collection: 'dashboard_sign_in_throttle', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   ],
 };

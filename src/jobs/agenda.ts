@@ -1,7 +1,7 @@
 // Agenda 6 on our own store connection (docs/internals/design.md §8): connect the store first, then create Agenda
 // and await `ready`. MongoBackend reuses the connection and leaves it open on stop. On the embedded
 // engine `store.db.raw` offers the same Db surface, so the same code runs on both.
-import { Agenda, InMemoryNotificationChannel } from 'agenda';
+import { Agenda, InMemoryNotificationChannel, type Job } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
 import { isDuplicateKeyError, type Store } from '../store/store.ts';
 
@@ -28,6 +28,31 @@ export async function createAgenda(store: Store, options: JobsOptions = {}): Pro
   });
   await agenda.ready;
   return agenda;
+}
+
+/**
+ * agenda.define, with the job's lock kept while it runs (touched every third of its lifetime). Agenda 6
+ * cancels a job its worker has not touched within the lock lifetime, and any worker may then lock the
+ * same job again and run it beside the first: a replay over a long range, or a sweep through a backlog,
+ * runs longer than the lifetime. The last touch ends before the handler's result is recorded.
+ */
+export function defineJob<DATA = unknown>(agenda: Agenda, name: string, handler: (job: Job<DATA>) => Promise<void>, options?: Parameters<Agenda['define']>[2]): void {
+  agenda.define<DATA>(
+    name,
+    async (job) => {
+      let touching = Promise.resolve();
+      const timer = setInterval(() => {
+        touching = touching.then(() => job.touch()).catch(() => undefined);
+      }, agenda.definitions[name].lockLifetime / 3);
+      try {
+        await handler(job);
+      } finally {
+        clearInterval(timer);
+        await touching;
+      }
+    },
+    options,
+  );
 }
 
 /**

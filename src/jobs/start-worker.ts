@@ -11,7 +11,9 @@ export async function startWorker(deps: AppDeps, agenda: Agenda, capabilities: r
   await agenda.start();
   deps.log.info('jobs started');
   return async () => {
-    // Finish the jobs in hand (bounded), then release whatever is left for another worker.
+    // Finish the jobs in hand (bounded), then release whatever is left for another worker. Their slow
+    // work (a webhook attempt) is abandoned first, to be done again, so the drain waits only for the store.
+    for (const capability of capabilities) capability.stopping?.(deps);
     const { timedOut, running } = await drain(agenda, 15_000);
     // timedOut: the drain gave up, and `running` jobs were cut off (their locks run out, they run again).
     deps.log.info('jobs stopped', { timedOut, running });

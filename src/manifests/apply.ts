@@ -3,7 +3,7 @@
 // asked; keys are issued once and their secret appears only in this call's result.
 import { createHash } from 'node:crypto';
 import { DEFAULT_ROLES, type Manifest, type ManifestPolicy } from '../../schemas/manifest.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
 import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
@@ -13,10 +13,10 @@ import { changeAgentStatus, finishAgentStatusChange } from '../agents/change-sta
 import { runCommand } from '../commands/run-command.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
-import type { AgentDoc, Collections, MerchantEntryDoc, PolicyDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
+import type { AgentDoc, Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
 import { checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
-import { quorumWarnings, type PolicyIssue } from '../policies/check-version.ts';
+import { checkVersion, type PolicyIssue, type VersionContent } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
 
 
@@ -28,17 +28,12 @@ export interface ApplyResult {
   apiKeys: Record<string, { id: string; prefix: string; key?: string }>;
   /** False when everything already was as the manifest says: nothing was written (no version, key, event or stamp). */
   changed: boolean;
-  /** What is applied but looks wrong (PolicyIssue, as `validate` reports them): today a quorum no approvers can meet. */
+  /** What is applied but looks wrong: each policy's warnings as `validate` reports them (checkVersion), at its manifest path. */
   warnings: PolicyIssue[];
 }
 
-interface VersionContent {
-  currencies: string[];
-  rules: Omit<RuleDoc, 'id'>[];
-  merchants: Omit<MerchantEntryDoc, 'id'>[];
-}
-
-function versionContent(p: ManifestPolicy): VersionContent {
+/** A manifest policy's version as it would be stored (ids aside). */
+export function versionContent(p: Pick<ManifestPolicy, 'currencies' | 'rules' | 'merchants'>): VersionContent {
   return {
     currencies: [...p.currencies],
     rules: p.rules.map((r) => ({
@@ -80,6 +75,11 @@ function storedContentHash(v: PolicyVersionDoc): string {
   });
 }
 
+const NOT_APPLIED = 'The manifest is not valid; nothing was applied.';
+
+/** A version's issue or warning (path relative to the version) at its place in the manifest: `policies.N.rules.M`. */
+const atPolicy = (index: number) => (issue: PolicyIssue): ErrorIssue => ({ ...issue, path: issue.path ? `policies.${index}.${issue.path}` : `policies.${index}` });
+
 export async function applyManifest(deps: AppDeps, input: unknown): Promise<ApplyResult> {
   const c = deps.collections;
   const handle = (input as Manifest)?.organization?.handle;
@@ -93,7 +93,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     new Map(keys.map((k) => [k.handle, k.agentId === null ? null : (agentHandles.get(k.agentId) ?? k.agentId)])),
     new Set(keys.filter((k) => k.revokedAt).map((k) => k.handle)),
   );
-  if (issues.length > 0) throw invalidRequest(issues, 'The manifest is not valid; nothing was applied.');
+  if (issues.length > 0) throw invalidRequest(issues, NOT_APPLIED);
   const manifest = input as Manifest;
   const now = deps.now();
 
@@ -120,9 +120,12 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     }
     result.organization.id = orgId;
     if (orgFields.status === 'SUSPENDED') await endOrganizationSessions(deps.store.db, orgId, session);
+    // Each kind read once, not once per item: a manifest of thousands would make as many round trips in this transaction.
+    const byHandle = <T extends { handle: string }>(docs: T[]) => new Map(docs.map((d) => [d.handle, d]));
 
+    const people = byHandle(await c.people.find({ organizationId: orgId }, { session }).toArray());
     for (const p of manifest.people ?? []) {
-      const existing = await c.people.findOne({ organizationId: orgId, handle: p.handle }, { session });
+      const existing = people.get(p.handle);
       const fields = { name: p.name, email: p.email.toLowerCase(), roles: [...(p.roles ?? DEFAULT_ROLES)] };
       // Roles are a set, as a policy's agents are: in another order they are no change.
       const storedRoles = existing?.roles;
@@ -137,10 +140,10 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       }
     }
 
-    const agentIds = new Map<string, string>();
-    for (const a of await c.agents.find({ organizationId: orgId }, { session }).toArray()) agentIds.set(a.handle, a._id);
+    const agents = byHandle(await c.agents.find({ organizationId: orgId }, { session }).toArray());
+    const agentIds = new Map([...agents].map(([handle, a]) => [handle, a._id]));
     for (const a of manifest.agents ?? []) {
-      const existing = await c.agents.findOne({ organizationId: orgId, handle: a.handle }, { session });
+      const existing = agents.get(a.handle);
       const fields = { name: a.name, description: a.description ?? null };
       if (existing) {
         if (changed(existing, fields)) await write(c.agents.updateOne({ _id: existing._id }, { $set: { ...fields, updatedAt: now } }, { session }));
@@ -156,20 +159,25 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       }
     }
 
-    for (const p of manifest.policies ?? []) {
-      const { view, touched } = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+    const unacceptable: ErrorIssue[] = [];
+    for (const [i, p] of (manifest.policies ?? []).entries()) {
+      const { view, touched, issues } = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
       if (touched) result.changed = true;
       result.policies[p.handle] = view;
+      unacceptable.push(...issues.map(atPolicy(i)));
     }
+    // Thrown inside the transaction: what was written before it (other policies, people, agents) is undone.
+    if (unacceptable.length > 0) throw invalidRequest(unacceptable, NOT_APPLIED);
 
+    const keys = byHandle(await c.apiKeys.find({ organizationId: orgId }, { session }).toArray());
     for (const [i, k] of (manifest.apiKeys ?? []).entries()) {
-      const existing = await c.apiKeys.findOne({ organizationId: orgId, handle: k.handle }, { session });
+      const existing = keys.get(k.handle);
       const agentId = k.agent ? agentIds.get(k.agent)! : null;
       const expiresAt = k.expiresAt ? new Date(k.expiresAt) : null;
       if (existing) {
         // Checked before (checkManifest); again here for a key issued since by another apply.
-        if (existing.agentId !== agentId) throw invalidRequest([keyBindingImmutable(i)], 'The manifest is not valid; nothing was applied.');
-        if (k.revoked === false && existing.revokedAt) throw invalidRequest([keyRevocationFinal(i)], 'The manifest is not valid; nothing was applied.');
+        if (existing.agentId !== agentId) throw invalidRequest([keyBindingImmutable(i)], NOT_APPLIED);
+        if (k.revoked === false && existing.revokedAt) throw invalidRequest([keyRevocationFinal(i)], NOT_APPLIED);
         const set: Record<string, unknown> = {};
         if ((existing.expiresAt?.getTime() ?? null) !== (expiresAt?.getTime() ?? null)) set.expiresAt = expiresAt;
         if (k.revoked && !existing.revokedAt) set.revokedAt = now;
@@ -191,7 +199,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   });
   for (const agent of changedAgents) await finishAgentStatusChange(deps, agent);
   const approvers = await approverCount(c.people, applied.organization.id);
-  (manifest.policies ?? []).forEach((p, i) => applied.warnings.push(...quorumWarnings(p.rules, approvers, `policies.${i}.rules`)));
+  (manifest.policies ?? []).forEach((p, i) => applied.warnings.push(...checkVersion(versionContent(p), approvers).warnings.map(atPolicy(i))));
   return applied;
 }
 
@@ -202,7 +210,7 @@ async function applyPolicy(
   p: ManifestPolicy,
   agentId: (handle: string) => string,
   now: Date,
-): Promise<{ view: ApplyResult['policies'][string]; touched: boolean }> {
+): Promise<{ view: ApplyResult['policies'][string]; touched: boolean; issues: PolicyIssue[] }> {
   const content = versionContent(p);
   const hash = contentHash(content);
   const activate = p.activate ?? true;
@@ -231,7 +239,8 @@ async function applyPolicy(
     touched = true;
   }
 
-  const versions = await c.policyVersions.find({ policyId: policy._id }, { session }).toArray();
+  // The active and the draft version, not every archived one (each with its rules and merchants).
+  const versions = await c.policyVersions.find({ policyId: policy._id, status: { $in: ['ACTIVE', 'DRAFT'] } }, { session }).toArray();
   const active = versions.find((v) => v.status === 'ACTIVE') ?? null;
   const draft = versions.find((v) => v.status === 'DRAFT') ?? null;
   const withIds = {
@@ -253,7 +262,8 @@ async function applyPolicy(
     target = { ...draft, ...withIds };
     touched = true;
   } else {
-    const versionNumber = versions.reduce((max, v) => Math.max(max, v.versionNumber), 0) + 1;
+    const [newest] = await c.policyVersions.find({ policyId: policy._id }, { session, projection: { versionNumber: 1 } }).sort({ versionNumber: -1 }).limit(1).toArray();
+    const versionNumber = (newest?.versionNumber ?? 0) + 1;
     target = { _id: newRandomId(), policyId: policy._id, organizationId, versionNumber, status: 'DRAFT', ...withIds, createdAt: now, activatedAt: null, archivedAt: null };
     await c.policyVersions.insertOne(target, { session });
     await c.policies.updateOne({ _id: policy._id }, { $set: { draftVersionId: target._id, updatedAt: now } }, { session });
@@ -261,6 +271,11 @@ async function applyPolicy(
     touched = true;
   }
 
+  // Activation runs validate's check (docs/reference/contract.md §4.9) on the manifest's content, whose rules are
+  // in the manifest's order (a stored draft of the same content may list them in another). A version already
+  // active is not activated again, so one activated with issues before this check existed goes on working.
+  const issues = target && activate ? checkVersion(content).issues : [];
+  if (issues.length > 0) return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched, issues };
   if (target && activate) {
     await activateVersion(c, session, policy, target, active, now);
     policy = { ...policy, activeVersionId: target._id, draftVersionId: null, updatedAt: now };
@@ -271,7 +286,7 @@ async function applyPolicy(
     touched = true;
   }
   if (touched) await projectPolicy(c, session, policy._id);
-  return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched };
+  return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched, issues };
 }
 
 /** ACTIVE is immutable and unique per policy (docs/reference/contract.md §3.2): the previous active version is archived. */

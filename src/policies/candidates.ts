@@ -15,7 +15,7 @@ const CACHE_LIMIT = 5000;
  * derives it from the label at read time instead of trusting the stored one (the engine's versions are
  * cached, so this runs once per version, not per purchase).
  */
-export function withCurrentKey<T extends MerchantEntry | PolicyVersionDoc['merchants'][number]>(m: T): T {
+export function withCurrentKey<T extends Pick<MerchantEntry, 'label' | 'merchantKey'>>(m: T): T {
   const key = merchantKey(m.label);
   return key === m.merchantKey ? m : { ...m, merchantKey: key };
 }

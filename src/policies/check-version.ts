@@ -1,6 +1,6 @@
 // Activation's own check of a policy version (docs/reference/contract.md §4.9), pure: issues make a version unacceptable,
 // warnings do not. The issue codes are listed in docs/integrate/rest-api.md.
-import type { PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
+import type { MerchantEntryDoc, PolicyVersionDoc, RuleDoc } from '../store/collections.ts';
 import { withCurrentKey } from './candidates.ts';
 
 export interface PolicyIssue {
@@ -9,26 +9,33 @@ export interface PolicyIssue {
   path?: string;
 }
 
+type Rule = Omit<RuleDoc, 'id'>;
+/** What the check reads of a version: a stored one, or the content a manifest is about to write (src/manifests/apply.ts). */
+export type VersionContent = Pick<PolicyVersionDoc, 'currencies'> & { rules: Rule[]; merchants: Omit<MerchantEntryDoc, 'id'>[] };
+
 /** Two rules can meet on one purchase when their currencies can be the same. */
-const overlap = (a: RuleDoc, b: RuleDoc) => a.currency === null || b.currency === null || a.currency === b.currency;
+const overlap = (a: Rule, b: Rule) => a.currency === null || b.currency === null || a.currency === b.currency;
 
 /** A rule asking more approvals than the organisation has approvers: what it escalates can only expire. */
-export function quorumWarnings(rules: ReadonlyArray<Pick<RuleDoc, 'effect' | 'approvalsRequired'>>, approvers: number, path = 'rules'): PolicyIssue[] {
+function quorumWarnings(rules: ReadonlyArray<Pick<RuleDoc, 'effect' | 'approvalsRequired'>>, approvers: number): PolicyIssue[] {
   const warnings: PolicyIssue[] = [];
   rules.forEach((rule, i) => {
     const required = rule.approvalsRequired ?? 1;
     if (rule.effect !== 'REQUIRE_APPROVAL' || required <= approvers) return;
     warnings.push({
       code: 'APPROVALS_REQUIRED_ABOVE_APPROVERS',
-      path: `${path}.${i}.approvalsRequired`,
+      path: `rules.${i}.approvalsRequired`,
       message: `The rule asks ${required} approver${required === 1 ? '' : 's'} and the organisation has ${approvers}: every purchase it sends to a person would expire unanswered.`,
     });
   });
   return warnings;
 }
 
-/** `approvers`: how many people of the organisation may approve (approverCount), for the quorum warning. */
-export function checkVersion(v: PolicyVersionDoc, approvers?: number): { issues: PolicyIssue[]; warnings: PolicyIssue[] } {
+/**
+ * Run by validate and by activation (a manifest's apply), so that validate's answer is the one activation keeps.
+ * `approvers`: how many people of the organisation may approve (approverCount), for the quorum warning.
+ */
+export function checkVersion(v: VersionContent, approvers?: number): { issues: PolicyIssue[]; warnings: PolicyIssue[] } {
   const issues: PolicyIssue[] = [];
   const warnings: PolicyIssue[] = [];
   const indexed = v.rules.map((rule, i) => ({ rule, path: `rules.${i}` }));
@@ -44,9 +51,9 @@ export function checkVersion(v: PolicyVersionDoc, approvers?: number): { issues:
   // first: the engine escalates an amount above the threshold and refuses one above the maximum
   // (src/engine/decide.ts, both `amount > limit`), and a refusal wins, so a threshold equal to the
   // maximum escalates nothing the maximum does not refuse.
-  const appliesIn = (rule: RuleDoc) => (rule.currency === null ? v.currencies : [rule.currency]);
-  const deadUnder = (t: RuleDoc, m: RuleDoc) => t.amountMinor >= m.amountMinor;
-  const refusedBelow = (t: RuleDoc, currency: string) => maxima.some(({ rule: m }) => (m.currency === null || m.currency === currency) && deadUnder(t, m));
+  const appliesIn = (rule: Rule) => (rule.currency === null ? v.currencies : [rule.currency]);
+  const deadUnder = (t: Rule, m: Rule) => t.amountMinor >= m.amountMinor;
+  const refusedBelow = (t: Rule, currency: string) => maxima.some(({ rule: m }) => (m.currency === null || m.currency === currency) && deadUnder(t, m));
   for (const t of thresholds) {
     if (!appliesIn(t.rule).every((currency) => refusedBelow(t.rule, currency))) continue;
     for (const m of maxima) {

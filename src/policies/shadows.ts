@@ -225,6 +225,35 @@ export function presentShadow(s: ShadowDoc | null, versionId: string) {
   };
 }
 
+/** The documents of an earlier lifetime deleted per transaction (a long lifetime leaves far more than one should write). */
+const CLEAR_BATCH = 500;
+
+/**
+ * Deletes a stopped shadow's changes and holds, a batch per transaction, before it starts again. Each batch
+ * writes the shadow's document too (its version): a start running alongside conflicts with it, so no batch
+ * deletes what a new lifetime has evaluated. A shadow running, never started, or of a version no longer a
+ * draft, is left alone.
+ */
+async function clearStoppedLifetime(deps: AppDeps, versionId: string): Promise<void> {
+  const db = deps.store.db;
+  // A first start (or one already running) has no earlier lifetime: no transaction for it.
+  if ((await db.collection<ShadowDoc>(SHADOWS).findOne({ _id: versionId, status: 'STOPPED' })) === null) return;
+  for (const [name, field] of [[SHADOW_DECISIONS, 'versionId'], [SHADOW_HOLDS, 'shadowId']] as const) {
+    const chunks = db.collection<{ _id: string }>(name);
+    for (let more = true; more; ) {
+      more = await runCommand(deps.store, async (session) => {
+        // A version no longer a draft is refused below, and keeps its last lifetime's report.
+        if ((await deps.collections.policyVersions.findOne({ _id: versionId }, { session }))?.status !== 'DRAFT') return false;
+        const fenced = await db.collection<ShadowDoc>(SHADOWS).updateOne({ _id: versionId, status: 'STOPPED' }, { $inc: { version: 1 } }, { session });
+        if (fenced.matchedCount === 0) return false;
+        const ids = (await chunks.find({ [field]: versionId }, { session, projection: { _id: 1 } }).limit(CLEAR_BATCH).toArray()).map((c) => c._id);
+        if (ids.length > 0) await chunks.deleteMany({ _id: { $in: ids } }, { session });
+        return ids.length === CLEAR_BATCH;
+      });
+    }
+  }
+}
+
 /**
  * Puts a DRAFT version in shadow (`shadow: true`) or takes it out (`false`). Starting one already running, or
  * stopping one not running, changes nothing. Starting again after a stop begins a new lifetime.
@@ -239,6 +268,7 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     const stopped = await shadows.findOneAndUpdate({ _id: versionId, status: 'RUNNING' }, { $set: { status: 'STOPPED', stoppedAt: now, stopReason: 'STOPPED' }, $inc: { version: 1 } }, { returnDocument: 'after' });
     return presentShadow(stopped ?? (await shadows.findOne({ _id: versionId })), versionId);
   }
+  await clearStoppedLifetime(deps, versionId);
   // In one transaction, at the versions read: of two starts at once one begins the lifetime and the other,
   // retried, finds it running (and its deletions cannot drop what the new lifetime already evaluated).
   // The version is a draft as the transaction reads it, and the policy is written: an activation of the
@@ -253,7 +283,8 @@ export async function setShadow(deps: AppDeps, versionId: string, shadow: boolea
     const stored = await shadows.findOne({ _id: versionId }, { session });
     if (stored?.status === 'RUNNING') return stored;
     await fencePolicy(deps.store.db, session, version.policyId);
-    // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped).
+    // The evaluations of an earlier lifetime are not this one's (nothing writes them once it stopped): cleared
+    // above, a batch at a time; here only what a shadow stopped since then left.
     await deps.store.db.collection(SHADOW_DECISIONS).deleteMany({ versionId }, { session });
     await deps.store.db.collection(SHADOW_HOLDS).deleteMany({ shadowId: versionId }, { session });
     // It evaluates the purchases whose receipts come after the organisation's last one now (those requested from now on).

@@ -9,7 +9,7 @@
 // stored, so that the JWKS keeps publishing it after it is replaced.
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { isDuplicateKeyError } from '../store/store.ts';
-import { bumpConfigStamp, viewIn } from '../cache/config-cache.ts';
+import { bumpConfigStamp, configView, viewIn } from '../cache/config-cache.ts';
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import type { Logger } from '../log.ts';
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '../webhooks/secrets.ts';
@@ -245,8 +245,16 @@ export async function currentSigningKey(db: StoreDb, session: StoreSession, sett
   });
 }
 
-/** GET /.well-known/jwks.json: the public half of every key the deployment vouches for, the one signing now first; never a private part. */
+/**
+ * GET /.well-known/jwks.json: the public half of every key the deployment vouches for, the one signing now
+ * first; never a private part. Opening a key decrypts it, so the list is cached at the configuration
+ * stamp, which every writer of signing keys bumps (createSigningKey, publishConfiguredKey): a key added,
+ * rotated in or given by DECISION_SIGNING_KEY, in any process on the store, is published at once.
+ */
 export async function publicKeys(db: StoreDb, settings: Pick<KeySettings, 'webhookEncryptionKey'>, log?: Pick<Logger, 'warn'>): Promise<{ keys: PublicJwk[] }> {
-  const keys = await storedKeys(db, sealingKey(settings.webhookEncryptionKey), log);
-  return { keys: keys.map((k) => ({ kty: 'OKP', crv: 'Ed25519', x: k.x, kid: k.kid, alg: 'EdDSA', use: 'sig' })) };
+  const view = await configView(db);
+  return view.get('receipts:jwks', async () => {
+    const keys = await storedKeys(db, sealingKey(settings.webhookEncryptionKey), log);
+    return { keys: keys.map((k): PublicJwk => Object.freeze({ kty: 'OKP', crv: 'Ed25519', x: k.x, kid: k.kid, alg: 'EdDSA', use: 'sig' })) };
+  });
 }

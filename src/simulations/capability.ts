@@ -2,7 +2,7 @@
 // the shadow's catch-up job, and the collections of replays and of shadow evaluations (none of which a
 // decision reads).
 import type { Capability } from '../capability.ts';
-import { every } from '../jobs/agenda.ts';
+import { defineJob, every } from '../jobs/agenda.ts';
 import { REPLAY_CHANGES, REPLAY_JOB, REPLAYS, runReplayJob } from './replay-run.ts';
 import { catchUpShadows, SHADOW_CATCH_UP } from './shadow.ts';
 import { SHADOW_DECISIONS, SHADOW_HOLDS, SHADOWS } from '../policies/shadows.ts';
@@ -10,12 +10,12 @@ import { SHADOW_DECISIONS, SHADOW_HOLDS, SHADOWS } from '../policies/shadows.ts'
 export const simulations: Capability = {
   name: 'simulations',
   defineJobs: (agenda, deps) => {
-    agenda.define(REPLAY_JOB, async (job) => {
+    defineJob(agenda, REPLAY_JOB, async (job) => {
       const { replayId } = job.attrs.data as { replayId: string };
       await runReplayJob(deps, replayId);
     });
     // Evaluates what shadows have left pending (a process stopped or killed before its drain ran): idempotent.
-    agenda.define(SHADOW_CATCH_UP, async () => {
+    defineJob(agenda, SHADOW_CATCH_UP, async () => {
       const count = await catchUpShadows(deps);
       if (count > 0) deps.log.info('shadows caught up', { count });
     });
@@ -31,6 +31,8 @@ export const simulations: Capability = {
     { collection: REPLAY_CHANGES, keys: { replayId: 1, requestedAt: 1, purchaseId: 1 } },
     { collection: SHADOW_DECISIONS, keys: { versionId: 1, fromKey: 1 } },
     { collection: SHADOWS, keys: { organizationId: 1, status: 1 } },
+    // The catch-up job's running shadows, of every organisation (partial: the stopped ones stay for their reports).
+    { collection: SHADOWS, keys: { status: 1 }, options: { partialFilterExpression: { status: 'RUNNING' } } },
     { collection: SHADOW_HOLDS, keys: { due: 1 } },
     { collection: SHADOW_HOLDS, keys: { shadowId: 1 } },
   ],

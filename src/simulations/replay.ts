@@ -33,7 +33,8 @@ export interface PolicyHistory {
 
 export async function loadHistory(deps: AppDeps, organizationId: string, target: PolicyVersionDoc): Promise<PolicyHistory> {
   const policies = await deps.collections.policies.find({ organizationId }).toArray();
-  const versions = await deps.collections.policyVersions.find({ organizationId, status: { $in: ['ACTIVE', 'ARCHIVED'] } }).toArray();
+  // By policy: policy_versions' index is { policyId, versionNumber } (by organisation, a collection scan).
+  const versions = await deps.collections.policyVersions.find({ policyId: { $in: policies.map((p) => p._id) }, status: { $in: ['ACTIVE', 'ARCHIVED'] } }).toArray();
   const versionsByPolicy = new Map<string, PolicyVersionDoc[]>();
   for (const v of versions) {
     if (v.activatedAt === null) continue;

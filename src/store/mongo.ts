@@ -1,5 +1,5 @@
 // The Store on the official MongoDB driver (docs/internals/design.md §2 and §8).
-import { MongoClient, type ClientSession, type Db, type Document, type MongoClientOptions, type TransactionOptions } from 'mongodb';
+import { MongoClient, type ClientSession, type Collection, type Db, type Document, type MongoClientOptions, type TransactionOptions } from 'mongodb';
 import { hasErrorLabel, type Store, type StoreCollection, type StoreDb, type StoreTransactionOptions } from './store.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -30,6 +30,29 @@ export function deadlineOptions(timeoutMs: number): MongoClientOptions {
   };
 }
 
+/** Where each read method takes its options. */
+const READ_OPTIONS_AT: Readonly<Record<string, number>> = { find: 1, findOne: 1, aggregate: 1, countDocuments: 1, distinct: 2 };
+
+/**
+ * The collection, each of its reads sent with `maxTimeMS` (unless the caller set one): the server stops a read
+ * at the deadline. The socket timeout only ends the driver's wait; without it the server would read on, a
+ * collection scan or a huge $group for no one, while the request is answered 503 and retried.
+ */
+function withReadDeadline<T extends Document>(collection: Collection<T>, timeoutMs: number): StoreCollection<T> {
+  return new Proxy(collection, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      const at = typeof property === 'string' ? READ_OPTIONS_AT[property] : undefined;
+      if (at === undefined) return value.bind(target);
+      return (...args: unknown[]) => {
+        args[at] = { maxTimeMS: timeoutMs, ...(args[at] as object | undefined) };
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
 export class MongoStore implements Store {
   readonly engine = 'mongodb' as const;
   readonly db: StoreDb;
@@ -47,7 +70,7 @@ export class MongoStore implements Store {
       maxCommitTimeMS: timeoutMs,
     };
     this.db = {
-      collection: <T extends Document>(name: string): StoreCollection<T> => db.collection<T>(name),
+      collection: <T extends Document>(name: string): StoreCollection<T> => withReadDeadline(db.collection<T>(name), timeoutMs),
       listCollectionNames: async () =>
         (await db.listCollections({}, { nameOnly: true }).toArray())
           .map((c) => c.name)
@@ -111,7 +134,11 @@ export const MONGODB_8_WIRE_VERSION = 25;
  */
 export async function openMongoStore(uri: string, options: MongoStoreOptions): Promise<MongoStore> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const client = await MongoClient.connect(uri, { ...deadlineOptions(timeoutMs), ...options.clientOptions });
+  // Reads see the latest write (a purchase read back right after its 201): from the primary, whatever the URI says.
+  // Writes outside a transaction (a session, a delivery's attempt, a job's lock) are acknowledged once a majority
+  // has them, as the transactions' commits are: a failover must not undo what was answered as done.
+  const writeConcern = { w: 'majority' as const, wtimeoutMS: timeoutMs };
+  const client = await MongoClient.connect(uri, { ...deadlineOptions(timeoutMs), readPreference: 'primary', writeConcern, ...options.clientOptions });
   try {
     const hello = await client.db('admin').command({ hello: 1 });
     if (!hello.setName && hello.msg !== 'isdbgrid') {

@@ -106,8 +106,11 @@ export function hasErrorLabel(error: unknown, label: string): boolean {
  * connections; MongoNetworkTimeoutError is a MongoNetworkError).
  */
 const UNAVAILABLE_ERRORS = new Set(['MongoOperationTimeoutError', 'MongoServerSelectionError', 'MongoNetworkTimeoutError', 'MongoWaitQueueTimeoutError', 'MongoNetworkError', 'MongoPoolClearedError', 'PoolClearedOnNetworkError']);
+/** MongoDB's MaxTimeMSExpired: the server stopped a read at its deadline (src/store/mongo.ts), or a commit at maxCommitTimeMS. */
+const MAX_TIME_MS_EXPIRED = 50;
 export const isStoreUnavailable = (error: unknown): boolean =>
-  error instanceof Error && (UNAVAILABLE_ERRORS.has(error.name) || (error.cause !== error && isStoreUnavailable(error.cause)));
+  error instanceof Error &&
+  (UNAVAILABLE_ERRORS.has(error.name) || (error as { code?: unknown }).code === MAX_TIME_MS_EXPIRED || (error.cause !== error && isStoreUnavailable(error.cause)));
 
 /** SQLite's primary result code for a write that found no space (extended codes keep it in their low byte). */
 const SQLITE_FULL = 13;

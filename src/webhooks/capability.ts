@@ -3,11 +3,14 @@
 import type { Capability } from '../capability.ts';
 import { WEBHOOK_INDEXES } from './documents.ts';
 import { defineWebhookJobs, scheduleRecurringWebhookJobs } from './jobs.ts';
+import { stopAttempts } from './runtime.ts';
 
 export const webhooks: Capability = {
   name: 'webhooks',
   defineJobs: defineWebhookJobs,
   scheduleJobs: (agenda, options) => scheduleRecurringWebhookJobs(agenda, { dispatch: options.webhookDispatchEvery, sweep: options.webhookSweepEvery }),
+  // An attempt in flight is abandoned rather than waited for (up to its 10 s timeout): deliver.ts.
+  stopping: stopAttempts,
   // The quotas have no index of their own.
   collections: ['webhook_quotas'],
   indexes: WEBHOOK_INDEXES,

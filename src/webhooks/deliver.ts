@@ -24,10 +24,10 @@ import type { StoreSession } from '../store/store.ts';
 import { NO_LEASE, webhookCollections, type DeliveryStatus, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
 import { attemptSlots, hostOf, Reservations, type Scope, type SlotKey } from './attempt-slots.ts';
 import { scheduleAttempts } from './queue.ts';
-import { encryptionKeyOrNull, webhookRuntime } from './runtime.ts';
+import { encryptionKeyOrNull, stopSignal, webhookRuntime } from './runtime.ts';
 import { nextAttemptAt, signingRetryAt } from './schedule.ts';
 import { decryptSecret, SecretDecryptionError } from './secrets.ts';
-import type { AttemptResult } from './send.ts';
+import { ABANDONED, type AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
 import { webhookAttempted } from '../metrics/metrics.ts';
 
@@ -42,6 +42,7 @@ export type AttemptOutcome =
   | { kind: 'DEFERRED'; endpointId: string; organizationId: string; scope: Scope }
   | { kind: 'CANCELLED' }
   | { kind: 'LOST_LEASE' }
+  | { kind: 'ABANDONED' }
   | { kind: 'ATTEMPTED'; attempt: number; status: DeliveryStatus; result: AttemptResult; nextAttemptAt: Date | null };
 
 /**
@@ -86,8 +87,19 @@ const statusFor = (result: AttemptResult, next: Date | null): DeliveryStatus => 
   return next === null ? 'EXHAUSTED' : 'PENDING';
 };
 
+/**
+ * The process is stopping (runtime.ts stopSignal): the attempt is not made, or not recorded when it was
+ * cut short, and it is put back on the schedule for the next worker, this one restarted or another, which
+ * sends it again under the same event id (docs/reference/contract.md §6.3 rule 1).
+ */
+async function abandon(deps: AppDeps, deliveryId: string): Promise<AttemptOutcome> {
+  await scheduleAttempts(deps, [{ deliveryId, at: deps.now() }]);
+  return { kind: 'ABANDONED' };
+}
+
 export async function attemptDelivery(deps: AppDeps, deliveryId: string): Promise<AttemptOutcome> {
   const { deliveries, endpoints } = webhookCollections(deps.store.db);
+  if (stopSignal(deps).aborted) return abandon(deps, deliveryId);
   // Step 0.
   const found = await deliveries.findOne({ _id: deliveryId, status: 'PENDING' }, { projection: { endpointId: 1, organizationId: 1 } });
   if (!found) return { kind: 'NOT_DUE' };
@@ -187,7 +199,13 @@ async function attemptHolding(deps: AppDeps, deliveryId: string): Promise<Attemp
       allowLocal: deps.config.webhookUnsafeAllowLocal,
       lookup: runtime.lookup,
       timeoutMs: runtime.timeoutMs,
+      stopping: stopSignal(deps),
     });
+  }
+  if (result.errorClass === ABANDONED) {
+    // The lease is given back: the next worker need not wait for it to run out.
+    await deliveries.updateOne(held, { $set: { leaseUntil: NO_LEASE, leaseToken: null } });
+    return abandon(deps, deliveryId);
   }
 
   // Step 5. Our own inability to sign is no attempt at the destination: it keeps its seven.
@@ -314,7 +332,8 @@ export async function attemptDueDeliveries(deps: AppDeps, { batch = 100, concurr
   // endpoint by endpoint (a delivery does not record its host), as its endpoints are met.
   const deferredEndpoints = new Set<string>();
   const deferredOrganizations = new Set<string>();
-  for (let round = 0; round < maxRounds; round++) {
+  const stopping = stopSignal(deps);
+  for (let round = 0; round < maxRounds && !stopping.aborted; round++) {
     const now = deps.now();
     const full = attemptSlots(deps).saturated();
     const skipEndpoints = [...new Set([...deferredEndpoints, ...full.endpointIds])];
@@ -332,7 +351,8 @@ export async function attemptDueDeliveries(deps: AppDeps, { batch = 100, concurr
       .toArray();
     let index = 0;
     const worker = async () => {
-      while (index < due.length) {
+      // Once the process stops, what is left stays due for the next sweep.
+      while (index < due.length && !stopping.aborted) {
         const delivery = due[index++];
         try {
           const outcome = await attemptDelivery(deps, delivery._id);

@@ -12,7 +12,7 @@ import { attemptDelivery, attemptDueDeliveries } from './deliver.ts';
 import { dispatchEvents } from './dispatch.ts';
 import { ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS } from './queue.ts';
 import { warnIfUnsafe } from './runtime.ts';
-import { every as declareEvery } from '../jobs/agenda.ts';
+import { defineJob, every as declareEvery } from '../jobs/agenda.ts';
 
 export { ATTEMPT_DELIVERY, ATTEMPT_DUE_DELIVERIES, DISPATCH_EVENTS };
 
@@ -24,7 +24,8 @@ const attemptJob = compile(WebhookAttemptJob);
 
 export function defineWebhookJobs(agenda: Agenda, deps: AppDeps): void {
   warnIfUnsafe(deps);
-  agenda.define(
+  defineJob(
+    agenda,
     ATTEMPT_DELIVERY,
     async (job) => {
       if (!attemptJob.check(job.attrs.data)) {
@@ -39,11 +40,11 @@ export function defineWebhookJobs(agenda: Agenda, deps: AppDeps): void {
     // cap ends at once, so it never sits on a slot.
     { concurrency: 10, lockLimit: 10 },
   );
-  agenda.define(DISPATCH_EVENTS, async () => {
+  defineJob(agenda, DISPATCH_EVENTS, async () => {
     const count = await dispatchEvents(deps);
     if (count > 0) deps.log.debug('dispatched webhook events', { count });
   });
-  agenda.define(ATTEMPT_DUE_DELIVERIES, async () => {
+  defineJob(agenda, ATTEMPT_DUE_DELIVERIES, async () => {
     const count = await attemptDueDeliveries(deps);
     if (count > 0) deps.log.info('swept due webhook deliveries', { count });
   });

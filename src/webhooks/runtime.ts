@@ -33,6 +33,24 @@ export const destinationOptions = (deps: AppDeps) => ({
   lookup: webhookRuntime(deps).lookup,
 });
 
+const stops = new WeakMap<AppDeps, AbortController>();
+
+/**
+ * Aborted once this process stops (stopAttempts): no attempt starts after it, and one in flight is
+ * abandoned, to be made again by the next worker (deliver.ts).
+ */
+export function stopSignal(deps: AppDeps): AbortSignal {
+  let stop = stops.get(deps);
+  if (stop === undefined) stops.set(deps, (stop = new AbortController()));
+  return stop.signal;
+}
+
+/** The webhooks capability's `stopping`: called as the process stops, before the jobs in hand are drained. */
+export function stopAttempts(deps: AppDeps): void {
+  stopSignal(deps);
+  stops.get(deps)!.abort(new Error('the process is stopping'));
+}
+
 const parsedKeys = new Map<string, Buffer | null>();
 
 /**

@@ -64,7 +64,12 @@ export interface SendInput {
   timeoutMs?: number;
   allowLocal: boolean;
   lookup?: LookupFn;
+  /** Aborted when the process stops: the attempt is cut short and answered ABANDONED. */
+  stopping?: AbortSignal;
 }
+
+/** Not one of ERROR_CLASSES: the process stopped mid-attempt, which says nothing of the receiver (deliver.ts records nothing). */
+export const ABANDONED = 'ABANDONED';
 
 /** The verdict for an HTTP status, docs/reference/contract.md §6.5. */
 export function verdictForStatus(status: number): Verdict {
@@ -196,14 +201,18 @@ export async function sendWebhook(input: SendInput): Promise<AttemptResult> {
     timedOut = true;
     controller.abort(new Error('webhook delivery timed out'));
   }, timeoutMs);
+  const signal = input.stopping ? AbortSignal.any([controller.signal, input.stopping]) : controller.signal;
+  const abandoned = () => !timedOut && input.stopping?.aborted === true;
+  const abandonedResult = () => result('RETRY', { errorClass: ABANDONED, errorDetail: 'the process stopped before the receiver answered' });
 
   // Step 2, bounded by the same deadline: at the deadline resolveDestination gives up and the
   // resolver's queries are cancelled, so a name whose nameservers never answer holds nothing after.
   let resolved: Awaited<ReturnType<typeof resolveDestination>>;
   try {
-    resolved = await resolveDestination(target.hostname, { allowLocal, lookup: input.lookup, signal: controller.signal });
+    resolved = await resolveDestination(target.hostname, { allowLocal, lookup: input.lookup, signal });
   } catch (err) {
     clearTimeout(timer);
+    if (abandoned()) return abandonedResult();
     if (!timedOut) throw err; // resolveDestination reports DNS trouble as a value: this is a bug
     return result('RETRY', { errorClass: ERROR_CLASSES.TIMEOUT, errorDetail: `resolving ${host} timed out` });
   }
@@ -237,7 +246,7 @@ export async function sendWebhook(input: SendInput): Promise<AttemptResult> {
       path: `${target.pathname}${target.search}`,
       headers: requestHeaders,
       body,
-      signal: controller.signal,
+      signal,
     });
     // Destroying an unread body emits 'error' (UND_ERR_ABORTED); it is expected, not a failure.
     response.body.on('error', () => undefined);
@@ -269,6 +278,7 @@ export async function sendWebhook(input: SendInput): Promise<AttemptResult> {
         : `receiver answered ${statusCode}`,
     });
   } catch (err) {
+    if (abandoned()) return abandonedResult();
     const errorClass = timedOut ? ERROR_CLASSES.TIMEOUT : classifyError(err);
     return result('RETRY', { errorClass, errorDetail: timedOut ? `no answer within ${timeoutMs} ms` : describe(err) });
   } finally {

@@ -88,6 +88,30 @@ test('apply twice prints the keys once; a name with a control character is refus
   t.is((await app.deps.collections.agents.findOne({ handle: 'buyer', organizationId: JSON.parse(first.stdout).organization.id }))!.name, 'Buyer');
 });
 
+test('apply refuses a manifest that would activate a version validate calls invalid, at the issue\'s path; as a draft it applies', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'admin-cli-activate-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'activate.yaml');
+  const yaml = (activate: boolean) =>
+    'organization: {handle: cli-activate, name: Activate, currency: EUR, timezone: UTC}\n' +
+    'policies:\n' +
+    `  - {handle: office, name: Office, scope: ORGANIZATION, currencies: [EUR], activate: ${activate},\n` +
+    '     rules: [{ruleType: SPEND_LIMIT, effect: BLOCK, periodKind: DAY, amountMinor: "1000", currency: USD}]}\n';
+  writeFileSync(file, yaml(true));
+  const refused = await cli(['apply', file]);
+  t.is(refused.code, 1, refused.stdout);
+  t.regex(refused.stderr, /RULE_CURRENCY_NOT_COVERED/);
+  t.regex(refused.stderr, /policies\.0\.rules\.0\.currency/);
+  t.is(await app.deps.collections.organizations.findOne({ handle: 'cli-activate' }), null, 'nothing written');
+
+  writeFileSync(file, yaml(false));
+  const drafted = await cli(['apply', file]);
+  t.is(drafted.code, 0, drafted.stderr);
+  const office = JSON.parse(drafted.stdout).policies.office;
+  t.is(office.activeVersionId, null);
+  t.truthy(office.draftVersionId);
+});
+
 test('answer refuses to approve a purchase in the name of the person who made it on the dashboard; it stays pending', async (t) => {
   // The dashboard's same-origin check compares with BASE_URL: this app's own address.
   app.deps.config.baseUrl = app.url;

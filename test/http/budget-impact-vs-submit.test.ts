@@ -6,7 +6,7 @@
 // validated, simulated, activated and tried: the draft simulation reads the same windows too.
 import test from 'ava';
 import fc from 'fast-check';
-import { ruleArbitrary } from '../helpers/arbitraries.ts';
+import { activatable, ruleArbitrary } from '../helpers/arbitraries.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { periodFor } from '../../src/engine/periods.ts';
@@ -55,7 +55,13 @@ const scenario = fc.record({
   rules: fc.array(rule, { maxLength: 3 }),
   other: fc.array(rule, { maxLength: 2 }),
   steps: fc.array(step, { minLength: 6, maxLength: 24 }),
-});
+})
+  // Every set of rules is activated, so only what activation accepts.
+  .filter((s) => {
+    const currencies = [...new Set([s.currency, ...s.currencies])];
+    const versions = [s.rules, ...s.steps.flatMap((st) => (st.kind === 'rules' ? [st.rules] : st.kind === 'check' ? [st.draft] : []))];
+    return versions.every((rules) => activatable({ currencies, rules })) && activatable({ currencies: CURRENCIES, rules: s.other });
+  });
 
 type PurchaseStep = { agent: number; amount: number; currency?: string; advanceMinutes: number };
 

@@ -215,8 +215,8 @@ test('a threshold above a maximum of one currency is valid when it applies in an
     } as never,
   ];
   const multi = await applyManifest(app, manifest);
-  const validate = (o: AppliedOrg) =>
-    app.request(`/v1/policies/${o.policies.both.id}/versions/${o.policies.both.activeVersionId}/validate`, { method: 'POST', key: multi.keys['admin-key'] });
+  const validate = (o: AppliedOrg, versionId = o.policies.both.activeVersionId) =>
+    app.request(`/v1/policies/${o.policies.both.id}/versions/${versionId}/validate`, { method: 'POST', key: multi.keys['admin-key'] });
   const res = await validate(multi);
   t.is(res.status, 200);
   t.deepEqual(res.body.issues, []);
@@ -225,9 +225,11 @@ test('a threshold above a maximum of one currency is valid when it applies in an
   const usd = await app.request('/v1/purchase-requests', { key: multi.keys['buyer-key'], body: { amountMinor: '6000', currency: 'USD', merchant: 'Paper Co', reason: 'desk' } });
   t.deepEqual(usd.body.decision.reasonCodes, ['APPROVAL_THRESHOLD_EXCEEDED']);
 
-  // Below a maximum in every currency it covers, it can never apply.
+  // Below a maximum in every currency it covers, it can never apply (a draft: activation refuses it).
+  Object.assign(manifest.policies[0] as any, { activate: false });
   (manifest.policies[0] as any).rules.push({ ruleType: 'AMOUNT_LIMIT', effect: 'BLOCK', periodKind: 'PER_REQUEST', amountMinor: '2000', currency: 'USD' });
-  const dead = await validate(await applyManifest(app, manifest));
+  const drafted = await applyManifest(app, manifest);
+  const dead = await validate(drafted, drafted.policies.both.draftVersionId);
   t.is(dead.status, 200, dead.text);
   t.false(dead.body.valid);
   t.deepEqual(dead.body.issues.map((i: any) => [i.code, i.path]), [['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1'], ['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1']]);
@@ -237,38 +239,45 @@ test('a threshold equal to the maximum can never apply: validate says so, as the
   const manifest = acmeManifest('equal-threshold');
   const office = manifest.policies[0] as any;
   office.rules[1].amountMinor = office.rules[0].amountMinor;
+  office.activate = false; // activation refuses it: validated and simulated as a draft
   const equal = await applyManifest(app, manifest);
-  const res = await app.request(`/v1/policies/${equal.policies.office.id}/versions/${equal.policies.office.activeVersionId}/validate`, { method: 'POST', key: equal.keys['admin-key'] });
+  const draftId = equal.policies.office.draftVersionId;
+  const res = await app.request(`/v1/policies/${equal.policies.office.id}/versions/${draftId}/validate`, { method: 'POST', key: equal.keys['admin-key'] });
   t.is(res.status, 200, res.text);
   t.false(res.body.valid);
   t.deepEqual(res.body.issues.map((i: any) => [i.code, i.path]), [['APPROVAL_THRESHOLD_ABOVE_MAXIMUM', 'rules.1']]);
   t.regex(res.body.issues[0].message, /equals the per-purchase maximum/);
   // The engine: at the limit both pass, one minor unit above it is refused, never escalated.
-  const submit = (amountMinor: string) => app.request('/v1/simulations/current-policies', { key: equal.keys['buyer-key'], body: { amountMinor, merchant: 'Paper Co', reason: 'desk' } });
+  const submit = (amountMinor: string) =>
+    app.request('/v1/simulations/draft-policy', { key: equal.keys['admin-key'], body: { policyVersionId: draftId, amountMinor, merchant: 'Paper Co', reason: 'desk' } });
   t.is((await submit(office.rules[0].amountMinor)).body.simulatedDecision.outcome, 'APPROVED');
   const above = await submit(String(Number(office.rules[0].amountMinor) + 1));
   t.is(above.body.simulatedDecision.outcome, 'REJECTED', above.text);
   // One minor unit below the maximum, it escalates something.
   office.rules[1].amountMinor = String(Number(office.rules[0].amountMinor) - 1);
   const below = await applyManifest(app, manifest);
-  const ok = await app.request(`/v1/policies/${below.policies.office.id}/versions/${below.policies.office.activeVersionId}/validate`, { method: 'POST', key: equal.keys['admin-key'] });
+  const ok = await app.request(`/v1/policies/${below.policies.office.id}/versions/${below.policies.office.draftVersionId}/validate`, { method: 'POST', key: equal.keys['admin-key'] });
   t.deepEqual(ok.body.issues, [], ok.text);
 });
 
 test('validate calls a threshold dead exactly when the engine never escalates an amount above it', async (t) => {
   const manifest = acmeManifest('threshold-property');
   const office = manifest.policies[0] as any;
+  office.activate = false; // a dead threshold cannot be activated: the one draft, rewritten each run, is validated and simulated
   const first = await applyManifest(app, manifest);
   await fc.assert(
     fc.asyncProperty(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 1, max: 60 }), async (maximum, threshold) => {
       office.rules[0].amountMinor = String(maximum);
       office.rules[1].amountMinor = String(threshold);
       const applied = await applyManifest(app, manifest);
-      const { id, activeVersionId } = applied.policies.office!;
-      const validated = await app.request(`/v1/policies/${id}/versions/${activeVersionId}/validate`, { method: 'POST', key: first.keys['admin-key'] });
+      const { id, draftVersionId } = applied.policies.office!;
+      const validated = await app.request(`/v1/policies/${id}/versions/${draftVersionId}/validate`, { method: 'POST', key: first.keys['admin-key'] });
       const dead = validated.body.issues.some((i: any) => i.code === 'APPROVAL_THRESHOLD_ABOVE_MAXIMUM');
       // The smallest amount the threshold could escalate.
-      const sim = await app.request('/v1/simulations/current-policies', { key: first.keys['buyer-key'], body: { amountMinor: String(threshold + 1), merchant: 'Paper Co', reason: 'desk' } });
+      const sim = await app.request('/v1/simulations/draft-policy', {
+        key: first.keys['admin-key'],
+        body: { policyVersionId: draftVersionId, amountMinor: String(threshold + 1), merchant: 'Paper Co', reason: 'desk' },
+      });
       return dead === (sim.body.simulatedDecision.outcome !== 'REQUIRES_APPROVAL');
     }),
     { numRuns: 15, examples: [[30, 30], [30, 29], [30, 31]] },

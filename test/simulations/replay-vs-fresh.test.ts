@@ -7,7 +7,7 @@
 // the same instants. And the version in force, replayed from any purchase on, changes nothing.
 import test from 'ava';
 import fc from 'fast-check';
-import { ruleArbitrary } from '../helpers/arbitraries.ts';
+import { activatable, ruleArbitrary } from '../helpers/arbitraries.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { allChanges } from '../helpers/replay.ts';
@@ -29,11 +29,14 @@ const ZONES = ['Europe/Berlin', 'America/Los_Angeles', 'Asia/Kolkata', 'UTC'];
 const CURRENCIES = ['EUR', 'USD'];
 
 const rule = ruleArbitrary(CURRENCIES, { min: 1000, max: 40000 }, { min: 5000, max: 150000 });
-const content = fc.record({
-  currencies: fc.subarray(CURRENCIES, { minLength: 1 }),
-  rules: fc.array(rule, { maxLength: 3 }),
-  merchants: fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, fc.constant([{ listType: 'BLOCK', label: 'Shady Goods Ltd' }]), fc.constant([{ listType: 'ALLOW', label: 'Paper Co' }])),
-});
+// Every content is activated on one service or the other, so only what activation accepts.
+const content = fc
+  .record({
+    currencies: fc.subarray(CURRENCIES, { minLength: 1 }),
+    rules: fc.array(rule, { maxLength: 3 }),
+    merchants: fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, fc.constant([{ listType: 'BLOCK', label: 'Shady Goods Ltd' }]), fc.constant([{ listType: 'ALLOW', label: 'Paper Co' }])),
+  })
+  .filter(activatable);
 const policy = fc.record({ agents: fc.option(fc.subarray([0, 1], { minLength: 1 }), { nil: null, freq: 2 }), content });
 
 const step = fc.oneof(

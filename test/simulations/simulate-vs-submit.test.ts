@@ -6,7 +6,7 @@
 // policy versions, and budget windows that the decision left as the simulation projected them.
 import test from 'ava';
 import fc from 'fast-check';
-import { ruleArbitrary } from '../helpers/arbitraries.ts';
+import { activatable, ruleArbitrary } from '../helpers/arbitraries.ts';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 
@@ -23,19 +23,22 @@ const MERCHANTS = ['Paper Co', 'PAPER CO.', 'Shady Goods Ltd', 'Coffee Beans', '
 
 const rule = ruleArbitrary(CURRENCIES, { min: 1, max: 60000 }, { min: 1, max: 120000 });
 
-const policy = fc.record({
-  status: fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'DISABLED'),
-  agents: fc.option(fc.subarray([0, 1, 2], { minLength: 1 }), { nil: null, freq: 2 }),
-  currencies: fc.subarray(CURRENCIES, { minLength: 1 }),
-  rules: fc.array(rule, { maxLength: 3 }),
-  merchants: fc.oneof(
-    { weight: 3, arbitrary: fc.constant([]) },
-    fc.uniqueArray(fc.record({ listType: fc.constantFrom('ALLOW', 'BLOCK'), label: fc.constantFrom('Paper Co', 'Shady Goods Ltd', 'Coffee Beans') }), {
-      maxLength: 2,
-      selector: (m) => `${m.listType}:${m.label}`,
-    }),
-  ),
-});
+// Only what activation accepts (the organisation's currency, added to a policy's below, covers more and accepts more).
+const policy = fc
+  .record({
+    status: fc.constantFrom('ACTIVE', 'ACTIVE', 'ACTIVE', 'DISABLED'),
+    agents: fc.option(fc.subarray([0, 1, 2], { minLength: 1 }), { nil: null, freq: 2 }),
+    currencies: fc.subarray(CURRENCIES, { minLength: 1 }),
+    rules: fc.array(rule, { maxLength: 3 }),
+    merchants: fc.oneof(
+      { weight: 3, arbitrary: fc.constant([]) },
+      fc.uniqueArray(fc.record({ listType: fc.constantFrom('ALLOW', 'BLOCK'), label: fc.constantFrom('Paper Co', 'Shady Goods Ltd', 'Coffee Beans') }), {
+        maxLength: 2,
+        selector: (m) => `${m.listType}:${m.label}`,
+      }),
+    ),
+  })
+  .filter(activatable);
 
 const step = fc.oneof(
   {

@@ -15,6 +15,7 @@ import { webhookCollections } from '../../src/webhooks/documents.ts';
 import { newDelivery } from '../../src/webhooks/dispatch.ts';
 import type { EventDoc } from '../../src/events/documents.ts';
 import { finishInterruptedArchives } from '../../src/approvals/close.ts';
+import { manifest as replayManifest, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
 
 /** Purchases of the busy agent. Raise it (ARCHIVE_TEST_PURCHASES=50000) to try a bigger backlog; nothing else changes. */
 const PURCHASES = Number(process.env.ARCHIVE_TEST_PURCHASES || 5_000);
@@ -22,6 +23,10 @@ const PURCHASES = Number(process.env.ARCHIVE_TEST_PURCHASES || 5_000);
 const PENDING = 120;
 /** Pending deliveries of the endpoint that is disabled. */
 const DELIVERIES = 2_000;
+/** Chunks of changes, and of holds, an earlier lifetime of a shadow left. */
+const SHADOW_CHUNKS = 1_200;
+/** A batch of a cleared lifetime (500 chunks) and the shadow document it fences. */
+const SHADOW_BATCH_BOUND = 501;
 /** The most documents any one transaction may write here: a submission, an answer, a cancellation. */
 const BOUND = 30;
 
@@ -184,4 +189,27 @@ test.serial('an archive whose follow-up was interrupted is finished by the appro
   for (const p of pending) t.is((await app.request(`/v1/purchase-requests/${p.body.purchaseRequest.id}`, { key })).body.purchase.status, 'CANCELLED');
   t.falsy((await store.db.collection('agents').findOne({ _id: org.agents.busy.id as never }))!.cancelApprovals);
   t.is(await finishInterruptedArchives(app.deps), 0, 'idempotent');
+});
+
+test.serial(`starting a shadow again after a lifetime that wrote ${SHADOW_CHUNKS} chunks of changes and holds: every transaction stays small`, async (t) => {
+  const { keys } = await applyManifest(app, replayManifest('shadow-again', [{ rules: V1_RULES, merchants: V1_MERCHANTS, activate: true }]));
+  const draftId = (await applyManifest(app, replayManifest('shadow-again', [{ rules: V2_RULES, merchants: V2_MERCHANTS, activate: false }]))).policies.office.draftVersionId!;
+  const shadow = (on: boolean) => app.admin(`/admin/policy-versions/${draftId}`, { method: 'PATCH', body: { shadow: on } });
+  t.is((await shadow(true)).status, 200);
+  t.is((await shadow(false)).status, 200);
+  // What a long first lifetime leaves: far more chunks than one transaction should delete.
+  const changes = Array.from({ length: SHADOW_CHUNKS }, (_, i) => ({ _id: `${draftId}:${i + 1}`, versionId: draftId, organizationId: 'x', fromKey: `k${i}`, toKey: `k${i}`, changes: '[]' }));
+  const holds = Array.from({ length: SHADOW_CHUNKS }, (_, i) => ({ _id: `${draftId}:0:${i}:1`, shadowId: draftId, due: `${draftId}:0:${i}`, holds: '[]' }));
+  await store.db.collection('shadow_decisions').insertMany(changes as never[]);
+  await store.db.collection('shadow_holds').insertMany(holds as never[]);
+
+  const mark = store.transactions.length;
+  t.is((await shadow(true)).status, 200);
+  t.true(largest(since(mark)) <= SHADOW_BATCH_BOUND, `a transaction wrote ${largest(since(mark))} documents`);
+  t.is(await store.db.collection('shadow_decisions').countDocuments({ versionId: draftId }), 0);
+  t.is(await store.db.collection('shadow_holds').countDocuments({ shadowId: draftId }), 0);
+  // The new lifetime evaluates as before.
+  t.is((await app.request('/v1/purchase-requests', { key: keys['buyer-key'], body: purchase(500) })).status, 201);
+  await app.deps.shadows!.idle();
+  t.is((await store.db.collection('policy_shadows').findOne({ _id: draftId as never }))!.summary.evaluated, 1);
 });

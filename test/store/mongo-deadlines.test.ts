@@ -3,6 +3,7 @@
 // 30 s server selection or an endless wait. Driver 7.8 ignores a client-level `timeoutMS`, so these
 // tests are what show the options of src/store/mongo.ts deadlineOptions act.
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { MongoServerError } from 'mongodb';
 import test from 'ava';
 import { openMongoStore } from '../../src/store/mongo.ts';
 import { isStoreUnavailable } from '../../src/store/store.ts';
@@ -69,4 +70,40 @@ test('a command whose reply never comes ends within the deadline, as 503 interna
   t.is((error as ApiError).status, 503);
   t.is((error as ApiError).code, 'internal_error');
   t.true(performance.now() - started < WELL_WITHIN_MS + 20_000, 'within the deadline and the retry budget');
+});
+
+test('every read is sent with the deadline as maxTimeMS, so that the server stops it too; a read it stopped is 503', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const store = await openMongoStore(wire.serviceUrl('deadlines'), { dbName: 'deadlines', timeoutMs: DEADLINE_MS, clientOptions: { monitorCommands: true } });
+  t.teardown(() => store.close());
+  const sent: Record<string, unknown> = {};
+  store.client.on('commandStarted', (event) => void (sent[event.commandName] = event.command.maxTimeMS));
+  const things = store.db.collection('things');
+  await things.insertOne({ _id: 'one' as never, n: 1 });
+  await things.find({}).toArray();
+  await runCommand(store, (session) => things.findOne({ _id: 'one' as never }, { session }));
+  await things.aggregate([{ $match: {} }]).toArray();
+  await things.countDocuments({ n: 1 });
+  await things.distinct('n');
+  t.deepEqual(sent, { insert: undefined, find: DEADLINE_MS, commitTransaction: DEADLINE_MS, aggregate: DEADLINE_MS, distinct: DEADLINE_MS });
+  await things.find({}, { maxTimeMS: 5 }).toArray();
+  t.is(sent.find, 5, 'a read that sets its own keeps it');
+
+  const stopped = await t.throwsAsync(runCommand(store, () => Promise.reject(new MongoServerError({ message: 'operation exceeded time limit', code: 50, codeName: 'MaxTimeMSExpired' }))));
+  t.is((stopped as ApiError).status, 503);
+});
+
+test('a write outside a transaction is acknowledged by a majority, within the deadline, whatever the URI says', async (t) => {
+  const wire = await startListener();
+  t.teardown(() => wire.close());
+  const store = await openMongoStore(wire.serviceUrl('deadlines', 'w=1'), { dbName: 'deadlines', timeoutMs: DEADLINE_MS, clientOptions: { monitorCommands: true } });
+  t.teardown(() => store.close());
+  const concerns: Record<string, unknown> = {};
+  store.client.on('commandStarted', (event) => void (concerns[event.commandName] = event.command.writeConcern));
+  const things = store.db.collection('things');
+  await things.insertOne({ _id: 'one' as never, n: 1 });
+  await things.updateOne({ _id: 'one' as never }, { $set: { n: 2 } });
+  await things.deleteOne({ _id: 'one' as never });
+  for (const command of ['insert', 'update', 'delete']) t.deepEqual(concerns[command], { w: 'majority', wtimeout: DEADLINE_MS }, command);
 });
