@@ -1,7 +1,7 @@
 // Agenda 6 on our own store connection (docs/internals/design.md §8): connect the store first, then create Agenda
 // and await `ready`. MongoBackend reuses the connection and leaves it open on stop. On the embedded
 // engine `store.db.raw` offers the same Db surface, so the same code runs on both.
-import { Agenda, type Job } from 'agenda';
+import { Agenda, InMemoryNotificationChannel, type Job } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
 import { isDuplicateKeyError, type Store } from '../store/store.ts';
 
@@ -21,6 +21,10 @@ export async function createAgenda(store: Store, options: JobsOptions = {}): Pro
     processEvery: options.processEvery ?? '5 seconds',
     defaultLockLifetime: options.lockLifetimeMs ?? 60_000,
     removeOnComplete: true,
+    // A job this process schedules to run before its next poll is taken up at once, not at that poll:
+    // a webhook attempt resumed when another ends (src/webhooks/deliver.ts), a retry, the next dispatch.
+    // Other processes' jobs still wait for the poll (docs/reference/decisions.md).
+    notificationChannel: new InMemoryNotificationChannel(),
   });
   await agenda.ready;
   return agenda;

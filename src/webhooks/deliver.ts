@@ -71,11 +71,12 @@ export function signingSecrets(endpoint: WebhookEndpointDoc, key: Buffer, now: D
  * one whose event happened before the endpoint was last enabled again, so that re-enabling does not
  * replay old traffic: one pending when it was disabled that an attempt held then (one in flight, or a
  * dead worker's lease), or one of an event dispatched late, after the endpoint was enabled again.
+ * Nor does an endpoint receive a type no longer in its `subscribedTypes` (a retry of one dispatched before the PATCH).
  */
 const mayReceive = (endpoint: WebhookEndpointDoc, delivery: Pick<WebhookDeliveryDoc, 'eventType' | 'occurredAt'>): boolean => {
   if (delivery.eventType === 'webhook.test') return endpoint.status === 'ACTIVE' || endpoint.status === 'DISABLED';
   const receivesFrom = Math.max(endpoint.disabledAt?.getTime() ?? -Infinity, endpoint.enabledAt?.getTime() ?? -Infinity);
-  return endpoint.status === 'ACTIVE' && delivery.occurredAt.getTime() > receivesFrom;
+  return endpoint.status === 'ACTIVE' && endpoint.subscribedTypes.includes(delivery.eventType) && delivery.occurredAt.getTime() > receivesFrom;
 };
 
 const RESULT_LABEL = { DELIVERED: 'delivered', PENDING: 'retry', FAILED: 'failed', EXHAUSTED: 'exhausted', CANCELLED: 'failed' } as const;

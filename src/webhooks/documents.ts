@@ -52,7 +52,7 @@ export interface WebhookEndpointDoc {
  *   DELIVERED  a 2xx answer was received (deliveredAt set)
  *   FAILED     a permanent failure: a 3xx, a 4xx other than 408/429, or a URL that breaks docs/reference/contract.md §6.6
  *   EXHAUSTED  seven attempts without success (docs/reference/contract.md §6.5)
- *   CANCELLED  the endpoint was disabled or revoked before the delivery succeeded; no more attempts
+ *   CANCELLED  the endpoint was disabled or revoked, or unsubscribed from its type, before it succeeded; no more attempts
  */
 export type DeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED' | 'EXHAUSTED' | 'CANCELLED';
 

@@ -118,3 +118,25 @@ export function checkEventData(type: string, data: unknown): void {
   const validate = validatorFor(`/webhooks/${escape(type)}/post/requestBody/content/application~1json/schema/properties/data`);
   if (!validate(data)) throw new Error(`contract: ${type} data: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(data)}`);
 }
+
+/**
+ * Throws when a delivery as a receiver got it disagrees with the document's webhook for its type: the
+ * whole envelope (no undocumented field either) and every documented header.
+ */
+export function checkDelivery(headers: Record<string, string | string[] | undefined>, rawBody: Buffer): void {
+  const envelope: Json = JSON.parse(rawBody.toString('utf8'));
+  const type: string = envelope.type;
+  const webhook = openApi.webhooks[type]?.post;
+  if (!webhook) throw new Error(`contract: event type ${type} is not documented`);
+  const validate = validatorFor(`/webhooks/${escape(type)}/post/requestBody/content/application~1json/schema`);
+  if (!validate(envelope)) throw new Error(`contract: ${type} body: ${ajv.errorsText(validate.errors)}\n${rawBody}`);
+  for (const [i, parameter] of (webhook.parameters as Json[]).entries()) {
+    const value = headers[parameter.name.toLowerCase()];
+    if (value === undefined) {
+      if (parameter.required) throw new Error(`contract: ${type} lacks the header ${parameter.name}`);
+      continue;
+    }
+    const check = validatorFor(`/webhooks/${escape(type)}/post/parameters/${i}/schema`);
+    if (!check(value)) throw new Error(`contract: ${type} header ${parameter.name}: ${ajv.errorsText(check.errors)}`);
+  }
+}

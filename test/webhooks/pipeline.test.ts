@@ -571,6 +571,26 @@ test.serial('disabling cancels pending deliveries (tests excepted); revoking can
   t.like(await endpointDoc(id), { consecutiveFailures: 0 });
 });
 
+test.serial('a type taken out of subscribedTypes is not sent again: its pending retries are cancelled, the types kept still retried', async (t) => {
+  const o = await setup(['/narrowed'], ['purchase.approved', 'purchase.rejected']);
+  scripts.set('/narrowed', [{ verdict: 'RETRY', statusCode: 503, errorClass: 'HTTP_STATUS' }]);
+  const id = o.endpoints[0].id;
+  await purchase(o.buyer); // purchase.approved
+  await purchase(o.buyer, '99999999'); // purchase.rejected (over the per-request limit)
+  await runJob(DISPATCH_EVENTS);
+  const pending = await deliveriesOf(id);
+  t.deepEqual(pending.map((d) => d.eventType).sort(), ['purchase.approved', 'purchase.rejected']);
+  for (const d of pending) await runJob(ATTEMPT_DELIVERY, { deliveryId: d._id });
+  t.is(sentTo('/narrowed').length, 2);
+  t.is((await app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: o.admin, body: { subscribedTypes: ['purchase.rejected'] } })).status, 200);
+  offset += 2 * MIN;
+  await runJob(ATTEMPT_DUE_DELIVERIES);
+  const types = sentTo('/narrowed').slice(2).map((s) => JSON.parse(s.body.toString()).type);
+  t.deepEqual(types, ['purchase.rejected'], 'only the type still subscribed is retried');
+  const approved = pending.find((d) => d.eventType === 'purchase.approved')!;
+  t.like(await delivery(approved._id), { status: 'CANCELLED', nextAttemptAt: null, attemptCount: 1 });
+});
+
 test.serial('rotation: two signature entries (old and new secret) for 24 hours, then one; retireImmediately gives one at once', async (t) => {
   const o = await setup(['/rotating']);
   const ep = o.endpoints[0];
