@@ -6,8 +6,9 @@ import { runCommand } from '../commands/run-command.ts';
 import { approvalExpired, decisionRecorded } from '../metrics/metrics.ts';
 import { timeEngine } from '../metrics/timing.ts';
 import type { StoreSession } from '../store/store.ts';
-import { decidePurchase, evolve, type PurchaseCommand, type PurchaseOutcome, type PurchaseState } from './lifecycle.ts';
+import { decidePurchase, type PurchaseCommand, type PurchaseOutcome, type PurchaseState } from './lifecycle.ts';
 import { rememberWindows } from '../budgets/window-state.ts';
+import { applyWindowWrites } from '../budgets/window-writes.ts';
 import { transactionalRecords } from './record-writer.ts';
 import { ensureSigningKey } from '../receipts/keys.ts';
 
@@ -44,7 +45,7 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
           // Remembered once applied, so that the organisation's next command (which may start before this
           // one's commit, in the same group) signs on from it and takes its windows as they now stand; a
           // commit that fails forgets it below.
-          const windows = rememberWindows(actors.memory(organizationId).windows, evolve(state, record).windows.docs);
+          const windows = rememberWindows(actors.memory(organizationId).windows, applyWindowWrites(state.windows, record.windows));
           actors.remember(organizationId, { windows, ...(record.receipt ? { receiptChain: { seq: record.receipt.seq, head: record.receipt.head } } : {}) });
         }
         return outcome;
