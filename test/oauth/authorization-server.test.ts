@@ -307,7 +307,7 @@ test('the code exchange: invalid_target, wrong verifier, wrong redirect_uri, wro
   t.is(ok.headers.get('cache-control'), 'no-store');
 });
 
-test('a code is single-use: a second exchange is invalid_grant and revokes the connection', async (t) => {
+test('a code is single-use: a second exchange by its own client is invalid_grant and revokes the connection', async (t) => {
   const { code, verifier } = await codeFor();
   const first = await (await exchange(code, verifier)).json();
   const second = await exchange(code, verifier);
@@ -315,6 +315,33 @@ test('a code is single-use: a second exchange is invalid_grant and revokes the c
   const res = await app.request('/v1/simulations/current-policies', { key: first.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
   t.is(res.status, 403);
   t.is(res.body.error.code, 'connection_unauthorized');
+});
+
+test('a used code replayed by someone who only saw it (no verifier, wrong verifier, redirect_uri or client) changes nothing', async (t) => {
+  const { code, verifier } = await codeFor();
+  const first = await (await exchange(code, verifier)).json();
+  const connectionId = (await app.store.db.collection<{ _id: string; connectionId: string }>('oauth_access_tokens').findOne({ _id: createHash('sha256').update(first.access_token).digest('hex') }))!.connectionId;
+  const revocations = async () => (await eventsOf(app, 'connection.revoked')).filter((e) => e.data.connectionId === connectionId).length;
+  const replays = {
+    'no verifier': [{ code_verifier: '' }, 'invalid_request'],
+    'a wrong verifier': [{ code_verifier: pkce().verifier }, 'invalid_grant'],
+    'a wrong redirect_uri': [{ redirect_uri: 'http://127.0.0.1:1/callback' }, 'invalid_grant'],
+    'another client': [{ client_id: `${meta.origin}/other.json` }, 'invalid_grant'],
+  } as const;
+  for (const [what, [fields, error]] of Object.entries(replays)) {
+    const res = await exchange(code, verifier, fields);
+    t.is(res.status, 400, what);
+    t.is((await res.json()).error, error, what);
+  }
+  t.is(await revocations(), 0, 'the connection is not revoked');
+  const mcp = await app.request('/mcp', { key: first.access_token, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } });
+  t.is(mcp.status, 200, 'its access token still works');
+
+  const own = await exchange(code, verifier);
+  t.is((await own.json()).error_description, 'the authorization code was already used; the connection has been revoked');
+  t.is(await revocations(), 1);
+  const revoked = await app.request('/mcp', { key: first.access_token, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } });
+  t.is(revoked.status, 401);
 });
 
 // Serial (AVA runs serial tests before the others): moving the clock must not expire another test's code.
