@@ -3,7 +3,7 @@
 // asked; keys are issued once and their secret appears only in this call's result.
 import { createHash } from 'node:crypto';
 import { DEFAULT_ROLES, type Manifest, type ManifestPolicy } from '../../schemas/manifest.ts';
-import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { invalidRequest, VersionConflict, type ErrorIssue } from '../http/errors.ts';
 import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
@@ -14,7 +14,7 @@ import { runCommand } from '../commands/run-command.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
-import type { StoreSession } from '../store/store.ts';
+import { isDuplicateKeyError, type StoreSession } from '../store/store.ts';
 import { checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
 import { checkVersion, type PolicyIssue, type VersionContent } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
@@ -98,7 +98,8 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const now = deps.now();
 
   const changedAgents: Array<Pick<AgentDoc, '_id' | 'status'>> = [];
-  const applied = await runCommand(deps.store, async (session) => {
+  const applied = await runCommand(deps.store, (session) => lostRaceOnDuplicate(applyIn(session)));
+  async function applyIn(session: StoreSession): Promise<ApplyResult> {
     changedAgents.length = 0;
     const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {}, changed: false, warnings: [] };
     /** Every write below goes through this, so that `changed` says whether there was one. */
@@ -196,11 +197,26 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       }
     }
     return result;
-  });
+  }
   for (const agent of changedAgents) await finishAgentStatusChange(deps, agent);
   const approvers = await approverCount(c.people, applied.organization.id);
   (manifest.policies ?? []).forEach((p, i) => applied.warnings.push(...checkVersion(versionContent(p), approvers).warnings.map(atPolicy(i))));
   return applied;
+}
+
+/**
+ * Everything an apply creates is unique by handle, and it creates only what its transaction did not find: a
+ * duplicate key means that another apply (or admin call) created the same thing since this transaction's
+ * snapshot (two first applies of a new organisation, on MongoDB). A lost race, then: the apply runs again and
+ * finds it (docs/reference/decisions.md).
+ */
+async function lostRaceOnDuplicate<T>(attempt: Promise<T>): Promise<T> {
+  try {
+    return await attempt;
+  } catch (error) {
+    if (isDuplicateKeyError(error)) throw new VersionConflict('a manifest apply (created concurrently)');
+    throw error;
+  }
 }
 
 async function applyPolicy(

@@ -105,7 +105,9 @@ export const WEBHOOK_INDEXES: readonly IndexSpec[] = [
   { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },
   { collection: 'webhook_deliveries', keys: { eventId: 1, endpointId: 1 }, options: { unique: true } },
   { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },
-  { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1 } },
+  // The sweep's due deliveries, oldest due first: with _id, its tie-break, the index gives that order, and the
+  // sweep reads a batch instead of sorting every due delivery in memory (a backlog at a dead receiver).
+  { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1, _id: 1 } },
   // An endpoint's pending deliveries (disable/revoke), and its due ones oldest first (resuming the
   // deliveries deferred by the in-flight caps, src/webhooks/attempt-slots.ts).
   { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1, nextAttemptAt: 1 } },
