@@ -86,11 +86,13 @@ export interface WebhookDeliveryDoc {
 /**
  * One per organisation, written by every endpoint creation: two concurrent creations then touch
  * the same document, so MongoDB makes one of them retry (a write conflict) and the allowance
- * count it made cannot be outdated by the other's insert.
+ * count it made cannot be outdated by the other's insert. It is also the organisation's webhook
+ * fence (subscriptions.ts): every PATCH and every event recorded for no endpoint write it too.
  */
 export interface WebhookQuotaDoc {
   _id: string;
-  creations: number;
+  creations?: number;
+  fence?: number;
 }
 
 export const webhookCollections = (db: StoreDb) => ({

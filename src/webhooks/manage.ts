@@ -19,6 +19,7 @@ import { presentDelivery, presentEndpoint, presentIssuedEndpoint } from './prese
 import { scheduleAttempts } from './queue.ts';
 import { destinationOptions, requireEncryptionKey, webhookRuntime } from './runtime.ts';
 import { encryptSecret, generateWebhookSecret } from './secrets.ts';
+import { fenceSubscriptions } from './subscriptions.ts';
 
 /** docs/reference/contract.md §8 / §4.17: the old secret keeps signing this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -69,6 +70,7 @@ export async function createEndpoint(deps: AppDeps, organizationId: string, body
   const secrets: EndpointSecrets = { current: encryptSecret(key, secret, id), previous: null, previousExpiresAt: null };
   const doc = await runCommand(deps.store, async (session) => {
     const now = deps.now();
+    // Also the organisation's webhook fence: an event recorded for nobody meanwhile is retried and sees this endpoint.
     await quotas.updateOne({ _id: organizationId }, { $inc: { creations: 1 } }, { session, upsert: true });
     const inUse = await endpoints.countDocuments({ organizationId, status: { $ne: 'REVOKED' } }, { session });
     if (inUse >= deps.config.webhookEndpointLimit) {
@@ -125,6 +127,8 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
       else set.enabledAt = now;
     }
     await writeVersioned(deps, session, endpoint, set);
+    // It may add a receiver (enabled again, a type added): an event recorded for nobody meanwhile is retried and sees it.
+    await fenceSubscriptions(deps.store.db, session, organizationId);
     return { ...endpoint, ...set, version: endpoint.version + 1 };
   });
   // Only what was pending when it was disabled: if it is enabled again before the last batch, what
