@@ -112,8 +112,13 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     let orgId: string;
     if (org) {
       orgId = org._id;
-      const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
-      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session }));
+      // Changes of zone and of TTL are recorded with their time: a replay reads those of a purchase's time.
+      const history = {
+        ...(org.timezone !== orgFields.timezone ? { timezoneChanges: { from: org.timezone, to: orgFields.timezone, at: now } } : {}),
+        ...(org.approvalTtl !== orgFields.approvalTtl ? { approvalTtlChanges: { from: org.approvalTtl, to: orgFields.approvalTtl, at: now } } : {}),
+      };
+      const push = Object.keys(history).length > 0 ? { $push: history } : {};
+      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...push }, { session }));
     } else {
       orgId = newRandomId();
       await write(c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session }));

@@ -183,3 +183,26 @@ test.serial('a replay of an active version over its own period changes nothing a
   t.is(res.status, 200, res.text);
   t.like(res.body.summary, { evaluated: 4, changed: 0 }, JSON.stringify(res.body.changes));
 });
+
+test.serial('a replayed hold expires after the approval TTL in force when its purchase was submitted, not the present one', async (t) => {
+  const inForce = { rules: [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '2000' }], merchants: [], activate: true };
+  const withTtl = (approvalTtl: string, policies = [inForce], timezone = 'Europe/Berlin') => {
+    const m = manifest('replay-ttl', policies);
+    return { ...m, organization: { ...m.organization, approvalTtl, timezone } };
+  };
+  at('2026-09-07', '06:00');
+  const org = await applyManifest(app, withTtl('PT1H'));
+  at('2026-09-07', '08:00');
+  t.like(await buy(org, 'Paper Co', 600), { outcome: 'APPROVED' });
+  at('2026-09-07', '10:00');
+  t.like(await buy(org, 'Paper Co', 450), { outcome: 'APPROVED' });
+  // Approvals last a day from now on (the zone changes with it: both are recorded); a draft asks a person above 5.00 and refuses beyond 10.00 a day.
+  at('2026-09-07', '12:00');
+  const draft = { rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '500' }, { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000' }], merchants: [], activate: false };
+  const draftId = (await applyManifest(app, withTtl('PT24H', [draft], 'UTC'))).policies.office.draftVersionId!;
+  at('2026-09-08', '12:00');
+  const res = await replay(org, '2026-09-07T00:00:00.000Z', '2026-09-08T00:00:00.000Z', draftId);
+  t.is(res.status, 200, res.text);
+  // The first would have waited for a person for an hour, then expired: the second, two hours later, found 4.50 of 10.00 used.
+  t.like(res.body.summary, { evaluated: 2, changed: 1, byTransition: { 'APPROVED->REQUIRES_APPROVAL': 1 } }, JSON.stringify(res.body.changes));
+});
