@@ -86,6 +86,13 @@ test.serial('a time zone is stored in its canonical IANA name: another spelling 
   t.false((await app.admin('/admin/manifests', { body: manifest })).body.changed);
   t.is(await zone(), 'Asia/Kolkata');
 
+  // One stored as written before this: the next apply writes its canonical name, and records no change of zone.
+  await app.store.db.collection('organizations').updateOne({ handle: 'zone-spelling' }, { $set: { timezone: 'asia/calcutta' } });
+  const changes = (await app.store.db.collection('organizations').findOne({ handle: 'zone-spelling' }))!.timezoneChanges;
+  t.true((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+  t.is(await zone(), 'Asia/Kolkata');
+  t.deepEqual((await app.store.db.collection('organizations').findOne({ handle: 'zone-spelling' }))!.timezoneChanges, changes);
+
   manifest.organization.timezone = '+01:00';
   const offset = await app.admin('/admin/manifests', { body: manifest });
   t.is(offset.status, 400, offset.text);
