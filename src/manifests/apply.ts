@@ -16,6 +16,7 @@ import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import { isDuplicateKeyError, type StoreSession } from '../store/store.ts';
 import { checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
+import { canonicalZone } from '../timezones.ts';
 import { checkVersion, type PolicyIssue, type VersionContent } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
 
@@ -109,12 +110,17 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
-    const orgFields = { name: o.name, currency: o.currency, timezone: o.timezone, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
+    const orgFields = { name: o.name, currency: o.currency, timezone: canonicalZone(o.timezone)!, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
     let orgId: string;
     if (org) {
       orgId = org._id;
-      const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
-      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session }));
+      // Changes of zone and of TTL are recorded with their time: a replay reads those of a purchase's time.
+      const history = {
+        ...(canonicalZone(org.timezone) !== orgFields.timezone ? { timezoneChanges: { from: org.timezone, to: orgFields.timezone, at: now } } : {}),
+        ...(org.approvalTtl !== orgFields.approvalTtl ? { approvalTtlChanges: { from: org.approvalTtl, to: orgFields.approvalTtl, at: now } } : {}),
+      };
+      const push = Object.keys(history).length > 0 ? { $push: history } : {};
+      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...push }, { session }));
     } else {
       orgId = newRandomId();
       await write(c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session }));
