@@ -53,7 +53,8 @@ async function writeVersioned(deps: AppDeps, session: StoreSession, endpoint: We
 }
 
 export async function listEndpoints(deps: AppDeps, organizationId: string) {
-  const items = await webhookCollections(deps.store.db).endpoints.find({ organizationId }).sort({ createdAt: 1, _id: 1 }).toArray();
+  // All of them, revoked ones included (contract §4.11: unpaginated); the secrets never leave the store for a read.
+  const items = await webhookCollections(deps.store.db).endpoints.find({ organizationId }, { projection: { secrets: 0 } }).sort({ createdAt: 1, _id: 1 }).toArray();
   return { items: items.map(presentEndpoint) };
 }
 

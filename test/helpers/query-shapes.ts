@@ -15,6 +15,8 @@ export interface QueryShape {
   returned?: number;
   /** A find's sort. */
   sort?: Record<string, 1 | -1>;
+  /** The top-level fields of the documents a find's toArray() returned: what the store sent. */
+  fields?: Set<string>;
 }
 
 const FILTER_FIRST = new Set(['find', 'findOne', 'countDocuments', 'updateOne', 'updateMany', 'replaceOne', 'findOneAndUpdate', 'deleteOne', 'deleteMany']);
@@ -122,6 +124,7 @@ export class QueryRecorder implements Store {
             result.toArray = async () => {
               const docs = await toArray();
               shape.returned = docs.length;
+              shape.fields = new Set(docs.flatMap((d: Document) => Object.keys(d)));
               return docs;
             };
           }
