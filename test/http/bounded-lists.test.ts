@@ -3,10 +3,11 @@
 // asks, from a read that leaves out what the answer does not show. Seeded through the store, read over HTTP.
 import test from 'ava';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { setUpDashboardOrg, type DashboardOrg } from '../helpers/dashboard.ts';
+import { Client, setUpDashboardOrg, type DashboardOrg } from '../helpers/dashboard.ts';
 import { QueryRecorder } from '../helpers/query-shapes.ts';
 import { testStore } from '../helpers/store.ts';
 import { newId } from '../../src/ids.ts';
+import { connectionsCollection, type ConnectionDoc } from '../../src/identity/connections/documents.ts';
 import { webhookCollections, type WebhookEndpointDoc } from '../../src/webhooks/documents.ts';
 
 const DAY = 86_400_000;
@@ -28,6 +29,43 @@ test.after.always(async () => {
 });
 
 const ago = (days: number) => new Date(app.deps.now().getTime() - days * DAY);
+
+function connection(applicationName: string, createdDaysAgo: number, revokedDaysAgo: number | null): ConnectionDoc {
+  return {
+    _id: newId(),
+    organizationId: org.organizationId,
+    personId: org.people.ana.id,
+    grantedBy: { name: 'Ana Admin' },
+    agentId: org.agents.buyer.id,
+    clientId: `https://${applicationName.toLowerCase().replaceAll(' ', '-')}.example/client.json`,
+    applicationName,
+    scopes: ['purchase:check'],
+    createdAt: ago(createdDaysAgo),
+    revokedAt: revokedDaysAgo === null ? null : ago(revokedDaysAgo),
+    revokedReason: revokedDaysAgo === null ? null : 'OPERATOR',
+  };
+}
+
+test.serial('connections revoked more than 30 days ago leave the operator API and the dashboard; unrevoked ones stay however old', async (t) => {
+  const kept = [connection('Old Unrevoked', 400, null), connection('Revoked Lately', 60, 29)];
+  const gone = [connection('Revoked Long Ago', 90, 31), ...Array.from({ length: 50 }, (_, i) => connection(`Revoked Year Ago ${i}`, 500, 365))];
+  await connectionsCollection(app.store.db).insertMany([...kept, ...gone]);
+
+  const res = await app.admin(`/admin/connections?organizationId=${org.organizationId}`);
+  t.is(res.status, 200, res.text);
+  t.deepEqual(
+    res.body.connections.map((c: { application: string }) => c.application),
+    ['Revoked Lately', 'Old Unrevoked'], // newest first
+  );
+
+  const client = new Client(app.url);
+  t.is((await client.signIn('ana@lists.example')).status, 303);
+  const page = (await client.get('/dashboard/connections')).text;
+  for (const c of kept) t.true(page.includes(c.applicationName), c.applicationName);
+  t.false(page.includes('Revoked Long Ago'));
+  t.false(page.includes('Revoked Year Ago'));
+  t.true(page.includes('Connections revoked more than 30 days ago are not listed.'));
+});
 
 function endpoint(createdDaysAgo: number, status: WebhookEndpointDoc['status']): WebhookEndpointDoc {
   const createdAt = ago(createdDaysAgo);
