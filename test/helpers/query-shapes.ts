@@ -6,6 +6,9 @@ import type { Document } from 'mongodb';
 import { STORE_LAYOUT } from '../../src/compose.ts';
 import type { IndexSpec } from '../../src/store/indexes.ts';
 import type { Store, StoreCollection, StoreDb } from '../../src/store/store.ts';
+import type { TestApp } from './app.ts';
+import { setUpDashboardOrg, startDashboardApp, type DashboardOrg } from './dashboard.ts';
+import { testStore } from './store.ts';
 
 export interface QueryShape {
   collection: string;
@@ -152,4 +155,12 @@ export class QueryRecorder implements Store {
   close(): Promise<void> {
     return this.#inner.close();
   }
+}
+
+/** The app over a QueryRecorder, with one organisation whose admin, Ana (ana@<handle>.example), signs in to the dashboard. */
+export async function startRecordedApp(handle: string): Promise<{ app: TestApp; store: QueryRecorder; org: DashboardOrg }> {
+  const store = new QueryRecorder(await testStore());
+  const app = await startDashboardApp({ store });
+  const org = await setUpDashboardOrg(app, handle, [{ handle: 'ana', name: 'Ana Admin', email: `ana@${handle}.example`, roles: ['admin', 'approver'] }]);
+  return { app, store, org };
 }

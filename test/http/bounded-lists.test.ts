@@ -1,14 +1,14 @@
-// The lists that grow with time (docs/reference/decisions.md, "Lists that grow"): connections stop listing
+// The lists that grow with time (docs/reference/decisions.md): connections stop listing
 // what was revoked long ago; webhook endpoints and a policy's versions are listed whole, as the contract
 // asks, from a read that leaves out what the answer does not show. Seeded through the store, read over HTTP.
 import test from 'ava';
-import { startApp, type TestApp } from '../helpers/app.ts';
-import { Client, setUpDashboardOrg, type DashboardOrg } from '../helpers/dashboard.ts';
-import { QueryRecorder } from '../helpers/query-shapes.ts';
-import { testStore } from '../helpers/store.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { Client, type DashboardOrg } from '../helpers/dashboard.ts';
+import { startRecordedApp, type QueryRecorder } from '../helpers/query-shapes.ts';
 import { newId } from '../../src/ids.ts';
 import { connectionsCollection, type ConnectionDoc } from '../../src/identity/connections/documents.ts';
 import { webhookCollections, type WebhookEndpointDoc } from '../../src/webhooks/documents.ts';
+import { newEndpoint } from '../../src/webhooks/manage.ts';
 
 const DAY = 86_400_000;
 
@@ -17,11 +17,7 @@ let store: QueryRecorder;
 let org: DashboardOrg;
 
 test.before(async () => {
-  store = new QueryRecorder(await testStore());
-  app = await startApp({ store });
-  app.deps.config.baseUrl = app.url;
-  app.deps.config.authUrl = app.url;
-  org = await setUpDashboardOrg(app, 'lists', [{ handle: 'ana', name: 'Ana Admin', email: 'ana@lists.example', roles: ['admin', 'approver'] }]);
+  ({ app, store, org } = await startRecordedApp('lists'));
 });
 test.after.always(async () => {
   await app?.close();
@@ -69,28 +65,10 @@ test.serial('connections revoked more than 30 days ago leave the operator API an
 
 function endpoint(createdDaysAgo: number, status: WebhookEndpointDoc['status']): WebhookEndpointDoc {
   const createdAt = ago(createdDaysAgo);
-  return {
-    _id: newId(),
-    organizationId: org.organizationId,
-    url: `https://hooks.example/${createdDaysAgo}`,
-    description: null,
-    status,
-    subscribedTypes: ['purchase.approved'],
-    apiVersion: '2026-09-01',
-    consecutiveFailures: 0,
-    createdAt,
-    updatedAt: createdAt,
-    disabledAt: null,
-    revokedAt: status === 'REVOKED' ? createdAt : null,
-    lastFailureAt: null,
-    lastSuccessAt: null,
-    lastStatusCode: null,
-    lastDurationMs: null,
-    lastErrorClass: null,
-    lastResponseSnippet: null,
-    ...(status === 'REVOKED' ? {} : { secrets: { current: 'sealed-secret', previous: null, previousExpiresAt: null } }),
-    version: 1,
-  };
+  const sealed = { current: 'sealed-secret', previous: null, previousExpiresAt: null };
+  const { secrets, ...created } = newEndpoint(newId(), org.organizationId, { url: `https://hooks.example/${createdDaysAgo}`, description: null, subscribedTypes: ['purchase.approved'] }, sealed, createdAt);
+  // Revocation destroys the secrets (contract §3.4).
+  return status === 'REVOKED' ? { ...created, status, revokedAt: createdAt } : { ...created, status, secrets };
 }
 
 test.serial('GET /v1/webhooks lists every endpoint, revoked ones of years ago included, read without their secrets', async (t) => {
