@@ -53,12 +53,45 @@ async function writeVersioned(deps: AppDeps, session: StoreSession, endpoint: We
 }
 
 export async function listEndpoints(deps: AppDeps, organizationId: string) {
-  const items = await webhookCollections(deps.store.db).endpoints.find({ organizationId }).sort({ createdAt: 1, _id: 1 }).toArray();
+  // All of them, revoked ones included (contract §4.11: unpaginated); the secrets never leave the store for a read.
+  const items = await webhookCollections(deps.store.db).endpoints.find({ organizationId }, { projection: { secrets: 0 } }).sort({ createdAt: 1, _id: 1 }).toArray();
   return { items: items.map(presentEndpoint) };
 }
 
 export async function getEndpoint(deps: AppDeps, organizationId: string, id: string) {
   return presentEndpoint(await loadIn(deps, undefined, organizationId, id));
+}
+
+/** An endpoint as its creation writes it: ACTIVE, never attempted. */
+export function newEndpoint(
+  id: string,
+  organizationId: string,
+  fields: { url: string; description: string | null; subscribedTypes: readonly string[] },
+  secrets: EndpointSecrets,
+  now: Date,
+): WebhookEndpointDoc {
+  return {
+    _id: id,
+    organizationId,
+    url: fields.url,
+    description: fields.description,
+    status: 'ACTIVE',
+    subscribedTypes: [...fields.subscribedTypes],
+    apiVersion: WEBHOOK_API_VERSION,
+    consecutiveFailures: 0,
+    createdAt: now,
+    updatedAt: now,
+    disabledAt: null,
+    revokedAt: null,
+    lastFailureAt: null,
+    lastSuccessAt: null,
+    lastStatusCode: null,
+    lastDurationMs: null,
+    lastErrorClass: null,
+    lastResponseSnippet: null,
+    secrets,
+    version: 1,
+  };
 }
 
 export async function createEndpoint(deps: AppDeps, organizationId: string, body: CreateWebhookBody) {
@@ -76,28 +109,7 @@ export async function createEndpoint(deps: AppDeps, organizationId: string, body
     if (inUse >= deps.config.webhookEndpointLimit) {
       throw conflict('webhook_limit_reached', `This account already has ${deps.config.webhookEndpointLimit} webhook endpoints that are not revoked.`);
     }
-    const endpoint: WebhookEndpointDoc = {
-      _id: id,
-      organizationId,
-      url,
-      description: body.description ?? null,
-      status: 'ACTIVE',
-      subscribedTypes: [...body.subscribedTypes],
-      apiVersion: WEBHOOK_API_VERSION,
-      consecutiveFailures: 0,
-      createdAt: now,
-      updatedAt: now,
-      disabledAt: null,
-      revokedAt: null,
-      lastFailureAt: null,
-      lastSuccessAt: null,
-      lastStatusCode: null,
-      lastDurationMs: null,
-      lastErrorClass: null,
-      lastResponseSnippet: null,
-      secrets,
-      version: 1,
-    };
+    const endpoint = newEndpoint(id, organizationId, { url, description: body.description ?? null, subscribedTypes: body.subscribedTypes }, secrets, now);
     await endpoints.insertOne(endpoint, { session });
     await bumpConfigStamp(deps.store.db, session); // who receives which events is cached (subscriptions.ts)
     return endpoint;
