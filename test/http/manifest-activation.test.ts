@@ -165,11 +165,11 @@ test('validate\'s answer is the one activation keeps: valid exactly when the man
   t.pass();
 });
 
-test('a version activated with issues by an earlier service goes on deciding, and the manifest that made it still applies', async (t) => {
-  const manifest = withPolicy('act-legacy', unacceptable(false));
+/** What an earlier service did without the check: applies the bad policy as a draft, then activates that draft as it is. */
+async function activatedWithIssues(handle: string) {
+  const manifest = withPolicy(handle, unacceptable(false));
   const org = await applyManifest(app, manifest);
   const bad = org.policies.bad;
-  // What an earlier service did without the check: activate the version as it is.
   const c = app.deps.collections;
   await runCommand(app.deps.store, async (session) => {
     const policy = (await c.policies.findOne({ _id: bad.id }, { session }))!;
@@ -177,6 +177,11 @@ test('a version activated with issues by an earlier service goes on deciding, an
     await activateVersion(c, session, policy, version, null, new Date());
     await projectPolicy(c, session, policy._id);
   });
+  return { manifest, org, bad };
+}
+
+test('a version activated with issues by an earlier service goes on deciding, and the manifest that made it still applies', async (t) => {
+  const { manifest, org, bad } = await activatedWithIssues('act-legacy');
 
   const purchase = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { amountMinor: '500', merchant: 'Paper Co', reason: 'desk' } });
   t.is(purchase.status, 201, purchase.text);
@@ -235,16 +240,8 @@ for (const dormant of ['DISABLED', 'ARCHIVED']) {
 }
 
 test('a version activated with issues by an earlier service is not put back in force by enabling its disabled policy', async (t) => {
-  const manifest = withPolicy('act-legacy-enable', unacceptable(false));
-  const org = await applyManifest(app, manifest);
-  const bad = org.policies.bad;
+  const { bad } = await activatedWithIssues('act-legacy-enable');
   const c = app.deps.collections;
-  await runCommand(app.deps.store, async (session) => {
-    const policy = (await c.policies.findOne({ _id: bad.id }, { session }))!;
-    const version = (await c.policyVersions.findOne({ _id: bad.draftVersionId! }, { session }))!;
-    await activateVersion(c, session, policy, version, null, new Date());
-    await projectPolicy(c, session, policy._id);
-  });
   const disable = await app.admin('/admin/manifests', { body: withPolicy('act-legacy-enable', { ...unacceptable(true), status: 'DISABLED' }) });
   t.is(disable.status, 200, disable.text);
   const enable = await app.admin('/admin/manifests', { body: withPolicy('act-legacy-enable', { ...unacceptable(true), status: 'ACTIVE' }) });
