@@ -5,6 +5,7 @@ import type { Store } from './store/store.ts';
 import type { Collections } from './store/collections.ts';
 import type { OrganizationActors } from './commands/organization-actors.ts';
 import type { ChainHead } from './receipts/chain.ts';
+import type { BudgetWindowDoc } from './budgets/window-state.ts';
 import type { Scheduler } from './jobs/scheduler.ts';
 import type { Lifecycle } from './lifecycle.ts';
 
@@ -31,6 +32,8 @@ export interface AppDeps {
 export interface OrganizationMemory {
   /** The head of the organisation's receipt chain after its last committed decision. */
   receiptChain: ChainHead;
+  /** Its budget windows as its last commands read or wrote them (at most REMEMBERED_WINDOWS, src/budgets/window-state.ts). */
+  windows: ReadonlyMap<string, BudgetWindowDoc>;
 }
 
 /** This process's shadow drain (src/simulations/shadow.ts): the handler nudges it after a commit of an organisation with a shadow. */

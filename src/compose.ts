@@ -5,7 +5,7 @@
 // What each capability serves over HTTP is listed apart, in src/service-app.ts, so that a process that
 // only runs jobs (`npm run worker`) loads none of it (src/capability.ts).
 import type { Agenda } from 'agenda';
-import type { AppDeps } from './app-deps.ts';
+import type { AppDeps, OrganizationMemory } from './app-deps.ts';
 import type { Capability, WorkerOptions } from './capability.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
@@ -44,9 +44,15 @@ export const STORE_LAYOUT: StoreLayout = {
 export const createIndexes = (db: StoreDb): Promise<void> => createStoreIndexes(db, STORE_LAYOUT);
 
 /** The dependencies, built once per process (docs/internals/design.md §1). */
+/**
+ * This process's organisation actors: an organisation weighs 1 plus the windows it remembers, and 50,000 in
+ * all bounds their windows to about 30 MB however many organisations there are.
+ */
+const organizationActors = () => new OrganizationActors<OrganizationMemory>(50_000, (memory) => 1 + (memory.windows?.size ?? 0));
+
 export function composeDeps(parts: { config: Config; store: Store; log: Logger; scheduler: Scheduler; now?: () => Date }): AppDeps {
   const { config, store, log, scheduler } = parts;
-  const deps: AppDeps = { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), actors: new OrganizationActors(), scheduler };
+  const deps: AppDeps = { config, store, collections: collections(store.db), log, now: parts.now ?? (() => new Date()), actors: organizationActors(), scheduler };
   deps.shadows = shadowDrain(() => deps);
   return deps;
 }

@@ -21,6 +21,8 @@ export const approvals: Capability = {
     { collection: 'approvals', keys: { state: 1, expiresAt: 1 } },
     { collection: 'approvals', keys: { agentId: 1, state: 1 } },
     { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1 } },
+    // A replay's carried approvals (loadCarried): those pending at its start include the ones answered since, found by when.
+    { collection: 'approvals', keys: { organizationId: 1, resolvedAt: 1 } },
     // A purchase's approval (its dashboard page): otherwise a scan of the organisation's approvals.
     { collection: 'approvals', keys: { purchaseId: 1 } },
     // The email sweep: approvals of the last day whose first email was never started.

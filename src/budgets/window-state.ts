@@ -39,6 +39,31 @@ export interface LoadedWindows {
   reconciled: Set<string>;
   /** Of those, windows whose period now has other bounds (a change of zone), with the key of the new ones. */
   rebased: Map<string, WindowKey>;
+  /**
+   * Windows taken from the organisation actor's memory rather than read in this transaction: a record that
+   * does not write one of them at its version must have it confirmed (src/purchases/record-writer.ts).
+   */
+  remembered: Set<string>;
+}
+
+/** How many windows an organisation's actor remembers at most (the most recently used). */
+export const REMEMBERED_WINDOWS = 64;
+
+/**
+ * The windows an actor remembers after a command: what it remembered, then the windows the command read or
+ * wrote as they now stand (most recent last), the oldest dropped past REMEMBERED_WINDOWS.
+ */
+export function rememberWindows(before: ReadonlyMap<string, BudgetWindowDoc> | undefined, now: ReadonlyMap<string, BudgetWindowDoc>): Map<string, BudgetWindowDoc> {
+  const windows = new Map(before);
+  for (const [id, doc] of now) {
+    windows.delete(id);
+    windows.set(id, doc);
+  }
+  for (const id of windows.keys()) {
+    if (windows.size <= REMEMBERED_WINDOWS) break;
+    windows.delete(id);
+  }
+  return windows;
 }
 
 export const stateOf = (doc: BudgetWindowDoc): WindowState => ({

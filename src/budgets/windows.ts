@@ -126,7 +126,8 @@ export async function attributableSpendByPolicy(
 const capped = (amount: bigint): bigint => (amount > MAX_WINDOW_MINOR ? MAX_WINDOW_MINOR : amount);
 
 /**
- * Loads the windows of `keys`, plus windows known only by id (those a pending purchase holds).
+ * Loads the windows of `keys`, plus windows known only by id (those a pending purchase holds), taking those
+ * the organisation's actor remembers (`remembered`) from its memory.
  *
  * A window counts the spend its policy governs only while a version whose limits read it is in force:
  * approvals under a version without such a limit do not write it. So a window first read under another
@@ -136,11 +137,25 @@ const capped = (amount: bigint): bigint => (amount > MAX_WINDOW_MINOR ? MAX_WIND
  * and the decision writes it (`reconciled`). Approvals that wrote none of a policy's windows write its policy document
  * (fencePoliciesOutsideWindows), so one racing the activation conflicts with this read.
  */
-export async function loadWindows(db: StoreDb, keys: WindowKey[], session?: StoreSession, heldIds: string[] = []): Promise<LoadedWindows> {
-  const loaded: LoadedWindows = { states: new Map(), docs: new Map(), missing: new Map(), versions: new Map(), reconciled: new Set(), rebased: new Map() };
+export async function loadWindows(
+  db: StoreDb,
+  keys: WindowKey[],
+  session?: StoreSession,
+  heldIds: string[] = [],
+  remembered: ReadonlyMap<string, BudgetWindowDoc> = new Map(),
+): Promise<LoadedWindows> {
+  const loaded: LoadedWindows = { states: new Map(), docs: new Map(), missing: new Map(), versions: new Map(), reconciled: new Set(), rebased: new Map(), remembered: new Set() };
   const ids = [...new Set([...keys.map(windowId), ...heldIds])];
   if (ids.length === 0) return loaded;
-  const docs = await windowsCollection(db).find({ _id: { $in: ids } }, session ? { session } : {}).toArray();
+  // What the actor remembers is taken as it stands (the record confirms it); only the others are read.
+  const unknown = ids.filter((id) => !remembered.has(id));
+  const docs = unknown.length === 0 ? [] : await windowsCollection(db).find({ _id: { $in: unknown } }, session ? { session } : {}).toArray();
+  for (const id of ids) {
+    const doc = remembered.get(id);
+    if (doc === undefined) continue;
+    docs.push(doc);
+    loaded.remembered.add(id);
+  }
   for (const doc of docs) {
     loaded.docs.set(doc._id, doc);
     loaded.states.set(doc._id, stateOf(doc));

@@ -3,7 +3,7 @@
 // asked; keys are issued once and their secret appears only in this call's result.
 import { createHash } from 'node:crypto';
 import { DEFAULT_ROLES, type Manifest, type ManifestPolicy } from '../../schemas/manifest.ts';
-import { invalidRequest, type ErrorIssue } from '../http/errors.ts';
+import { invalidRequest, VersionConflict, type ErrorIssue } from '../http/errors.ts';
 import { newRandomId } from '../ids.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { parseMinor, toStored } from '../money.ts';
@@ -14,8 +14,9 @@ import { runCommand } from '../commands/run-command.ts';
 import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
-import type { StoreSession } from '../store/store.ts';
+import { isDuplicateKeyError, type StoreSession } from '../store/store.ts';
 import { checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
+import { canonicalZone } from '../timezones.ts';
 import { checkVersion, type PolicyIssue, type VersionContent } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
 
@@ -107,7 +108,8 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const changedAgents: Array<Pick<AgentDoc, '_id' | 'status'>> = [];
   /** Per policy of the manifest: the issues of its active version while the policy is not in force (warnings, a reminder that enabling it is refused). */
   const dormant = new Map<number, PolicyIssue[]>();
-  const applied = await runCommand(deps.store, async (session) => {
+  const applied = await runCommand(deps.store, (session) => lostRaceOnDuplicate(applyIn(session)));
+  async function applyIn(session: StoreSession): Promise<ApplyResult> {
     changedAgents.length = 0;
     const result: ApplyResult = { organization: { id: '', handle: manifest.organization.handle }, agents: {}, people: {}, policies: {}, apiKeys: {}, changed: false, warnings: [] };
     /** Every write below goes through this, so that `changed` says whether there was one. */
@@ -117,12 +119,17 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
-    const orgFields = { name: o.name, currency: o.currency, timezone: o.timezone, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
+    const orgFields = { name: o.name, currency: o.currency, timezone: canonicalZone(o.timezone)!, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
     let orgId: string;
     if (org) {
       orgId = org._id;
-      const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
-      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session }));
+      // Changes of zone and of TTL are recorded with their time: a replay reads those of a purchase's time.
+      const history = {
+        ...(canonicalZone(org.timezone) !== orgFields.timezone ? { timezoneChanges: { from: org.timezone, to: orgFields.timezone, at: now } } : {}),
+        ...(org.approvalTtl !== orgFields.approvalTtl ? { approvalTtlChanges: { from: org.approvalTtl, to: orgFields.approvalTtl, at: now } } : {}),
+      };
+      const push = Object.keys(history).length > 0 ? { $push: history } : {};
+      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...push }, { session }));
     } else {
       orgId = newRandomId();
       await write(c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session }));
@@ -171,11 +178,11 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     const unacceptable: ErrorIssue[] = [];
     dormant.clear();
     for (const [i, p] of (manifest.policies ?? []).entries()) {
-      const applied = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
-      if (applied.touched) result.changed = true;
-      result.policies[p.handle] = applied.view;
-      unacceptable.push(...applied.issues.map(atPolicy(i)));
-      dormant.set(i, applied.dormant);
+      const outcome = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+      if (outcome.touched) result.changed = true;
+      result.policies[p.handle] = outcome.view;
+      unacceptable.push(...outcome.issues.map(atPolicy(i)));
+      dormant.set(i, outcome.dormant);
     }
     // Thrown inside the transaction: what was written before it (other policies, people, agents) is undone.
     if (unacceptable.length > 0) throw invalidRequest(unacceptable, NOT_APPLIED);
@@ -207,11 +214,26 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
       }
     }
     return result;
-  });
+  }
   for (const agent of changedAgents) await finishAgentStatusChange(deps, agent);
   const approvers = await approverCount(c.people, applied.organization.id);
   (manifest.policies ?? []).forEach((p, i) => applied.warnings.push(...[...(dormant.get(i) ?? []), ...checkVersion(versionContent(p), approvers).warnings].map(atPolicy(i))));
   return applied;
+}
+
+/**
+ * Everything an apply creates is unique by handle, and it creates only what its transaction did not find: a
+ * duplicate key means that another apply (or admin call) created the same thing since this transaction's
+ * snapshot (two first applies of a new organisation, on MongoDB). A lost race, then: the apply runs again and
+ * finds it (docs/reference/decisions.md).
+ */
+async function lostRaceOnDuplicate<T>(attempt: Promise<T>): Promise<T> {
+  try {
+    return await attempt;
+  } catch (error) {
+    if (isDuplicateKeyError(error)) throw new VersionConflict('a manifest apply (created concurrently)');
+    throw error;
+  }
 }
 
 async function applyPolicy(

@@ -7,6 +7,8 @@ import { approvalExpired, decisionRecorded } from '../metrics/metrics.ts';
 import { timeEngine } from '../metrics/timing.ts';
 import type { StoreSession } from '../store/store.ts';
 import { decidePurchase, type PurchaseCommand, type PurchaseOutcome, type PurchaseState } from './lifecycle.ts';
+import { rememberWindows } from '../budgets/window-state.ts';
+import { applyWindowWrites } from '../budgets/window-writes.ts';
 import { transactionalRecords } from './record-writer.ts';
 import { ensureSigningKey } from '../receipts/keys.ts';
 
@@ -39,10 +41,12 @@ export async function handlePurchaseCommand(deps: AppDeps, organizationId: strin
         shadowed = (state.shadowIds?.length ?? 0) > 0;
         const { outcome, record } = timeEngine(() => decidePurchase(state, command, now));
         if (record !== null) {
-          await port.write(record, session);
+          await port.write(record, session, state.windows);
           // Remembered once applied, so that the organisation's next command (which may start before this
-          // one's commit, in the same group) signs on from it; a commit that fails forgets it below.
-          if (record.receipt) actors.remember(organizationId, { receiptChain: { seq: record.receipt.seq, head: record.receipt.head } });
+          // one's commit, in the same group) signs on from it and takes its windows as they now stand; a
+          // commit that fails forgets it below.
+          const windows = rememberWindows(actors.memory(organizationId).windows, applyWindowWrites(state.windows, record.windows));
+          actors.remember(organizationId, { windows, ...(record.receipt ? { receiptChain: { seq: record.receipt.seq, head: record.receipt.head } } : {}) });
         }
         return outcome;
       },

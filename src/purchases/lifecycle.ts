@@ -206,6 +206,7 @@ export function evolve(state: PurchaseState, record: PurchaseRecord): PurchaseSt
       missing: unwritten(state.windows.missing),
       reconciled: new Set([...state.windows.reconciled].filter((id) => !written.has(id))),
       rebased: unwritten(state.windows.rebased),
+      remembered: new Set([...state.windows.remembered].filter((id) => !written.has(id))),
     },
     purchase: record.purchase,
     approval: record.approval,

@@ -23,7 +23,7 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
   const agent = await deps.collections.agents.findOne({ _id: purchase.agentId }, { session });
   if (!organization || !agent) throw new Error(`purchase ${purchase._id} refers to a missing organisation or agent`);
   if (answeredBy === null) {
-    const windows = await loadWindows(deps.store.db, [], session, purchase.windowIds);
+    const windows = await loadWindows(deps.store.db, [], session, purchase.windowIds, deps.actors.memory(organization._id).windows);
     return { organization, agent, candidates: [], windows, purchase, approval };
   }
   const person = await deps.collections.people.findOne({ organizationId: organization._id, handle: answeredBy }, { session });
@@ -38,7 +38,7 @@ export async function loadPurchaseState(deps: AppDeps, session: StoreSession, pu
     timeZone: organization.timezone,
     periodInstant: purchase.requestedAt,
   });
-  const windows = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds);
+  const windows = await loadWindows(deps.store.db, windowKeysFor(base), session, purchase.windowIds, deps.actors.memory(organization._id).windows);
   // Policies that hold the purchase but no longer govern its agent still limit their windows for others.
   const governing = new Set(candidates.map((c) => c.policyId));
   const heldOnly = [...new Set(purchase.windowIds.map((id) => windows.docs.get(id)?.policyId).filter((id) => id !== undefined && !governing.has(id)))] as string[];

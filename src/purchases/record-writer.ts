@@ -8,7 +8,7 @@
 // a concurrent decision of the organisation is a VersionConflict too (docs/integrate/receipts.md). While the
 // organisation has a draft in shadow, a submission's receipt also carries what the shadow reads of it
 // (src/policies/shadows.ts): the shadow follows the receipts and writes nothing of its own here.
-import type { BudgetWindowDoc } from '../budgets/window-state.ts';
+import type { BudgetWindowDoc, LoadedWindows } from '../budgets/window-state.ts';
 import { WINDOWS } from '../budgets/window-state.ts';
 import { fenceAgentIn } from '../agents/fence.ts';
 import { fencePolicyIn } from '../policies/fence.ts';
@@ -23,15 +23,38 @@ import { projectAnswers, projectPurchase } from './projection.ts';
 import { RECEIPT_COLLECTIONS, type ReceiptChainDoc, type ReceiptDoc } from '../receipts/documents.ts';
 
 export interface PurchaseRecordPort {
-  /** Writes the record inside `session`'s transaction; throws VersionConflict when something it read changed. */
-  write(record: PurchaseRecord, session: StoreSession): Promise<void>;
+  /**
+   * Writes the record inside `session`'s transaction; throws VersionConflict when something it read changed,
+   * the windows `read` took from the actor's memory included (those it does not write are checked here).
+   */
+  write(record: PurchaseRecord, session: StoreSession, read: Pick<LoadedWindows, 'docs' | 'remembered'>): Promise<void>;
 }
 
 /** The Idempotency-Key was recorded by a request that committed first. */
 export class IdempotencyKeyTaken extends Error {}
 
 export function transactionalRecords(db: StoreDb): PurchaseRecordPort {
-  return { write: (record, session) => writeRecord(db, record, session) };
+  return {
+    write: async (record, session, read) => {
+      await confirmRemembered(db, record, session, read);
+      await writeRecord(db, record, session);
+    },
+  };
+}
+
+/**
+ * A window the decision took from the actor's memory and the record does not write at its version (a
+ * refusal moves no amounts) is read here, in the transaction: another process may have moved it since.
+ */
+async function confirmRemembered(db: StoreDb, record: PurchaseRecord, session: StoreSession, read: Pick<LoadedWindows, 'docs' | 'remembered'>): Promise<void> {
+  const written = new Set(record.windows.map((w) => w.id));
+  const unconfirmed = [...read.remembered].filter((id) => !written.has(id));
+  if (unconfirmed.length === 0) return;
+  const stored = await db.collection<BudgetWindowDoc>(WINDOWS).find({ _id: { $in: unconfirmed } }, { session, projection: { version: 1 } }).toArray();
+  const versions = new Map(stored.map((doc) => [doc._id, doc.version]));
+  for (const id of unconfirmed) {
+    if (versions.get(id) !== read.docs.get(id)?.version) throw new VersionConflict(`budget window ${id}`);
+  }
 }
 
 async function writeRecord(db: StoreDb, record: PurchaseRecord, session: StoreSession): Promise<void> {

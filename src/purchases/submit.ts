@@ -157,7 +157,7 @@ export async function loadSubmission(deps: SubmitDeps, session: StoreSession, cm
   if (!agent) throw new Error(`agent ${agentId} of a valid credential does not exist`);
   const candidates = await config.get(`candidates:${org._id}:${agentId}`, () => candidatesFor(deps.collections, org._id, agentId, session));
   const base = engineBase({ mode: 'CURRENT_POLICIES', purchase: cmd.purchase, agent, policies: candidates, now, timeZone: org.timezone });
-  const windows = await loadWindows(deps.store.db, windowKeysFor(base), session);
+  const windows = await loadWindows(deps.store.db, windowKeysFor(base), session, [], deps.actors.memory(org._id).windows);
   // From the cache at this stamp: no query unless the configuration changed.
   const shadows = await shadowsOf(config, deps.store.db, org._id, session);
   const receipts = await loadReceiptContext(deps, session, org._id);

@@ -86,11 +86,13 @@ export interface WebhookDeliveryDoc {
 /**
  * One per organisation, written by every endpoint creation: two concurrent creations then touch
  * the same document, so MongoDB makes one of them retry (a write conflict) and the allowance
- * count it made cannot be outdated by the other's insert.
+ * count it made cannot be outdated by the other's insert. It is also the organisation's webhook
+ * fence (subscriptions.ts): every PATCH and every event recorded for no endpoint write it too.
  */
 export interface WebhookQuotaDoc {
   _id: string;
-  creations: number;
+  creations?: number;
+  fence?: number;
 }
 
 export const webhookCollections = (db: StoreDb) => ({
@@ -101,11 +103,14 @@ export const webhookCollections = (db: StoreDb) => ({
 
 /** The indexes of these collections (created at start: src/webhooks/capability.ts). */
 export const WEBHOOK_INDEXES: readonly IndexSpec[] = [
-  { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1 } },
+  // GET /v1/webhooks in its order, read off the index: the list keeps revoked endpoints for ever (contract §4.11).
+  { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1, _id: 1 } },
   { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },
   { collection: 'webhook_deliveries', keys: { eventId: 1, endpointId: 1 }, options: { unique: true } },
   { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },
-  { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1 } },
+  // The sweep's due deliveries, oldest due first: with _id, its tie-break, the index gives that order, and the
+  // sweep reads a batch instead of sorting every due delivery in memory (a backlog at a dead receiver).
+  { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1, _id: 1 } },
   // An endpoint's pending deliveries (disable/revoke), and its due ones oldest first (resuming the
   // deliveries deferred by the in-flight caps, src/webhooks/attempt-slots.ts).
   { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1, nextAttemptAt: 1 } },

@@ -62,9 +62,11 @@ async function commandOn(purchaseId: string, command: PurchaseCommand, answeredB
   await app.store.withTransaction(async (session) => {
     before = await loadPurchaseState(app.deps, session, purchaseId, now, { answeredBy });
     const { record } = decidePurchase(before, command, now);
-    await port.write(record!, session);
+    await port.write(record!, session, before.windows);
     after = evolve(before, record!);
   });
+  // Written through the port, not the handler: the organisation's actor does not remember what it wrote.
+  app.deps.actors.forget(before.organization._id);
   const reloaded = await app.store.withTransaction((session) => loadPurchaseState(app.deps, session, purchaseId, now, { answeredBy }));
   return { before, after, reloaded };
 }

@@ -108,7 +108,8 @@ test('a window that recorded its reported limit by rule id, as windows written b
   const version = await app.store.db.collection('policy_versions').findOne({ _id: org.policies.office.activeVersionId as never });
   const rule = version!.rules.find((r: any) => r.ruleType === 'SPEND_LIMIT');
   const id = `${org.policies.office.id}:EUR:DAY:2026-06-15`;
-  await app.store.db.collection('budget_windows').updateOne({ _id: id as never }, { $set: { notified: [`EXHAUSTED:${rule.id}`] } });
+  // As every writer of a window does, at a new version (the organisation's actor remembers the one before).
+  await app.store.db.collection('budget_windows').updateOne({ _id: id as never }, { $set: { notified: [`EXHAUSTED:${rule.id}`] }, $inc: { version: 1 } });
   t.is((await buy(20_001)).body.decision.outcome, 'REJECTED'); // by the used-up budget
   const events = await budgetEvents(org.organizationId);
   t.deepEqual(events.map((e: any) => [e.type, e.data.cause]), [['budget.threshold_reached', 'SPENDING']]);

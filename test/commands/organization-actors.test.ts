@@ -27,6 +27,26 @@ test('past the limit the least recently used organisation is forgotten', (t) => 
   t.throws(() => new OrganizationActors(0), { instanceOf: RangeError });
 });
 
+test('an organisation weighs what its memory holds: past the limit in all, the least recently used go', (t) => {
+  const actors = new OrganizationActors<{ windows: string[] }>(10, (m) => 1 + (m.windows?.length ?? 0));
+  actors.remember('a', { windows: ['w1', 'w2', 'w3'] }); // 4
+  actors.remember('b', { windows: ['w1', 'w2'] }); // 3
+  actors.remember('c', {}); // 1: 8 in all
+  t.is(actors.size, 3);
+  actors.remember('b', { windows: ['w1', 'w2', 'w3', 'w4'] }); // b weighs 5 now: 10 in all, at the limit
+  t.is(actors.size, 3);
+  actors.remember('c', { windows: ['w1'] }); // 11: a, the least recently used, goes
+  t.deepEqual(actors.memory('a'), {});
+  t.deepEqual(actors.memory('b'), { windows: ['w1', 'w2', 'w3', 'w4'] });
+  // One organisation heavier than the limit is still remembered alone, until another comes.
+  actors.remember('d', { windows: Array.from({ length: 20 }, (_, i) => `w${i}`) });
+  t.is(actors.size, 1);
+  t.is(actors.memory('d').windows!.length, 20);
+  actors.forget('d');
+  actors.remember('e', {});
+  t.is(actors.size, 1, 'forgetting gave its weight back');
+});
+
 test('commands of one organisation run in order through the actor', async (t) => {
   const actors = new OrganizationActors<object>();
   const order: number[] = [];

@@ -119,3 +119,53 @@ test.serial('two different manifests applied to one organisation at once end as 
   t.truthy(await db.collection('agents').findOne({ organizationId: org._id, handle: 'only-a' }));
   t.truthy(await db.collection('api_keys').findOne({ organizationId: org._id, handle: 'only-b' }));
 });
+
+/**
+ * The store, its transactions' reads of the organisation `handle` seeing it absent once after it exists: what a
+ * transaction on MongoDB sees when its snapshot was taken before another apply's creation committed. (The embedded
+ * engine runs one transaction at a time, so the interleaving is made here, on either engine.)
+ */
+function staleOrganizationRead(store: Store, handle: string): Store {
+  let hidden = false;
+  const db = {
+    ...store.db,
+    collection: (name: string) => {
+      const collection = store.db.collection(name);
+      if (name !== 'organizations') return collection;
+      return new Proxy(collection, {
+        get(target, property) {
+          const value = Reflect.get(target, property, target);
+          if (property !== 'findOne') return typeof value === 'function' ? value.bind(target) : value;
+          return async (filter: any, options: any) => {
+            const found = await value.call(target, filter, options);
+            if (found && options?.session && filter?.handle === handle && !hidden) {
+              hidden = true;
+              return null;
+            }
+            return found;
+          };
+        },
+      });
+    },
+  } as Store['db'];
+  return { engine: store.engine, db, close: () => store.close(), withTransaction: (fn, options) => store.withTransaction(fn, options) } as Store;
+}
+
+test('two first applies of one new organisation at once both answer 200: the one that lost the race to create it applies again, as an update', async (t) => {
+  const store = await testStore();
+  const racing = await startApp({ store: staleOrganizationRead(store, 'race-new') });
+  try {
+    const manifest: any = acmeManifest('race-new');
+    const [ra, rb] = await Promise.all([racing.admin('/admin/manifests', { body: manifest }), racing.admin('/admin/manifests', { body: manifest })]);
+    t.is(ra.status, 200, ra.text);
+    t.is(rb.status, 200, rb.text);
+    t.is(ra.body.organization.id, rb.body.organization.id);
+    // One created everything; the other, applied again, found all of it as the manifest says.
+    t.deepEqual([ra.body.changed, rb.body.changed].sort(), [false, true]);
+    t.is(await store.db.collection('organizations').countDocuments({ handle: 'race-new' }), 1);
+    t.is(await store.db.collection('agents').countDocuments({ organizationId: ra.body.organization.id }), manifest.agents.length);
+  } finally {
+    await racing.close();
+    await store.close();
+  }
+});

@@ -42,17 +42,20 @@ const exchange = (code: string, verifier: string, extra: Record<string, string> 
 test('authorization requests beyond the per-address limit are 429 with Retry-After, before anything is stored or fetched', async (t) => {
   // Each request may fetch a client's metadata document and stores a request for 15 minutes.
   const from = (address: string) => ({ redirect: 'manual' as const, headers: { 'x-forwarded-for': address } });
-  const url = authorizeUrl(app, meta.clientId, pkce());
+  const p = pkce();
+  const url = authorizeUrl(app, meta.clientId, p);
+  // Counted by this test's challenge: other tests store requests at the same time.
+  const storedHere = () => app.store.db.collection('oauth_authorization_requests').countDocuments({ codeChallenge: p.challenge });
   const statuses = [];
   for (let i = 0; i < AUTHORIZATION_REQUEST_LIMIT; i++) statuses.push((await fetchJson(url, from('203.0.113.50'))).status);
   t.deepEqual(statuses, Array(AUTHORIZATION_REQUEST_LIMIT).fill(200), 'a sign-in page each');
-  const stored = await app.store.db.collection('oauth_authorization_requests').countDocuments({});
+  const stored = await storedHere();
   const refused = await fetchJson(url, from('203.0.113.50'));
   t.is(refused.status, 429);
   t.regex(await refused.text(), /Too many connection requests/);
   const retryAfter = Number(refused.headers.get('retry-after'));
   t.true(retryAfter > 0 && retryAfter <= 3600, `Retry-After ${retryAfter}`);
-  t.is(await app.store.db.collection('oauth_authorization_requests').countDocuments({}), stored, 'nothing stored for the refused one');
+  t.is(await storedHere(), stored, 'nothing stored for the refused one');
   t.is((await fetchJson(url, from('198.51.100.50'))).status, 200, 'another address is not affected');
 });
 
@@ -304,7 +307,7 @@ test('the code exchange: invalid_target, wrong verifier, wrong redirect_uri, wro
   t.is(ok.headers.get('cache-control'), 'no-store');
 });
 
-test('a code is single-use: a second exchange is invalid_grant and revokes the connection', async (t) => {
+test('a code is single-use: a second exchange by its own client is invalid_grant and revokes the connection', async (t) => {
   const { code, verifier } = await codeFor();
   const first = await (await exchange(code, verifier)).json();
   const second = await exchange(code, verifier);
@@ -312,6 +315,32 @@ test('a code is single-use: a second exchange is invalid_grant and revokes the c
   const res = await app.request('/v1/simulations/current-policies', { key: first.access_token, body: { merchant: 'Staples', amountMinor: '100', reason: 'Pens' } });
   t.is(res.status, 403);
   t.is(res.body.error.code, 'connection_unauthorized');
+});
+
+test('a used code replayed by someone who only saw it (no verifier, wrong verifier, redirect_uri or client) changes nothing', async (t) => {
+  const { code, verifier } = await codeFor();
+  const first = await (await exchange(code, verifier)).json();
+  const connectionId = (await app.store.db.collection<{ _id: string; connectionId: string }>('oauth_access_tokens').findOne({ _id: createHash('sha256').update(first.access_token).digest('hex') }))!.connectionId;
+  const revocations = async () => (await eventsOf(app, 'connection.revoked')).filter((e) => e.data.connectionId === connectionId).length;
+  const replays = {
+    'no verifier': [{ code_verifier: '' }, 'invalid_request'],
+    'a wrong verifier': [{ code_verifier: pkce().verifier }, 'invalid_grant'],
+    'a wrong redirect_uri': [{ redirect_uri: 'http://127.0.0.1:1/callback' }, 'invalid_grant'],
+    'another client': [{ client_id: `${meta.origin}/other.json` }, 'invalid_grant'],
+  } as const;
+  for (const [what, [fields, error]] of Object.entries(replays)) {
+    const res = await exchange(code, verifier, fields);
+    t.is(res.status, 400, what);
+    t.is((await res.json()).error, error, what);
+  }
+  t.is(await revocations(), 0, 'the connection is not revoked');
+  const toolsList = () => app.request('/mcp', { key: first.access_token, body: { jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers: { accept: 'application/json, text/event-stream' } });
+  t.is((await toolsList()).status, 200, 'its access token still works');
+
+  const own = await exchange(code, verifier);
+  t.is((await own.json()).error_description, 'the authorization code was already used; the connection has been revoked');
+  t.is(await revocations(), 1);
+  t.is((await toolsList()).status, 401, 'the connection is revoked');
 });
 
 // Serial (AVA runs serial tests before the others): moving the clock must not expire another test's code.

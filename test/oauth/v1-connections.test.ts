@@ -67,7 +67,8 @@ test('purchase:check only: simulations as its agent; submitting, reading or list
   const submit = await app.request('/v1/purchase-requests', { key: checkOnly.access_token, body: purchase });
   t.is(submit.status, 403);
   t.is(submit.body.error.code, 'insufficient_scope');
-  t.regex(submit.headers.get('www-authenticate') ?? '', /insufficient_scope/);
+  // No resource_metadata: /v1 has no protected resource metadata document (RFC 9728 3.3; docs/reference/decisions.md).
+  t.is(submit.headers.get('www-authenticate'), 'Bearer error="insufficient_scope", scope="purchase:request"');
   const read = await app.request('/v1/purchase-requests/00000000-0000-7000-8000-000000000000', { key: checkOnly.access_token });
   t.is(read.body.error.code, 'insufficient_scope');
   const receipts = await app.request('/v1/purchase-requests/00000000-0000-7000-8000-000000000000/receipts', { key: checkOnly.access_token });

@@ -31,6 +31,7 @@ import { handlePurchaseCommand } from '../../src/purchases/handler.ts';
 import { decidePurchase, evolve, type PurchaseCommand, type PurchaseRecord, type PurchaseState } from '../../src/purchases/lifecycle.ts';
 import { IdempotencyKeyTaken, transactionalRecords } from '../../src/purchases/record-writer.ts';
 import { answerApproval } from '../../src/approvals/answer.ts';
+import { expireApproval } from '../../src/approvals/close.ts';
 import { closeApproval } from '../../src/approvals/close.ts';
 import { changeAgentStatus } from '../../src/agents/change-status.ts';
 import { runCommand } from '../../src/commands/run-command.ts';
@@ -207,7 +208,7 @@ export function registerCommandConformance(factory: () => Promise<Store>, option
     return w.store.withTransaction((session) => loadReceiptContext(deps, session, orgId));
   };
 
-  const writeRecord = (w: World, record: PurchaseRecord) => w.store.withTransaction((session) => transactionalRecords(w.db).write(record, session));
+  const writeRecord = (w: World, record: PurchaseRecord) => w.store.withTransaction((session) => transactionalRecords(w.db).write(record, session, { docs: new Map(), remembered: new Set() }));
 
   /** A pending purchase through the real submission path. */
   async function pending(w: World, org: Org, amountMinor: number, agent = 'buyer'): Promise<string> {
@@ -273,6 +274,7 @@ export function registerCommandConformance(factory: () => Promise<Store>, option
       'purchases',
       'receipt_chains',
       'receipts',
+      'webhook_quotas', // the organisation's webhook fence: no endpoint receives its events
     ]);
     const one = (name: string, id: string) => after.get(name)!.get(id);
     t.deepEqual(diff.purchases, { added: [purchaseId], changed: [], removed: [] });
@@ -493,6 +495,26 @@ export function registerCommandConformance(factory: () => Promise<Store>, option
     const seqs = (await w.db.collection<Doc>('receipts').find({ organizationId: org.id }).toArray()).map((r) => r.seq).sort((a, b) => a - b);
     t.deepEqual(seqs, Array.from({ length: N }, (_, i) => i + 1));
     t.like(await w.db.collection<Doc>('receipt_chains').findOne({ _id: org.id }), { seq: N });
+  });
+
+  test(title('a refusal decided on windows the actor remembers, which another process has moved since, is decided again on the store\'s'), async (t) => {
+    const w = await open(t);
+    const org = await spendOrg(w, '50000');
+    // This process holds the whole day's limit: its actor remembers the windows so.
+    const held = [await pending(w, org, 25000), await pending(w, org, 25000)];
+    const refused = await submitPurchase(w.deps, await submission(w, org, 'buyer', 10000));
+    t.is((refused.body as { decision: { outcome: string } }).decision.outcome, 'REJECTED');
+    // Another process, two hours on, expires both approvals: their holds are released there. An expiry signs
+    // no receipt, so the receipt chain this process remembers is still the store's, and a refusal writes no window.
+    const later = processOver(w.store, () => new Date(w.now.getTime() + 2 * 60 * 60 * 1000));
+    for (const purchaseId of held) {
+      const { approvalId } = (await w.db.collection<Doc>('purchases').findOne({ _id: purchaseId }))!;
+      t.true(await expireApproval(later, approvalId));
+    }
+    const result = await submitPurchase(w.deps, await submission(w, org, 'buyer', 10000));
+    t.is((result.body as { decision: { outcome: string } }).decision.outcome, 'APPROVED', 'decided on the day as it is, not as remembered');
+    const day = await w.db.collection<Doc>('budget_windows').findOne({ organizationId: org.id, periodKind: 'DAY' });
+    t.like(day, { heldMinor: 0, committedMinor: 10000 });
   });
 
   test(title('a below-quorum ANSWER writes only the approval at the version read; a second from the same stale state conflicts'), async (t) => {

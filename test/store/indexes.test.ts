@@ -46,16 +46,34 @@ test('every collection named in src/ is created at start', async (t) => {
   }
 });
 
-test('start-up replaces the index on an endpoint\'s deliveries by status with one that also orders them by due time', async (t) => {
+test('start-up replaces the indexes of deliveries by status with ones that also order them (by due time; then by _id for the sweep)', async (t) => {
   const store = await testStore();
   try {
     const deliveries = store.db.collection('webhook_deliveries');
     await deliveries.createIndex({ endpointId: 1, status: 1 });
+    await deliveries.createIndex({ status: 1, nextAttemptAt: 1 });
     t.true((await deliveries.indexes()).some((i) => i.name === 'endpointId_1_status_1'));
     await createIndexes(store.db);
     const names = (await deliveries.indexes()).map((i) => i.name);
     t.false(names.includes('endpointId_1_status_1'));
     t.true(names.includes('endpointId_1_status_1_nextAttemptAt_1'));
+    // And the sweep's, by status and due time, with one that also orders the due ones by _id.
+    t.false(names.includes('status_1_nextAttemptAt_1'));
+    t.true(names.includes('status_1_nextAttemptAt_1__id_1'));
+  } finally {
+    await store.close();
+  }
+});
+
+test('start-up replaces the index of endpoints by organisation and creation with one that gives GET /v1/webhooks its whole order', async (t) => {
+  const store = await testStore();
+  try {
+    const endpoints = store.db.collection('webhook_endpoints');
+    await endpoints.createIndex({ organizationId: 1, createdAt: 1 });
+    await createIndexes(store.db);
+    const names = (await endpoints.indexes()).map((i) => i.name);
+    t.false(names.includes('organizationId_1_createdAt_1'));
+    t.true(names.includes('organizationId_1_createdAt_1__id_1'));
   } finally {
     await store.close();
   }

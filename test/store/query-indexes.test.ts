@@ -3,24 +3,20 @@
 // organisation's documents, inside a transaction as often as not. The store records each query's filter
 // (test/helpers/query-shapes.ts) while the paths run through HTTP, and each is checked against the layout.
 import test from 'ava';
-import { startApp, type TestApp } from '../helpers/app.ts';
-import { Client, dashboardPurchase, setUpDashboardOrg, type DashboardOrg } from '../helpers/dashboard.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { Client, dashboardPurchase, type DashboardOrg } from '../helpers/dashboard.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
-import { usableIndexes, QueryRecorder } from '../helpers/query-shapes.ts';
+import { startRecordedApp, usableIndexes, type QueryRecorder } from '../helpers/query-shapes.ts';
 import { manifest, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
-import { testStore } from '../helpers/store.ts';
 import { catchUpShadows } from '../../src/simulations/shadow.ts';
+import { attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
 
 let app: TestApp;
 let store: QueryRecorder;
 let org: DashboardOrg;
 
 test.before(async () => {
-  store = new QueryRecorder(await testStore());
-  app = await startApp({ store });
-  app.deps.config.baseUrl = app.url;
-  app.deps.config.authUrl = app.url;
-  org = await setUpDashboardOrg(app, 'scans', [{ handle: 'ana', name: 'Ana Admin', email: 'ana@scans.example', roles: ['admin', 'approver'] }]);
+  ({ app, store, org } = await startRecordedApp('scans'));
 });
 test.after.always(async () => {
   await app?.close();
@@ -92,4 +88,25 @@ test.serial('applying a manifest reads a policy\'s active and draft versions, no
   t.truthy(applied.policies.office.draftVersionId);
   const versionsRead = store.shapes.slice(from).filter((s) => s.collection === 'policy_versions').reduce((sum, s) => sum + (s.returned ?? 1), 0);
   t.true(versionsRead <= 3, `${versionsRead} versions read`);
+});
+
+test.serial('a replay reads the approvals pending at its start through an index, those answered since included, not the organisation\'s whole history', async (t) => {
+  const { keys } = await applyManifest(app, manifest('carried', [{ rules: V1_RULES, merchants: V1_MERCHANTS, activate: true }]));
+  const applied = await applyManifest(app, manifest('carried', [{ rules: V2_RULES, merchants: V2_MERCHANTS, activate: false }]));
+  const from = store.shapes.length;
+  const now = Date.now();
+  const range = { from: new Date(now - 3_600_000).toISOString(), to: new Date(now).toISOString() };
+  const res = await app.request('/v1/simulations/replay', { key: keys['org-key'], body: { policyVersionId: applied.policies.office.draftVersionId, ...range } });
+  t.is(res.status, 200, res.text);
+  t.true(store.shapes.slice(from).some((s) => s.collection === 'approvals' && Array.isArray(s.filter.$or)), 'the replay read the carried approvals');
+  t.deepEqual(store.collectionScans(from), []);
+  t.deepEqual(store.partlyIndexed(from), []);
+});
+
+test.serial('the worker\'s webhook sweep reads the due deliveries in their order through an index, not sorting every due one in memory', async (t) => {
+  const from = store.shapes.length;
+  await attemptDueDeliveries(app.deps);
+  t.true(store.shapes.slice(from).some((s) => s.collection === 'webhook_deliveries' && s.sort !== undefined), 'the sweep read the due deliveries');
+  t.deepEqual(store.collectionScans(from), []);
+  t.deepEqual(store.partlyIndexed(from), []);
 });

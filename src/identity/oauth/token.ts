@@ -5,7 +5,8 @@
 // Refresh tokens rotate on every use. A rotated (consumed) refresh token presented again means two
 // parties hold it; the whole connection is revoked and `security.connection_token_reuse_detected`
 // is recorded (docs/reference/contract.md §5.2; RFC 9700 4.14.2). A reused authorization code is treated the same way
-// (RFC 6749 4.1.2: the server SHOULD revoke what was issued from it).
+// (RFC 6749 4.1.2: the server SHOULD revoke what was issued from it), but only when the request proves it comes
+// from the client the code was issued to (client_id, redirect_uri and the PKCE verifier all match).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppDeps } from '../../app-deps.ts';
 import type { Scope } from '../auth.ts';
@@ -140,15 +141,17 @@ async function exchangeCode(deps: AppDeps, form: Form, clientId: string): Promis
     const found = await o.codes.findOne({ _id: digest }, { session });
     if (!found) return invalidGrant('the authorization code is not valid');
     if (!issuedTo(deps, found.clientId, clientId)) return invalidGrant('the authorization code was issued to another client');
+    // RFC 6749 4.1.3: identical to the redirect_uri of the authorization request.
+    if (found.redirectUri !== redirectUri) return invalidGrant('redirect_uri does not match the authorization request');
+    if (found.resource !== resource) return failure('invalid_target', 'resource does not match the authorization request');
+    if (!verifierMatches(verifier, found.codeChallenge)) return invalidGrant('code_verifier does not match the code_challenge');
+    // Checked only now: a used code revokes its connection when its own client presents it again, with
+    // the verifier. Anyone else who saw the code (a log, a Referer) must not be able to end the connection.
     if (found.usedAt !== null) {
       await revokeConnectionIn(deps.store.db, session, found.connectionId, 'TOKEN_REUSE', now, { credential: 'AUTHORIZATION_CODE' });
       return invalidGrant('the authorization code was already used; the connection has been revoked');
     }
     if (found.expiresAt.getTime() <= now.getTime()) return invalidGrant('the authorization code has expired');
-    // RFC 6749 4.1.3: identical to the redirect_uri of the authorization request.
-    if (found.redirectUri !== redirectUri) return invalidGrant('redirect_uri does not match the authorization request');
-    if (found.resource !== resource) return failure('invalid_target', 'resource does not match the authorization request');
-    if (!verifierMatches(verifier, found.codeChallenge)) return invalidGrant('code_verifier does not match the code_challenge');
     // Refused before it is used up: a client that tries again (its agent was disabled after consent, say)
     // must not look like a code replayed by someone else, which revokes the connection as token reuse.
     const connection = await usableConnection(deps, session, found.connectionId);
