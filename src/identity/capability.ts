@@ -10,10 +10,17 @@ export const identity: Capability = {
     { collection: 'organizations', keys: { handle: 1 }, options: { unique: true } },
     { collection: 'people', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
     { collection: 'people', keys: { email: 1 } },
+    // How many may approve (src/identity/people/roles.ts approverCount): both branches of its $or on roles, no
+    // roles or the approver role, narrowed by the index rather than filtered over every person of the organisation.
+    { collection: 'people', keys: { organizationId: 1, roles: 1 } },
     { collection: 'api_keys', keys: { prefix: 1 }, options: { unique: true } },
     { collection: 'api_keys', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
+    // The dashboard's keys page, newest first (ties by _id ascending): read in order off the index, not an
+    // organisation's keys, one or more per agent, sorted in memory.
+    { collection: 'api_keys', keys: { organizationId: 1, createdAt: -1, _id: 1 } },
     // Connections (OAuth 2.0 and MCP)
-    { collection: 'connections', keys: { organizationId: 1, createdAt: -1 } },
+    // The lists of connections, newest first (listedConnections): with _id, their tie-break, in order off the index.
+    { collection: 'connections', keys: { organizationId: 1, createdAt: -1, _id: -1 } },
     // The lists pass over connections revoked long ago (listedConnections): found by organisation and revocation.
     { collection: 'connections', keys: { organizationId: 1, revokedAt: 1 } },
     { collection: 'connections', keys: { clientId: 1 } },
@@ -34,4 +41,6 @@ export const identity: Capability = {
     { collection: 'dashboard_sessions', keys: { personId: 1 } },
     { collection: 'dashboard_sign_in_throttle', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   ],
+  // Replaced by { organizationId, createdAt, _id }, of which it is a prefix.
+  retiredIndexes: [{ collection: 'connections', name: 'organizationId_1_createdAt_-1' }],
 };

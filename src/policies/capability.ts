@@ -7,6 +7,8 @@ export const policies: Capability = {
   indexes: [
     { collection: 'policies', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
     { collection: 'policies', keys: { organizationId: 1, status: 1 } },
+    // The dashboard's policies page, by name: read in order off the index, not sorted in memory.
+    { collection: 'policies', keys: { organizationId: 1, name: 1, _id: 1 } },
     { collection: 'policy_versions', keys: { policyId: 1, versionNumber: 1 }, options: { unique: true } },
     { collection: 'policy_views', keys: { organizationId: 1, createdAt: -1 } },
   ],

@@ -111,9 +111,10 @@ export const WEBHOOK_INDEXES: readonly IndexSpec[] = [
   // The sweep's due deliveries, oldest due first: with _id, its tie-break, the index gives that order, and the
   // sweep reads a batch instead of sorting every due delivery in memory (a backlog at a dead receiver).
   { collection: 'webhook_deliveries', keys: { status: 1, nextAttemptAt: 1, _id: 1 } },
-  // An endpoint's pending deliveries (disable/revoke), and its due ones oldest first (resuming the
-  // deliveries deferred by the in-flight caps, src/webhooks/attempt-slots.ts).
-  { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1, nextAttemptAt: 1 } },
+  // An endpoint's pending deliveries (disable/revoke), and its due ones oldest first, in the order read off
+  // the index with _id, their tie-break (resuming the deliveries deferred by the in-flight caps,
+  // src/webhooks/attempt-slots.ts): a backlog at an endpoint is not sorted in memory for a few slots.
+  { collection: 'webhook_deliveries', keys: { endpointId: 1, status: 1, nextAttemptAt: 1, _id: 1 } },
 ];
 
 export const NO_LEASE = new Date(0);

@@ -72,6 +72,12 @@ function givesOrder(index: IndexSpec['keys'], sort: Record<string, 1 | -1>, equa
   return false;
 }
 
+/** The keys of each declared index that gives a find's documents in its sort's order (none without a sort). */
+export function orderingIndexes(shape: QueryShape): string[][] {
+  const equal = equalityFields(shape.filter);
+  return shape.sort ? declaredIndexes(shape.collection).filter((index) => givesOrder(index, shape.sort!, equal)).map((index) => Object.keys(index)) : [];
+}
+
 /**
  * What a declared index serves only in part. A top-level `$or` each of whose branches no index bounds by the
  * branch's own fields (with the filter's others): MongoDB then reads every document the other fields select
@@ -88,7 +94,7 @@ export function partlyServed(shape: QueryShape): string[] {
     const fields = new Set([...outer, ...own]);
     if (!declared.some((keys) => boundedPrefix(keys, fields).some((k) => own.has(k)))) problems.push(`$or branch ${JSON.stringify(branch)} bounded by no index`);
   }
-  if (shape.sort && !declaredIndexes(shape.collection).some((index) => givesOrder(index, shape.sort!, equalityFields(shape.filter)))) {
+  if (shape.sort && orderingIndexes(shape).length === 0) {
     problems.push(`sort ${JSON.stringify(shape.sort)} in memory`);
   }
   return problems;

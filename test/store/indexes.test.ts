@@ -46,17 +46,20 @@ test('every collection named in src/ is created at start', async (t) => {
   }
 });
 
-test('start-up replaces the indexes of deliveries by status with ones that also order them (by due time; then by _id for the sweep)', async (t) => {
+test('start-up replaces the indexes of deliveries by status with ones that also order them (by due time; then by _id)', async (t) => {
   const store = await testStore();
   try {
     const deliveries = store.db.collection('webhook_deliveries');
     await deliveries.createIndex({ endpointId: 1, status: 1 });
+    await deliveries.createIndex({ endpointId: 1, status: 1, nextAttemptAt: 1 });
     await deliveries.createIndex({ status: 1, nextAttemptAt: 1 });
     t.true((await deliveries.indexes()).some((i) => i.name === 'endpointId_1_status_1'));
     await createIndexes(store.db);
     const names = (await deliveries.indexes()).map((i) => i.name);
+    // An endpoint's, by status and due time, with ones that also order its due ones by _id (resuming them).
     t.false(names.includes('endpointId_1_status_1'));
-    t.true(names.includes('endpointId_1_status_1_nextAttemptAt_1'));
+    t.false(names.includes('endpointId_1_status_1_nextAttemptAt_1'));
+    t.true(names.includes('endpointId_1_status_1_nextAttemptAt_1__id_1'));
     // And the sweep's, by status and due time, with one that also orders the due ones by _id.
     t.false(names.includes('status_1_nextAttemptAt_1'));
     t.true(names.includes('status_1_nextAttemptAt_1__id_1'));
@@ -74,6 +77,25 @@ test('start-up replaces the index of endpoints by organisation and creation with
     const names = (await endpoints.indexes()).map((i) => i.name);
     t.false(names.includes('organizationId_1_createdAt_1'));
     t.true(names.includes('organizationId_1_createdAt_1__id_1'));
+  } finally {
+    await store.close();
+  }
+});
+
+test('start-up replaces the indexes of pending approvals and of connections, newest first, with ones that also order ties by _id', async (t) => {
+  const store = await testStore();
+  try {
+    const approvals = store.db.collection('approvals');
+    const connections = store.db.collection('connections');
+    await approvals.createIndex({ organizationId: 1, state: 1, createdAt: -1 });
+    await connections.createIndex({ organizationId: 1, createdAt: -1 });
+    await createIndexes(store.db);
+    const approvalIndexes = (await approvals.indexes()).map((i) => i.name);
+    t.false(approvalIndexes.includes('organizationId_1_state_1_createdAt_-1'));
+    t.true(approvalIndexes.includes('organizationId_1_state_1_createdAt_-1__id_-1'));
+    const connectionIndexes = (await connections.indexes()).map((i) => i.name);
+    t.false(connectionIndexes.includes('organizationId_1_createdAt_-1'));
+    t.true(connectionIndexes.includes('organizationId_1_createdAt_-1__id_-1'));
   } finally {
     await store.close();
   }
