@@ -19,7 +19,8 @@ export const approvals: Capability = {
   collections: [NOTIFICATIONS],
   indexes: [
     { collection: 'approvals', keys: { state: 1, expiresAt: 1 } },
-    { collection: 'approvals', keys: { agentId: 1, state: 1 } },
+    // An archived agent's pending approvals, cancelled in batches by _id (src/approvals/close.ts): in order off the index.
+    { collection: 'approvals', keys: { agentId: 1, state: 1, _id: 1 } },
     // The inbox, newest first (src/dashboard/queries.ts pendingApprovals): with _id, its tie-break, the newest 200
     // of an organisation's pending approvals come off the index instead of all of them being sorted in memory.
     { collection: 'approvals', keys: { organizationId: 1, state: 1, createdAt: -1, _id: -1 } },
@@ -27,10 +28,15 @@ export const approvals: Capability = {
     { collection: 'approvals', keys: { organizationId: 1, resolvedAt: 1 } },
     // A purchase's approval (its dashboard page): otherwise a scan of the organisation's approvals.
     { collection: 'approvals', keys: { purchaseId: 1 } },
-    // The email sweep: approvals of the last day whose first email was never started.
-    { collection: 'approvals', keys: { state: 1, createdAt: 1 } },
+    // The email sweep: approvals of the last day whose first email was never started, in pages by (createdAt, _id).
+    { collection: 'approvals', keys: { state: 1, createdAt: 1, _id: 1 } },
     { collection: APPROVAL_NOTICES, keys: { next: 1, dueAt: 1 } },
   ],
-  // Replaced by { organizationId, state, createdAt, _id }, of which it is a prefix.
-  retiredIndexes: [{ collection: 'approvals', name: 'organizationId_1_state_1_createdAt_-1' }],
+  // Each replaced by an index of which it is a prefix: { agentId, state, _id }, { organizationId, state, createdAt, _id }
+  // and { state, createdAt, _id }.
+  retiredIndexes: [
+    { collection: 'approvals', name: 'agentId_1_state_1' },
+    { collection: 'approvals', name: 'organizationId_1_state_1_createdAt_-1' },
+    { collection: 'approvals', name: 'state_1_createdAt_1' },
+  ],
 };

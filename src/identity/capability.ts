@@ -13,6 +13,8 @@ export const identity: Capability = {
     // How many may approve (src/identity/people/roles.ts approverCount): both branches of its $or on roles, no
     // roles or the approver role, narrowed by the index rather than filtered over every person of the organisation.
     { collection: 'people', keys: { organizationId: 1, roles: 1 } },
+    // The people an approval's email goes to, in _id order (src/approvals/notices.ts): off the index, not sorted in memory.
+    { collection: 'people', keys: { organizationId: 1, _id: 1 } },
     { collection: 'api_keys', keys: { prefix: 1 }, options: { unique: true } },
     { collection: 'api_keys', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
     // The dashboard's keys page, newest first (ties by _id ascending): read in order off the index, not an
@@ -34,13 +36,17 @@ export const identity: Capability = {
     { collection: 'oauth_refresh_tokens', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     { collection: 'oauth_refresh_tokens', keys: { connectionId: 1 } },
     { collection: 'oauth_clients', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
-    { collection: 'oauth_clients', keys: { createdAt: -1 } },
+    // The operator API's newest clients (src/identity/oauth/admin-routes.ts): with _id, its tie-break, off the index.
+    { collection: 'oauth_clients', keys: { createdAt: -1, _id: -1 } },
     { collection: 'oauth_registration_windows', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     // The people's sign-in sessions and failed sign-in counters (src/identity/sessions/documents.ts)
     { collection: 'dashboard_sessions', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
     { collection: 'dashboard_sessions', keys: { personId: 1 } },
     { collection: 'dashboard_sign_in_throttle', keys: { expiresAt: 1 }, options: { expireAfterSeconds: 0 } },
   ],
-  // Replaced by { organizationId, createdAt, _id }, of which it is a prefix.
-  retiredIndexes: [{ collection: 'connections', name: 'organizationId_1_createdAt_-1' }],
+  // Each replaced by an index of which it is a prefix: { organizationId, createdAt, _id } and { createdAt, _id }.
+  retiredIndexes: [
+    { collection: 'connections', name: 'organizationId_1_createdAt_-1' },
+    { collection: 'oauth_clients', name: 'createdAt_-1' },
+  ],
 };

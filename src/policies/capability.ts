@@ -10,6 +10,9 @@ export const policies: Capability = {
     // The dashboard's policies page, by name: read in order off the index, not sorted in memory.
     { collection: 'policies', keys: { organizationId: 1, name: 1, _id: 1 } },
     { collection: 'policy_versions', keys: { policyId: 1, versionNumber: 1 }, options: { unique: true } },
-    { collection: 'policy_views', keys: { organizationId: 1, createdAt: -1 } },
+    // GET /v1/policies, newest first (src/policies/list.ts): with _id, its tie-break, a page comes off the index.
+    { collection: 'policy_views', keys: { organizationId: 1, createdAt: -1, _id: -1 } },
   ],
+  // Replaced by { organizationId, createdAt, _id }, of which it is a prefix.
+  retiredIndexes: [{ collection: 'policy_views', name: 'organizationId_1_createdAt_-1' }],
 };

@@ -45,10 +45,20 @@ export function usableIndexes(shape: QueryShape): string[][] {
     .filter((keys) => fields.has(keys[0]));
 }
 
+const isOperators = (v: unknown) => v !== null && typeof v === 'object' && !(v instanceof Date) && !Array.isArray(v) && Object.keys(v).some((k) => k.startsWith('$'));
+
 /** The fields a filter fixes by equality (a value, or `$eq`) at its top level. */
 function equalityFields(filter: Record<string, unknown>): Set<string> {
-  const isOperators = (v: unknown) => v !== null && typeof v === 'object' && !(v instanceof Date) && !Array.isArray(v) && Object.keys(v).some((k) => k.startsWith('$'));
   return new Set(Object.entries(filter).filter(([k, v]) => !k.startsWith('$') && (!isOperators(v) || '$eq' in (v as object))).map(([k]) => k));
+}
+
+/**
+ * The fields fixed by equality or to one of a list (`$in`) at the filter's top level: MongoDB reads an index's
+ * range for each value of an `$in` ahead of the sort's keys and merges them in order (no in-memory sort).
+ */
+function pointFields(filter: Record<string, unknown>): Set<string> {
+  const inList = Object.entries(filter).filter(([k, v]) => !k.startsWith('$') && isOperators(v) && Array.isArray((v as { $in?: unknown }).$in));
+  return new Set([...equalityFields(filter), ...inList.map(([k]) => k)]);
 }
 
 /** The leading keys of an index that the filter's fields bound (an index scan narrows by these; the rest it reads through). */
@@ -58,24 +68,34 @@ function boundedPrefix(keys: string[], fields: Set<string>): string[] {
 }
 
 /**
- * Whether an index scan gives documents in `sort`'s order: after index keys the filter fixes by equality, the
- * sort's fields (less those fixed, whose order is given) follow in order, each direction as the index's or all reversed.
+ * Whether an index scan gives documents in `sort`'s order: after index keys the filter fixes by equality (or to
+ * a list), the sort's fields (less those fixed, whose order is given) follow in order, each direction as the
+ * index's or all reversed.
  */
-function givesOrder(index: IndexSpec['keys'], sort: Record<string, 1 | -1>, equal: Set<string>): boolean {
+function givesOrder(index: IndexSpec['keys'], sort: Record<string, 1 | -1>, equal: Set<string>, points: Set<string>): boolean {
   const keys = Object.keys(index);
   const wanted = Object.entries(sort).filter(([k]) => !equal.has(k));
   for (let start = 0; start + wanted.length <= keys.length; start++) {
-    if (start > 0 && !equal.has(keys[start - 1])) return false;
+    if (start > 0 && !points.has(keys[start - 1])) return false;
     const relative = wanted.map(([k, d]) => d * index[k]);
     if (wanted.every(([k], i) => keys[start + i] === k) && relative.every((r) => r === relative[0])) return true;
   }
   return false;
 }
 
-/** The keys of each declared index that gives a find's documents in its sort's order (none without a sort). */
+/**
+ * The keys of each declared index that gives a find's documents in its sort's order (none without a sort),
+ * and that the filter narrows (its first key constrained, unless the filter is empty): the _id index gives
+ * an _id order, but through every document of the collection.
+ */
 export function orderingIndexes(shape: QueryShape): string[][] {
-  const equal = equalityFields(shape.filter);
-  return shape.sort ? declaredIndexes(shape.collection).filter((index) => givesOrder(index, shape.sort!, equal)).map((index) => Object.keys(index)) : [];
+  const [equal, points] = [equalityFields(shape.filter), pointFields(shape.filter)];
+  const fields = constrainedFields(shape.filter);
+  return shape.sort
+    ? declaredIndexes(shape.collection)
+        .filter((index) => givesOrder(index, shape.sort!, equal, points) && (fields.size === 0 || fields.has(Object.keys(index)[0])))
+        .map((index) => Object.keys(index))
+    : [];
 }
 
 /**

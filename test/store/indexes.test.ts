@@ -82,20 +82,25 @@ test('start-up replaces the index of endpoints by organisation and creation with
   }
 });
 
-test('start-up replaces the indexes of pending approvals and of connections, newest first, with ones that also order ties by _id', async (t) => {
+test('start-up replaces the indexes that gave lists and sweeps their order only in part with ones that end in _id, their tie-break', async (t) => {
   const store = await testStore();
   try {
-    const approvals = store.db.collection('approvals');
-    const connections = store.db.collection('connections');
-    await approvals.createIndex({ organizationId: 1, state: 1, createdAt: -1 });
-    await connections.createIndex({ organizationId: 1, createdAt: -1 });
+    const replaced: Array<[string, Record<string, 1 | -1>, string]> = [
+      ['approvals', { organizationId: 1, state: 1, createdAt: -1 }, 'organizationId_1_state_1_createdAt_-1__id_-1'],
+      ['approvals', { agentId: 1, state: 1 }, 'agentId_1_state_1__id_1'],
+      ['approvals', { state: 1, createdAt: 1 }, 'state_1_createdAt_1__id_1'],
+      ['connections', { organizationId: 1, createdAt: -1 }, 'organizationId_1_createdAt_-1__id_-1'],
+      ['oauth_clients', { createdAt: -1 }, 'createdAt_-1__id_-1'],
+      ['policy_views', { organizationId: 1, createdAt: -1 }, 'organizationId_1_createdAt_-1__id_-1'],
+    ];
+    for (const [collection, keys] of replaced) await store.db.collection(collection).createIndex(keys);
     await createIndexes(store.db);
-    const approvalIndexes = (await approvals.indexes()).map((i) => i.name);
-    t.false(approvalIndexes.includes('organizationId_1_state_1_createdAt_-1'));
-    t.true(approvalIndexes.includes('organizationId_1_state_1_createdAt_-1__id_-1'));
-    const connectionIndexes = (await connections.indexes()).map((i) => i.name);
-    t.false(connectionIndexes.includes('organizationId_1_createdAt_-1'));
-    t.true(connectionIndexes.includes('organizationId_1_createdAt_-1__id_-1'));
+    for (const [collection, keys, replacement] of replaced) {
+      const names = (await store.db.collection(collection).indexes()).map((i) => i.name);
+      const old = Object.entries(keys).map(([k, d]) => `${k}_${d}`).join('_');
+      t.false(names.includes(old), `${collection} ${old}`);
+      t.true(names.includes(replacement), `${collection} ${replacement}`);
+    }
   } finally {
     await store.close();
   }

@@ -9,6 +9,11 @@ import { applyManifest } from '../helpers/fixtures.ts';
 import { orderingIndexes, startRecordedApp, usableIndexes, type QueryRecorder, type QueryShape } from '../helpers/query-shapes.ts';
 import { manifest, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
 import { catchUpShadows } from '../../src/simulations/shadow.ts';
+import { expireDueApprovals, finishInterruptedArchives } from '../../src/approvals/close.ts';
+import { sendDueNotices } from '../../src/approvals/notices.ts';
+import { loadConfig } from '../../src/config.ts';
+import { startSmtp } from '../helpers/smtp.ts';
+import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
 import { attemptSlots, MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/attempt-slots.ts';
 import { attemptDelivery, attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
 import { NO_LEASE, webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
@@ -178,6 +183,40 @@ test.serial('checking a version\'s quorum counts the approvers through an index 
   const res = await app.request(`/v1/policies/${policies.office.id}/versions/${policies.office.activeVersionId}/validate`, { key: keys['org-key'], body: {} });
   t.is(res.status, 200, res.text);
   t.true(store.shapes.slice(from).some((s) => s.collection === 'people' && Array.isArray(s.filter.$or)), 'the approvers were counted');
+  t.deepEqual(store.collectionScans(from), []);
+  t.deepEqual(flagged(from), []);
+});
+
+test.serial('the approvers\' email sweep reads the notices due, the approvals never emailed and the people to email through indexes in an index\'s order', async (t) => {
+  const relay = await startSmtp();
+  try {
+    const { smtp } = loadConfig({ ADMIN_TOKEN: 'x'.repeat(32), SMTP_URL: relay.url, SMTP_FROM: 'spend@scans.example' });
+    // A minute on: past the grace the sweep leaves a new approval's first email to its own job (the pages above
+    // made approvals; Ana, their only approver, made them too, so nobody is emailed, but the people are read).
+    const later = { ...app.deps, config: { ...app.deps.config, smtp }, now: () => new Date(Date.now() + 60_000) };
+    const from = store.shapes.length;
+    await sendDueNotices(later);
+    t.true(store.shapes.slice(from).some((s) => s.collection === 'people'), 'the people to email were read');
+    t.deepEqual(store.collectionScans(from), []);
+    t.deepEqual(flagged(from), []);
+  } finally {
+    await relay.close();
+  }
+});
+
+test.serial('the API\'s and the operator API\'s lists, and the worker\'s approval and event sweeps, read through indexes in an index\'s order', async (t) => {
+  const from = store.shapes.length;
+  for (const path of ['/v1/agents', '/v1/policies', '/v1/policies?status=ACTIVE', '/v1/webhooks']) {
+    t.is((await app.request(path, { key: org.keys['admin-key'] })).status, 200, path);
+  }
+  for (const path of [`/admin/connections?organizationId=${org.organizationId}`, '/admin/oauth-clients']) t.is((await app.admin(path)).status, 200, path);
+  await expireDueApprovals(app.deps);
+  await sendDueNotices(app.deps);
+  await dispatchEvents(app.deps);
+  // Archiving an agent cancels its pending approvals (the dashboard purchases above made some).
+  t.is((await app.admin(`/admin/agents/${org.agents.buyer.id}`, { method: 'PATCH', body: { status: 'ARCHIVED' } })).status, 200);
+  t.true(store.shapes.slice(from).some((s) => s.collection === 'approvals' && s.filter.agentId === org.agents.buyer.id), 'the agent\'s pending approvals were read');
+  await finishInterruptedArchives(app.deps);
   t.deepEqual(store.collectionScans(from), []);
   t.deepEqual(flagged(from), []);
 });
