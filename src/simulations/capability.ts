@@ -29,11 +29,15 @@ export const simulations: Capability = {
   indexes: [
     { collection: REPLAYS, keys: { organizationId: 1, createdAt: -1 } },
     { collection: REPLAY_CHANGES, keys: { replayId: 1, requestedAt: 1, purchaseId: 1 } },
-    { collection: SHADOW_DECISIONS, keys: { versionId: 1, fromKey: 1 } },
+    // A shadow's changes, read in chunks by (fromKey, _id) (shadowChangesPage): in order off the index, not
+    // every chunk the shadow has written since it started sorted in memory for each page.
+    { collection: SHADOW_DECISIONS, keys: { versionId: 1, fromKey: 1, _id: 1 } },
     { collection: SHADOWS, keys: { organizationId: 1, status: 1 } },
     // The catch-up job's running shadows, of every organisation (partial: the stopped ones stay for their reports).
     { collection: SHADOWS, keys: { status: 1 }, options: { partialFilterExpression: { status: 'RUNNING' } } },
     { collection: SHADOW_HOLDS, keys: { due: 1 } },
     { collection: SHADOW_HOLDS, keys: { shadowId: 1 } },
   ],
+  // Replaced by { versionId, fromKey, _id }, of which it is a prefix.
+  retiredIndexes: [{ collection: SHADOW_DECISIONS, name: 'versionId_1_fromKey_1' }],
 };

@@ -92,6 +92,7 @@ test('start-up replaces the indexes that gave lists and sweeps their order only 
       ['connections', { organizationId: 1, createdAt: -1 }, 'organizationId_1_createdAt_-1__id_-1'],
       ['oauth_clients', { createdAt: -1 }, 'createdAt_-1__id_-1'],
       ['policy_views', { organizationId: 1, createdAt: -1 }, 'organizationId_1_createdAt_-1__id_-1'],
+      ['shadow_decisions', { versionId: 1, fromKey: 1 }, 'versionId_1_fromKey_1__id_1'],
     ];
     for (const [collection, keys] of replaced) await store.db.collection(collection).createIndex(keys);
     await createIndexes(store.db);

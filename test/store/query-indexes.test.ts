@@ -14,6 +14,9 @@ import { sendDueNotices } from '../../src/approvals/notices.ts';
 import { loadConfig } from '../../src/config.ts';
 import { startSmtp } from '../helpers/smtp.ts';
 import { dispatchEvents } from '../../src/webhooks/dispatch.ts';
+import { newEndpoint } from '../../src/webhooks/manage.ts';
+import { newId } from '../../src/ids.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../schemas/webhooks.ts';
 import { attemptSlots, MAX_IN_FLIGHT_PER_ENDPOINT } from '../../src/webhooks/attempt-slots.ts';
 import { attemptDelivery, attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
 import { NO_LEASE, webhookCollections, type WebhookDeliveryDoc } from '../../src/webhooks/documents.ts';
@@ -23,6 +26,12 @@ import { NO_LEASE, webhookCollections, type WebhookDeliveryDoc } from '../../src
  * size: an index for them would cost every write of the collection and spare no real work.
  */
 const SORTED_IN_MEMORY: Array<{ collection: string; by: string; sort: Record<string, 1 | -1>; why: string }> = [
+  {
+    collection: 'webhook_endpoints',
+    by: 'subscribedTypes',
+    sort: { _id: 1 },
+    why: 'the endpoints an event goes to (src/webhooks/dispatch.ts), found through { organizationId, status, subscribedTypes }: an organisation\'s active ones, at most WEBHOOK_ENDPOINT_LIMIT',
+  },
   {
     collection: 'decisions',
     by: 'purchaseId',
@@ -83,7 +92,12 @@ test.serial('a shadow evaluating purchases reads the organisation\'s policy vers
   t.is(res.status, 201);
   await app.deps.shadows!.idle();
   t.true(store.shapes.slice(from).some((s) => s.collection === 'policy_versions' && !('_id' in s.filter)), 'the shadow loaded the history');
+  // Its page of changes, read in chunks by (fromKey, _id).
+  const shadowPage = await app.request(`/v1/policies/${applied.policies.office.id}/versions/${applied.policies.office.draftVersionId}/shadow`, { key: keys['org-key'] });
+  t.is(shadowPage.status, 200, shadowPage.text);
+  t.true(store.shapes.slice(from).some((s) => s.collection === 'shadow_decisions' && s.sort !== undefined), 'the changes were read');
   t.deepEqual(store.collectionScans(from), []);
+  t.deepEqual(flagged(from), []);
 });
 
 test.serial('the worker\'s shadow catch-up, every 30 seconds, finds the running shadows through an index', async (t) => {
@@ -202,6 +216,19 @@ test.serial('the approvers\' email sweep reads the notices due, the approvals ne
   } finally {
     await relay.close();
   }
+});
+
+test.serial('an event fans out to the organisation\'s subscribed endpoints, found through an index', async (t) => {
+  const sealed = { current: 'sealed-secret', previous: null, previousExpiresAt: null };
+  await webhookCollections(app.deps.store.db).endpoints.insertOne(newEndpoint(newId(), org.organizationId, { url: 'https://hooks.example/scans', description: null, subscribedTypes: SUBSCRIBABLE_EVENT_TYPES }, sealed, app.deps.now()));
+  const client = new Client(app.url);
+  t.is((await client.signIn('ana@scans.example')).status, 303);
+  await dashboardPurchase(client, org.agents.buyer.id, { merchant: 'Staples', amount: '12.00' });
+  const from = store.shapes.length;
+  t.true((await dispatchEvents(app.deps)) > 0);
+  t.true(store.shapes.slice(from).some((s) => s.collection === 'webhook_endpoints' && s.sort !== undefined), 'the subscribed endpoints were read');
+  t.deepEqual(store.collectionScans(from), []);
+  t.deepEqual(flagged(from), []);
 });
 
 test.serial('the API\'s and the operator API\'s lists, and the worker\'s approval and event sweeps, read through indexes in an index\'s order', async (t) => {
