@@ -10,7 +10,8 @@ const SEPARATORS = /[\p{P}\p{Z}\p{Cc}\s]+/gu; // punctuation, spaces, line break
 /**
  * A case-insensitive UTS #39 confusable skeleton, with punctuation and spacing collapsed:
  * 1. NFKC, case folding (lower-upper-lower approximates full case folding: 'ẞ' and 'ß' -> 'ss', 'σ' and
- *    'ς' alike), NFKC again, default-ignorable and format characters removed (merchant-fold.ts);
+ *    'ς' alike), NFKC again, default-ignorable and format characters removed, a dot above that an i or j
+ *    draws as its own dot removed ('İ', 'i\u0307' -> 'i') (merchant-fold.ts);
  * 2. the skeleton: NFD, each code point mapped to its confusables prototype (confusables.ts: Cyrillic
  *    'ѕ', Greek 'ο', '0' -> 's', 'o', 'o'; 'm' -> 'rn'; 'I', 'i', '1' -> 'l'), normalised again;
  * 3. runs of punctuation and whitespace collapsed to one space, trimmed, NFC.

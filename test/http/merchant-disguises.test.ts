@@ -90,3 +90,19 @@ test('a policy-version simulation matches disguises on the version as frozen', a
   t.is(res.status, 200);
   t.deepEqual(res.body.simulatedDecision.reasonCodes, ['MERCHANT_BLOCKED']);
 });
+
+test('a dot above on an i, which draws no second dot, does not hide a blocked merchant; the Turkish capital İ is the upper case of i', async (t) => {
+  const manifest: any = shopManifest('shop-dotted');
+  manifest.policies[0].merchants = [{ listType: 'BLOCK', label: 'Spice Imports' }];
+  const dotted = await applyManifest(app, manifest);
+  // i + U+0307 COMBINING DOT ABOVE looks like i (the dot replaces the i's own: Soft_Dotted); 'İ'.toLowerCase() is that pair.
+  for (const merchant of ['Spi\u0307ce Imports', 'SP\u0130CE \u0130MPORTS', 'spice i\u0307mports']) {
+    const res = await submit(dotted.keys['a-key'], purchase(1000, merchant));
+    t.deepEqual(res.body.decision.reasonCodes, ['MERCHANT_BLOCKED'], merchant);
+    const sim = await app.request('/v1/simulations/current-policies', { key: dotted.keys['a-key'], body: purchase(1000, merchant) });
+    t.deepEqual(sim.body.simulatedDecision.reasonCodes, ['MERCHANT_BLOCKED'], merchant);
+  }
+  // A mark that shows is another name.
+  const other = await submit(dotted.keys['a-key'], purchase(1000, 'Spi\u0308ce Imports'));
+  t.is(other.body.decision.outcome, 'APPROVED');
+});
