@@ -20,10 +20,15 @@ test.after.always(() => app?.close());
 
 const CURRENCIES = ['JPY', 'BHD', 'CLF'];
 const big = fc.oneof(fc.bigInt(1n, 1_000n), fc.bigInt(MAX - 1_000n, MAX), fc.bigInt(MAX / 2n - 500n, MAX / 2n + 500n));
-const rule = fc.oneof(
-  fc.record({ ruleType: fc.constant('AMOUNT_LIMIT'), effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'), periodKind: fc.constant('PER_REQUEST'), amountMinor: big.map(String) }),
-  fc.record({ ruleType: fc.constant('SPEND_LIMIT'), effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'), periodKind: fc.constantFrom('DAY', 'MONTH'), amountMinor: big.map(String) }),
-);
+const rule = fc
+  .tuple(
+    fc.oneof(
+      fc.record({ ruleType: fc.constant('AMOUNT_LIMIT'), effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'), periodKind: fc.constant('PER_REQUEST'), amountMinor: big.map(String) }),
+      fc.record({ ruleType: fc.constant('SPEND_LIMIT'), effect: fc.constantFrom('BLOCK', 'REQUIRE_APPROVAL'), periodKind: fc.constantFrom('DAY', 'MONTH'), amountMinor: big.map(String) }),
+    ),
+    fc.integer({ min: 1, max: 3 }),
+  )
+  .map(([r, approvalsRequired]) => (r.effect === 'REQUIRE_APPROVAL' ? { ...r, approvalsRequired } : r));
 const policy = fc
   .record({
     rules: fc.uniqueArray(rule, { maxLength: 3, selector: (r) => `${r.ruleType}:${r.effect}:${r.periodKind}` }),
@@ -79,12 +84,16 @@ test('a simulation decides as the submission at 2^53-1, in every exponent and fo
           assert.ok(used <= MAX);
           for (const l of b.limits) if (l.effect === 'BLOCK' && used > before) assert.ok(used <= BigInt(l.limitMinor));
         }
+        // As many approvers are asked as the simulation said (0 when nobody is).
+        const read = await app.request(`/v1/purchase-requests/${real.body.purchaseRequest.id}`, { key });
+        assert.equal(read.body.purchase.approval?.approvalsRequired ?? 0, sim.body.simulatedDecision.approvalsRequired);
         seen.add(`${decided.outcome}:${decided.reasonCodes.join('+')}`);
+        if (sim.body.simulatedDecision.approvalsRequired > 1) seen.add('QUORUM');
       }
     }),
     { numRuns: Number(process.env.FC_RUNS ?? 12), seed: Number(process.env.FC_SEED ?? 1), includeErrorInReport: true },
   );
-  for (const reached of [/^APPROVED/, /MERCHANT_BLOCKED/, /MERCHANT_NOT_ALLOW_LISTED/, /^REJECTED:.*LIMIT_EXCEEDED/, /^REQUIRES_APPROVAL/]) {
+  for (const reached of [/^APPROVED/, /MERCHANT_BLOCKED/, /MERCHANT_NOT_ALLOW_LISTED/, /^REJECTED:.*LIMIT_EXCEEDED/, /^REQUIRES_APPROVAL/, /QUORUM/]) {
     t.true([...seen].some((k) => reached.test(k)), `${reached} in ${[...seen]}`);
   }
 });
