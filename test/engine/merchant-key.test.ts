@@ -37,6 +37,8 @@ const cases: Array<[string, string]> = [
   ['SP\u0130CE', 'splce'], // the Turkish capital of i case-folds to i + U+0307
   ['j\u0307am', 'jarn'],
   ['Spi\u0308ce', 'spl\u0308ce'], // a diaeresis shows: another name
+  ['Shady\u2800Goods', 'shady goods'], // the braille blank is drawn as a space
+  ['\u2800\u2800', ''],
 ];
 
 for (const [label, key] of cases) {

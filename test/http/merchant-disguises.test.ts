@@ -32,6 +32,7 @@ const DISGUISES: Array<[string, string]> = [
   ['Greek small omicron', 'Shady G\u03BFods Ltd'],
   ['mathematical bold S', '\u{1D412}hady Goods Ltd'],
   ['capital I for small l', 'Shady Goods Itd'],
+  ['U+2800 BRAILLE PATTERN BLANK, drawn as a space', 'Shady\u2800Goods\u2800Ltd'],
   ['all of them at once', '\u{1D412}\u034Fh\u0430dy\uFE0F G\u03BF\u043Eds\u3164 \u180EItd'],
 ];
 
