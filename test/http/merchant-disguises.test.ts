@@ -107,3 +107,9 @@ test('a dot above on an i, which draws no second dot, does not hide a blocked me
   const other = await submit(dotted.keys['a-key'], purchase(1000, 'Spi\u0308ce Imports'));
   t.is(other.body.decision.outcome, 'APPROVED');
 });
+
+test('a merchant of nothing but braille blanks is empty: 400 MERCHANT_EMPTY', async (t) => {
+  const res = await submit(shop.keys['a-key'], purchase(1000, '\u2800\u2800'));
+  t.is(res.status, 400);
+  t.like(res.body.error.issues[0], { path: 'merchant', code: 'MERCHANT_EMPTY' });
+});
