@@ -33,6 +33,12 @@ const cases: Array<[string, string]> = [
   ['Shady G00ds Ltd', 'shady goods ltd'], // digit zero
   ['Shady Goods Itd', 'shady goods ltd'], // capital I for small l
   ['Shade Goods Ltd', 'shade goods ltd'], // a different name stays different
+  ['Spi\u0307ce', 'splce'], // a dot above an i is drawn as the i's own dot
+  ['SP\u0130CE', 'splce'], // the Turkish capital of i case-folds to i + U+0307
+  ['j\u0307am', 'jarn'],
+  ['Spi\u0308ce', 'spl\u0308ce'], // a diaeresis shows: another name
+  ['Shady\u2800Goods', 'shady goods'], // the braille blank is drawn as a space
+  ['\u2800\u2800', ''],
 ];
 
 for (const [label, key] of cases) {
