@@ -1,7 +1,8 @@
 // Receipts checked by an independent JOSE implementation (jose), as an integrator would, against the
 // JWKS fetched over HTTP (docs/integrate/receipts.md): a submission's and, after a key rotation, an
 // answer's receipt verify with the documented header (alg EdDSA, typ, kid the key's RFC 7638
-// thumbprint) and iss, and say what the responses said.
+// thumbprint) and iss, and say what the responses said; a verifier behind an HTTP cache gets the rotated key
+// when it fetches the JWKS again for its kid. Serial: each rotates the deployment's key.
 import test from 'ava';
 import * as jose from 'jose';
 import { startApp, type TestApp } from '../helpers/app.ts';
@@ -14,7 +15,7 @@ test.before(async () => {
 });
 test.after.always(() => app?.close());
 
-test('jose verifies a submission\'s receipt and, after a rotation, an answer\'s, with the JWKS served over HTTP', async (t) => {
+test.serial('jose verifies a submission\'s receipt and, after a rotation, an answer\'s, with the JWKS served over HTTP', async (t) => {
   const org = await applyManifest(app, acmeManifest('receipt-jose'));
   const held = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Desks Ltd', amountMinor: '30000', reason: 'a desk' } });
   t.is(held.status, 201, held.text);
@@ -37,4 +38,38 @@ test('jose verifies a submission\'s receipt and, after a rotation, an answer\'s,
   const after = answered.body.purchase.decision;
   t.like(second.payload, { seq: 2, kind: 'APPROVAL_REEVALUATION', decisionId: after.id, outcome: after.outcome, evaluatedAt: after.evaluatedAt, amountMinor: '30000' });
   t.deepEqual(second.payload.reasonCodes, after.reasonCodes);
+});
+
+/**
+ * A verifier's HTTP cache, as RFC 9111 lets one keep a response: reused while fresh (max-age), unless
+ * `no-cache` or `no-store` say to ask the origin each time.
+ */
+function httpCache() {
+  const kept = new Map<string, { body: string; freshUntil: number }>();
+  return async (url: string, now: number): Promise<string> => {
+    const hit = kept.get(url);
+    if (hit && now < hit.freshUntil) return hit.body;
+    const res = await fetch(url);
+    const body = await res.text();
+    const control = res.headers.get('cache-control') ?? '';
+    const maxAge = /\bmax-age=(\d+)/.exec(control);
+    if (!/\bno-(cache|store)\b/.test(control) && maxAge) kept.set(url, { body, freshUntil: now + Number(maxAge[1]) * 1000 });
+    return body;
+  };
+}
+
+test.serial('a receipt signed just after a rotation verifies with the JWKS fetched again through an HTTP cache, as receipts.md says to', async (t) => {
+  const org = await applyManifest(app, acmeManifest('receipt-jwks-cache'));
+  const get = httpCache();
+  const jwksUrl = `${app.url}/.well-known/jwks.json`;
+  const start = Date.now();
+  await get(jwksUrl, start); // the verifier has the JWKS already
+  const rotated = await createSigningKey(app.deps.store.db, sealingKey(app.deps.config.webhookEncryptionKey));
+  const made = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'paper' } });
+  const receipt = made.headers.get('decision-receipt')!;
+  t.is(jose.decodeProtectedHeader(receipt).kid, rotated);
+  // A kid it does not know: it fetches the JWKS again, a second later.
+  const jwks = JSON.parse(await get(jwksUrl, start + 1000)) as jose.JSONWebKeySet;
+  const { payload } = await jose.jwtVerify(receipt, jose.createLocalJWKSet(jwks), { algorithms: ['EdDSA'], typ: 'decision-receipt+jwt' });
+  t.is(payload.purchaseRequestId, made.body.purchaseRequest.id);
 });
