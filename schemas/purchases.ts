@@ -1,6 +1,6 @@
 // Request bodies of docs/reference/contract.md §4.1 and §4.3-4.5. Unknown fields are refused (docs/reference/contract.md §1 rule 6).
 import Type from 'typebox';
-import { Currency, MerchantName, MinorAmountInput, Uuid } from './common.ts';
+import { Currency, MerchantName, MinorAmountInput, NO_CONTROL_CHARACTERS, Uuid } from './common.ts';
 
 // An empty merchant or reason is the domain's MERCHANT_EMPTY / REASON_EMPTY, not a length problem.
 const Text = (max: number) => Type.String({ maxLength: max });
@@ -11,8 +11,9 @@ const purchaseFields = {
   amountMinor: MinorAmountInput,
   reason: Text(2000),
   currency: Type.Optional(Type.Union([Currency, Type.Null()])),
-  category: OptionalNullable(Type.String({ maxLength: 100 })),
-  merchantDomain: OptionalNullable(Type.String({ maxLength: 253 })),
+  // Labels, as a merchant is: a line break in one would forge lines of the approvers' email (src/approvals/notice-message.ts).
+  category: OptionalNullable(Type.String({ maxLength: 100, pattern: NO_CONTROL_CHARACTERS })),
+  merchantDomain: OptionalNullable(Type.String({ maxLength: 253, pattern: NO_CONTROL_CHARACTERS })),
 };
 
 export const PurchaseRequestBody = Type.Object(

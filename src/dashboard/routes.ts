@@ -18,7 +18,7 @@ import { parsePurchase } from '../purchases/input.ts';
 import { compile } from '../http/validate.ts';
 import { PurchaseRequestBody } from '../../schemas/purchases.ts';
 import { runCommand } from '../commands/run-command.ts';
-import { connectionsCollection, type ConnectionDoc } from '../identity/connections/documents.ts';
+import { connectionsCollection, listedConnections, type ConnectionDoc } from '../identity/connections/documents.ts';
 import { grantableScopes } from '../identity/oauth/scopes.ts';
 import { revokeConnectionIn } from '../identity/connections/revoke.ts';
 import { revokeApiKey } from '../identity/credentials/revoke.ts';
@@ -404,7 +404,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
 }
 
 async function connectionRows(deps: AppDeps, organizationId: string) {
-  const list = await connectionsCollection(deps.store.db).find({ organizationId }).sort({ createdAt: -1, _id: -1 }).toArray();
+  const list = await listedConnections(deps.store.db, organizationId, deps.now());
   const agents = new Map((await deps.collections.agents.find({ organizationId }).toArray()).map((a) => [a._id, a.name]));
   const people = new Map((await deps.collections.people.find({ organizationId }).toArray()).map((p) => [p._id, p]));
   // The scopes a connection can use now: no more than the person who granted it may grant today (resolve-token.ts).

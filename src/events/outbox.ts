@@ -3,7 +3,7 @@
 // beyond the store.
 import type { StoreDb, StoreSession } from '../store/store.ts';
 import { newId } from '../ids.ts';
-import { hasSubscribers } from '../webhooks/subscriptions.ts';
+import { fenceSubscriptions, fenceSubscriptionsIn, hasSubscribers } from '../webhooks/subscriptions.ts';
 import type { WriteBatch } from '../store/write-batch.ts';
 import { eventsCollection, type EventDoc, type EventType } from './documents.ts';
 
@@ -15,13 +15,18 @@ async function eventDocument(db: StoreDb, session: StoreSession, event: NewEvent
   return { _id: newId(), ...event, dispatchedAt };
 }
 
+// One recorded for nobody writes the organisation's webhook fence, so that it cannot commit beside an
+// endpoint it did not see being created or subscribed (src/webhooks/subscriptions.ts).
 export async function recordEvent(db: StoreDb, session: StoreSession, event: NewEvent): Promise<string> {
   const doc = await eventDocument(db, session, event);
   await eventsCollection(db).insertOne(doc, { session });
+  if (doc.dispatchedAt !== null) await fenceSubscriptions(db, session, doc.organizationId);
   return doc._id;
 }
 
-/** recordEvent, as one more write of the transaction's batch. */
+/** recordEvent, as more writes of the transaction's batch. */
 export async function queueEvent(db: StoreDb, session: StoreSession, batch: WriteBatch, event: NewEvent): Promise<void> {
-  batch.insertOne('events', await eventDocument(db, session, event));
+  const doc = await eventDocument(db, session, event);
+  batch.insertOne('events', doc);
+  if (doc.dispatchedAt !== null) fenceSubscriptionsIn(batch, doc.organizationId);
 }

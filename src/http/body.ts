@@ -38,18 +38,39 @@ export const tooDeep = (what = 'JSON objects and arrays', wholeBody: WholeBody =
 /** In a `u` regular expression a pair is one code point: only a surrogate alone is in the class Cs. */
 const LONE = /\p{Cs}/u;
 
+/** A value met on the walk, with what its path is made of; the path itself is built only for an issue. */
+interface Visit {
+  value: unknown;
+  depth: number;
+  /** The name it is held under ('' for the body). */
+  name: string;
+  /** The object or array holding it, undefined for the body itself. */
+  up: Visit | undefined;
+}
+
+/** `metadata.list.1`: the names from the body down, the body's own path when it is the body. */
+function pathOf(visit: Visit, wholeBody: WholeBody): string {
+  if (visit.up === undefined) return wholeBody;
+  let path = visit.name;
+  for (let at = visit.up; at.up !== undefined; at = at.up) path = `${at.name}.${path}`;
+  return path;
+}
+
 export function checkParsed(value: unknown, what?: string, wholeBody: WholeBody = 'body'): void {
   const issues: ErrorIssue[] = [];
-  // [value, depth, path, the name it is held under]
-  const stack: [unknown, number, string, string][] = [[value, 1, wholeBody, '']];
+  const stack: Visit[] = [{ value, depth: 1, name: '', up: undefined }];
   while (stack.length > 0) {
-    const [current, depth, path, name] = stack.pop()!;
-    if (LONE.test(name)) issues.push(loneSurrogate(path, 'name'));
-    if (typeof current === 'string' && LONE.test(current)) issues.push(loneSurrogate(path, 'text'));
+    const visit = stack.pop()!;
+    const current = visit.value;
+    if (LONE.test(visit.name)) issues.push(loneSurrogate(pathOf(visit, wholeBody), 'name'));
+    if (typeof current === 'string' && LONE.test(current)) issues.push(loneSurrogate(pathOf(visit, wholeBody), 'text'));
     if (current === null || typeof current !== 'object') continue;
-    if (depth > MAX_JSON_DEPTH) throw tooDeep(what, wholeBody);
+    if (visit.depth > MAX_JSON_DEPTH) throw tooDeep(what, wholeBody);
     // Pushed last to first: the issues come in the order the body is written in.
-    for (const [key, child] of Object.entries(current).reverse()) stack.push([child, depth + 1, depth === 1 ? key : `${path}.${key}`, key]);
+    const names = Object.keys(current);
+    for (let i = names.length - 1; i >= 0; i--) {
+      stack.push({ value: (current as Record<string, unknown>)[names[i]], depth: visit.depth + 1, name: names[i], up: visit });
+    }
   }
   if (issues.length > 0) throw invalidRequest(capIssues(issues));
 }

@@ -2,7 +2,7 @@
 // stalls cannot hold a connection for Node's default 300 s. A request whose headers or body do not
 // arrive in time is answered 408 with docs/reference/contract.md §7's error body (`request_timeout`, an addition), and
 // unparseable HTTP with 400 `invalid_request`, instead of Node's bare plain-text answers.
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 
@@ -24,8 +24,12 @@ export const SERVER_TIMEOUTS: ServerTimeouts = {
   checkIntervalMs: 1_000,
 };
 
-function errorResponse(status: number, reason: string, code: string, message: string, issues?: { path: string; code: string; message: string }[]): string {
-  const body = JSON.stringify({ error: { code, message, ...(issues ? { issues } : {}) } });
+type Issue = { path: string; code: string; message: string };
+
+const errorBody = (code: string, message: string, issues?: Issue[]) => JSON.stringify({ error: { code, message, ...(issues ? { issues } : {}) } });
+
+function errorResponse(status: number, reason: string, code: string, message: string, issues?: Issue[]): string {
+  const body = errorBody(code, message, issues);
   return (
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
@@ -52,16 +56,35 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   socket.end(response);
 }
 
+/**
+ * RFC 9112 3.2: an HTTP/1.1 request carries exactly one Host line, or is 400. Node's own check (requireHostHeader)
+ * answers a missing one with a bare 400 without the error body, and lets two through.
+ */
+function hostLines(req: IncomingMessage): number {
+  let lines = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() === 'host') lines++;
+  return lines;
+}
+
 /** The server main.ts and the tests listen with: the app's handler plus the timeouts above. */
 export function createHttpServer(app: Koa, timeouts: ServerTimeouts = SERVER_TIMEOUTS): Server {
+  const handle = app.callback();
   const server = createServer(
     {
       headersTimeout: timeouts.headersTimeoutMs,
       requestTimeout: timeouts.requestTimeoutMs,
       keepAliveTimeout: timeouts.keepAliveTimeoutMs,
       connectionsCheckingInterval: timeouts.checkIntervalMs,
+      requireHostHeader: false,
     },
-    app.callback(),
+    (req, res) => {
+      if (req.httpVersion !== '1.1' || hostLines(req) === 1) return handle(req, res);
+      const body = errorBody('invalid_request', 'The request is not valid HTTP.', [
+        { path: '', code: 'MALFORMED_HTTP', message: 'An HTTP/1.1 request carries one Host header.' },
+      ]);
+      res.shouldKeepAlive = false;
+      res.writeHead(400, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
+    },
   );
   server.on('clientError', answerClientError);
   return server;

@@ -100,22 +100,25 @@ function toIssues(errors: TbError[], rootPath: string): ErrorIssue[] {
         const specific = errors.find((c) => c.instancePath === e.instancePath && !['type', 'anyOf', 'oneOf', 'const', 'enum'].includes(c.keyword));
         const closed = specific ? null : closedListIssue(e, errors, join(rootPath, path));
         issue = closed ?? (specific
-          ? { path: join(rootPath, path), code: codeFor(specific.keyword), message: `"${path || 'body'}" ${specific.message}.` }
+          ? contentIssue(specific, join(rootPath, path), path)
           : { path: join(rootPath, path), code: 'INVALID_TYPE', message: `"${path || 'body'}" has the wrong type or form.` });
         break;
       }
       default: {
         if (unionPaths.has(e.instancePath)) continue;
-        issue =
-          e.keyword === 'pattern' && e.params.pattern === NO_CONTROL_CHARACTERS
-            ? { path: join(rootPath, path), code: 'CONTROL_CHARACTER', message: `"${path}" holds a control character or a line break (U+0000 to U+001F, U+007F to U+009F, U+2028, U+2029).` }
-            : { path: join(rootPath, path), code: codeFor(e.keyword), message: `"${path || 'body'}" ${e.message}.` };
+        issue = contentIssue(e, join(rootPath, path), path);
       }
     }
     issues.push(issue);
   }
   return capIssues(issues);
 }
+
+/** A value of the right type whose content fails (a length, a pattern...), at `at`; `path` names it in the message. */
+const contentIssue = (e: TbError, at: string, path: string): ErrorIssue =>
+  e.keyword === 'pattern' && e.params.pattern === NO_CONTROL_CHARACTERS
+    ? { path: at, code: 'CONTROL_CHARACTER', message: `"${path}" holds a control character or a line break (U+0000 to U+001F, U+007F to U+009F, U+2028, U+2029).` }
+    : { path: at, code: codeFor(e.keyword), message: `"${path || 'body'}" ${e.message}.` };
 
 function codeFor(keyword: string): string {
   switch (keyword) {

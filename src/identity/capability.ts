@@ -14,6 +14,8 @@ export const identity: Capability = {
     { collection: 'api_keys', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
     // Connections (OAuth 2.0 and MCP)
     { collection: 'connections', keys: { organizationId: 1, createdAt: -1 } },
+    // The lists pass over connections revoked long ago (listedConnections): found by organisation and revocation.
+    { collection: 'connections', keys: { organizationId: 1, revokedAt: 1 } },
     { collection: 'connections', keys: { clientId: 1 } },
     // A new password ends what the old one opened (src/identity/people/set-password.ts): found by person.
     { collection: 'connections', keys: { personId: 1 } },

@@ -16,6 +16,7 @@ import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import { isDuplicateKeyError, type StoreSession } from '../store/store.ts';
 import { checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
+import { canonicalZone } from '../timezones.ts';
 import { checkVersion, type PolicyIssue, type VersionContent } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
 
@@ -80,6 +81,13 @@ const NOT_APPLIED = 'The manifest is not valid; nothing was applied.';
 /** A version's issue or warning (path relative to the version) at its place in the manifest: `policies.N.rules.M`. */
 const atPolicy = (index: number) => (issue: PolicyIssue): ErrorIssue => ({ ...issue, path: issue.path ? `policies.${index}.${issue.path}` : `policies.${index}` });
 
+/** An issue of the stored active version that enabling its policy would put in force: at the policy's status, which is what the manifest changes. */
+const inForceAgain = (v: PolicyVersionDoc) => (issue: PolicyIssue): PolicyIssue => ({
+  code: issue.code,
+  path: 'status',
+  message: `Enabling the policy puts its active version ${v.versionNumber} in force, and it is not acceptable${issue.path ? ` (${issue.path})` : ''}: ${issue.message}`,
+});
+
 export async function applyManifest(deps: AppDeps, input: unknown): Promise<ApplyResult> {
   const c = deps.collections;
   const handle = (input as Manifest)?.organization?.handle;
@@ -98,6 +106,8 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   const now = deps.now();
 
   const changedAgents: Array<Pick<AgentDoc, '_id' | 'status'>> = [];
+  /** Per policy of the manifest: the issues of its active version while the policy is not in force (warnings, a reminder that enabling it is refused). */
+  const dormant = new Map<number, PolicyIssue[]>();
   const applied = await runCommand(deps.store, (session) => lostRaceOnDuplicate(applyIn(session)));
   async function applyIn(session: StoreSession): Promise<ApplyResult> {
     changedAgents.length = 0;
@@ -109,12 +119,17 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
-    const orgFields = { name: o.name, currency: o.currency, timezone: o.timezone, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
+    const orgFields = { name: o.name, currency: o.currency, timezone: canonicalZone(o.timezone)!, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
     let orgId: string;
     if (org) {
       orgId = org._id;
-      const zoneChange = org.timezone !== o.timezone ? { $push: { timezoneChanges: { from: org.timezone, to: o.timezone, at: now } } } : {};
-      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...zoneChange }, { session }));
+      // Changes of zone and of TTL are recorded with their time: a replay reads those of a purchase's time.
+      const history = {
+        ...(canonicalZone(org.timezone) !== orgFields.timezone ? { timezoneChanges: { from: org.timezone, to: orgFields.timezone, at: now } } : {}),
+        ...(org.approvalTtl !== orgFields.approvalTtl ? { approvalTtlChanges: { from: org.approvalTtl, to: orgFields.approvalTtl, at: now } } : {}),
+      };
+      const push = Object.keys(history).length > 0 ? { $push: history } : {};
+      if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...push }, { session }));
     } else {
       orgId = newRandomId();
       await write(c.organizations.insertOne({ _id: orgId, handle: o.handle, ...orgFields, createdAt: now, updatedAt: now }, { session }));
@@ -161,11 +176,13 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     }
 
     const unacceptable: ErrorIssue[] = [];
+    dormant.clear();
     for (const [i, p] of (manifest.policies ?? []).entries()) {
-      const { view, touched, issues } = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
-      if (touched) result.changed = true;
-      result.policies[p.handle] = view;
-      unacceptable.push(...issues.map(atPolicy(i)));
+      const outcome = await applyPolicy(c, session, orgId, p, (h) => agentIds.get(h)!, now);
+      if (outcome.touched) result.changed = true;
+      result.policies[p.handle] = outcome.view;
+      unacceptable.push(...outcome.issues.map(atPolicy(i)));
+      dormant.set(i, outcome.dormant);
     }
     // Thrown inside the transaction: what was written before it (other policies, people, agents) is undone.
     if (unacceptable.length > 0) throw invalidRequest(unacceptable, NOT_APPLIED);
@@ -200,7 +217,7 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
   }
   for (const agent of changedAgents) await finishAgentStatusChange(deps, agent);
   const approvers = await approverCount(c.people, applied.organization.id);
-  (manifest.policies ?? []).forEach((p, i) => applied.warnings.push(...checkVersion(versionContent(p), approvers).warnings.map(atPolicy(i))));
+  (manifest.policies ?? []).forEach((p, i) => applied.warnings.push(...[...(dormant.get(i) ?? []), ...checkVersion(versionContent(p), approvers).warnings].map(atPolicy(i))));
   return applied;
 }
 
@@ -226,7 +243,7 @@ async function applyPolicy(
   p: ManifestPolicy,
   agentId: (handle: string) => string,
   now: Date,
-): Promise<{ view: ApplyResult['policies'][string]; touched: boolean; issues: PolicyIssue[] }> {
+): Promise<{ view: ApplyResult['policies'][string]; touched: boolean; issues: PolicyIssue[]; dormant: PolicyIssue[] }> {
   const content = versionContent(p);
   const hash = contentHash(content);
   const activate = p.activate ?? true;
@@ -239,6 +256,7 @@ async function applyPolicy(
     status,
   };
   let policy = await c.policies.findOne({ organizationId, handle: p.handle }, { session });
+  const policyBefore = policy;
   // The agents are a set: the same ones listed in another order are no change (no write, no stamp bump).
   if (policy && sameMembers(policy.agentIds, fields.agentIds)) fields.agentIds = policy.agentIds;
   let touched = false;
@@ -287,11 +305,21 @@ async function applyPolicy(
     touched = true;
   }
 
-  // Activation runs validate's check (docs/reference/contract.md §4.9) on the manifest's content, whose rules are
-  // in the manifest's order (a stored draft of the same content may list them in another). A version already
-  // active is not activated again, so one activated with issues before this check existed goes on working.
-  const issues = target && activate ? checkVersion(content).issues : [];
-  if (issues.length > 0) return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched, issues };
+  // Validate's check (docs/reference/contract.md §4.9) guards what starts deciding purchases: a version activated in
+  // an ACTIVE policy, or the active version of a policy being enabled (docs/reference/decisions.md). A version
+  // activated in a DISABLED or ARCHIVED policy decides nothing, and one that already decides (activated with
+  // issues before this check existed) goes on working. The manifest's content is checked when it is the version
+  // in force, for issues at its own paths (a stored version of the same content may list its rules in another order).
+  const activating = target !== null && activate;
+  const contentInForce = activating || (active !== null && storedContentHash(active) === hash);
+  const enabling = policyBefore !== null && policyBefore.status !== 'ACTIVE';
+  const contentIssues = contentInForce ? checkVersion(content).issues : [];
+  let issues: PolicyIssue[] = [];
+  if (status === 'ACTIVE' && (activating || enabling)) {
+    issues = contentInForce ? contentIssues : active ? checkVersion(active).issues.map(inForceAgain(active)) : [];
+  }
+  if (issues.length > 0) return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched, issues, dormant: [] };
+  const dormant = status === 'ACTIVE' ? [] : contentIssues;
   if (target && activate) {
     await activateVersion(c, session, policy, target, active, now);
     policy = { ...policy, activeVersionId: target._id, draftVersionId: null, updatedAt: now };
@@ -302,7 +330,7 @@ async function applyPolicy(
     touched = true;
   }
   if (touched) await projectPolicy(c, session, policy._id);
-  return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched, issues };
+  return { view: { id: policy._id, activeVersionId: policy.activeVersionId, draftVersionId: policy.draftVersionId }, touched, issues, dormant };
 }
 
 /** ACTIVE is immutable and unique per policy (docs/reference/contract.md §3.2): the previous active version is archived. */

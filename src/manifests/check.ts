@@ -1,12 +1,13 @@
 // Everything that can be wrong with a manifest, found before anything is written
 // (a manifest is refused whole, with every problem listed).
-import { Duration, IANAZone } from 'luxon';
+import { Duration } from 'luxon';
 import type { ErrorIssue } from '../http/errors.ts';
 import { compile } from '../http/validate.ts';
 import { Manifest } from '../../schemas/manifest.ts';
 import { isIsoCurrency } from '../engine/currency.ts';
 import { merchantKey } from '../engine/merchant-key.ts';
 import { MAX_STORED_MINOR, minorAmountFault } from '../money.ts';
+import { canonicalZone } from '../timezones.ts';
 import { writtenAsInteger } from '../json.ts';
 
 const LIMIT_MESSAGES = {
@@ -57,7 +58,7 @@ export function checkManifest(
   const m = input as Manifest;
   const org = m.organization;
   if (!isIsoCurrency(org.currency)) issues.push({ path: 'organization.currency', code: 'CURRENCY_NOT_ISO_4217', message: `${org.currency} is not an ISO 4217 currency.` });
-  if (!IANAZone.isValidZone(org.timezone)) issues.push({ path: 'organization.timezone', code: 'INVALID_TIMEZONE', message: `${org.timezone} is not an IANA time zone.` });
+  if (canonicalZone(org.timezone) === null) issues.push({ path: 'organization.timezone', code: 'INVALID_TIMEZONE', message: `${org.timezone} is not an IANA time zone.` });
   if (org.approvalTtl !== undefined) {
     const ttl = Duration.fromISO(org.approvalTtl);
     if (!ttl.isValid || ttl.as('seconds') < 1 || ttl.as('days') > 90) {

@@ -14,7 +14,7 @@
 // value is checked exactly afterwards (checkParsed), with the same refusal. Flow ('[', '{'), block
 // (indentation, '- ', '? ') and mixed nesting all push onto that stack; quoted scalars, block scalars
 // and comments do not, so brackets inside them are not counted.
-import { Composer, Lexer, Parser, isPair, isScalar, isSeq, visit, type Document } from 'yaml';
+import { Composer, Lexer, Parser, isAlias, isPair, isScalar, isSeq, visit, type Document } from 'yaml';
 import { MAX_JSON_DEPTH, checkParsed, parseBodyJson, tooDeep } from '../http/body.ts';
 import { ApiError, invalidRequest } from '../http/errors.ts';
 import { markNotWrittenAsInteger, withinDoubleRange } from '../json.ts';
@@ -56,17 +56,20 @@ const INTEGER_LITERAL = /^[-+]?\d+$/;
  * `amountMinor: 1e3` or `0.99999999999999999` is refused as it is in a JSON manifest.
  */
 function asJson(doc: Document.Parsed, text: string): void {
+  // A key may be an alias (`*n : x`, `&n name` given before): it is the name it stands for.
+  const keyOf = (key: unknown): unknown => (isAlias(key) ? key.resolve(doc) : key);
   visit(doc, {
     Map(_, map, path) {
       const seen = new Set<string>();
       for (const pair of map.items) {
-        if (!isScalar(pair.key)) continue;
-        const name = String(pair.key.value);
+        const key = keyOf(pair.key);
+        if (!isScalar(key)) continue;
+        const name = String(key.value);
         if (!seen.has(name)) {
           seen.add(name);
           continue;
         }
-        const at = [...pathOf([...path, map]), name].join('.');
+        const at = [...pathOf([...path, map], keyOf), name].join('.');
         throw invalidRequest([{ path: at, code: 'DUPLICATE_KEY', message: `"${at}" is given twice; give each field once.` }]);
       }
     },
@@ -79,13 +82,16 @@ function asJson(doc: Document.Parsed, text: string): void {
 }
 
 /** The names and indexes leading to the last node of a visit's path (the document and mappings add none). */
-function pathOf(chain: readonly unknown[]): string[] {
+function pathOf(chain: readonly unknown[], keyOf: (key: unknown) => unknown): string[] {
   const parts: string[] = [];
   for (let i = 0; i + 1 < chain.length; i++) {
     const parent = chain[i];
     const child = chain[i + 1];
     if (isSeq(parent)) parts.push(String(parent.items.indexOf(child as never)));
-    else if (isPair(parent) && parent.value === child) parts.push(isScalar(parent.key) ? String(parent.key.value) : String(parent.key));
+    else if (isPair(parent) && parent.value === child) {
+      const key = keyOf(parent.key);
+      parts.push(isScalar(key) ? String(key.value) : String(key));
+    }
   }
   return parts;
 }

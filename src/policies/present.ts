@@ -6,24 +6,48 @@ import type { Static } from 'typebox';
 import type { PolicySummary, PolicyVersion, PolicyVersionSummary } from '../../schemas/policies.ts';
 
 
-export function versionSummary(v: PolicyVersionDoc): Static<typeof PolicyVersionSummary> {
+/** What a PolicyVersionSummary is made of: a version without its rules and merchant entries, only their counts. */
+export type VersionSummaryDoc = Pick<PolicyVersionDoc, '_id' | 'versionNumber' | 'status' | 'currencies' | 'currencyScope' | 'createdAt' | 'activatedAt' | 'archivedAt'> & {
+  ruleCount: number;
+  merchantCount: number;
+};
+
+/**
+ * The find projection giving a VersionSummaryDoc: the store counts the rules and merchant entries ($size)
+ * and sends neither, so a policy's list of versions costs a few fields a version however long its lists.
+ */
+export const VERSION_SUMMARY_PROJECTION = {
+  versionNumber: 1,
+  status: 1,
+  currencies: 1,
+  currencyScope: 1,
+  createdAt: 1,
+  activatedAt: 1,
+  archivedAt: 1,
+  ruleCount: { $size: '$rules' },
+  merchantCount: { $size: '$merchants' },
+} as const;
+
+export function versionSummary(v: VersionSummaryDoc): Static<typeof PolicyVersionSummary> {
   return {
     id: v._id,
     versionNumber: v.versionNumber,
     status: v.status,
     currencies: v.currencies,
     currencyScope: v.currencyScope,
-    ruleCount: v.rules.length,
-    merchantCount: v.merchants.length,
+    ruleCount: v.ruleCount,
+    merchantCount: v.merchantCount,
     createdAt: v.createdAt.toISOString(),
     activatedAt: iso(v.activatedAt),
     archivedAt: iso(v.archivedAt),
   };
 }
 
+const counted = (v: PolicyVersionDoc): VersionSummaryDoc => ({ ...v, ruleCount: v.rules.length, merchantCount: v.merchants.length });
+
 export function versionFull(v: PolicyVersionDoc): Static<typeof PolicyVersion> {
   return {
-    ...versionSummary(v),
+    ...versionSummary(counted(v)),
     policyId: v.policyId,
     rules: v.rules.map((r) => ({
       id: r.id,
@@ -40,7 +64,7 @@ export function versionFull(v: PolicyVersionDoc): Static<typeof PolicyVersion> {
 
 export const isInForce = (p: PolicyDoc) => p.status === 'ACTIVE' && p.activeVersionId !== null;
 
-export function policySummary(p: PolicyDoc, active: PolicyVersionDoc | null): Static<typeof PolicySummary> {
+export function policySummary(p: PolicyDoc, active: VersionSummaryDoc | null): Static<typeof PolicySummary> {
   return {
     id: p._id,
     name: p.name,

@@ -2,12 +2,13 @@
 // Another organisation's policy is indistinguishable from one that does not exist.
 import type { Collections } from '../store/collections.ts';
 import { notFound } from '../http/errors.ts';
-import { policySummary, versionFull, versionSummary } from './present.ts';
+import { policySummary, VERSION_SUMMARY_PROJECTION, versionFull, versionSummary, type VersionSummaryDoc } from './present.ts';
 
 export async function getPolicy(c: Collections, organizationId: string, policyId: string) {
   const policy = await c.policies.findOne({ _id: policyId, organizationId });
   if (!policy) throw notFound('policy');
-  const versions = await c.policyVersions.find({ policyId }).sort({ versionNumber: -1 }).toArray();
+  // Every version: the contract's PolicyDetail lists them and no other route does (docs/reference/decisions.md).
+  const versions = (await c.policyVersions.find({ policyId }, { projection: VERSION_SUMMARY_PROJECTION }).sort({ versionNumber: -1 }).toArray()) as unknown as VersionSummaryDoc[];
   const active = versions.find((v) => v._id === policy.activeVersionId) ?? null;
   return {
     policy: {

@@ -72,6 +72,14 @@ export function sealingKey(rawEncryptionKey: string | null): Buffer | null {
   }
 }
 
+/**
+ * Names the encryption key, without holding it, in what this process remembers of the keys opened with it:
+ * services in one process on one store may have different ones (tests build several), and one's JWKS or
+ * signing key is not another's.
+ */
+const sealTag = (rawEncryptionKey: string | null): string =>
+  rawEncryptionKey === null ? 'unsealed' : createHash('sha256').update(rawEncryptionKey).digest('base64url');
+
 /** RFC 7638 thumbprint of an Ed25519 public key (RFC 8037 §2). */
 export const thumbprint = (x: string): string => createHash('sha256').update(JSON.stringify({ crv: 'Ed25519', kty: 'OKP', x })).digest('base64url');
 
@@ -197,7 +205,7 @@ async function publishConfiguredKey(db: StoreDb, key: ConfiguredKey, seal: Buffe
   await bumpConfigStamp(db);
 }
 
-// Per store and configured key: a test may run services with different keys on one store.
+// Per store, configured key and encryption key: a test may run services with different keys on one store.
 const ensured = new WeakMap<StoreDb, Map<string, Promise<void>>>();
 
 /**
@@ -209,7 +217,7 @@ const ensured = new WeakMap<StoreDb, Map<string, Promise<void>>>();
 export function ensureSigningKey(db: StoreDb, settings: KeySettings, log?: Pick<Logger, 'warn'>): Promise<void> {
   let byKey = ensured.get(db);
   if (byKey === undefined) ensured.set(db, (byKey = new Map()));
-  const memo = settings.decisionSigningKey ?? '';
+  const memo = `${sealTag(settings.webhookEncryptionKey)}:${settings.decisionSigningKey ?? ''}`;
   let done = byKey.get(memo);
   if (done === undefined) {
     done = (async () => {
@@ -237,7 +245,7 @@ export async function currentSigningKey(db: StoreDb, session: StoreSession, sett
   const given = configuredKey(settings);
   if (given !== null) return { kid: given.kid, privateKey: given.privateKey };
   const view = await viewIn(db, session);
-  return view.get('receipts:signing-key', async () => {
+  return view.get(`receipts:signing-key:${sealTag(settings.webhookEncryptionKey)}`, async () => {
     const keys = await storedKeys(db, sealingKey(settings.webhookEncryptionKey), log, session);
     const signing = keys.find((k) => k.privateKey !== null);
     if (!signing) throw new Error('no signing key this process can open: ensureSigningKey was not called');
@@ -253,7 +261,7 @@ export async function currentSigningKey(db: StoreDb, session: StoreSession, sett
  */
 export async function publicKeys(db: StoreDb, settings: Pick<KeySettings, 'webhookEncryptionKey'>, log?: Pick<Logger, 'warn'>): Promise<{ keys: PublicJwk[] }> {
   const view = await configView(db);
-  return view.get('receipts:jwks', async () => {
+  return view.get(`receipts:jwks:${sealTag(settings.webhookEncryptionKey)}`, async () => {
     const keys = await storedKeys(db, sealingKey(settings.webhookEncryptionKey), log);
     return { keys: keys.map((k): PublicJwk => Object.freeze({ kty: 'OKP', crv: 'Ed25519', x: k.x, kid: k.kid, alg: 'EdDSA', use: 'sig' })) };
   });

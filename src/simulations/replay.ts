@@ -70,16 +70,21 @@ export function statusAt(p: PolicyDoc, t: number): PolicyDoc['status'] {
   return status;
 }
 
-/**
- * The organisation's time zone at an instant, from its recorded changes of zone (as statusAt): a purchase's
- * periods, and so its budget windows, were those of the zone of its time.
- */
-export function zoneAt(o: OrganizationDoc, t: Date): string {
-  const changes = o.timezoneChanges ?? [];
-  let zone = changes.length > 0 ? changes[0].from : o.timezone;
-  for (const c of changes) if (c.at.getTime() <= t.getTime()) zone = c.to;
-  return zone;
+/** A setting at an instant, from its recorded changes (as statusAt): none recorded, its present value throughout. */
+function settingAt(changes: readonly { from: string; to: string; at: Date }[] | undefined, present: string, t: Date): string {
+  let value = changes && changes.length > 0 ? changes[0].from : present;
+  for (const c of changes ?? []) if (c.at.getTime() <= t.getTime()) value = c.to;
+  return value;
 }
+
+/**
+ * The organisation's time zone at an instant, from its recorded changes of zone: a purchase's periods,
+ * and so its budget windows, were those of the zone of its time.
+ */
+export const zoneAt = (o: OrganizationDoc, t: Date): string => settingAt(o.timezoneChanges, o.timezone, t);
+
+/** The organisation's approval TTL at an instant: an approval asked then lasted the TTL in force then. */
+export const approvalTtlAt = (o: OrganizationDoc, t: Date): string => settingAt(o.approvalTtlChanges, o.approvalTtl, t);
 
 const inForceAt = (v: PolicyVersionDoc, t: number) => v.activatedAt !== null && v.activatedAt.getTime() <= t && (v.archivedAt === null || v.archivedAt.getTime() > t);
 
@@ -472,7 +477,7 @@ export async function replayPurchase(ctx: ReplayContext, state: ReplayState, p: 
     for (const [id, periodEnd] of windowsOf(decision.policiesConsidered.map((c) => c.policyId), p.currency, base.now, base.timeZone, moved)) spendOutside(state, id, periodEnd, amountMinor);
   }
   if (decision.outcome === 'REQUIRES_APPROVAL') {
-    const ttlMs = ttlMsOf(ctx.organization.approvalTtl);
+    const ttlMs = ttlMsOf(approvalTtlAt(ctx.organization, at));
     const followsRecorded = recorded.outcome === 'REQUIRES_APPROVAL' && p.approvalId !== null;
     // Only a hold that follows a recorded answer can end approved.
     const hold: ReplayHold = {

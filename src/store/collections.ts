@@ -20,6 +20,8 @@ export interface OrganizationDoc {
   status: OrganizationStatus;
   /** Each change of time zone, with its time (written by manifest apply): a replay reads the periods of a purchase's time. */
   timezoneChanges?: { from: string; to: string; at: Date }[];
+  /** Each change of approvalTtl, with its time (as timezoneChanges): a replayed approval lasts the TTL of its request's time. */
+  approvalTtlChanges?: { from: string; to: string; at: Date }[];
   createdAt: Date;
   updatedAt: Date;
 }

@@ -14,9 +14,11 @@ export const webhooks: Capability = {
   // The quotas have no index of their own.
   collections: ['webhook_quotas'],
   indexes: WEBHOOK_INDEXES,
-  // Each replaced by an index of which it is a prefix: { endpointId, status, nextAttemptAt } and { status, nextAttemptAt, _id }.
+  // Each replaced by an index of which it is a prefix: { endpointId, status, nextAttemptAt }, { status, nextAttemptAt, _id }
+  // and { organizationId, createdAt, _id } (GET /v1/webhooks's whole order).
   retiredIndexes: [
     { collection: 'webhook_deliveries', name: 'endpointId_1_status_1' },
     { collection: 'webhook_deliveries', name: 'status_1_nextAttemptAt_1' },
+    { collection: 'webhook_endpoints', name: 'organizationId_1_createdAt_1' },
   ],
 };

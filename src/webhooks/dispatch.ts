@@ -5,9 +5,9 @@
 import type { AppDeps } from '../app-deps.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { eventsCollection, type EventDoc } from '../events/documents.ts';
-import { VersionConflict } from '../http/errors.ts';
+import { StorageFull, StoreUnavailable, VersionConflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
-import type { StoreSession } from '../store/store.ts';
+import { isStorageFull, isStoreUnavailable, type StoreSession } from '../store/store.ts';
 import { NO_LEASE, webhookCollections, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
 import { scheduleAttempts } from './queue.ts';
 
@@ -73,23 +73,35 @@ export async function dispatchEventIn(deps: AppDeps, session: StoreSession, even
   return created;
 }
 
+// A store that is down or full fails every event alike: the run stops and the next one starts over.
+const storeDown = (err: unknown) => err instanceof StoreUnavailable || err instanceof StorageFull || isStoreUnavailable(err) || isStorageFull(err);
+
 /**
  * Dispatches every undispatched event in `_id` (creation) order, in batches, then schedules the
- * first attempt of each new delivery. Returns how many events were dispatched.
+ * first attempt of each new delivery. Returns how many events were dispatched. An event whose
+ * dispatch fails is left undispatched for the next run and the later ones go on: there is no
+ * ordering guarantee to keep (docs/reference/contract.md §6.3 rule 2), and one event that always
+ * fails must not hold up every organisation's events behind it.
  */
 export async function dispatchEvents(deps: AppDeps, batch = 100): Promise<number> {
   const events = eventsCollection(deps.store.db);
   let dispatched = 0;
+  let after: string | null = null;
   for (;;) {
-    const pending = await events.find({ dispatchedAt: null }).sort({ _id: 1 }).limit(batch).toArray();
+    const pending = await events
+      .find({ dispatchedAt: null, ...(after === null ? {} : { _id: { $gt: after } }) })
+      .sort({ _id: 1 })
+      .limit(batch)
+      .toArray();
     for (const event of pending) {
+      after = event._id;
       let created: WebhookDeliveryDoc[];
       try {
         created = await runCommand(deps.store, (session) => dispatchEventIn(deps, session, event._id, deps.now()));
       } catch (err) {
-        // Keep the order: stop here, and the next run starts again with this event.
         deps.log.error('webhook dispatch failed', { eventId: event._id, err: String(err) });
-        return dispatched;
+        if (storeDown(err)) return dispatched;
+        continue;
       }
       dispatched++;
       await scheduleAttempts(deps, created.map((d) => ({ deliveryId: d._id, at: d.createdAt })));

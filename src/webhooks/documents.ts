@@ -86,11 +86,13 @@ export interface WebhookDeliveryDoc {
 /**
  * One per organisation, written by every endpoint creation: two concurrent creations then touch
  * the same document, so MongoDB makes one of them retry (a write conflict) and the allowance
- * count it made cannot be outdated by the other's insert.
+ * count it made cannot be outdated by the other's insert. It is also the organisation's webhook
+ * fence (subscriptions.ts): every PATCH and every event recorded for no endpoint write it too.
  */
 export interface WebhookQuotaDoc {
   _id: string;
-  creations: number;
+  creations?: number;
+  fence?: number;
 }
 
 export const webhookCollections = (db: StoreDb) => ({
@@ -101,7 +103,8 @@ export const webhookCollections = (db: StoreDb) => ({
 
 /** The indexes of these collections (created at start: src/webhooks/capability.ts). */
 export const WEBHOOK_INDEXES: readonly IndexSpec[] = [
-  { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1 } },
+  // GET /v1/webhooks in its order, read off the index: the list keeps revoked endpoints for ever (contract §4.11).
+  { collection: 'webhook_endpoints', keys: { organizationId: 1, createdAt: 1, _id: 1 } },
   { collection: 'webhook_endpoints', keys: { organizationId: 1, status: 1, subscribedTypes: 1 } },
   { collection: 'webhook_deliveries', keys: { eventId: 1, endpointId: 1 }, options: { unique: true } },
   { collection: 'webhook_deliveries', keys: { endpointId: 1, _id: -1 } },

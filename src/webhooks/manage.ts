@@ -19,6 +19,7 @@ import { presentDelivery, presentEndpoint, presentIssuedEndpoint } from './prese
 import { scheduleAttempts } from './queue.ts';
 import { destinationOptions, requireEncryptionKey, webhookRuntime } from './runtime.ts';
 import { encryptSecret, generateWebhookSecret } from './secrets.ts';
+import { fenceSubscriptions } from './subscriptions.ts';
 
 /** docs/reference/contract.md §8 / §4.17: the old secret keeps signing this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -52,12 +53,45 @@ async function writeVersioned(deps: AppDeps, session: StoreSession, endpoint: We
 }
 
 export async function listEndpoints(deps: AppDeps, organizationId: string) {
-  const items = await webhookCollections(deps.store.db).endpoints.find({ organizationId }).sort({ createdAt: 1, _id: 1 }).toArray();
+  // All of them, revoked ones included (contract §4.11: unpaginated); the secrets never leave the store for a read.
+  const items = await webhookCollections(deps.store.db).endpoints.find({ organizationId }, { projection: { secrets: 0 } }).sort({ createdAt: 1, _id: 1 }).toArray();
   return { items: items.map(presentEndpoint) };
 }
 
 export async function getEndpoint(deps: AppDeps, organizationId: string, id: string) {
   return presentEndpoint(await loadIn(deps, undefined, organizationId, id));
+}
+
+/** An endpoint as its creation writes it: ACTIVE, never attempted. */
+export function newEndpoint(
+  id: string,
+  organizationId: string,
+  fields: { url: string; description: string | null; subscribedTypes: readonly string[] },
+  secrets: EndpointSecrets,
+  now: Date,
+): WebhookEndpointDoc {
+  return {
+    _id: id,
+    organizationId,
+    url: fields.url,
+    description: fields.description,
+    status: 'ACTIVE',
+    subscribedTypes: [...fields.subscribedTypes],
+    apiVersion: WEBHOOK_API_VERSION,
+    consecutiveFailures: 0,
+    createdAt: now,
+    updatedAt: now,
+    disabledAt: null,
+    revokedAt: null,
+    lastFailureAt: null,
+    lastSuccessAt: null,
+    lastStatusCode: null,
+    lastDurationMs: null,
+    lastErrorClass: null,
+    lastResponseSnippet: null,
+    secrets,
+    version: 1,
+  };
 }
 
 export async function createEndpoint(deps: AppDeps, organizationId: string, body: CreateWebhookBody) {
@@ -69,33 +103,13 @@ export async function createEndpoint(deps: AppDeps, organizationId: string, body
   const secrets: EndpointSecrets = { current: encryptSecret(key, secret, id), previous: null, previousExpiresAt: null };
   const doc = await runCommand(deps.store, async (session) => {
     const now = deps.now();
+    // Also the organisation's webhook fence: an event recorded for nobody meanwhile is retried and sees this endpoint.
     await quotas.updateOne({ _id: organizationId }, { $inc: { creations: 1 } }, { session, upsert: true });
     const inUse = await endpoints.countDocuments({ organizationId, status: { $ne: 'REVOKED' } }, { session });
     if (inUse >= deps.config.webhookEndpointLimit) {
       throw conflict('webhook_limit_reached', `This account already has ${deps.config.webhookEndpointLimit} webhook endpoints that are not revoked.`);
     }
-    const endpoint: WebhookEndpointDoc = {
-      _id: id,
-      organizationId,
-      url,
-      description: body.description ?? null,
-      status: 'ACTIVE',
-      subscribedTypes: [...body.subscribedTypes],
-      apiVersion: WEBHOOK_API_VERSION,
-      consecutiveFailures: 0,
-      createdAt: now,
-      updatedAt: now,
-      disabledAt: null,
-      revokedAt: null,
-      lastFailureAt: null,
-      lastSuccessAt: null,
-      lastStatusCode: null,
-      lastDurationMs: null,
-      lastErrorClass: null,
-      lastResponseSnippet: null,
-      secrets,
-      version: 1,
-    };
+    const endpoint = newEndpoint(id, organizationId, { url, description: body.description ?? null, subscribedTypes: body.subscribedTypes }, secrets, now);
     await endpoints.insertOne(endpoint, { session });
     await bumpConfigStamp(deps.store.db, session); // who receives which events is cached (subscriptions.ts)
     return endpoint;
@@ -125,6 +139,8 @@ export async function updateEndpoint(deps: AppDeps, organizationId: string, id: 
       else set.enabledAt = now;
     }
     await writeVersioned(deps, session, endpoint, set);
+    // It may add a receiver (enabled again, a type added): an event recorded for nobody meanwhile is retried and sees it.
+    await fenceSubscriptions(deps.store.db, session, organizationId);
     return { ...endpoint, ...set, version: endpoint.version + 1 };
   });
   // Only what was pending when it was disabled: if it is enabled again before the last batch, what

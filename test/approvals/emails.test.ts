@@ -335,3 +335,39 @@ test('the reminder\'s moment: the share of the time left, or a duration before e
   t.is(reminderAt(created, expires, { kind: 'BEFORE_EXPIRY', ms: 24 * 3_600_000 }), null, 'an hour-long wait for a day-long reminder: none');
   t.is(reminderAt(created, expires, null), null);
 });
+
+test.serial('an expiry in the hour repeated at the end of summer time reads as two different times, in the email and in the inbox', async (t) => {
+  // America/New_York falls back on 1 Nov 2026: 01:00-02:00 local comes twice (EDT, UTC-4, then EST, UTC-5).
+  let now = new Date('2026-11-01T03:30:00.000Z');
+  const clocked = await startDashboardApp({ now: () => now, jobs: { sweepEvery: '1 second' }, env: { SMTP_URL: smtp.url, SMTP_FROM: FROM } });
+  t.teardown(() => clocked.close());
+  const handle = `mail-${++orgs}`;
+  const o = await setUpDashboardOrg(clocked, handle, people(handle), 'PT2H', (m) => {
+    m.organization.timezone = 'America/New_York';
+  });
+  const first = await pending(clocked, o, 'First Hour Ltd');
+  now = new Date('2026-11-01T04:30:00.000Z');
+  const second = await pending(clocked, o, 'Second Hour Ltd');
+  t.deepEqual([first.expiresAt.toISOString(), second.expiresAt.toISOString()], ['2026-11-01T05:30:00.000Z', '2026-11-01T06:30:00.000Z']);
+
+  const expiresLine = async (approvalId: string) => {
+    const mails = of(approvalId, 'REQUEST')(await smtp.until((r) => of(approvalId, 'REQUEST')(r).length >= 1));
+    return /^Expires: (.*)$/m.exec(mails[0].mail.text!)![1];
+  };
+  const [a, b] = [await expiresLine(first.approvalId), await expiresLine(second.approvalId)];
+  t.is(a, '1 Nov 2026, 01:30 GMT-4 (America/New_York)');
+  t.is(b, '1 Nov 2026, 01:30 GMT-5 (America/New_York)');
+
+  // The inbox: each card says when its purchase expires and when it was asked, each with its offset.
+  const client = new Client(clocked.url);
+  await client.signIn(`ana@${handle}.example`);
+  const inbox = (await client.get('/dashboard')).text;
+  const card = (merchant: string) => /\(expires ([^;]*); asked ([^)]*)\)/.exec(inbox.slice(inbox.indexOf(merchant)))!;
+  const [, expiresFirst, askedFirst] = card('First Hour Ltd');
+  const [, expiresSecond, askedSecond] = card('Second Hour Ltd');
+  t.not(expiresFirst, expiresSecond, 'two instants, two texts');
+  t.regex(expiresFirst, /01:30 GMT-4$/);
+  t.regex(expiresSecond, /01:30 GMT-5$/);
+  t.regex(askedFirst, /^31 Oct 2026, 23:30 GMT-4$/);
+  t.regex(askedSecond, /^1 Nov 2026, 00:30 GMT-4$/);
+});

@@ -6,6 +6,9 @@ import type { Document } from 'mongodb';
 import { STORE_LAYOUT } from '../../src/compose.ts';
 import type { IndexSpec } from '../../src/store/indexes.ts';
 import type { Store, StoreCollection, StoreDb } from '../../src/store/store.ts';
+import type { TestApp } from './app.ts';
+import { setUpDashboardOrg, startDashboardApp, type DashboardOrg } from './dashboard.ts';
+import { testStore } from './store.ts';
 
 export interface QueryShape {
   collection: string;
@@ -15,6 +18,8 @@ export interface QueryShape {
   returned?: number;
   /** A find's sort. */
   sort?: Record<string, 1 | -1>;
+  /** The top-level fields of the documents a find's toArray() returned: what the store sent. */
+  fields?: Set<string>;
 }
 
 const FILTER_FIRST = new Set(['find', 'findOne', 'countDocuments', 'updateOne', 'updateMany', 'replaceOne', 'findOneAndUpdate', 'deleteOne', 'deleteMany']);
@@ -122,6 +127,7 @@ export class QueryRecorder implements Store {
             result.toArray = async () => {
               const docs = await toArray();
               shape.returned = docs.length;
+              shape.fields = new Set(docs.flatMap((d: Document) => Object.keys(d)));
               return docs;
             };
           }
@@ -149,4 +155,12 @@ export class QueryRecorder implements Store {
   close(): Promise<void> {
     return this.#inner.close();
   }
+}
+
+/** The app over a QueryRecorder, with one organisation whose admin, Ana (ana@<handle>.example), signs in to the dashboard. */
+export async function startRecordedApp(handle: string): Promise<{ app: TestApp; store: QueryRecorder; org: DashboardOrg }> {
+  const store = new QueryRecorder(await testStore());
+  const app = await startDashboardApp({ store });
+  const org = await setUpDashboardOrg(app, handle, [{ handle: 'ana', name: 'Ana Admin', email: `ana@${handle}.example`, roles: ['admin', 'approver'] }]);
+  return { app, store, org };
 }

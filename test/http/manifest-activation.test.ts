@@ -53,6 +53,16 @@ const snapshot = async () => {
   return out;
 };
 
+/** One organisation's documents, for the tests that run beside others. */
+const orgSnapshot = async (organizationId: string) => {
+  const out: Record<string, unknown[]> = {};
+  for (const name of ['people', 'agents', 'policies', 'policy_versions', 'policy_views', 'api_keys', 'events']) {
+    out[name] = await app.store.db.collection(name).find({ organizationId }).sort({ _id: 1 }).toArray();
+  }
+  out.organizations = await app.deps.collections.organizations.find({ _id: organizationId }).toArray();
+  return out;
+};
+
 test.serial('a manifest that would activate a version with issues is refused whole: each issue at its manifest path, nothing written', async (t) => {
   const before = await snapshot();
   const res = await app.admin('/admin/manifests', { body: withPolicy('act-new', unacceptable(true)) });
@@ -155,11 +165,11 @@ test('validate\'s answer is the one activation keeps: valid exactly when the man
   t.pass();
 });
 
-test('a version activated with issues by an earlier service goes on deciding, and the manifest that made it still applies', async (t) => {
-  const manifest = withPolicy('act-legacy', unacceptable(false));
+/** What an earlier service did without the check: applies the bad policy as a draft, then activates that draft as it is. */
+async function activatedWithIssues(handle: string) {
+  const manifest = withPolicy(handle, unacceptable(false));
   const org = await applyManifest(app, manifest);
   const bad = org.policies.bad;
-  // What an earlier service did without the check: activate the version as it is.
   const c = app.deps.collections;
   await runCommand(app.deps.store, async (session) => {
     const policy = (await c.policies.findOne({ _id: bad.id }, { session }))!;
@@ -167,6 +177,11 @@ test('a version activated with issues by an earlier service goes on deciding, an
     await activateVersion(c, session, policy, version, null, new Date());
     await projectPolicy(c, session, policy._id);
   });
+  return { manifest, org, bad };
+}
+
+test('a version activated with issues by an earlier service goes on deciding, and the manifest that made it still applies', async (t) => {
+  const { manifest, org, bad } = await activatedWithIssues('act-legacy');
 
   const purchase = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { amountMinor: '500', merchant: 'Paper Co', reason: 'desk' } });
   t.is(purchase.status, 201, purchase.text);
@@ -179,4 +194,58 @@ test('a version activated with issues by an earlier service goes on deciding, an
   t.is(again.body.policies.bad.activeVersionId, bad.draftVersionId);
   const validated = await app.request(`/v1/policies/${bad.id}/versions/${bad.draftVersionId}/validate`, { method: 'POST', key: org.keys['admin-key'] });
   t.false(validated.body.valid, 'validate still says what is wrong with it');
+});
+
+// A version decides purchases only as the active version of an ACTIVE policy: one with issues may be activated
+// while its policy is DISABLED or ARCHIVED (it decides nothing), and enabling the policy runs the same check.
+for (const dormant of ['DISABLED', 'ARCHIVED']) {
+  test(`a version with issues is activated in a ${dormant} policy, with its issues as warnings; enabling that policy is refused until it has an acceptable version`, async (t) => {
+    const handle = `act-dormant-${dormant.toLowerCase()}`;
+    const applied = await app.admin('/admin/manifests', { body: withPolicy(handle, { ...unacceptable(true), status: dormant }) });
+    t.is(applied.status, 200, applied.text);
+    const bad = applied.body.policies.bad;
+    t.truthy(bad.activeVersionId);
+    t.deepEqual(applied.body.warnings.map((w: any) => [w.code, w.path]), ISSUES);
+    const keys = { buyer: applied.body.apiKeys['buyer-key'].key };
+    // Paper Co is on the bad policy's block list; not in force, it refuses nothing.
+    const purchase = await app.request('/v1/purchase-requests', { key: keys.buyer, body: { amountMinor: '500', merchant: 'Paper Co', reason: 'desk' } });
+    t.is(purchase.status, 201, purchase.text);
+    t.is(purchase.body.decision.outcome, 'APPROVED');
+
+    const stored = await orgSnapshot(applied.body.organization.id);
+    const enable = await app.admin('/admin/manifests', { body: withPolicy(handle, { ...unacceptable(true), status: 'ACTIVE' }) });
+    t.is(enable.status, 400, enable.text);
+    t.is(enable.body.error.message, 'The manifest is not valid; nothing was applied.');
+    t.deepEqual(enable.body.error.issues.map((i: any) => [i.code, i.path]), ISSUES);
+    t.deepEqual(await orgSnapshot(applied.body.organization.id), stored, 'the policy stays as it was');
+
+    // Enabling with a draft beside it: the version that would decide is the active one, whose issues are named at the status.
+    const fixed = { ...unacceptable(false), status: 'ACTIVE', rules: [], merchants: [] };
+    const withDraft = await app.admin('/admin/manifests', { body: withPolicy(handle, fixed) });
+    t.is(withDraft.status, 400, withDraft.text);
+    t.deepEqual(
+      withDraft.body.error.issues.map((i: any) => [i.code, i.path]),
+      ISSUES.map(([code]) => [code, 'policies.2.status']),
+    );
+    t.regex(withDraft.body.error.issues[0].message, /^Enabling the policy puts its active version 1 in force, and it is not acceptable \(rules\.0\.currency\): The rule is in USD/);
+    t.deepEqual(await orgSnapshot(applied.body.organization.id), stored);
+
+    // Enabling it with an acceptable version activated in the same manifest is accepted.
+    const enabled = await app.admin('/admin/manifests', { body: withPolicy(handle, { ...fixed, activate: true }) });
+    t.is(enabled.status, 200, enabled.text);
+    const policy = (await app.deps.collections.policies.findOne({ _id: bad.id }))!;
+    t.is(policy.status, 'ACTIVE');
+    t.not(policy.activeVersionId, bad.activeVersionId);
+  });
+}
+
+test('a version activated with issues by an earlier service is not put back in force by enabling its disabled policy', async (t) => {
+  const { bad } = await activatedWithIssues('act-legacy-enable');
+  const c = app.deps.collections;
+  const disable = await app.admin('/admin/manifests', { body: withPolicy('act-legacy-enable', { ...unacceptable(true), status: 'DISABLED' }) });
+  t.is(disable.status, 200, disable.text);
+  const enable = await app.admin('/admin/manifests', { body: withPolicy('act-legacy-enable', { ...unacceptable(true), status: 'ACTIVE' }) });
+  t.is(enable.status, 400, enable.text);
+  t.deepEqual(enable.body.error.issues.map((i: any) => [i.code, i.path]), ISSUES);
+  t.is((await c.policies.findOne({ _id: bad.id }))!.status, 'DISABLED');
 });

@@ -63,6 +63,42 @@ test.serial('a policy\'s agents or a person\'s roles listed in another order are
   t.deepEqual(await snapshot(), before);
 });
 
+test.serial('a time zone is stored in its canonical IANA name: another spelling of the same zone is no change; an offset is no zone', async (t) => {
+  const manifest: any = acmeManifest('zone-spelling');
+  const zone = async () => (await app.store.db.collection('organizations').findOne({ handle: 'zone-spelling' }))!.timezone;
+  manifest.organization.timezone = 'america/new_york';
+  await applyManifest(app, manifest);
+  t.is(await zone(), 'America/New_York');
+  const before = await snapshot();
+  for (const spelling of ['America/New_York', 'US/Eastern', 'AMERICA/NEW_YORK']) {
+    manifest.organization.timezone = spelling;
+    const res = await app.admin('/admin/manifests', { body: manifest });
+    t.is(res.status, 200, res.text);
+    t.false(res.body.changed, spelling);
+  }
+  t.deepEqual(await snapshot(), before);
+
+  // A zone IANA renamed is stored by its present name, whichever name the runtime's ICU knows it by.
+  manifest.organization.timezone = 'Asia/Kolkata';
+  t.true((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+  t.is(await zone(), 'Asia/Kolkata');
+  manifest.organization.timezone = 'Asia/Calcutta';
+  t.false((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+  t.is(await zone(), 'Asia/Kolkata');
+
+  // One stored as written before this: the next apply writes its canonical name, and records no change of zone.
+  await app.store.db.collection('organizations').updateOne({ handle: 'zone-spelling' }, { $set: { timezone: 'asia/calcutta' } });
+  const changes = (await app.store.db.collection('organizations').findOne({ handle: 'zone-spelling' }))!.timezoneChanges;
+  t.true((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+  t.is(await zone(), 'Asia/Kolkata');
+  t.deepEqual((await app.store.db.collection('organizations').findOne({ handle: 'zone-spelling' }))!.timezoneChanges, changes);
+
+  manifest.organization.timezone = '+01:00';
+  const offset = await app.admin('/admin/manifests', { body: manifest });
+  t.is(offset.status, 400, offset.text);
+  t.true(JSON.stringify(offset.body).includes('INVALID_TIMEZONE'), offset.text);
+});
+
 test.serial('a store error half-way through an apply leaves everything as it was', async (t) => {
   const manifest: any = acmeManifest('half-way');
   await applyManifest(app, manifest);

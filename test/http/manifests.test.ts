@@ -332,6 +332,12 @@ test.serial('a name given twice in a YAML mapping is DUPLICATE_KEY at its path, 
   }
   const top = await app.admin('/admin/manifests', { raw: 'organization: {handle: a}\norganization: {handle: b}\n', headers: { 'content-type': 'application/yaml' } });
   t.deepEqual(top.body.error.issues.map((i: any) => `${i.path}:${i.code}`), ['organization:DUPLICATE_KEY']);
+  // The name given the second time through an alias (`*n` stands for the key anchored `&n name`): it would silently replace the first.
+  const aliased = stringify(acmeManifest('yaml-alias')).replace('name: Acme Robotics', '&n name: Acme Robotics\n  *n : Someone Else');
+  t.regex(aliased, /\*n : Someone Else\n/);
+  const alias = await app.admin('/admin/manifests', { raw: aliased, headers: { 'content-type': 'application/yaml' } });
+  t.is(alias.status, 400, alias.text);
+  t.deepEqual(alias.body.error.issues, [{ path: 'organization.name', code: 'DUPLICATE_KEY', message: '"organization.name" is given twice; give each field once.' }]);
   t.deepEqual(await counts(), before);
 });
 

@@ -83,6 +83,24 @@ test('a purchase whose merchant holds a control character or line break is 400 a
   }
 });
 
+test.serial('a purchase\'s category and merchantDomain, labels too, refuse the same characters at their field; a simulation too', async (t) => {
+  // A category is one of the approver email's fact lines: a line break in it would forge the lines after it.
+  const before = await purchases();
+  for (const field of ['category', 'merchantDomain']) {
+    for (const [what, text] of REFUSED) {
+      const value = field === 'category' ? `office${text}` : `paper${text}.example`;
+      const res = await app.request('/v1/purchase-requests', { key: shop.keys['a-key'], body: purchase(100, 'Paper Co', { [field]: value }) });
+      t.is(res.status, 400, `${field} ${what}: ${res.text}`);
+      t.deepEqual(issuesOf(res), [[field, 'CONTROL_CHARACTER']], `${field} ${what}`);
+      const simulated = await app.request('/v1/simulations/current-policies', { key: shop.keys['a-key'], body: purchase(100, 'Paper Co', { [field]: value }) });
+      t.deepEqual(issuesOf(simulated), [[field, 'CONTROL_CHARACTER']], `simulated ${field} ${what}`);
+    }
+  }
+  t.is(await purchases(), before);
+  const ok = await app.request('/v1/purchase-requests', { key: shop.keys['a-key'], body: purchase(100, 'Paper Co', { category: 'Bürobedarf ✓', merchantDomain: 'xn--papier-mller-jlb.example' }) });
+  t.is(ok.status, 201, ok.text);
+});
+
 test('the simulations refuse the same merchants, at the same path', async (t) => {
   for (const [what, merchant] of REFUSED) {
     const current = await app.request('/v1/simulations/current-policies', { key: shop.keys['a-key'], body: purchase(100, merchant) });

@@ -64,6 +64,19 @@ test('unparseable HTTP is 400 invalid_request with the JSON body', async (t) => 
   t.is(bodyOf(text).error.code, 'invalid_request');
 });
 
+test('an HTTP/1.1 request without a Host header, or with two, is 400 invalid_request with the JSON body (RFC 9112 3.2)', async (t) => {
+  for (const head of ['GET /v1/agents HTTP/1.1\r\n\r\n', 'GET /v1/agents HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n']) {
+    const { text, closed } = await stall(head);
+    t.true(closed, head);
+    t.regex(text, /^HTTP\/1\.1 400 /, head);
+    t.regex(text, /content-type: application\/json/i, head);
+    t.deepEqual(bodyOf(text).error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['', 'MALFORMED_HTTP']], head);
+  }
+  // HTTP/1.0 has no Host requirement.
+  const old = await stall('GET /health HTTP/1.0\r\n\r\n');
+  t.regex(old.text, /^HTTP\/1\.1 200 /);
+});
+
 test('the server main.ts starts has the documented timeouts: headers 10 s, whole request 30 s, keep-alive 5 s', (t) => {
   const server = createHttpServer(new Koa());
   t.is(server.headersTimeout, 10_000);

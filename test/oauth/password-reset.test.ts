@@ -98,3 +98,16 @@ test('taking a person\'s password away (one who left) ends their sessions and co
   t.is((await app.admin(`/admin/people/${gone.personId}/password`, { method: 'PUT', body: { password: PASSWORD } })).status, 200);
   t.is((await new Client(app.url).signIn(gone.email)).status, 303);
 });
+
+test('a password is 12 to 1,024 characters (docs/operate/cli.md); outside that it is refused at its path and nothing changes', async (t) => {
+  const person = await setUpOrg(app, 'lengths');
+  const path = `/admin/people/${person.personId}/password`;
+  for (const [password, code] of [['x'.repeat(11), 'TOO_SHORT'], ['x'.repeat(1025), 'TOO_LONG']] as const) {
+    const res = await app.admin(path, { method: 'PUT', body: { password } });
+    t.is(res.status, 400, code);
+    t.deepEqual(res.body.error.issues.map((i: { path: string; code: string }) => [i.path, i.code]), [['password', code]]);
+  }
+  t.is((await new Client(app.url).signIn(person.email)).status, 303, 'the password set before still signs in');
+  t.is((await app.admin(path, { method: 'PUT', body: { password: 'x'.repeat(1024) } })).status, 200);
+  t.is((await new Client(app.url).signIn(person.email, 'x'.repeat(1024))).status, 303);
+});

@@ -31,6 +31,12 @@ const answer = async (purchaseId: string, verdict: 'APPROVE' | 'REJECT') => {
   if (res.status !== 200) throw new Error(`${res.status} ${res.text}`);
 };
 
+/** The replay manifest with the organisation's fields changed. */
+function withOrganization(handle: string, policies: Parameters<typeof manifest>[1], fields: Record<string, string>) {
+  const m = manifest(handle, policies);
+  return { ...m, organization: { ...m.organization, ...fields } };
+}
+
 const replay = (org: AppliedOrg, from: string, to: string, policyVersionId = org.policies.office.activeVersionId) =>
   app.request('/v1/simulations/replay', { key: org.keys['org-key'], body: { policyVersionId, from, to } });
 
@@ -160,10 +166,7 @@ test.serial('a replay of an active version over its own period changes nothing a
 
 test.serial('a replay of an active version over its own period changes nothing after the organisation changed time zone', async (t) => {
   const office = { rules: [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000' }], merchants: [], activate: true };
-  const inZone = (timezone: string) => {
-    const m = manifest('replay-zone', [office]);
-    return { ...m, organization: { ...m.organization, timezone } };
-  };
+  const inZone = (timezone: string) => withOrganization('replay-zone', [office], { timezone });
   at('2026-09-01', '06:00');
   const org = await applyManifest(app, inZone('UTC'));
   // Two days in UTC, one day in Berlin (UTC+2 in September): each purchase alone in its day's budget.
@@ -182,4 +185,23 @@ test.serial('a replay of an active version over its own period changes nothing a
   const res = await replay(org, '2026-09-01T00:00:00.000Z', '2026-09-05T00:00:00.000Z');
   t.is(res.status, 200, res.text);
   t.like(res.body.summary, { evaluated: 4, changed: 0 }, JSON.stringify(res.body.changes));
+});
+
+test.serial('a replayed hold expires after the approval TTL in force when its purchase was submitted, not the present one', async (t) => {
+  const inForce = { rules: [{ ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '2000' }], merchants: [], activate: true };
+  at('2026-09-07', '06:00');
+  const org = await applyManifest(app, withOrganization('replay-ttl', [inForce], { approvalTtl: 'PT1H' }));
+  for (const [time, amount] of [['08:00', 600], ['10:00', 450]] as const) {
+    at('2026-09-07', time);
+    t.like(await buy(org, 'Paper Co', amount), { outcome: 'APPROVED' });
+  }
+  // Approvals last a day from now on (the zone changes with it: both are recorded); a draft asks a person above 5.00 and refuses beyond 10.00 a day.
+  at('2026-09-07', '12:00');
+  const draft = { rules: [{ ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '500' }, { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000' }], merchants: [], activate: false };
+  const draftId = (await applyManifest(app, withOrganization('replay-ttl', [draft], { approvalTtl: 'PT24H', timezone: 'UTC' }))).policies.office.draftVersionId!;
+  at('2026-09-08', '12:00');
+  const res = await replay(org, '2026-09-07T00:00:00.000Z', '2026-09-08T00:00:00.000Z', draftId);
+  t.is(res.status, 200, res.text);
+  // The first would have waited for a person for an hour, then expired: the second, two hours later, found 4.50 of 10.00 used.
+  t.like(res.body.summary, { evaluated: 2, changed: 1, byTransition: { 'APPROVED->REQUIRES_APPROVAL': 1 } }, JSON.stringify(res.body.changes));
 });

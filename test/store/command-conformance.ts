@@ -274,6 +274,7 @@ export function registerCommandConformance(factory: () => Promise<Store>, option
       'purchases',
       'receipt_chains',
       'receipts',
+      'webhook_quotas', // the organisation's webhook fence: no endpoint receives its events
     ]);
     const one = (name: string, id: string) => after.get(name)!.get(id);
     t.deepEqual(diff.purchases, { added: [purchaseId], changed: [], removed: [] });

@@ -8,11 +8,12 @@
 // pending approval nobody cancels.) The last test stages the race through HTTP, which on the embedded
 // engine checks the outcome and on `npm run test:mongo` runs it truly concurrently.
 import test from 'ava';
+import { randomBytes } from 'node:crypto';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { purchase } from '../helpers/shop.ts';
 import { testStore } from '../helpers/store.ts';
-import { InstrumentedStore, commonWrites, type TransactionRecord } from '../helpers/instrumented-store.ts';
+import { InstrumentedStore, commonWrites, writeSet, type TransactionRecord } from '../helpers/instrumented-store.ts';
 import { periodOfPurchase, windowOfPurchase } from '../helpers/windows.ts';
 
 let app: TestApp;
@@ -21,7 +22,7 @@ let handles = 0;
 
 test.before(async () => {
   store = new InstrumentedStore(await testStore());
-  app = await startApp({ store });
+  app = await startApp({ store, env: { WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex'), WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' } });
 });
 test.after.always(async () => {
   await app?.close();
@@ -34,7 +35,7 @@ const manifest = (handle: string, rules: Rule[]) => ({
   people: [{ handle: 'ana', name: 'Ana', email: `ana@${handle}.example` }],
   agents: [{ handle: 'a', name: 'Agent A' }],
   policies: [{ handle: 'p', name: 'Rules', scope: 'ORGANIZATION', currencies: ['EUR'], rules, merchants: [] }],
-  apiKeys: [{ handle: 'a-key', agent: 'a' }],
+  apiKeys: [{ handle: 'a-key', agent: 'a' }, { handle: 'admin-key' }],
 });
 const ASK_ABOVE_100: Rule = { ruleType: 'AMOUNT_LIMIT', effect: 'REQUIRE_APPROVAL', periodKind: 'PER_REQUEST', amountMinor: '10000' };
 const DAY_BUDGET: Rule = { ruleType: 'SPEND_LIMIT', effect: 'BLOCK', periodKind: 'DAY', amountMinor: '1000000' };
@@ -133,6 +134,43 @@ test.serial('an approval that writes its policy’s DAY and MONTH windows needs 
   const written = approved.tx.writes.flatMap((w) => w.ids);
   t.false(written.includes(`policies/${org.policies.p.id}`));
   t.is(written.filter((id) => id.startsWith('budget_windows/')).length, 2);
+});
+
+test.serial('an event recorded for no endpoint writes what an endpoint’s creation and every PATCH write: on MongoDB it cannot commit after an endpoint it did not see, and miss it', async (t) => {
+  // Before the fence, the submission's transaction read the endpoints (none subscribed), recorded its event as
+  // dispatched to nobody and wrote nothing the creation wrote: on MongoDB a purchase whose transaction began
+  // before the endpoint's creation and committed after it was never delivered there.
+  const org = await applyManifest(app, manifest(`fence-webhook-${++handles}`, [ASK_ABOVE_100]));
+  const key = org.keys['a-key'];
+  const admin = org.keys['admin-key'];
+  const fence = `webhook_quotas/${org.organizationId}`;
+  const submit = (amountMinor: number) => committed(() => app.request('/v1/purchase-requests', { key, body: purchase(amountMinor) }));
+  const patch = (id: string, body: Record<string, unknown>) => committed(() => app.request(`/v1/webhooks/${id}`, { method: 'PATCH', key: admin, body }));
+
+  const beforeAny = await submit(5000);
+  t.is(beforeAny.result.body.decision.outcome, 'APPROVED');
+  const create = await committed(() => app.request('/v1/webhooks', { key: admin, body: { url: 'https://localhost/hooks', subscribedTypes: ['purchase.rejected'] } }));
+  t.is(create.result.status, 201, create.result.text);
+  const id = create.result.body.id;
+  const otherType = await submit(5000); // approvals are not subscribed yet
+  const subscribe = await patch(id, { subscribedTypes: ['purchase.approved'] });
+  t.is(subscribe.result.status, 200, subscribe.result.text);
+  await patch(id, { status: 'DISABLED' });
+  const whileDisabled = await submit(5000);
+  const enable = await patch(id, { status: 'ACTIVE' });
+  t.is(enable.result.body.status, 'ACTIVE');
+  const subscribed = await submit(5000);
+  const agentEvent = await committed(() => app.admin(`/admin/agents/${org.agents.a.id}`, { method: 'PATCH', body: { status: 'DISABLED' } }));
+  t.is(agentEvent.result.status, 200, agentEvent.result.text);
+
+  t.true(commonWrites(beforeAny.tx, create.tx).includes(fence), 'event for nobody × creation');
+  t.true(commonWrites(otherType.tx, subscribe.tx).includes(fence), 'event for nobody × a PATCH adding its type');
+  t.true(commonWrites(whileDisabled.tx, enable.tx).includes(fence), 'event for nobody × enabling again');
+  t.true(commonWrites(agentEvent.tx, enable.tx).includes(fence), 'an agent’s event for nobody × enabling again');
+  // An event the dispatcher fans out is matched to the endpoints after its commit: no fence, no contention.
+  t.false(writeSet(subscribed.tx).has(fence), 'event for the dispatcher');
+  const events = store.db.collection<{ _id: string; dispatchedAt: Date | null }>('events');
+  t.is(await events.countDocuments({ organizationId: org.organizationId, dispatchedAt: null }), 1);
 });
 
 test.serial('archive during concurrent submissions: no pending approval on the archived agent, no readback saying ENABLED', async (t) => {

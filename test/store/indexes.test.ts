@@ -65,6 +65,20 @@ test('start-up replaces the indexes of deliveries by status with ones that also 
   }
 });
 
+test('start-up replaces the index of endpoints by organisation and creation with one that gives GET /v1/webhooks its whole order', async (t) => {
+  const store = await testStore();
+  try {
+    const endpoints = store.db.collection('webhook_endpoints');
+    await endpoints.createIndex({ organizationId: 1, createdAt: 1 });
+    await createIndexes(store.db);
+    const names = (await endpoints.indexes()).map((i) => i.name);
+    t.false(names.includes('organizationId_1_createdAt_1'));
+    t.true(names.includes('organizationId_1_createdAt_1__id_1'));
+  } finally {
+    await store.close();
+  }
+});
+
 test('start-up replaces the analytics indexes of earlier versions by the organisation\'s day and month indexes, also when two start-ups run at once', async (t) => {
   const store = await testStore();
   try {

@@ -3,12 +3,11 @@
 // organisation's documents, inside a transaction as often as not. The store records each query's filter
 // (test/helpers/query-shapes.ts) while the paths run through HTTP, and each is checked against the layout.
 import test from 'ava';
-import { startApp, type TestApp } from '../helpers/app.ts';
-import { Client, dashboardPurchase, setUpDashboardOrg, type DashboardOrg } from '../helpers/dashboard.ts';
+import type { TestApp } from '../helpers/app.ts';
+import { Client, dashboardPurchase, type DashboardOrg } from '../helpers/dashboard.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
-import { usableIndexes, QueryRecorder } from '../helpers/query-shapes.ts';
+import { startRecordedApp, usableIndexes, type QueryRecorder } from '../helpers/query-shapes.ts';
 import { manifest, V1_MERCHANTS, V1_RULES, V2_MERCHANTS, V2_RULES } from '../helpers/replay.ts';
-import { testStore } from '../helpers/store.ts';
 import { catchUpShadows } from '../../src/simulations/shadow.ts';
 import { attemptDueDeliveries } from '../../src/webhooks/deliver.ts';
 
@@ -17,11 +16,7 @@ let store: QueryRecorder;
 let org: DashboardOrg;
 
 test.before(async () => {
-  store = new QueryRecorder(await testStore());
-  app = await startApp({ store });
-  app.deps.config.baseUrl = app.url;
-  app.deps.config.authUrl = app.url;
-  org = await setUpDashboardOrg(app, 'scans', [{ handle: 'ana', name: 'Ana Admin', email: 'ana@scans.example', roles: ['admin', 'approver'] }]);
+  ({ app, store, org } = await startRecordedApp('scans'));
 });
 test.after.always(async () => {
   await app?.close();

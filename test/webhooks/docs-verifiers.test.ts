@@ -3,7 +3,8 @@
 // block, the Python one run by python3 from its `python` block. Both must accept what the service
 // sends, refuse it altered, refuse it outside the 300 s tolerance, and follow a rotation as
 // docs/reference/contract.md §6.4 and §8 give it: both secrets for 24 hours, then only the new one. And
-// what the receiver got is what schemas/openapi.json documents for its type, body and headers.
+// what the receiver got is what schemas/openapi.json documents for its type, body and headers, for an
+// endpoint registered with the page's own example.
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -107,9 +108,12 @@ test.serial('the documented verifiers, as printed, accept real deliveries, refus
 test.serial('every purchase event as a receiver gets it is the documented body and headers, amounts as strings of minor units', async (t) => {
   const o = await applyManifest(api, acmeManifest('docs-envelopes'));
   const admin = o.keys['admin-key'];
-  const types = ['purchase.approved', 'purchase.rejected', 'purchase.approval_required'];
-  const created = await api.request('/v1/webhooks', { key: admin, body: { url: `${receiver.origin}/envelopes`, subscribedTypes: types } });
+  // The page's registration, its body as printed, pointed at this receiver.
+  const registration = JSON.parse(/-d '(.*)'/.exec(block('sh'))![1]);
+  const types: string[] = registration.subscribedTypes;
+  const created = await api.request('/v1/webhooks', { key: admin, body: { ...registration, url: `${receiver.origin}/envelopes` } });
   t.is(created.status, 201, created.text);
+  t.regex(created.body.secret, /^cmp_whs_/);
   const before = receiver.requests.length;
   for (const amountMinor of ['1200', '99999999', '25000']) {
     const res = await api.request('/v1/purchase-requests', { key: o.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor, reason: 'envelopes' } });

@@ -27,6 +27,21 @@ export interface ConnectionDoc {
 
 export const connectionsCollection = (db: StoreDb) => db.collection<ConnectionDoc>('connections');
 
+/**
+ * How long a revoked connection stays in the lists (operator API, dashboard): every connection ever
+ * made was listed, so the lists grew without end (docs/reference/decisions.md).
+ */
+export const REVOKED_CONNECTION_LISTED_DAYS = 30;
+
+/** An organisation's connections as the lists show them, newest first: unrevoked ones and those revoked in the last 30 days. */
+export function listedConnections(db: StoreDb, organizationId: string, now: Date): Promise<ConnectionDoc[]> {
+  const since = new Date(now.getTime() - REVOKED_CONNECTION_LISTED_DAYS * 86_400_000);
+  return connectionsCollection(db)
+    .find({ organizationId, $or: [{ revokedAt: null }, { revokedAt: { $gte: since } }] })
+    .sort({ createdAt: -1, _id: -1 })
+    .toArray();
+}
+
 /** The operator API's view of a connection. */
 export function presentConnection(c: ConnectionDoc, agent: { id: string; name: string } | null, person: { id: string; name: string } | null) {
   return {

@@ -3,7 +3,8 @@
 //                                               their sessions and connections (people/set-password.ts)
 //   DELETE /admin/people/{personId}/password   takes it away (a person who left): the same endings, and
 //                                               no sign-in until a password is set again
-//   GET    /admin/connections?organizationId=  lists an organisation's connections, newest first
+//   GET    /admin/connections?organizationId=  lists an organisation's connections, newest first (revoked ones
+//                                               for 30 days after their revocation)
 //   DELETE /admin/connections/{connectionId}   revokes one (connection.revoked), idempotent
 //   GET    /admin/oauth-clients                 clients registered through RFC 7591, newest first
 //   DELETE /admin/oauth-clients/{id}            revokes a registration and every connection made with it
@@ -19,7 +20,7 @@ import { compile } from '../../http/validate.ts';
 import { isUuid } from '../../ids.ts';
 import { iso } from '../../timestamps.ts';
 import { runCommand } from '../../commands/run-command.ts';
-import { connectionsCollection, presentConnection, type ConnectionDoc } from '../connections/documents.ts';
+import { listedConnections, presentConnection, type ConnectionDoc } from '../connections/documents.ts';
 import { revokeConnectionIn } from '../connections/revoke.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../people/password.ts';
 import { setPassword } from '../people/set-password.ts';
@@ -38,7 +39,6 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
   const router = newRouter({ prefix: '/admin' });
   router.use(requireAdmin(deps.config.adminTokenSha256));
   const c = deps.collections;
-  const connections = connectionsCollection(deps.store.db);
 
   async function present(list: ConnectionDoc[]) {
     const agentIds = [...new Set(list.map((x) => x.agentId))];
@@ -73,7 +73,7 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
     if (!isUuid(organizationId)) {
       throw invalidRequest([{ path: 'organizationId', code: 'REQUIRED', message: 'organizationId (a UUID) is required.' }]);
     }
-    const list = await connections.find({ organizationId: organizationId.toLowerCase() }).sort({ createdAt: -1, _id: -1 }).toArray();
+    const list = await listedConnections(deps.store.db, organizationId.toLowerCase(), deps.now());
     ctx.body = { connections: await present(list) };
   });
 
