@@ -9,6 +9,7 @@ const NOW = new Date('2026-11-18T10:00:00.000Z');
 let app: TestApp;
 let shop: AppliedOrg;
 let disguisedList: AppliedOrg;
+let istanbul: AppliedOrg;
 
 test.before(async () => {
   app = await startApp({ now: () => NOW });
@@ -18,6 +19,9 @@ test.before(async () => {
   manifest.policies[0].merchants = [{ listType: 'BLOCK', label: '\u0405had\u0443 G\u03BF\u043Eds\u200B Ltd' }];
   manifest.policies[1].merchants = [{ listType: 'ALLOW', label: '\u{1D40F}aper\u3164 C\u043E' }];
   disguisedList = await applyManifest(app, manifest);
+  const turkish: any = shopManifest('shop-istanbul');
+  turkish.policies[0].merchants = [{ listType: 'BLOCK', label: 'Istanbul Shop' }];
+  istanbul = await applyManifest(app, turkish);
 });
 test.after.always(() => app?.close());
 
@@ -112,4 +116,13 @@ test('a merchant of nothing but braille blanks is empty: 400 MERCHANT_EMPTY', as
   const res = await submit(shop.keys['a-key'], purchase(1000, '\u2800\u2800'));
   t.is(res.status, 400);
   t.like(res.body.error.issues[0], { path: 'merchant', code: 'MERCHANT_EMPTY' });
+});
+test('a blocked name written with a Turkic i (İ, ı, or i with a combining dot above) is blocked; another letter is not', async (t) => {
+  // 'İ' lower-cases to 'i' + U+0307, which was kept in the key, so 'İstanbul Shop' was APPROVED.
+  for (const merchant of ['\u0130stanbul Shop', '\u0131stanbul shop', 'i\u0307stanbul shop', 'ISTANBUL SHOP']) {
+    const res = await submit(istanbul.keys['a-key'], purchase(1000, merchant));
+    t.deepEqual(res.body.decision.reasonCodes, ['MERCHANT_BLOCKED'], merchant);
+  }
+  const other = await submit(istanbul.keys['a-key'], purchase(1000, '\u00CEstanbul Shop'));
+  t.is(other.body.decision.outcome, 'APPROVED');
 });

@@ -110,3 +110,17 @@ test.serial('the worker\'s webhook sweep reads the due deliveries in their order
   t.deepEqual(store.collectionScans(from), []);
   t.deepEqual(store.partlyIndexed(from), []);
 });
+
+test.serial('the merchant filter and the policies search narrow what the organisation\'s index selects, in its order', async (t) => {
+  const client = new Client(app.url);
+  t.is((await client.signIn('ana@scans.example')).status, 303);
+  const from = store.shapes.length;
+  t.is((await client.get(`/dashboard/purchases?merchant=${encodeURIComponent('STRAẞE')}`)).status, 200);
+  t.is((await app.request(`/v1/policies?search=${encodeURIComponent('İstanbul')}`, { key: org.keys['admin-key'] })).status, 200);
+  const searches = store.shapes.slice(from).filter((s) => 'merchantFold' in s.filter || 'nameLower' in s.filter);
+  t.deepEqual(searches.map((s) => s.collection).sort(), ['policy_views', 'policy_views', 'purchase_views']);
+  t.deepEqual(store.collectionScans(from), []);
+  t.true(searches.every((s) => usableIndexes(s).some((keys) => keys[0] === 'organizationId')));
+  // The policies list's sort ({ createdAt, _id } against an index of { organizationId, createdAt }) is not the search's doing.
+  t.deepEqual(store.partlyIndexed(from).filter((s) => s.collection === 'purchase_views'), []);
+});
