@@ -71,6 +71,7 @@ export const PurchaseView = Type.Object(
     submitterId: Type.String({ description: 'the id of the API key or connection that submitted it, or of the person for a dashboard purchase; an id, never a credential' }),
     requestedAt: DateTime,
     readback: PurchaseReadback,
+    merchantFold: Type.String({ description: 'the merchant, case-folded in full (NFKC, ß as ss, İ as i), for searching' }),
   },
   { additionalProperties: false, title: 'purchase_views', description: 'One document per purchase request: the readback of GET /v1/purchase-requests/{id} (docs/reference/contract.md §2.5).' },
 );
@@ -79,7 +80,7 @@ export const PolicyView = Type.Object(
   {
     _id: Id,
     organizationId: Id,
-    nameLower: Type.String({ description: "the policy's name in lower case, for searching" }),
+    nameLower: Type.String({ description: "the policy's name, case-folded in full (NFKC, ß as ss, İ as i), for searching" }),
     status: Type.Union(['ACTIVE', 'DISABLED', 'ARCHIVED'].map((s) => Type.Literal(s))),
     createdAt: DateTime,
     summary: PolicySummary,

@@ -63,7 +63,8 @@ async function main(): Promise<void> {
   const text = await readFile(positionals[0], 'utf8').catch((err: NodeJS.ErrnoException) => fail(2, `cannot read ${positionals[0]}: ${err.code ?? err.message}`));
   // A whole, sound chain of another organisation than the one asked about verifies as well: the
   // auditor names the organisation, or reads it in the answer.
-  const expected = values.organization;
+  // Ids are lower-case UUIDs; one in capitals is the same, as export-log takes it.
+  const expected = values.organization?.toLowerCase();
   const ofOrganization = (payload: { organizationId: string }) =>
     expected === undefined || payload.organizationId === expected ? null : `the receipt is of organisation ${payload.organizationId}, not ${expected} (--organization)`;
   const result = verifyChain(linesOf(text), keys, ofOrganization, from);

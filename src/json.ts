@@ -11,11 +11,15 @@
 //   without limits, which refuse it.
 
 const INTEGER_LITERAL = /^-?\d+$/;
-/** Text without a digit followed by '.', 'e' or 'E', nor 309 digits in a row, has no such number: parsed without a reviver. */
-const NEEDS_REVIVER = /\d[.eE]|\d{309}/;
+/**
+ * Text without a digit followed by '.', 'e' or 'E', nor 16 digits in a row, has no such number (every
+ * integer of up to 15 digits is a double): parsed without a reviver.
+ */
+const NEEDS_REVIVER = /\d[.eE]|\d{16}/;
 
 const notWrittenAsInteger = new WeakMap<object, Set<string>>();
 const pastDoubleRange = new WeakMap<object, Set<string>>();
+const writtenNumbers = new WeakMap<object, Map<string, string>>();
 
 export class DuplicateKeyError extends Error {
   /** Dotted path of the repeated name ('metadata.note', 'policies.0.name'). */
@@ -39,8 +43,39 @@ function remember(this: object, key: string, value: unknown, context?: { source?
   const number = Number.isFinite(value) ? value : withinDoubleRange(this, key, value);
   // context.source: the number's text (Node 21+, Deno); without it nothing can be told, and nothing is remembered.
   if (Number.isInteger(number) && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) markNotWrittenAsInteger(this, key);
+  if (number === value && context?.source !== undefined && context.source !== String(number)) {
+    const written = exactDecimal(context.source);
+    if (written !== exactDecimal(String(number))) {
+      let numbers = writtenNumbers.get(this);
+      if (numbers === undefined) writtenNumbers.set(this, (numbers = new Map()));
+      numbers.set(key, written);
+    }
+  }
   return number;
 }
+
+const NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/**
+ * The exact value of a JSON number's text, one spelling per value: `0.<digits>e<exponent>`, the digits
+ * without leading or trailing zeros (1.50, 15e-1 and 0.15e1 are all `0.15e1`; any zero is `0`). Never
+ * what JSON.stringify writes for a double, which has no `0.` before an exponent.
+ */
+function exactDecimal(text: string): string {
+  const [, sign, whole, fraction = '', exponent = '0'] = NUMBER.exec(text)!;
+  const all = (whole + fraction).replace(/^0+/, '');
+  const digits = all.replace(/0+$/, '');
+  if (digits === '') return '0';
+  // BigInt: an exponent may be written with more digits than a double keeps.
+  const point = BigInt(exponent) - BigInt(fraction.length) + BigInt(all.length);
+  return `${sign}0.${digits}e${point}`;
+}
+
+/**
+ * holder[key]'s exact value as written (in the spelling of exactDecimal) when the double it was read as
+ * is another number; undefined when the double is the number written, or it was not parsed by parseJson.
+ */
+export const writtenNumber = (holder: object, key: string): string | undefined => writtenNumbers.get(holder)?.get(key);
 
 /** The largest double of the sign of `infinity`, a number too large for a double that holder[key] holds; remembered. */
 export function withinDoubleRange(holder: object, key: string, infinity: number): number {

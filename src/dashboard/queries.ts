@@ -13,6 +13,7 @@ import { initiatorPersonId, purchaseCollections, type ApprovalDoc, type Decision
 import { views, type PurchaseViewDoc } from '../purchases/projection.ts';
 import { decodeCursor, encodeCursor } from '../mcp/list-purchases.ts';
 import type { OrganizationDoc, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
+import { containsFolded } from '../store/text-search.ts';
 
 export interface WindowView {
   id: string;
@@ -154,7 +155,6 @@ export interface PurchaseFilters {
 }
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Keyset-paged purchases, newest first; the dates are whole days in the organisation's zone. */
 export async function listPurchases(deps: AppDeps, org: OrganizationDoc, f: PurchaseFilters) {
@@ -185,7 +185,7 @@ export async function listPurchases(deps: AppDeps, org: OrganizationDoc, f: Purc
     else range.$lt = new Date(period.periodEnd);
   }
   if (Object.keys(range).length > 0) filter.requestedAt = range;
-  if (f.merchant) filter['readback.merchant'] = { $regex: escapeRegex(firstCharacters(f.merchant, 200)), $options: 'i' };
+  if (f.merchant) filter.merchantFold = containsFolded(firstCharacters(f.merchant, 200));
   if (f.cursor) {
     const after = decodeCursor(f.cursor);
     if (!after) issues.push({ path: 'cursor', code: 'INVALID_CURSOR', message: 'This page link is not valid; start again from the first page.' });

@@ -5,15 +5,18 @@
 import { CONFUSABLE_PROTOTYPES } from './confusables.ts';
 import { foldForSkeleton } from './merchant-fold.ts';
 
-const SEPARATORS = /[\p{P}\p{Z}\p{Cc}\s]+/gu; // punctuation, spaces, line breaks, control characters
+// Punctuation, spaces, line breaks, control characters, and U+2800 BRAILLE PATTERN BLANK: a symbol, not
+// a space, but drawn as one, so 'Shady\u2800Goods' looks like 'Shady Goods'.
+const SEPARATORS = /[\p{P}\p{Z}\p{Cc}\s\u2800]+/gu;
 
 /**
  * A case-insensitive UTS #39 confusable skeleton, with punctuation and spacing collapsed:
  * 1. NFKC, case folding (lower-upper-lower approximates full case folding: 'ẞ' and 'ß' -> 'ss', 'σ' and
- *    'ς' alike), NFKC again, default-ignorable and format characters removed (merchant-fold.ts);
+ *    'ς' alike), NFKC again, default-ignorable and format characters removed, a dot above that an i or j
+ *    draws as its own dot removed ('İ', 'i\u0307' -> 'i') (merchant-fold.ts);
  * 2. the skeleton: NFD, each code point mapped to its confusables prototype (confusables.ts: Cyrillic
  *    'ѕ', Greek 'ο', '0' -> 's', 'o', 'o'; 'm' -> 'rn'; 'I', 'i', '1' -> 'l'), normalised again;
- * 3. runs of punctuation and whitespace collapsed to one space, trimmed, NFC.
+ * 3. runs of punctuation and whitespace (and the braille blank) collapsed to one space, trimmed, NFC.
  * The key is for comparing, not for reading: 'ACME  Corp.' and 'acme-corp' both become 'acrne corp'.
  */
 export function merchantKey(label: string): string {

@@ -24,6 +24,10 @@ export interface EventDoc {
   data: Record<string, unknown>;
   /** Set once the dispatcher has created a delivery for every subscribed endpoint (at once when none subscribes). */
   dispatchedAt: Date | null;
+  /** How many dispatch runs failed on this event (absent: none); see src/webhooks/dispatch.ts. */
+  dispatchFailures?: number;
+  /** Set when the dispatcher gave up on it after MAX_DISPATCH_FAILURES: never dispatched again, kept for an operator. */
+  dispatchSetAsideAt?: Date;
 }
 
 export const eventsCollection = (db: StoreDb) => db.collection<EventDoc>('events');

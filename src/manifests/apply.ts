@@ -15,7 +15,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { projectPolicy } from '../policies/projection.ts';
 import type { AgentDoc, Collections, PolicyDoc, PolicyVersionDoc } from '../store/collections.ts';
 import { isDuplicateKeyError, type StoreSession } from '../store/store.ts';
-import { checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
+import { canonicalTtl, checkManifest, keyBindingImmutable, keyRevocationFinal } from './check.ts';
 import { canonicalZone } from '../timezones.ts';
 import { checkVersion, type PolicyIssue, type VersionContent } from '../policies/check-version.ts';
 import { approverCount } from '../identity/people/roles.ts';
@@ -119,14 +119,15 @@ export async function applyManifest(deps: AppDeps, input: unknown): Promise<Appl
     };
     const o = manifest.organization;
     const org = await c.organizations.findOne({ handle: o.handle }, { session });
-    const orgFields = { name: o.name, currency: o.currency, timezone: canonicalZone(o.timezone)!, approvalTtl: o.approvalTtl ?? org?.approvalTtl ?? 'PT24H', status: o.status ?? org?.status ?? 'ACTIVE' };
+    const orgFields = { name: o.name, currency: o.currency, timezone: canonicalZone(o.timezone)!, approvalTtl: canonicalTtl(o.approvalTtl ?? org?.approvalTtl ?? 'PT24H'), status: o.status ?? org?.status ?? 'ACTIVE' };
     let orgId: string;
     if (org) {
       orgId = org._id;
       // Changes of zone and of TTL are recorded with their time: a replay reads those of a purchase's time.
+      // One stored in another spelling of the same value is rewritten in its canonical one, and is no change.
       const history = {
         ...(canonicalZone(org.timezone) !== orgFields.timezone ? { timezoneChanges: { from: org.timezone, to: orgFields.timezone, at: now } } : {}),
-        ...(org.approvalTtl !== orgFields.approvalTtl ? { approvalTtlChanges: { from: org.approvalTtl, to: orgFields.approvalTtl, at: now } } : {}),
+        ...(canonicalTtl(org.approvalTtl) !== orgFields.approvalTtl ? { approvalTtlChanges: { from: org.approvalTtl, to: orgFields.approvalTtl, at: now } } : {}),
       };
       const push = Object.keys(history).length > 0 ? { $push: history } : {};
       if (changed(org, orgFields)) await write(c.organizations.updateOne({ _id: orgId }, { $set: { ...orgFields, updatedAt: now }, ...push }, { session }));

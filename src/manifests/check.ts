@@ -18,6 +18,12 @@ const LIMIT_MESSAGES = {
 
 const validator = compile(Manifest);
 
+/**
+ * An approval TTL in the one spelling it is stored in: hours, minutes and seconds of its fixed length
+ * (`P1D`, `PT24H` and `PT86400S` are all `PT24H`), so that another spelling of the same length is no change.
+ */
+export const canonicalTtl = (ttl: string): string => Duration.fromMillis(Duration.fromISO(ttl).as('milliseconds')).shiftTo('hours', 'minutes', 'seconds').toISO()!;
+
 export const keyBindingImmutable = (index: number): ErrorIssue => ({
   path: `apiKeys.${index}.agent`,
   code: 'KEY_BINDING_IMMUTABLE',

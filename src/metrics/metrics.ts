@@ -41,6 +41,11 @@ const webhookDeliveries = new Counter({
   labelNames: ['result', 'attempt'],
   registers: [registry],
 });
+const webhookEventsSetAside = new Counter({
+  name: 'spend_webhook_events_set_aside_total',
+  help: 'Outbox events the webhook dispatcher gave up on after failing to dispatch them run after run.',
+  registers: [registry],
+});
 const transactionRetries = new Counter({
   name: 'spend_store_transaction_retries_total',
   help: 'Store transactions run again (a version conflict, or a transient error the driver retried).',
@@ -94,6 +99,8 @@ export function webhookAttempted(result: 'delivered' | 'retry' | 'failed' | 'exh
   webhookDeliveries.inc({ result, attempt: String(attempt) });
   jobLag.observe({ job: 'webhooks.attempt' }, Math.max(0, lagSeconds));
 }
+
+export const webhookEventSetAside = (): void => webhookEventsSetAside.inc();
 
 /** The text /metrics answers. */
 export const renderMetrics = (): Promise<string> => registry.metrics();

@@ -1,9 +1,12 @@
 // What policies contribute to the store: the indexes of policies, their versions and their read model
 // (their routes are surface.ts).
 import type { Capability } from '../capability.ts';
+import { refoldOnce } from '../store/text-search.ts';
 
 export const policies: Capability = {
   name: 'policies',
+  // Names an older release only lower-cased get the full case folding `search` now compares on.
+  beforeIndexes: async (db) => void (await refoldOnce(db, { marker: 'policy_views.nameLower.caseFold', collection: 'policy_views', field: 'nameLower', source: 'summary.name' })),
   indexes: [
     { collection: 'policies', keys: { organizationId: 1, handle: 1 }, options: { unique: true } },
     { collection: 'policies', keys: { organizationId: 1, status: 1 } },

@@ -1,5 +1,6 @@
 // GET /v1/policies (docs/reference/contract.md §4.6): reads the policy_views read model.
 import type { Collections, PolicyStatus } from '../store/collections.ts';
+import { containsFolded } from '../store/text-search.ts';
 
 export interface ListPoliciesQuery {
   organizationId: string;
@@ -9,12 +10,10 @@ export interface ListPoliciesQuery {
   pageSize: number;
 }
 
-const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 export async function listPolicies(c: Collections, q: ListPoliciesQuery) {
   const filter: Record<string, unknown> = { organizationId: q.organizationId };
   if (q.status) filter.status = q.status;
-  if (q.search) filter.nameLower = { $regex: escapeRegex(q.search.toLowerCase()) };
+  if (q.search) filter.nameLower = containsFolded(q.search);
   const total = await c.policyViews.countDocuments(filter);
   const totalPages = Math.max(1, Math.ceil(total / q.pageSize));
   // A page past the end is empty (docs/reference/contract.md §4.6), however far past: no skip beyond the data.

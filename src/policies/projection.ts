@@ -1,6 +1,7 @@
 // Keeps the `policy_views` read model in step with a policy, in the caller's transaction.
 import type { Collections } from '../store/collections.ts';
 import type { StoreSession } from '../store/store.ts';
+import { caseFold } from '../store/text-search.ts';
 import { policySummary, VERSION_SUMMARY_PROJECTION, type VersionSummaryDoc } from './present.ts';
 
 export async function projectPolicy(c: Collections, session: StoreSession, policyId: string): Promise<void> {
@@ -13,7 +14,7 @@ export async function projectPolicy(c: Collections, session: StoreSession, polic
     { _id: policy._id },
     {
       organizationId: policy.organizationId,
-      nameLower: policy.name.toLowerCase(),
+      nameLower: caseFold(policy.name),
       status: policy.status,
       createdAt: policy.createdAt,
       summary: policySummary(policy, active),

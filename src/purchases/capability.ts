@@ -2,13 +2,18 @@
 // read models (purchase_views, analytics_*). Their routes are surface.ts.
 import type { Capability } from '../capability.ts';
 import { backfillCommittedWindowIds } from './projection.ts';
+import { refoldOnce } from '../store/text-search.ts';
 
 export const purchases: Capability = {
   name: 'purchases',
   // The markers of finished data upgrades.
   collections: ['migrations'],
-  // Analytics rows of an older release get the windows their purchase committed into.
-  beforeIndexes: async (db) => void (await backfillCommittedWindowIds(db)),
+  // Analytics rows of an older release get the windows their purchase committed into, and purchase views the
+  // folded merchant the dashboard's filter matches.
+  beforeIndexes: async (db) => {
+    await backfillCommittedWindowIds(db);
+    await refoldOnce(db, { marker: 'purchase_views.merchantFold', collection: 'purchase_views', field: 'merchantFold', source: 'readback.merchant' });
+  },
   indexes: [
     // An organisation's purchases (the receipt audit). Not by agent: nothing reads them so, and keys clustered
     // by agent dirty a page per agent in each commit group (docs/internals/performance.md).

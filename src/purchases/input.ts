@@ -105,7 +105,8 @@ export function metadataIssues(value: unknown, path: string): ErrorIssue[] {
 /**
  * What "the same body" means for Idempotency-Key (docs/reference/contract.md §2.1, §4.1): the parsed, normalised request,
  * so "1999" and 1999 are one MinorAmount, null and absent are one, and key order or white space
- * (canonicalised by the caller) make no difference.
+ * (canonicalised by the caller) make no difference; a metadata number counts by the value written, not the
+ * double it reads as (canonicalJson).
  */
 export function idempotentRequest(purchase: PurchaseInput, metadata: unknown) {
   return {

@@ -9,6 +9,7 @@ import { periodFor } from '../engine/periods.ts';
 import type { AgentStatus } from '../engine/types.ts';
 import type { ApprovalDoc, DecisionDoc, PurchaseDoc, PurchaseStatus } from './documents.ts';
 import { approvalWire, readback } from './present.ts';
+import { caseFold } from '../store/text-search.ts';
 
 export interface PurchaseViewDoc {
   _id: string;
@@ -17,6 +18,8 @@ export interface PurchaseViewDoc {
   submitterId: string;
   requestedAt: Date;
   readback: ReturnType<typeof readback>;
+  /** caseFold(merchant) (src/store/text-search.ts), what the dashboard's merchant filter matches. */
+  merchantFold: string;
 }
 
 export interface AnalyticsPurchaseDoc {
@@ -109,7 +112,7 @@ export function projectPurchase(
   const instant = p.requestedAt.toISOString();
   const dayKey = periodFor('DAY', instant, args.timeZone).periodKey;
   const monthKey = periodFor('MONTH', instant, args.timeZone).periodKey;
-  const view: PurchaseViewDoc = { _id: p._id, organizationId: p.organizationId, agentId: p.agentId, submitterId: p.submitterId, requestedAt: p.requestedAt, readback: readback(p, agent, d, approval) };
+  const view: PurchaseViewDoc = { _id: p._id, organizationId: p.organizationId, agentId: p.agentId, submitterId: p.submitterId, requestedAt: p.requestedAt, readback: readback(p, agent, d, approval), merchantFold: caseFold(p.merchant) };
   const row: AnalyticsPurchaseDoc = {
     _id: p._id,
     organizationId: p.organizationId,

@@ -10,6 +10,7 @@ import type { AppDeps } from '../app-deps.ts';
 import { apiKeyRevoked, organizationSuspended, type Principal } from '../identity/auth.ts';
 import { conflict } from '../http/errors.ts';
 import { newId } from '../ids.ts';
+import { writtenNumber } from '../json.ts';
 import { windowKeysFor } from '../engine/periods.ts';
 import { candidatesFor } from '../policies/candidates.ts';
 import { configView } from '../cache/config-cache.ts';
@@ -57,17 +58,23 @@ export interface SubmitResult {
   receipt?: string;
 }
 
-/** JSON with object keys sorted, so key order makes no difference (docs/reference/decisions.md). */
+/**
+ * JSON with object keys sorted, so key order makes no difference, and a number a double did not keep
+ * as written in its exact value, so 9007199254740993 is not 9007199254740992 (docs/reference/decisions.md).
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (Array.isArray(value)) return `[${value.map((v, i) => member(value, String(i), v)).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)
       .filter(([, v]) => v !== undefined)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${member(value, k, v)}`).join(',')}}`;
   }
   return JSON.stringify(value);
 }
+
+const member = (holder: object, key: string, value: unknown): string =>
+  (typeof value === 'number' ? writtenNumber(holder, key) : undefined) ?? canonicalJson(value);
 
 const submitterOf = (p: SubmitCommand['principal']) => (p.kind === 'API_KEY' ? p.apiKeyId : p.kind === 'CONNECTION' ? p.connectionId : p.personId);
 

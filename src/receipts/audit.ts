@@ -38,17 +38,33 @@ const CHECKED: ReadonlyArray<Exclude<keyof DecisionFacts, 'iss'>> = [
   'requestSha256',
 ];
 
-/** `settings`: the service's encryption key, which vouches for its signing keys as the JWKS does. */
+/**
+ * `settings`: the service's encryption key, which vouches for its signing keys as the JWKS does. The
+ * service may go on deciding meanwhile: the chain is checked as its head stood when the check began (a
+ * receipt is written with the head it moves, so every receipt up to it is in the store by then), and a
+ * decision committed since is not taken for one without a receipt.
+ */
 export async function verifyLog(db: StoreDb, organizationId: string, settings: Pick<KeySettings, 'webhookEncryptionKey'>, log?: Pick<Logger, 'warn'>): Promise<LogVerdict> {
+  const chains = receiptCollections(db).chains;
+  const readHead = async () => {
+    const doc = await chains.findOne({ _id: organizationId });
+    return { seq: doc?.seq ?? 0, head: doc?.head ?? null };
+  };
+  const start = await readHead();
+  // After the head: a key that signed a receipt up to it was stored before that receipt.
   const keys = keysOf(await publicKeys(db, settings, log));
   const pc = purchaseCollections(db);
   // Read first (the store is asynchronous, the chain check is not): one organisation's chain, with its decisions and purchases.
   const lines: LogLine[] = [];
+  let lastListed = 0;
   const stored = new Map<number, DecisionFacts | string>();
   const receipted = new Set<string>();
   for await (const doc of chainOf(db, organizationId)) {
-    lines.push({ seq: doc.seq, receipt: doc.jws });
     receipted.add(doc.decisionId);
+    lastListed = doc.seq;
+    // Past the head read first: committed since, checked at the next run.
+    if (doc.seq > start.seq) continue;
+    lines.push({ seq: doc.seq, receipt: doc.jws });
     const decision = await pc.decisions.findOne({ _id: doc.decisionId });
     const purchase = await pc.purchases.findOne({ _id: doc.purchaseId });
     stored.set(doc.seq, !decision ? `its decision ${doc.decisionId} is not in the store` : !purchase ? `its purchase ${doc.purchaseId} is not in the store` : receiptFacts('', purchase, decision));
@@ -65,12 +81,14 @@ export async function verifyLog(db: StoreDb, organizationId: string, settings: P
     return null;
   });
   if (!result.ok) return result;
-  const chain = await receiptCollections(db).chains.findOne({ _id: organizationId });
   const last = lines.at(-1);
   const head = last ? receiptHash(last.receipt) : null;
-  if ((chain?.seq ?? 0) !== (last?.seq ?? 0) || (chain?.head ?? null) !== head) {
-    return { ok: false, seq: (last?.seq ?? 0) + 1, reason: `the chain head says seq ${chain?.seq ?? 0}, the stored receipts end at ${last?.seq ?? 0} (or its hash differs)` };
+  if (start.seq !== (last?.seq ?? 0) || start.head !== head) {
+    return { ok: false, seq: (last?.seq ?? 0) + 1, reason: `the chain head says seq ${start.seq}, the stored receipts end at ${last?.seq ?? 0} (or its hash differs)` };
   }
+  // Receipts listed past it were committed since, each moving the head on: one the head never reached was left behind by a head set back.
+  const end = await readHead();
+  if (end.seq < lastListed) return { ok: false, seq: end.seq + 1, reason: `the chain head says seq ${end.seq}, the stored receipts go on to ${lastListed}` };
   const unreceipted = await firstDecisionWithoutReceipt(db, organizationId, receipted, signedAt[0]?.evaluatedAt ?? null);
   if (unreceipted !== null) {
     const { decision, evaluatedAt } = unreceipted;
@@ -99,15 +117,20 @@ async function firstDecisionWithoutReceipt(
   const since = [firstReceiptAt, firstKey?.createdAt.toISOString()].filter((t): t is string => t !== undefined && t !== null).sort()[0];
   if (since === undefined) return null;
   const pc = purchaseCollections(db);
-  let missing: { decision: DecisionDoc; evaluatedAt: string } | null = null;
+  const candidates: { decision: DecisionDoc; evaluatedAt: string }[] = [];
   const purchaseIds = (await pc.purchases.find({ organizationId }, { projection: { _id: 1 } }).toArray()).map((p) => p._id);
   for (let i = 0; i < purchaseIds.length; i += 500) {
     const decisions = await pc.decisions.find({ purchaseId: { $in: purchaseIds.slice(i, i + 500) } }, { projection: { ruleEvaluations: 0 } }).toArray();
     for (const decision of decisions) {
       const evaluatedAt = decision.evaluatedAt.toISOString();
-      if (!SIGNED_KINDS.has(decision.kind) || evaluatedAt < since || receipted.has(decision._id)) continue;
-      if (missing === null || evaluatedAt < missing.evaluatedAt) missing = { decision, evaluatedAt };
+      if (SIGNED_KINDS.has(decision.kind) && evaluatedAt >= since && !receipted.has(decision._id)) candidates.push({ decision, evaluatedAt });
     }
   }
-  return missing;
+  candidates.sort((a, b) => (a.evaluatedAt < b.evaluatedAt ? -1 : a.evaluatedAt > b.evaluatedAt ? 1 : 0));
+  // A decision committed after the receipts were listed has its receipt now: it was written in the same transaction.
+  for (const candidate of candidates) {
+    const receipt = await receiptCollections(db).receipts.findOne({ purchaseId: candidate.decision.purchaseId, decisionId: candidate.decision._id }, { projection: { _id: 1 } });
+    if (!receipt) return candidate;
+  }
+  return null;
 }

@@ -9,7 +9,10 @@ export function receiptRoutes(deps: AppDeps): Router {
   const router = newRouter();
   router.get('/.well-known/jwks.json', async (ctx) => {
     await ensureSigningKey(deps.store.db, deps.config, deps.log);
-    ctx.set('Cache-Control', 'public, max-age=300');
+    // Asked for again each time: a rotated key signs at once, and a verifier fetching the JWKS for a kid
+    // it does not know must not be served a copy from before the rotation (it is cached here, at the
+    // configuration stamp).
+    ctx.set('Cache-Control', 'no-cache');
     ctx.body = await publicKeys(deps.store.db, deps.config, deps.log);
   });
   return router;

@@ -137,6 +137,7 @@ export const lastUseIsStale = (lastUsedAt: Date | null | undefined, now: Date) =
 export interface PolicyViewDoc {
   _id: string;
   organizationId: string;
+  /** caseFold(name) (src/store/text-search.ts), what `search` matches; named before it was more than lower case. */
   nameLower: string;
   status: PolicyStatus;
   createdAt: Date;

@@ -10,6 +10,7 @@ import { newId } from '../ids.ts';
 import { isStorageFull, isStoreUnavailable, type StoreSession } from '../store/store.ts';
 import { NO_LEASE, webhookCollections, type WebhookDeliveryDoc, type WebhookEndpointDoc } from './documents.ts';
 import { scheduleAttempts } from './queue.ts';
+import { webhookEventSetAside } from '../metrics/metrics.ts';
 
 /**
  * The envelope of docs/reference/contract.md §6.1, serialised once: these exact bytes are signed and sent on every
@@ -76,12 +77,32 @@ export async function dispatchEventIn(deps: AppDeps, session: StoreSession, even
 // A store that is down or full fails every event alike: the run stops and the next one starts over.
 const storeDown = (err: unknown) => err instanceof StoreUnavailable || err instanceof StorageFull || isStoreUnavailable(err) || isStorageFull(err);
 
+/** Failed dispatch runs after which an event is set aside: about a minute at the default 5 s interval. */
+export const MAX_DISPATCH_FAILURES = 10;
+
+/**
+ * Counts a failed dispatch of the event; the failure that reaches MAX_DISPATCH_FAILURES sets it aside
+ * (dispatchSetAsideAt), logged at error and counted once, by whichever run set it.
+ */
+async function dispatchFailed(deps: AppDeps, eventId: string, err: unknown): Promise<void> {
+  const events = eventsCollection(deps.store.db);
+  const counted = await events.findOneAndUpdate({ _id: eventId, dispatchedAt: null }, { $inc: { dispatchFailures: 1 } }, { returnDocument: 'after' });
+  const failures = counted?.dispatchFailures ?? 0;
+  deps.log.warn('webhook dispatch failed', { eventId, failures, err: String(err) });
+  if (failures < MAX_DISPATCH_FAILURES) return;
+  const setAside = await events.updateOne({ _id: eventId, dispatchedAt: null, dispatchSetAsideAt: { $exists: false } }, { $set: { dispatchSetAsideAt: deps.now() } });
+  if (setAside.modifiedCount === 0) return;
+  deps.log.error('webhook event set aside', { eventId, failures, err: String(err) });
+  webhookEventSetAside();
+}
+
 /**
  * Dispatches every undispatched event in `_id` (creation) order, in batches, then schedules the
  * first attempt of each new delivery. Returns how many events were dispatched. An event whose
  * dispatch fails is left undispatched for the next run and the later ones go on: there is no
  * ordering guarantee to keep (docs/reference/contract.md §6.3 rule 2), and one event that always
- * fails must not hold up every organisation's events behind it.
+ * fails must not hold up every organisation's events behind it. After MAX_DISPATCH_FAILURES runs
+ * it is set aside, no longer tried (docs/operate/observability.md).
  */
 export async function dispatchEvents(deps: AppDeps, batch = 100): Promise<number> {
   const events = eventsCollection(deps.store.db);
@@ -89,7 +110,7 @@ export async function dispatchEvents(deps: AppDeps, batch = 100): Promise<number
   let after: string | null = null;
   for (;;) {
     const pending = await events
-      .find({ dispatchedAt: null, ...(after === null ? {} : { _id: { $gt: after } }) })
+      .find({ dispatchedAt: null, dispatchSetAsideAt: { $exists: false }, ...(after === null ? {} : { _id: { $gt: after } }) })
       .sort({ _id: 1 })
       .limit(batch)
       .toArray();
@@ -99,8 +120,11 @@ export async function dispatchEvents(deps: AppDeps, batch = 100): Promise<number
       try {
         created = await runCommand(deps.store, (session) => dispatchEventIn(deps, session, event._id, deps.now()));
       } catch (err) {
-        deps.log.error('webhook dispatch failed', { eventId: event._id, err: String(err) });
-        if (storeDown(err)) return dispatched;
+        if (storeDown(err)) {
+          deps.log.error('webhook dispatch failed', { eventId: event._id, err: String(err) });
+          return dispatched;
+        }
+        await dispatchFailed(deps, event._id, err);
         continue;
       }
       dispatched++;

@@ -175,6 +175,28 @@ test.serial('what the agent wrote cannot add a header, a recipient or markup to 
   }
 });
 
+test.serial('a reason\'s line breaks cannot forge a line of the email: its further lines are quoted under it, and it is kept as sent', async (t) => {
+  const { org: o } = await org(app);
+  // Every break a mail client may draw: LF, CRLF, CR, VT, FF, NEL, and the Unicode line and paragraph separators.
+  const forged = ['Amount: €1.00', 'Why a person is asked: a routine check (APPROVAL_THRESHOLD_EXCEEDED)', 'Merchant: Toner Direct', 'Agent: Finance', 'Expires: never', 'Approvals: 2 of 2 approvals', 'Reason: approved by Bo'];
+  const breaks = ['\n', '\r\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029'];
+  const reason = ['Toner', ...forged].map((line, i) => (i === 0 ? line : `${breaks[(i - 1) % breaks.length]}${line}`)).join('') + '\u2029\nAmount: €2.00';
+  const res = await app.request('/v1/purchase-requests', { key: o.keys['buyer-key'], body: { merchant: 'Standing Desks GmbH', amountMinor: '30000', reason } });
+  t.is(res.status, 201, res.text);
+  t.is((await readback(app, o, res.body.purchaseRequest.id)).reason, reason, 'the reason is kept as sent');
+  const approvalId = String((await app.store.db.collection('approvals').findOne({ purchaseId: res.body.purchaseRequest.id }))!._id);
+  await smtp.until((r) => of(approvalId, 'REQUEST')(r).length >= 2);
+  for (const { mail } of of(approvalId, 'REQUEST')(smtp.received)) {
+    const lines = (mail.text as string).split(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/);
+    for (const line of [...forged, 'Amount: €2.00']) t.false(lines.includes(line), `no line of its own at column 0: ${line}`);
+    t.deepEqual(lines.filter((l) => /^Amount: /.test(l)), ['Amount: €300.00'], 'one amount: the real one');
+    const at = lines.indexOf('Reason: Toner');
+    t.not(at, -1);
+    t.deepEqual(lines.slice(at + 1, at + forged.length + 3), [...forged.map((l) => `  > ${l}`), '  > ', '  > Amount: €2.00'], 'quoted under the reason, in order');
+    t.true((mail.html as string).includes('<td>Toner<br>&gt; Amount: €1.00<br>'), 'in the HTML, inside the reason\'s cell');
+  }
+});
+
 test.serial('an agent\'s bidi override does not turn the email around: the merchant reads as it was written', async (t) => {
   const { org: o } = await org(app);
   // U+202E would have a mail client draw "moc.nozama" as "amazon.com", and the rest of the subject backwards.

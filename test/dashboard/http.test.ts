@@ -9,6 +9,7 @@ import { acmeManifest, applyManifest } from '../helpers/fixtures.ts';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { dayOf, periodOfPurchase } from '../helpers/windows.ts';
+import { refoldOnce } from '../../src/store/text-search.ts';
 
 const ANA = { handle: 'ana', name: 'Ana Admin', email: 'ana@acme.example', roles: ['approver', 'admin'] };
 const VIC = { handle: 'vic', name: 'Vic Viewer', email: 'vic@acme.example', roles: ['viewer'] };
@@ -487,6 +488,27 @@ test('purchases: the merchant filter keeps 200 characters, never half of one', a
   const listed = (await client.get(`/dashboard/purchases?merchant=${encodeURIComponent(merchant)}`)).text;
   const rows = [...listed.matchAll(/<tr><td>[^<]*<\/td><td><a href="\/dashboard\/purchases\/[0-9a-f-]{36}">([^<]*)<\/a>/g)].map((m) => m[1]);
   t.deepEqual(rows, [merchant], 'found by its whole name');
+});
+
+test('purchases: the merchant filter folds case in full: ss finds ß, istanbul finds İstanbul, and a purchase stored before the folded field is found once the start has filled it', async (t) => {
+  const { app, acme } = await setUp(t);
+  for (const merchant of ['Straße Supplies', 'İstanbul Shop', 'ＡＣＭＥ Paper', 'Café Roma', 'Old Straße Store']) {
+    t.is((await app.request('/v1/purchase-requests', { key: acme.keys['buyer-key'], body: { merchant, amountMinor: '100', reason: 'paper' } })).status, 201);
+  }
+  // As the previous release wrote it: no merchantFold. The start's backfill adds it.
+  await app.store.db.collection('purchase_views').updateMany({ 'readback.merchant': 'Old Straße Store' }, { $unset: { merchantFold: '' } });
+  await app.store.db.collection<{ _id: string }>('migrations').deleteMany({ _id: 'purchase_views.merchantFold' });
+  t.is(await refoldOnce(app.store.db, { marker: 'purchase_views.merchantFold', collection: 'purchase_views', field: 'merchantFold', source: 'readback.merchant' }), 1);
+  const client = new Client(app.url);
+  await client.signIn(acme.people.vic.email);
+  const found = async (text: string) => [...(await client.get(`/dashboard/purchases?merchant=${encodeURIComponent(text)}`)).text.matchAll(/<tr><td>[^<]*<\/td><td><a href="\/dashboard\/purchases\/[0-9a-f-]{36}">([^<]*)<\/a>/g)].map((m) => m[1]).sort();
+  t.deepEqual(await found('strasse'), ['Old Straße Store', 'Straße Supplies']);
+  t.deepEqual(await found('STRASSE SUPPLIES'), ['Straße Supplies']);
+  t.deepEqual(await found('istanbul'), ['İstanbul Shop']);
+  t.deepEqual(await found('İSTANBUL'), ['İstanbul Shop']);
+  t.deepEqual(await found('acme'), ['ＡＣＭＥ Paper']);
+  t.deepEqual(await found('café'), ['Café Roma']);
+  t.deepEqual(await found('cafe'), [], 'accents count, as in merchant keys');
 });
 
 test('purchases: filters by agent, status, decision, merchant and dates in the organisation\'s zone, with keyset pages', async (t) => {

@@ -33,6 +33,18 @@ const cases: Array<[string, string]> = [
   ['Shady G00ds Ltd', 'shady goods ltd'], // digit zero
   ['Shady Goods Itd', 'shady goods ltd'], // capital I for small l
   ['Shade Goods Ltd', 'shade goods ltd'], // a different name stays different
+  ['Spi\u0307ce', 'splce'], // a dot above an i is drawn as the i's own dot
+  ['SP\u0130CE', 'splce'], // the Turkish capital of i case-folds to i + U+0307
+  ['j\u0307am', 'jarn'],
+  ['Spi\u0308ce', 'spl\u0308ce'], // a diaeresis shows: another name
+  ['Shady\u2800Goods', 'shady goods'], // the braille blank is drawn as a space
+  ['\u2800\u2800', ''],
+  // The Turkic i's: 'İ' lower-cases to 'i' + U+0307, which is drawn as 'i'; dotless 'ı' upper-cases to 'I'.
+  ['İstanbul Shop', merchantKey('Istanbul Shop')],
+  ['ıstanbul shop', merchantKey('Istanbul Shop')],
+  ['i\u0307stanbul shop', merchantKey('Istanbul Shop')],
+  ['ISTANBUL SHOP', merchantKey('İstanbul Shop')],
+  ['Cafe\u0307', 'cafė'], // a dot above on a letter without its own dot is an accent, and accents count
 ];
 
 for (const [label, key] of cases) {
@@ -121,4 +133,36 @@ test('property: every character the confusables table maps looks up to the key o
   }
   // Not vacuous: a filter that let nothing through would pass any key.
   t.true(checked > 250, `${checked} characters checked`);
+});
+
+// Letters a name is drawn from: ASCII, some with accents (accents count: 'Café' is not 'Cafe'), and the Turkic i's.
+const LETTERS = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 'é', 'ü', 'ñ', 'ß', 'ø', 'İ', 'ı'];
+/** Ways to write a letter that must not change the key: case, full width, its confusables, and the Turkic i's for i. */
+function variants(c: string): string[] {
+  const out = [c, c.toLowerCase(), c.toUpperCase(), ...(LOOKALIKES.get(c) ?? []), ...(LOOKALIKES.get(c.toLowerCase()) ?? [])];
+  if (/^[A-Za-z0-9]$/.test(c)) out.push(String.fromCodePoint(c.codePointAt(0)! + 0xfee0)); // full width
+  if ('iIİı'.includes(c)) out.push('i', 'I', 'İ', 'ı', 'i\u0307');
+  return out;
+}
+const nameOf = (letters: string[]) => letters.join('');
+const letters = fc.array(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...LETTERS) }, { weight: 1, arbitrary: fc.constant(' ') }), { minLength: 1, maxLength: 20 });
+
+test('property: case, width, look-alike and Turkic-i variants of a name have its key', (t) => {
+  const pair = letters.chain((plain) => fc.tuple(...plain.map((c) => fc.constantFrom(...variants(c)))).map((parts) => ({ plain: nameOf(plain), variant: parts.join('') })));
+  fc.assert(
+    fc.property(pair, ({ plain, variant }) => merchantKey(variant) === merchantKey(plain)),
+    { numRuns: 2000 },
+  );
+  t.pass();
+});
+
+test('property: names that differ in one letter, not a look-alike of it, have different keys', (t) => {
+  const pair = letters.chain((plain) =>
+    fc.tuple(fc.nat(plain.length - 1), fc.constantFrom(...LETTERS)).map(([at, other]) => ({ plain, at, other })),
+  ).filter(({ plain, at, other }) => plain[at] !== ' ' && merchantKey(plain[at]) !== merchantKey(other));
+  fc.assert(
+    fc.property(pair, ({ plain, at, other }) => merchantKey(nameOf(plain)) !== merchantKey(nameOf(plain.with(at, other)))),
+    { numRuns: 2000 },
+  );
+  t.pass();
 });

@@ -99,6 +99,40 @@ test.serial('a time zone is stored in its canonical IANA name: another spelling 
   t.true(JSON.stringify(offset.body).includes('INVALID_TIMEZONE'), offset.text);
 });
 
+test.serial('an approval TTL is stored in one spelling: another spelling of the same length is no change and records no TTL change', async (t) => {
+  const manifest: any = acmeManifest('ttl-spelling');
+  const org = async () => (await app.store.db.collection('organizations').findOne({ handle: 'ttl-spelling' }))!;
+  manifest.organization.approvalTtl = 'P1D';
+  await applyManifest(app, manifest);
+  t.is((await org()).approvalTtl, 'PT24H');
+  const before = await snapshot();
+  for (const spelling of ['PT24H', 'P1D', 'PT1440M', 'PT86400S', 'P0DT24H0M']) {
+    manifest.organization.approvalTtl = spelling;
+    const res = await app.admin('/admin/manifests', { body: manifest });
+    t.is(res.status, 200, res.text);
+    t.false(res.body.changed, spelling);
+  }
+  t.deepEqual(await snapshot(), before);
+  t.is((await org()).approvalTtlChanges, undefined);
+
+  // A different length is a change, recorded once, in the canonical spelling.
+  manifest.organization.approvalTtl = 'P1W';
+  t.true((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+  manifest.organization.approvalTtl = 'PT168H';
+  t.false((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+  t.like((await org()).approvalTtlChanges, [{ from: 'PT24H', to: 'PT168H' }]);
+  t.is((await org()).approvalTtlChanges.length, 1);
+
+  // One stored as written before this: the next apply writes its canonical spelling, and records no change of TTL.
+  await app.store.db.collection('organizations').updateOne({ handle: 'ttl-spelling' }, { $set: { approvalTtl: 'P7D' } });
+  t.true((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+  t.is((await org()).approvalTtl, 'PT168H');
+  t.is((await org()).approvalTtlChanges.length, 1);
+  // Left out of the manifest, the stored TTL stays, in its canonical spelling.
+  delete manifest.organization.approvalTtl;
+  t.false((await app.admin('/admin/manifests', { body: manifest })).body.changed);
+});
+
 test.serial('a store error half-way through an apply leaves everything as it was', async (t) => {
   const manifest: any = acmeManifest('half-way');
   await applyManifest(app, manifest);

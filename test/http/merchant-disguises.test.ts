@@ -9,6 +9,7 @@ const NOW = new Date('2026-11-18T10:00:00.000Z');
 let app: TestApp;
 let shop: AppliedOrg;
 let disguisedList: AppliedOrg;
+let istanbul: AppliedOrg;
 
 test.before(async () => {
   app = await startApp({ now: () => NOW });
@@ -18,6 +19,9 @@ test.before(async () => {
   manifest.policies[0].merchants = [{ listType: 'BLOCK', label: '\u0405had\u0443 G\u03BF\u043Eds\u200B Ltd' }];
   manifest.policies[1].merchants = [{ listType: 'ALLOW', label: '\u{1D40F}aper\u3164 C\u043E' }];
   disguisedList = await applyManifest(app, manifest);
+  const turkish: any = shopManifest('shop-istanbul');
+  turkish.policies[0].merchants = [{ listType: 'BLOCK', label: 'Istanbul Shop' }];
+  istanbul = await applyManifest(app, turkish);
 });
 test.after.always(() => app?.close());
 
@@ -32,6 +36,7 @@ const DISGUISES: Array<[string, string]> = [
   ['Greek small omicron', 'Shady G\u03BFods Ltd'],
   ['mathematical bold S', '\u{1D412}hady Goods Ltd'],
   ['capital I for small l', 'Shady Goods Itd'],
+  ['U+2800 BRAILLE PATTERN BLANK, drawn as a space', 'Shady\u2800Goods\u2800Ltd'],
   ['all of them at once', '\u{1D412}\u034Fh\u0430dy\uFE0F G\u03BF\u043Eds\u3164 \u180EItd'],
 ];
 
@@ -89,4 +94,35 @@ test('a policy-version simulation matches disguises on the version as frozen', a
   });
   t.is(res.status, 200);
   t.deepEqual(res.body.simulatedDecision.reasonCodes, ['MERCHANT_BLOCKED']);
+});
+
+test('a dot above on an i, which draws no second dot, does not hide a blocked merchant; the Turkish capital İ is the upper case of i', async (t) => {
+  const manifest: any = shopManifest('shop-dotted');
+  manifest.policies[0].merchants = [{ listType: 'BLOCK', label: 'Spice Imports' }];
+  const dotted = await applyManifest(app, manifest);
+  // i + U+0307 COMBINING DOT ABOVE looks like i (the dot replaces the i's own: Soft_Dotted); 'İ'.toLowerCase() is that pair.
+  for (const merchant of ['Spi\u0307ce Imports', 'SP\u0130CE \u0130MPORTS', 'spice i\u0307mports']) {
+    const res = await submit(dotted.keys['a-key'], purchase(1000, merchant));
+    t.deepEqual(res.body.decision.reasonCodes, ['MERCHANT_BLOCKED'], merchant);
+    const sim = await app.request('/v1/simulations/current-policies', { key: dotted.keys['a-key'], body: purchase(1000, merchant) });
+    t.deepEqual(sim.body.simulatedDecision.reasonCodes, ['MERCHANT_BLOCKED'], merchant);
+  }
+  // A mark that shows is another name.
+  const other = await submit(dotted.keys['a-key'], purchase(1000, 'Spi\u0308ce Imports'));
+  t.is(other.body.decision.outcome, 'APPROVED');
+});
+
+test('a merchant of nothing but braille blanks is empty: 400 MERCHANT_EMPTY', async (t) => {
+  const res = await submit(shop.keys['a-key'], purchase(1000, '\u2800\u2800'));
+  t.is(res.status, 400);
+  t.like(res.body.error.issues[0], { path: 'merchant', code: 'MERCHANT_EMPTY' });
+});
+test('a blocked name written with a Turkic i (İ, ı, or i with a combining dot above) is blocked; another letter is not', async (t) => {
+  // 'İ' lower-cases to 'i' + U+0307, which was kept in the key, so 'İstanbul Shop' was APPROVED.
+  for (const merchant of ['\u0130stanbul Shop', '\u0131stanbul shop', 'i\u0307stanbul shop', 'ISTANBUL SHOP']) {
+    const res = await submit(istanbul.keys['a-key'], purchase(1000, merchant));
+    t.deepEqual(res.body.decision.reasonCodes, ['MERCHANT_BLOCKED'], merchant);
+  }
+  const other = await submit(istanbul.keys['a-key'], purchase(1000, '\u00CEstanbul Shop'));
+  t.is(other.body.decision.outcome, 'APPROVED');
 });

@@ -3,6 +3,7 @@ import test from 'ava';
 import fc from 'fast-check';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
+import { refoldOnce } from '../../src/store/text-search.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -133,6 +134,27 @@ test('status filter and case-insensitive plain-text search', async (t) => {
   t.is(empty.body.pagination.total, 33);
   const long = await app.request(`/v1/policies?search=${'x'.repeat(5000)}`, { key });
   t.is(long.status, 200);
+});
+
+test('search folds case in full: ss finds ß, istanbul finds İstanbul, also in a name an older release stored only lower-cased', async (t) => {
+  const manifest = acmeManifest('foldco');
+  manifest.policies = [
+    { ...manifest.policies[0], handle: 'strasse', name: 'Büro Straße' },
+    { ...manifest.policies[0], handle: 'istanbul', name: 'İstanbul Office' },
+    { ...manifest.policies[0], handle: 'old', name: 'Old Straße Rules' },
+  ];
+  const foldco = await applyManifest(app, manifest);
+  const names = async (text: string) => (await app.request(`/v1/policies?search=${encodeURIComponent(text)}`, { key: foldco.keys['admin-key'] })).body.policies.map((p: any) => p.name).sort();
+  // As the previous release wrote it: toLowerCase, which leaves 'ß' and keeps the dot of 'İ'.
+  const views = app.store.db.collection<{ _id: string }>('policy_views');
+  await views.updateOne({ _id: foldco.policies.old.id }, { $set: { nameLower: 'old straße rules' } });
+  await app.store.db.collection<{ _id: string }>('migrations').deleteMany({ _id: 'policy_views.nameLower.caseFold' });
+  t.is(await refoldOnce(app.store.db, { marker: 'policy_views.nameLower.caseFold', collection: 'policy_views', field: 'nameLower', source: 'summary.name' }), 1);
+  t.deepEqual(await names('strasse'), ['Büro Straße', 'Old Straße Rules']);
+  t.deepEqual(await names('STRAẞE'), ['Büro Straße', 'Old Straße Rules']);
+  t.deepEqual(await names('istanbul'), ['İstanbul Office']);
+  t.deepEqual(await names('ｉｓｔａｎｂｕｌ'), ['İstanbul Office']);
+  t.deepEqual(await names('buro'), [], 'accents count');
 });
 
 test('a policy summary has every field of docs/reference/contract.md §2.6', async (t) => {

@@ -257,3 +257,30 @@ test('Idempotency-Key: a replay answers 200 with the same decision and reserves 
   t.is(bad.status, 400);
   t.is(bad.body.error.code, 'invalid_request');
 });
+
+test('Idempotency-Key: metadata numbers are compared as written, not as the doubles they read as', async (t) => {
+  const key = (await applyManifest(app, shopManifest('idem-numbers'))).keys['a-key'];
+  const send = (idempotencyKey: string, metadata: string) =>
+    app.request('/v1/purchase-requests', {
+      key,
+      raw: `{"merchant":"Paper Co","amountMinor":"100","reason":"numbers","metadata":${metadata}}`,
+      headers: { 'content-type': 'application/json', 'Idempotency-Key': idempotencyKey },
+    });
+  // Each pair reads as one double but is two numbers: the second request is another body.
+  for (const [i, [first, second]] of [
+    ['{"id":9007199254740993}', '{"id":9007199254740992}'],
+    ['{"ratio":0.1000000000000000055511}', '{"ratio":0.1}'],
+    ['{"tiny":1e-400}', '{"tiny":-2e-400}'],
+    ['{"ids":[12345678901234567890,1]}', '{"ids":[12345678901234567891,1]}'],
+  ].entries()) {
+    t.is((await send(`n-${i}`, first)).status, 201, first);
+    const other = await send(`n-${i}`, second);
+    t.is(other.status, 409, `${first} then ${second}`);
+    t.is(other.body.error.code, 'idempotency_key_reuse');
+  }
+  // The same number written otherwise, or the same text again, is the same body.
+  t.is((await send('same', '{"a":1.50,"b":9007199254740993,"c":[0.1000000000000000055511]}')).status, 201);
+  const again = await send('same', '{"c":[1000000000000000055511e-22],"b":9007199254740993.0,"a":15e-1}');
+  t.is(again.status, 200, again.text);
+  t.true(again.body.replayed);
+});

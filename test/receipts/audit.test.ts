@@ -170,6 +170,9 @@ test('verify-receipts: a sound log of another organisation is named as such, and
   const own = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, '--organization', org.organizationId, exportFile]);
   t.is(own.code, 0, own.stderr);
   t.true(own.stdout.includes(`organisation ${org.organizationId}`), own.stdout);
+  // Written in capitals, as export-log takes it too: the same organisation.
+  const upper = await cli('scripts/verify-receipts.ts', ['--jwks', jwksFile, '--organization', org.organizationId.toUpperCase(), exportFile]);
+  t.is(upper.code, 0, upper.stderr);
 });
 
 test('--from takes decimal digits only: exponent, hex, sign, fraction or spaces exit 2 naming the value', async (t) => {

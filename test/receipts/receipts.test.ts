@@ -6,6 +6,7 @@ import { createHash, createPublicKey, verify } from 'node:crypto';
 import { startApp, type TestApp } from '../helpers/app.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { quorumManifest } from '../helpers/quorum.ts';
+import { Client, dashboardPurchase, setUpDashboardOrg } from '../helpers/dashboard.ts';
 
 let app: TestApp;
 test.before(async () => {
@@ -317,4 +318,17 @@ test('a receipt too long for a response header (an agent under hundreds of polic
   t.is(answered.headers.get('decision-receipt'), null);
   const again = await app.request(`/v1/purchase-requests/${id}/receipts`, { key: org.keys['buyer-key'] });
   t.like((await verifiedPayload(again.body.receipts[1].receipt)).payload, { seq: 2, kind: 'APPROVAL_REEVALUATION', outcome: 'REJECTED', decisionId: answered.body.purchase.decision.id });
+});
+
+test('a purchase made on the dashboard has its receipt, listed for the agent\'s key; requestSha256 is the hash of the JSON receipts.md says the form makes', async (t) => {
+  const org = await setUpDashboardOrg(app, 'receipt-dashboard', [{ handle: 'ana', name: 'Ana', email: 'ana@receipt-dashboard.example', roles: ['approver'] }]);
+  const client = new Client(app.url);
+  await client.signIn('ana@receipt-dashboard.example');
+  const id = await dashboardPurchase(client, org.agents.buyer.id, { merchant: ' Paper  Co ', amount: '12.5', currency: 'eur', reason: 'paper' });
+  const listed = await app.request(`/v1/purchase-requests/${id}/receipts`, { key: org.keys['buyer-key'] });
+  t.is(listed.status, 200);
+  const { payload } = await verifiedPayload(listed.body.receipts[0].receipt);
+  t.like(payload, { purchaseRequestId: id, kind: 'INITIAL', amountMinor: '1250', currency: 'EUR', merchant: ' Paper  Co ' });
+  const form = JSON.stringify({ merchant: ' Paper  Co ', amountMinor: '1250', reason: 'paper', currency: 'EUR', category: null });
+  t.is(payload.requestSha256, createHash('sha256').update(form).digest('hex'));
 });

@@ -153,6 +153,19 @@ test.serial('the worker\'s webhook sweep reads the due deliveries in their order
   t.deepEqual(store.partlyIndexed(from), []);
 });
 
+test.serial('the merchant filter and the policies search narrow what the organisation\'s index selects, in its order', async (t) => {
+  const client = new Client(app.url);
+  t.is((await client.signIn('ana@scans.example')).status, 303);
+  const from = store.shapes.length;
+  t.is((await client.get(`/dashboard/purchases?merchant=${encodeURIComponent('STRAẞE')}`)).status, 200);
+  t.is((await app.request(`/v1/policies?search=${encodeURIComponent('İstanbul')}`, { key: org.keys['admin-key'] })).status, 200);
+  const searches = store.shapes.slice(from).filter((s) => 'merchantFold' in s.filter || 'nameLower' in s.filter);
+  t.deepEqual(searches.map((s) => s.collection).sort(), ['policy_views', 'policy_views', 'purchase_views']);
+  t.deepEqual(store.collectionScans(from), []);
+  t.true(searches.every((s) => usableIndexes(s).some((keys) => keys[0] === 'organizationId')));
+  t.deepEqual(flagged(from), []);
+});
+
 test.serial('resuming an endpoint\'s deliveries deferred by the in-flight caps reads its oldest due ones in order through an index', async (t) => {
   const { deliveries } = webhookCollections(app.deps.store.db);
   const past = new Date(app.deps.now().getTime() - 60_000);
