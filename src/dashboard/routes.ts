@@ -19,6 +19,7 @@ import { compile } from '../http/validate.ts';
 import { PurchaseRequestBody } from '../../schemas/purchases.ts';
 import { runCommand } from '../commands/run-command.ts';
 import { connectionsCollection, listedConnections, type ConnectionDoc } from '../identity/connections/documents.ts';
+import { stillListed } from '../identity/revoked-listing.ts';
 import { grantableScopes } from '../identity/oauth/scopes.ts';
 import { revokeConnectionIn } from '../identity/connections/revoke.ts';
 import { revokeApiKey } from '../identity/credentials/revoke.ts';
@@ -379,7 +380,7 @@ export function dashboardRoutes(deps: AppDeps): Router {
   router.get('/keys', async (ctx) => {
     const s = await signedIn(ctx, 'admin');
     if (!s) return;
-    const keys = await deps.collections.apiKeys.find({ organizationId: s.organization._id }).sort({ createdAt: -1, _id: 1 }).toArray();
+    const keys = await deps.collections.apiKeys.find({ organizationId: s.organization._id, ...stillListed(deps.now()) }).sort({ createdAt: -1, _id: 1 }).toArray();
     const agents = new Map((await deps.collections.agents.find({ organizationId: s.organization._id }).toArray()).map((a) => [a._id, a.name]));
     const rows = keys.map((k) => ({ id: k._id, prefix: k.prefix, agentName: k.agentId ? (agents.get(k.agentId) ?? null) : null, lastUsedAt: k.lastUsedAt ?? null, revokedAt: k.revokedAt, expiresAt: k.expiresAt, createdAt: k.createdAt }));
     send(ctx, 200, views.keysPage(viewerOf(s), rows, ctx.query.revoked ? 'The key was revoked; it is refused from its next use.' : undefined));

@@ -2,7 +2,8 @@
 // page, a skip link, errors announced with role="alert", status changes with aria-live. Every value
 // goes through the `html` template, which escapes it.
 import type { OrganizationDoc, PersonDoc, PersonRole } from '../store/collections.ts';
-import { REVOKED_CONNECTION_LISTED_DAYS, type ConnectionDoc } from '../identity/connections/documents.ts';
+import type { ConnectionDoc } from '../identity/connections/documents.ts';
+import { REVOKED_LISTED_DAYS } from '../identity/revoked-listing.ts';
 import { answersOf, approvalsRequiredOf, type ApprovalDoc, type DecisionDoc } from '../purchases/documents.ts';
 import { rolesOf } from '../identity/people/roles.ts';
 import { ASSETS } from './assets.ts';
@@ -342,7 +343,7 @@ export function connectionsPage(viewer: Viewer, rows: { connection: ConnectionDo
   return layout(
     'Connections',
     html`<h1>Connected applications</h1>${notice(message)}
-${rows.length === 0 ? html`<p class="muted">No application is connected, nor was one revoked in the last ${REVOKED_CONNECTION_LISTED_DAYS} days.</p>` : html`<p class="muted">Connections revoked more than ${REVOKED_CONNECTION_LISTED_DAYS} days ago are not listed.</p><div class="scroll"><table>
+${rows.length === 0 ? html`<p class="muted">No application is connected, nor was one revoked in the last ${REVOKED_LISTED_DAYS} days.</p>` : html`<p class="muted">Connections revoked more than ${REVOKED_LISTED_DAYS} days ago are not listed.</p><div class="scroll"><table>
 <thead><tr><th scope="col">Application</th><th scope="col">Agent</th><th scope="col">Scopes</th><th scope="col">Granted by</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
 <tbody>${rows.map(({ connection: c, agentName }) => html`<tr><td>${c.applicationName}<br><span class="muted">${c.clientId}</span></td><td>${agentName}</td><td class="codes">${c.scopes.join(' ')}</td><td>${c.grantedBy.name}<br><span class="muted">${when(c.createdAt, zone)}</span></td><td>${c.lastUsedAt ? when(c.lastUsedAt, zone) : 'never'}</td>
 <td>${c.revokedAt ? html`revoked ${when(c.revokedAt, zone)}` : html`<form method="post" action="/dashboard/connections/${c._id}/revoke" data-confirm="Revoke ${c.applicationName} for ${agentName}? It cannot be undone.">${csrfField(viewer.csrf)}<button class="danger" type="submit" aria-label="Revoke ${c.applicationName} for ${agentName}">Revoke</button></form>`}</td></tr>`)}</tbody></table></div>`}`,
@@ -357,7 +358,7 @@ export function keysPage(viewer: Viewer, rows: { prefix: string; id: string; age
     'API keys',
     html`<h1>API keys</h1>${notice(message)}
 <p class="muted">Keys are issued by applying the organisation's manifest; the secret is shown only then.</p>
-${rows.length === 0 ? html`<p class="muted">No keys.</p>` : html`<div class="scroll"><table>
+${rows.length === 0 ? html`<p class="muted">No keys, nor was one revoked in the last ${REVOKED_LISTED_DAYS} days.</p>` : html`<p class="muted">Keys revoked more than ${REVOKED_LISTED_DAYS} days ago are not listed.</p><div class="scroll"><table>
 <thead><tr><th scope="col">Prefix</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead>
 <tbody>${rows.map((k) => html`<tr><td class="codes">${k.prefix}</td><td>${k.agentName ?? 'organisation-wide'}</td><td>${when(k.createdAt, zone)}</td><td>${k.lastUsedAt ? when(k.lastUsedAt, zone) : 'never'}</td>
 <td>${k.revokedAt ? html`revoked ${when(k.revokedAt, zone)}` : html`${k.expiresAt ? html`<span class="muted">expires ${when(k.expiresAt, zone)}</span> ` : ''}<form method="post" action="/dashboard/keys/${k.id}/revoke" data-confirm="Revoke key ${k.prefix}? It cannot be undone.">${csrfField(viewer.csrf)}<button class="danger" type="submit" aria-label="Revoke key ${k.prefix}">Revoke</button></form>`}</td></tr>`)}</tbody></table></div>`}`,

@@ -20,10 +20,12 @@ export const identity: Capability = {
     // The dashboard's keys page, newest first (ties by _id ascending): read in order off the index, not an
     // organisation's keys, one or more per agent, sorted in memory.
     { collection: 'api_keys', keys: { organizationId: 1, createdAt: -1, _id: 1 } },
+    // The keys page passes over keys revoked long ago (stillListed): found by organisation and revocation.
+    { collection: 'api_keys', keys: { organizationId: 1, revokedAt: 1 } },
     // Connections (OAuth 2.0 and MCP)
     // The lists of connections, newest first (listedConnections): with _id, their tie-break, in order off the index.
     { collection: 'connections', keys: { organizationId: 1, createdAt: -1, _id: -1 } },
-    // The lists pass over connections revoked long ago (listedConnections): found by organisation and revocation.
+    // The lists pass over connections revoked long ago (stillListed): found by organisation and revocation.
     { collection: 'connections', keys: { organizationId: 1, revokedAt: 1 } },
     { collection: 'connections', keys: { clientId: 1 } },
     // A new password ends what the old one opened (src/identity/people/set-password.ts): found by person.

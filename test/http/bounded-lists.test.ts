@@ -1,4 +1,4 @@
-// The lists that grow with time (docs/reference/decisions.md): connections stop listing
+// The lists that grow with time (docs/reference/decisions.md): connections and API keys stop listing
 // what was revoked long ago; webhook endpoints and a policy's versions are listed whole, as the contract
 // asks, from a read that leaves out what the answer does not show. Seeded through the store, read over HTTP.
 import test from 'ava';
@@ -6,6 +6,8 @@ import type { TestApp } from '../helpers/app.ts';
 import { Client, type DashboardOrg } from '../helpers/dashboard.ts';
 import { startRecordedApp, type QueryRecorder } from '../helpers/query-shapes.ts';
 import { newId } from '../../src/ids.ts';
+import { issueApiKey } from '../../src/identity/credentials/api-keys.ts';
+import type { ApiKeyDoc } from '../../src/store/collections.ts';
 import { connectionsCollection, type ConnectionDoc } from '../../src/identity/connections/documents.ts';
 import { webhookCollections, type WebhookEndpointDoc } from '../../src/webhooks/documents.ts';
 import { newEndpoint } from '../../src/webhooks/manage.ts';
@@ -61,6 +63,29 @@ test.serial('connections revoked more than 30 days ago leave the operator API an
   t.false(page.includes('Revoked Long Ago'));
   t.false(page.includes('Revoked Year Ago'));
   t.true(page.includes('Connections revoked more than 30 days ago are not listed.'));
+});
+
+function apiKey(handle: string, createdDaysAgo: number, revokedDaysAgo: number | null): ApiKeyDoc {
+  const { prefix, hash } = issueApiKey();
+  const revokedAt = revokedDaysAgo === null ? null : ago(revokedDaysAgo);
+  return { _id: newId(), organizationId: org.organizationId, agentId: null, handle, prefix, hash, expiresAt: null, revokedAt, createdAt: ago(createdDaysAgo) };
+}
+
+test.serial('the dashboard\'s keys page leaves out keys revoked more than 30 days ago, through indexes; unrevoked ones stay however old', async (t) => {
+  const kept = [apiKey('old-unrevoked', 400, null), apiKey('revoked-lately', 60, 29)];
+  const gone = [apiKey('revoked-long-ago', 90, 31), ...Array.from({ length: 50 }, (_, i) => apiKey(`revoked-year-ago-${i}`, 500, 365))];
+  await app.deps.collections.apiKeys.insertMany([...kept, ...gone]);
+
+  const client = new Client(app.url);
+  t.is((await client.signIn('ana@lists.example')).status, 303);
+  const from = store.shapes.length;
+  const page = (await client.get('/dashboard/keys')).text;
+  for (const k of kept) t.true(page.includes(k.prefix), k.handle);
+  for (const k of gone) t.false(page.includes(k.prefix), k.handle);
+  t.true(page.includes('Keys revoked more than 30 days ago are not listed.'));
+  const read = store.shapes.slice(from).find((s) => s.collection === 'api_keys' && s.method === 'find');
+  t.is(read?.returned, (await app.deps.collections.apiKeys.countDocuments({ organizationId: org.organizationId, revokedAt: null })) + 1);
+  t.deepEqual(store.partlyIndexed(from), []);
 });
 
 function endpoint(createdDaysAgo: number, status: WebhookEndpointDoc['status']): WebhookEndpointDoc {

@@ -3,6 +3,7 @@
 import type { Scope } from '../auth.ts';
 import { iso } from '../../timestamps.ts';
 import type { StoreDb } from '../../store/store.ts';
+import { stillListed } from '../revoked-listing.ts';
 
 export type RevokedReason = 'OPERATOR' | 'CLIENT' | 'TOKEN_REUSE' | 'PASSWORD_RESET';
 
@@ -27,17 +28,10 @@ export interface ConnectionDoc {
 
 export const connectionsCollection = (db: StoreDb) => db.collection<ConnectionDoc>('connections');
 
-/**
- * How long a revoked connection stays in the lists (operator API, dashboard): every connection ever
- * made was listed, so the lists grew without end (docs/reference/decisions.md).
- */
-export const REVOKED_CONNECTION_LISTED_DAYS = 30;
-
-/** An organisation's connections as the lists show them, newest first: unrevoked ones and those revoked in the last 30 days. */
+/** An organisation's connections as the lists show them, newest first: unrevoked ones and those revoked lately (stillListed). */
 export function listedConnections(db: StoreDb, organizationId: string, now: Date): Promise<ConnectionDoc[]> {
-  const since = new Date(now.getTime() - REVOKED_CONNECTION_LISTED_DAYS * 86_400_000);
   return connectionsCollection(db)
-    .find({ organizationId, $or: [{ revokedAt: null }, { revokedAt: { $gte: since } }] })
+    .find({ organizationId, ...stillListed(now) })
     .sort({ createdAt: -1, _id: -1 })
     .toArray();
 }
