@@ -51,6 +51,8 @@ export interface Config {
   decisionSigningKey: string | null;
   webhookUnsafeAllowLocal: boolean;
   webhookEndpointLimit: number;
+  /** Webhook endpoints an organisation may create in a UTC day (WEBHOOK_CREATIONS_PER_DAY). */
+  webhookCreationsPerDay: number;
   /** REPLAY_INLINE_LIMIT: a replay of at most this many purchases answers in the request; a larger one runs as a job. */
   replayInlineLimit: number;
   nodeEnv: string;
@@ -288,6 +290,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     decisionSigningKey,
     webhookUnsafeAllowLocal,
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
+    webhookCreationsPerDay: integer(env, 'WEBHOOK_CREATIONS_PER_DAY', 50, 1, 100_000),
     replayInlineLimit: integer(env, 'REPLAY_INLINE_LIMIT', 5000, 0, 1_000_000),
     nodeEnv,
     logLevel,

@@ -91,7 +91,9 @@ export interface WebhookDeliveryDoc {
  */
 export interface WebhookQuotaDoc {
   _id: string;
+  /** Endpoints created on `creationsDay` (a UTC date, YYYY-MM-DD): at most WEBHOOK_CREATIONS_PER_DAY. */
   creations?: number;
+  creationsDay?: string;
   fence?: number;
 }
 

@@ -103,8 +103,16 @@ export async function createEndpoint(deps: AppDeps, organizationId: string, body
   const secrets: EndpointSecrets = { current: encryptSecret(key, secret, id), previous: null, previousExpiresAt: null };
   const doc = await runCommand(deps.store, async (session) => {
     const now = deps.now();
+    // Each creation adds to GET /v1/webhooks for good once revoked (the contract lists revoked ones): a day's
+    // creations are counted, UTC days, so a create-and-delete loop cannot grow it without bound. The count
+    // of a former day (or from before days were counted) starts again at 0.
+    const day = now.toISOString().slice(0, 10);
+    await quotas.updateOne({ _id: organizationId, creationsDay: { $ne: day } }, { $set: { creations: 0 } }, { session });
     // Also the organisation's webhook fence: an event recorded for nobody meanwhile is retried and sees this endpoint.
-    await quotas.updateOne({ _id: organizationId }, { $inc: { creations: 1 } }, { session, upsert: true });
+    const { creations = 0 } = (await quotas.findOneAndUpdate({ _id: organizationId }, { $inc: { creations: 1 }, $set: { creationsDay: day } }, { session, upsert: true, returnDocument: 'after' })) ?? {};
+    if (creations > deps.config.webhookCreationsPerDay) {
+      throw conflict('webhook_limit_reached', `This account has created ${deps.config.webhookCreationsPerDay} webhook endpoints today (UTC); create more tomorrow, or PATCH an existing endpoint's url.`);
+    }
     const inUse = await endpoints.countDocuments({ organizationId, status: { $ne: 'REVOKED' } }, { session });
     if (inUse >= deps.config.webhookEndpointLimit) {
       throw conflict('webhook_limit_reached', `This account already has ${deps.config.webhookEndpointLimit} webhook endpoints that are not revoked.`);

@@ -42,7 +42,7 @@ let noKeyApp: TestApp;
 let handles = 0;
 
 test.before(async () => {
-  app = await startApp({ env: { WEBHOOK_ENCRYPTION_KEY: KEY_HEX, WEBHOOK_ENDPOINT_LIMIT: '3' } });
+  app = await startApp({ env: { WEBHOOK_ENCRYPTION_KEY: KEY_HEX, WEBHOOK_ENDPOINT_LIMIT: '3', WEBHOOK_CREATIONS_PER_DAY: '6' } });
   // The check at creation is bounded by the attempt timeout: short here, for the silent name.
   configureWebhooks(app.deps, { lookup, timeoutMs: 1000 });
   noKeyApp = await startApp();
@@ -357,6 +357,27 @@ test('409 webhook_limit_reached at the allowance of non-revoked endpoints; revok
   t.is((await app.request('/v1/webhooks', { key: o.admin })).body.items.length, 4, 'the revoked one stays listed');
   // Another organisation has its own allowance.
   t.is((await create((await org()).admin)).status, 201);
+});
+
+test('409 webhook_limit_reached past the day\'s creations, however many were revoked; the next UTC day starts again', async (t) => {
+  const o = await org();
+  const createAndDelete = async () => {
+    const res = await create(o.admin);
+    if (res.status === 201) t.is((await app.request(`/v1/webhooks/${res.body.id}`, { method: 'DELETE', key: o.admin })).status, 200);
+    return res;
+  };
+  for (let i = 0; i < 6; i++) t.is((await createAndDelete()).status, 201, `creation ${i + 1}`);
+  const refused = await createAndDelete();
+  expectError(t, refused, 409, 'webhook_limit_reached');
+  t.regex(refused.body.error.message, /today/);
+  t.is((await app.request('/v1/webhooks', { key: o.admin })).body.items.length, 6, 'the refused creation left nothing');
+  // Another organisation has its own day.
+  t.is((await create((await org()).admin)).status, 201);
+  // Yesterday's count (as the store holds it) no longer counts.
+  const { quotas } = webhookCollections(app.store.db);
+  await quotas.updateOne({ _id: o.organizationId }, { $set: { creationsDay: '2000-01-01' } });
+  t.is((await create(o.admin)).status, 201);
+  t.is((await quotas.findOne({ _id: o.organizationId }))?.creations, 1);
 });
 
 test('concurrent creations never exceed the allowance', async (t) => {
