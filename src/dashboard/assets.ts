@@ -20,6 +20,7 @@ h1{font-size:1.5rem;margin:.5rem 0 1rem}h2{font-size:1.15rem;margin:1.5rem 0 .5r
 .row{display:flex;flex-wrap:wrap;gap:.25rem 1rem;align-items:baseline}
 .amount{font-size:1.25rem;font-weight:700}
 .muted{color:var(--muted)}
+.lines{white-space:pre-line}
 .codes{font-family:ui-monospace,monospace;font-size:.85rem}
 .badge{display:inline-block;border-radius:999px;padding:0 .6rem;font-size:.85rem;border:1px solid currentColor}
 .APPROVED{color:var(--ok)}.REJECTED,.EXPIRED,.CANCELLED{color:var(--bad)}.PENDING_APPROVAL,.REQUIRES_APPROVAL,.PENDING{color:var(--held)}

@@ -143,7 +143,7 @@ function quorumProgress(a: ApprovalDoc, zone: string) {
   }</p>${
     answers.length > 0
       ? html`<ul class="answers">${answers.map(
-          (x) => html`<li>${x.name} ${x.answer === 'APPROVE' ? 'approved' : 'rejected'} <span class="muted">${when(x.answeredAt, zone)}</span>${x.comment ? html`: “${x.comment}”` : ''}</li>`,
+          (x) => html`<li>${x.name} ${x.answer === 'APPROVE' ? 'approved' : 'rejected'} <span class="muted">${when(x.answeredAt, zone)}</span>${x.comment ? html`: “<span class="lines">${x.comment}</span>”` : ''}</li>`,
         )}</ul>`
       : ''
   }</div>`;
@@ -160,7 +160,7 @@ function inboxCard(item: InboxItem, viewer: Viewer, now: Date, canAnswer: boolea
   const mine = answersOf(item.approval).find((x) => self.has(x.personId));
   return html`<li class="card" data-id="${p.id}" aria-labelledby="${id}">
 <div class="row"><h2 id="${id}" class="amount">${money(p.amountMinor, p.currency)} at ${p.merchant}</h2><span>for agent <strong>${p.agent.name}</strong></span></div>
-<p><strong>Reason:</strong> ${p.reason}</p>
+<p><strong>Reason:</strong> <span class="lines">${p.reason}</span></p>
 <p>${p.decision?.explanation ?? ''} <span class="codes">${codes.join(', ')}</span></p>
 ${item.windows.length > 0 ? html`<p>Budgets it holds:</p><ul class="windows" data-live="windows">${item.windows.map((w) => windowLine(w, zone))}</ul>` : html`<p class="muted">It holds no budget window.</p>`}
 <div data-live="quorum">${quorumProgress(item.approval, zone)}</div>
@@ -258,7 +258,7 @@ export function purchaseDetailPage(viewer: Viewer, d: PurchaseDetail, waiting?: 
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${badge(p.status)}</dd>
 <dt>Agent</dt><dd>${p.agent.name}</dd>
-<dt>Reason</dt><dd>${p.reason}</dd>
+<dt>Reason</dt><dd class="lines">${p.reason}</dd>
 <dt>Category</dt><dd>${p.category ?? '—'}</dd>
 <dt>Requested</dt><dd>${when(p.requestedAt, zone)}</dd>
 <dt>Resolved</dt><dd>${p.resolvedAt ? when(p.resolvedAt, zone) : '—'}</dd>
@@ -271,7 +271,7 @@ ${a
 <dt>Why a person was asked</dt><dd class="codes">${a.escalationReasonCodes.join(', ')}</dd>
 <dt>Expires</dt><dd>${when(a.expiresAt, zone)}</dd>
 <dt>Answered by</dt><dd>${a.resolvedBy?.name ?? '—'}${a.resolvedAt ? html` <span class="muted">${when(a.resolvedAt, zone)}</span>` : ''}</dd>
-<dt>Comment</dt><dd>${a.comment ?? '—'}</dd>
+<dt>Comment</dt><dd class="lines">${a.comment ?? '—'}</dd>
 </dl>${quorumProgress(a, zone)}</div>${waiting ? html`<ol class="cards">${inboxCard(waiting.item, viewer, waiting.now, waiting.canAnswer)}</ol>` : ''}`
   : html`<p class="muted">No person was asked: the policies decided alone.</p>`}
 <h2>Decision history</h2>

@@ -63,8 +63,8 @@ async function signIn(page: Page, email: string) {
 }
 
 /** An agent asks, through the API, for something that needs a person (above the 200 EUR threshold). */
-async function askForApproval(org: DashboardOrg, merchant: string, amountMinor = '30000') {
-  const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant, amountMinor, reason: `Needed: ${merchant}` } });
+async function askForApproval(org: DashboardOrg, merchant: string, amountMinor = '30000', reason = `Needed: ${merchant}`) {
+  const res = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant, amountMinor, reason } });
   if (res.status !== 201 || res.body.decision.outcome !== 'REQUIRES_APPROVAL') throw new Error(`unexpected: ${res.status} ${res.text}`);
   return res.body.purchaseRequest.id as string;
 }
@@ -397,4 +397,16 @@ test.serial('an agent\'s text cannot reorder what the approver reads: bidi overr
     }, pieces);
   t.true(await drawnInOrder('h2', ['moc', 'nozama']), 'the merchant reads as it was written');
   t.true(await drawnInOrder('p:has(.codes)', ['Needs approval', 'nozama', 'threshold', 'Office supplies']), 'the explanation reads forwards');
+});
+
+test.serial('a reason written on several lines is shown on several lines, in the inbox and on the purchase\'s page', async (t) => {
+  const reason = 'Two chairs for the new hires.\nThe old ones are broken.';
+  const id = await askForApproval(acme, 'Chairs Direct', '30000', reason);
+  const { page } = await browser();
+  await signIn(page, acme.people.ana.email);
+  const card = page.locator(`li[data-id="${id}"]`);
+  // innerText follows the CSS: under the default white-space the line break would read as a space.
+  t.is(await card.locator('.lines').first().innerText(), reason);
+  await page.goto(`${app.url}/dashboard/purchases/${id}`);
+  t.is(await page.locator('dt:text-is("Reason") + dd').innerText(), reason);
 });
