@@ -21,6 +21,10 @@
 // once and leaves only the rules in a draft. The organisation never changes zone here: a window rebased
 // onto another zone's hours starts its committed amount again (test/http/window-reconcile.test.ts).
 //
+// Also checked: a refusal is what the store's windows decide right after it, and what each process's
+// actor remembers of a window is never ahead of the store (src/budgets/window-state.ts rememberWindows).
+// Two submissions may be made at once; a setting runs each step from one of two processes over one store.
+//
 // MODEL_RUNS=1000 (and MODEL_SEED=<seed> to replay a failure) runs more sequences than the default.
 import test from 'ava';
 import fc from 'fast-check';
@@ -45,13 +49,17 @@ interface Variant {
   status: 'ACTIVE' | 'DISABLED';
 }
 
-type Step =
+/** `by`: the process that runs the step (in a setting with two processes; the only one otherwise). */
+type Step = { by: 0 | 1 } & (
   | { kind: 'submit'; agent: AgentHandle; amount: number; minutes: number }
+  /** Two submissions at once: from both processes, or one after the other in the same mailbox. */
+  | { kind: 'race'; agents: [AgentHandle, AgentHandle]; amounts: [number, number]; minutes: number }
   | { kind: 'answer'; pick: number; answer: 'APPROVE' | 'REJECT'; minutes: number }
   | { kind: 'expire'; pick: number; minutes: number }
   /** The agent archived (its pending purchases cancelled, their holds released), then enabled again. */
   | { kind: 'archive'; agent: AgentHandle; minutes: number }
-  | { kind: 'policy'; policy: number; variant: Variant; activate: boolean; minutes: number };
+  | { kind: 'policy'; policy: number; variant: Variant; activate: boolean; minutes: number }
+);
 
 // Limits and amounts on one grid, small enough that a few purchases reach a limit, often exactly.
 const variantArb: fc.Arbitrary<Variant> = fc.record({
@@ -63,13 +71,16 @@ const variantArb: fc.Arbitrary<Variant> = fc.record({
   status: fc.constantFrom('ACTIVE' as const, 'ACTIVE' as const, 'ACTIVE' as const, 'ACTIVE' as const, 'DISABLED' as const),
 });
 const minutesArb = fc.integer({ min: 0, max: 10 });
-const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('submit' as const), agent: fc.constantFrom(...AGENTS), amount: fc.integer({ min: 1, max: 16 }).map((n) => n * 500), minutes: minutesArb }) },
+const amountArb = fc.integer({ min: 1, max: 16 }).map((n) => n * 500);
+const stepKindArb = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('submit' as const), agent: fc.constantFrom(...AGENTS), amount: amountArb, minutes: minutesArb }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('race' as const), agents: fc.tuple(fc.constantFrom(...AGENTS), fc.constantFrom(...AGENTS)), amounts: fc.tuple(amountArb, amountArb), minutes: minutesArb }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('answer' as const), pick: fc.nat(7), answer: fc.constantFrom('APPROVE' as const, 'APPROVE' as const, 'REJECT' as const), minutes: minutesArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('expire' as const), pick: fc.nat(7), minutes: minutesArb }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('archive' as const), agent: fc.constantFrom(...AGENTS), minutes: minutesArb }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('policy' as const), policy: fc.nat(1), variant: variantArb, activate: fc.boolean(), minutes: minutesArb }) },
 );
+const stepArb: fc.Arbitrary<Step> = fc.tuple(stepKindArb, fc.constantFrom(0 as const, 1 as const)).map(([step, by]) => ({ ...step, by }));
 const scenarioArb = fc.record({
   // Minutes after midnight in Berlin: runs that start late cross into the next day.
   startMinute: fc.integer({ min: 6 * 60, max: 23 * 60 + 30 }),
@@ -122,10 +133,19 @@ function manifest(handle: string, zone: string, policies: { declared: DeclaredPo
 
 let now = new Date('2026-01-01T00:00:00.000Z');
 let app: TestApp;
+/**
+ * A second process over the same store (its own organisation actors, config cache and mailboxes): what one
+ * actor remembers of the windows is then often stale, moved by the other since.
+ */
+let other: TestApp;
 test.before(async () => {
   app = await startApp({ now: () => now });
+  other = await startApp({ store: app.store, now: () => now });
 });
-test.after.always(() => app?.close());
+test.after.always(async () => {
+  await other?.close();
+  await app?.close();
+});
 
 interface PurchaseRow {
   _id: string;
@@ -156,6 +176,7 @@ interface WindowRow {
   heldMinor: number;
   openingBalanceMinor: number;
   policyVersionId: string;
+  version: number;
 }
 interface SimulatedBudget {
   budgetCounterId: string | null;
@@ -187,6 +208,8 @@ interface Setting {
   runs: number;
   /** What the sequences must have reached: each comes up several times a run on average. */
   reached: string[];
+  /** Two processes over one store run the steps, each the one its step names; one by default. */
+  processes?: 2;
 }
 
 const modelTest = (title: string, setting: Setting) => test.serial(title, async (t) => {
@@ -208,14 +231,15 @@ const modelTest = (title: string, setting: Setting) => test.serial(title, async 
       const pendingPurchases = async () =>
         (await db.collection<PurchaseRow>('purchases').find({ organizationId: org.organizationId, status: 'PENDING_APPROVAL' }).toArray()).sort((x, y) => x._id.localeCompare(y._id));
 
-      const simulate = async (agent: AgentHandle): Promise<SimulatedBudget[]> => {
-        const res = await app.request('/v1/simulations/current-policies', { key: org.keys[`${agent}-key`], body: { merchant: 'Desks Ltd', amountMinor: '1', reason: 'model check' } });
+      const simulation = async (agent: AgentHandle, amount: number) => {
+        const res = await app.request('/v1/simulations/current-policies', { key: org.keys[`${agent}-key`], body: { merchant: 'Desks Ltd', amountMinor: String(amount), reason: 'model check' } });
         if (res.status !== 200) throw new Error(`simulation refused: ${res.status} ${res.text}`);
-        return res.body.budgets;
+        return res.body as { budgets: SimulatedBudget[]; simulatedDecision: { outcome: string; reasonCodes: string[] } };
       };
+      const simulate = async (agent: AgentHandle): Promise<SimulatedBudget[]> => (await simulation(agent, 1)).budgets;
 
-      /** The invariants; `decided` names a purchase just approved or held, whose agent's limits must still hold. */
-      const check = async (decided: PurchaseRow | null) => {
+      /** The invariants; `decided` names the purchases just approved or held, whose agents' limits must still hold. */
+      const check = async (decided: PurchaseRow[]) => {
         const where = () => `after steps:\n  ${trace.join('\n  ')}`;
         const windows = await db.collection<WindowRow>('budget_windows').find({ organizationId: org.organizationId }).toArray();
         const purchases = await db.collection<PurchaseRow>('purchases').find({ organizationId: org.organizationId }).toArray();
@@ -224,6 +248,16 @@ const modelTest = (title: string, setting: Setting) => test.serial(title, async 
         const byId = new Map(windows.map((w) => [w._id, w]));
         for (const p of purchases) {
           if (p.status === 'PENDING_APPROVAL') for (const id of p.windowIds) if (!byId.has(id)) throw new Error(`purchase ${p._id} holds a window that does not exist: ${id}; ${where()}`);
+        }
+        // What each process's actor remembers is stale at worst, never ahead of the store nor other than it at the same version.
+        for (const process of new Set([app, ...(setting.processes === 2 ? [other] : [])])) {
+          for (const [id, doc] of process.deps.actors.memory(org.organizationId).windows ?? []) {
+            const stored = byId.get(id);
+            if (!stored || stored.version < doc.version) throw new Error(`window ${id} remembered at version ${doc.version}, stored at ${stored?.version}; ${where()}`);
+            if (stored.version === doc.version && (stored.committedMinor !== doc.committedMinor || stored.heldMinor !== doc.heldMinor || stored.openingBalanceMinor !== doc.openingBalanceMinor)) {
+              throw new Error(`window ${id} remembered at its stored version ${doc.version} with other amounts; ${where()}`);
+            }
+          }
         }
         for (const w of windows) {
           const held = sum(purchases.filter((p) => p.status === 'PENDING_APPROVAL' && p.windowIds.includes(w._id)));
@@ -253,11 +287,12 @@ const modelTest = (title: string, setting: Setting) => test.serial(title, async 
             if (current.opening > 0n) saw('window with an opening balance');
             if (inPeriod.some((r) => (r.committedWindowIds ?? []).includes(id) && !r.policyIds.includes(b.policyId))) saw('committed outside its policy');
             if (current.committed + current.opening !== counted) throw new Error(`${label}: counts ${current.committed + current.opening} spent, the approved purchases of the period under its policy or in it ${counted}; ${where()}`);
-            if (decided && agentIds.get(decided.agentId) === agent && decided.requestedAt.getTime() >= start && decided.requestedAt.getTime() < end) {
+            for (const p of decided) {
+              if (agentIds.get(p.agentId) !== agent || p.requestedAt.getTime() < start || p.requestedAt.getTime() >= end) continue;
               const used = current.committed + current.held + current.opening;
               for (const limit of b.limits) {
                 if (limit.effect === 'BLOCK' && used > BigInt(limit.limitMinor)) {
-                  throw new Error(`${label}: ${used} used over the BLOCK limit ${limit.limitMinor} in force when purchase ${decided._id} was ${decided.status}; ${where()}`);
+                  throw new Error(`${label}: ${used} used over the BLOCK limit ${limit.limitMinor} in force when purchase ${p._id} was ${p.status}; ${where()}`);
                 }
               }
             }
@@ -265,20 +300,42 @@ const modelTest = (title: string, setting: Setting) => test.serial(title, async 
         }
       };
 
-      await check(null);
+      await check([]);
       const startDay = now.getTime();
+      const processes = setting.processes === 2 ? [app, other] : [app, app];
+      /**
+       * Submits from `by`; the purchase is one of `decided` when it was approved or held. A refusal (which
+       * moves no window) is, when `alone`, what the store's windows decide right after it: never a refusal
+       * on windows an actor remembered stale.
+       */
+      const submit = async (by: TestApp, agent: AgentHandle, amount: number, decided: PurchaseRow[], alone: boolean) => {
+        const res = await by.request('/v1/purchase-requests', { key: org.keys[`${agent}-key`], body: { merchant: 'Desks Ltd', amountMinor: String(amount), reason: 'desk' } });
+        if (res.status !== 201) throw new Error(`submission refused: ${res.status} ${res.text}`);
+        const p = await db.collection<PurchaseRow>('purchases').findOne({ _id: res.body.purchaseRequest.id });
+        for (const code of res.body.decision.reasonCodes) saw(`submit ${code}`);
+        const line = `${agent} ${amount}: ${p!.status} ${res.body.decision.reasonCodes.join(',')}`;
+        if (p!.status === 'APPROVED' || p!.status === 'PENDING_APPROVAL') decided.push(p!);
+        else if (alone) {
+          const { simulatedDecision } = await simulation(agent, amount);
+          if (simulatedDecision.outcome !== res.body.decision.outcome) {
+            throw new Error(`submission ${line} decided ${res.body.decision.outcome}, the store's windows ${simulatedDecision.outcome} (${simulatedDecision.reasonCodes.join(',')}); after steps:\n  ${trace.join('\n  ')}`);
+          }
+        }
+        return line;
+      };
       for (const step of sequence) {
         now = new Date(now.getTime() + step.minutes * 60_000);
         steps++;
-        let decided: PurchaseRow | null = null;
+        const by = processes[step.by];
+        const decided: PurchaseRow[] = [];
         switch (step.kind) {
           case 'submit': {
-            const res = await app.request('/v1/purchase-requests', { key: org.keys[`${step.agent}-key`], body: { merchant: 'Desks Ltd', amountMinor: String(step.amount), reason: 'desk' } });
-            if (res.status !== 201) throw new Error(`submission refused: ${res.status} ${res.text}`);
-            const p = await db.collection<PurchaseRow>('purchases').findOne({ _id: res.body.purchaseRequest.id });
-            trace.push(`${now.toISOString()} submit ${step.agent} ${step.amount}: ${p!.status} ${res.body.decision.reasonCodes.join(',')}`);
-            for (const code of res.body.decision.reasonCodes) saw(`submit ${code}`);
-            if (p!.status === 'APPROVED' || p!.status === 'PENDING_APPROVAL') decided = p;
+            trace.push(`${now.toISOString()} submit ${await submit(by, step.agent, step.amount, decided, true)} (process ${step.by})`);
+            break;
+          }
+          case 'race': {
+            const [first, second] = await Promise.all([submit(by, step.agents[0], step.amounts[0], decided, false), submit(processes[1 - step.by], step.agents[1], step.amounts[1], decided, false)]);
+            trace.push(`${now.toISOString()} at once: submit ${first} (process ${step.by}), submit ${second} (process ${1 - step.by})`);
             break;
           }
           case 'answer': {
@@ -288,12 +345,12 @@ const modelTest = (title: string, setting: Setting) => test.serial(title, async 
               break;
             }
             const target = pending[step.pick % pending.length];
-            const res = await app.admin(`/admin/purchase-requests/${target._id}/answer`, { body: { answer: step.answer, person: 'ana' } });
+            const res = await by.admin(`/admin/purchase-requests/${target._id}/answer`, { body: { answer: step.answer, person: 'ana' } });
             // An approval past its expiry can no longer be answered (it waits for the expiry).
             if (res.status !== 200 && !(res.status === 409 && target.requestedAt.getTime() + TTL_MS <= now.getTime())) throw new Error(`answer refused: ${res.status} ${res.text}`);
             const p = await db.collection<PurchaseRow>('purchases').findOne({ _id: target._id });
-            trace.push(`${now.toISOString()} answer ${target.amountMinor} of ${agentIds.get(target.agentId)} ${step.answer}: ${res.status} ${p!.status} ${res.body?.purchase?.decision?.reasonCodes?.join(',') ?? ''}`);
-            if (p!.status === 'APPROVED') decided = p;
+            trace.push(`${now.toISOString()} answer ${target.amountMinor} of ${agentIds.get(target.agentId)} ${step.answer}: ${res.status} ${p!.status} ${res.body?.purchase?.decision?.reasonCodes?.join(',') ?? ''} (process ${step.by})`);
+            if (p!.status === 'APPROVED') decided.push(p!);
             if (res.status === 200) for (const code of res.body.purchase.decision.reasonCodes) saw(`answer ${p!.status} ${code}`);
             break;
           }
@@ -306,21 +363,21 @@ const modelTest = (title: string, setting: Setting) => test.serial(title, async 
             const target = pending[step.pick % pending.length];
             const approval = await db.collection<{ _id: string; expiresAt: Date }>('approvals').findOne({ _id: target.approvalId! });
             if (approval!.expiresAt.getTime() > now.getTime()) now = new Date(approval!.expiresAt.getTime() + 1000);
-            const expired = await expireApproval(app.deps, approval!._id);
+            const expired = await expireApproval(by.deps, approval!._id);
             if (!expired) throw new Error(`approval ${approval!._id} of a pending purchase was not expired`);
-            trace.push(`${now.toISOString()} expire ${target.amountMinor} of ${agentIds.get(target.agentId)}`);
+            trace.push(`${now.toISOString()} expire ${target.amountMinor} of ${agentIds.get(target.agentId)} (process ${step.by})`);
             break;
           }
           case 'archive': {
             const held = (await pendingPurchases()).filter((p) => p.agentId === org.agents[step.agent].id).length;
             for (const status of ['ARCHIVED', 'ENABLED']) {
-              const res = await app.admin(`/admin/agents/${org.agents[step.agent].id}`, { method: 'PATCH', body: { status } });
+              const res = await by.admin(`/admin/agents/${org.agents[step.agent].id}`, { method: 'PATCH', body: { status } });
               if (res.status !== 200) throw new Error(`agent ${status} refused: ${res.status} ${res.text}`);
             }
             const left = (await pendingPurchases()).filter((p) => p.agentId === org.agents[step.agent].id).length;
             if (left !== 0) throw new Error(`${left} purchases of archived agent ${step.agent} still pending`);
             if (held > 0) saw('archive cancels');
-            trace.push(`${now.toISOString()} archive ${step.agent}: ${held} cancelled`);
+            trace.push(`${now.toISOString()} archive ${step.agent}: ${held} cancelled (process ${step.by})`);
             break;
           }
           case 'policy': {
@@ -329,8 +386,8 @@ const modelTest = (title: string, setting: Setting) => test.serial(title, async 
             declared[i] = { ...d, fields: { scope: step.variant.scope, status: step.variant.status }, active: step.activate ? contentOf(step.variant) : d.active };
             // A draft (activate: false) changes the policy-level scope and status only; its rules wait.
             const entries = declared.map((x, j) => (j === i ? { declared: declared[i], content: step.variant, activate: step.activate } : { declared: x, content: x.active, activate: true }));
-            await applyManifest(app, manifest(handle, setting.zone, entries));
-            trace.push(`${now.toISOString()} policy ${d.handle} ${JSON.stringify(step.variant)}${step.activate ? '' : ' as a draft'}`);
+            await applyManifest(by, manifest(handle, setting.zone, entries));
+            trace.push(`${now.toISOString()} policy ${d.handle} ${JSON.stringify(step.variant)}${step.activate ? '' : ' as a draft'} (process ${step.by})`);
             break;
           }
         }
@@ -355,6 +412,16 @@ modelTest('every budget window counts what the recorded purchases say, after eve
 
 // Havana puts its clocks back from 01:00 CDT to 00:00 CST on 1 November 2026: the day and the month
 // start at the first midnight (04:00 UTC), and the hour up to the second (05:00 UTC) is theirs.
+// Two processes over one store, each step run by one of them, and two submissions at once from both: an
+// actor's remembered windows are often stale (the other process moved them), and must never decide.
+modelTest('with two processes over one store, every budget window counts what the recorded purchases say', {
+  zone: 'Europe/Berlin',
+  start: (startMinute) => new Date(Date.UTC(2026, 0, 15) + (startMinute - 60) * 60_000),
+  runs: 30,
+  reached: ['submit DAILY_LIMIT_EXCEEDED', 'answer APPROVED APPROVAL_THRESHOLD_EXCEEDED', 'reconciled opening grows'],
+  processes: 2,
+});
+
 modelTest('where midnight comes twice (Havana, 1 November 2026), every window counts what the purchases say', {
   zone: 'America/Havana',
   // From 22:00 on 31 October (CDT) to 02:00 on 1 November (CST): every run crosses one midnight or both.
