@@ -203,7 +203,7 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
           process.stderr.write("rotate-signing-key: the newest signing key is sealed with another encryption key than this command has: run it with the service's WEBHOOK_ENCRYPTION_KEY, or the service would go on signing with the old key.\n");
           return 2;
         }
-        const kid = await createSigningKey(store.db, seal);
+        const kid = await createSigningKey(store, seal);
         process.stdout.write(`New signing key ${kid}: it signs every decision from now on; earlier keys stay in /.well-known/jwks.json.\n`);
         return 0;
       }

@@ -91,8 +91,10 @@ export async function bootstrap(initial: Config, { operatorApi }: { operatorApi:
   const store = await openStoreOrExit(initial);
   const config = await withGeneratedSecrets(initial, store, operatorApi);
   await createIndexes(store.db);
-  // Decision receipts are signed with it (docs/integrate/receipts.md): made on the first start.
-  await ensureSigningKey(store.db, config, log);
+  // Decision receipts are signed with it (docs/integrate/receipts.md): made on the first start. Only by the
+  // web process, which signs: a worker never does, and one started without the web process's
+  // DECISION_SIGNING_KEY would add a key at each start that signs nothing yet is listed first in the JWKS.
+  if (operatorApi) await ensureSigningKey(store, config, log);
   if (config.webhookEncryptionKey === null && config.decisionSigningKey === null) log.warn('no WEBHOOK_ENCRYPTION_KEY: the receipt signing key is stored unsealed (set one to seal it)');
   log.info('store ready', store instanceof EmbeddedStore ? { engine: store.engine, file: store.location, synchronous: config.sqliteSynchronous } : { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: config.jobsProcessEveryMs });

@@ -10,7 +10,8 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { isDuplicateKeyError } from '../store/store.ts';
 import { bumpConfigStamp, configView, viewIn } from '../cache/config-cache.ts';
-import type { StoreDb, StoreSession } from '../store/store.ts';
+import { runCommand } from '../commands/run-command.ts';
+import type { Store, StoreDb, StoreSession } from '../store/store.ts';
 import type { Logger } from '../log.ts';
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '../webhooks/secrets.ts';
 import type { ReceiptKey } from './chain.ts';
@@ -154,20 +155,27 @@ async function storedKeys(db: StoreDb, seal: Buffer | null, log?: Pick<Logger, '
   return keys;
 }
 
-/** Makes a new signing key and stores it: from now on the newest, so the one that signs. */
-export async function createSigningKey(db: StoreDb, seal: Buffer | null, now = new Date()): Promise<string> {
+/**
+ * Makes a new signing key and stores it: from now on the newest, so the one that signs. The key and the
+ * configuration stamp's bump are one transaction: a process dying between the two would leave the
+ * other processes publishing a JWKS without the key that signs.
+ */
+export async function createSigningKey(store: Store, seal: Buffer | null, now = new Date()): Promise<string> {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const { x } = publicKey.export({ format: 'jwk' }) as { x: string };
   const kid = thumbprint(x);
   const der = (privateKey.export({ format: 'der', type: 'pkcs8' }) as Buffer).toString('base64url');
-  await receiptCollections(db).keys.insertOne({
+  const doc: SigningKeyDoc = {
     _id: kid,
     publicJwk: { kty: 'OKP', crv: 'Ed25519', x },
     privateKey: seal === null ? PLAIN + der : encryptSecret(seal, der, kid),
     createdAt: now,
     since: now,
+  };
+  await runCommand(store, async (session) => {
+    await receiptCollections(store.db).keys.insertOne(doc, { session });
+    await bumpConfigStamp(store.db, session);
   });
-  await bumpConfigStamp(db);
   return kid;
 }
 
@@ -187,22 +195,23 @@ export async function sealOpensNewestKey(db: StoreDb, seal: Buffer | null): Prom
  * sealed with the encryption key when there is one, so that a public half planted in the store is not
  * published. A key the operator returns to is first again.
  */
-async function publishConfiguredKey(db: StoreDb, key: ConfiguredKey, seal: Buffer | null): Promise<void> {
-  const [current] = await storedKeys(db, seal);
-  if (current?.kid === key.kid) return;
+async function publishConfiguredKey(store: Store, key: ConfiguredKey, seal: Buffer | null): Promise<void> {
+  const { db } = store;
   const keys = receiptCollections(db).keys;
-  const now = new Date();
   const privateKey = seal === null ? CONFIGURED : sealedPublicHalf(seal, key);
-  // The document of this kid, if any, is this key's (its id is the thumbprint of the public half we hold).
-  const { matchedCount } = await keys.updateOne({ _id: key.kid }, { $set: { publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, since: now } });
-  if (matchedCount === 0) {
-    try {
-      await keys.insertOne({ _id: key.kid, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, createdAt: now, since: now });
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err; // another process published it first
-    }
+  try {
+    await runCommand(store, async (session) => {
+      const [current] = await storedKeys(db, seal, undefined, session);
+      if (current?.kid === key.kid) return;
+      const now = new Date();
+      // The document of this kid, if any, is this key's (its id is the thumbprint of the public half we hold).
+      const { matchedCount } = await keys.updateOne({ _id: key.kid }, { $set: { publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, since: now } }, { session });
+      if (matchedCount === 0) await keys.insertOne({ _id: key.kid, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, createdAt: now, since: now }, { session });
+      await bumpConfigStamp(db, session);
+    });
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err; // another process published it first
   }
-  await bumpConfigStamp(db);
 }
 
 // Per store, configured key and encryption key: a test may run services with different keys on one store.
@@ -214,7 +223,8 @@ const ensured = new WeakMap<StoreDb, Map<string, Promise<void>>>();
  * start and before a command that signs. Two processes starting at once may each make one: both stay
  * in the JWKS, and the newest signs.
  */
-export function ensureSigningKey(db: StoreDb, settings: KeySettings, log?: Pick<Logger, 'warn'>): Promise<void> {
+export function ensureSigningKey(store: Store, settings: KeySettings, log?: Pick<Logger, 'warn'>): Promise<void> {
+  const { db } = store;
   let byKey = ensured.get(db);
   if (byKey === undefined) ensured.set(db, (byKey = new Map()));
   const memo = `${sealTag(settings.webhookEncryptionKey)}:${settings.decisionSigningKey ?? ''}`;
@@ -223,12 +233,12 @@ export function ensureSigningKey(db: StoreDb, settings: KeySettings, log?: Pick<
     done = (async () => {
       const seal = sealingKey(settings.webhookEncryptionKey);
       const given = configuredKey(settings);
-      if (given !== null) return publishConfiguredKey(db, given, seal);
+      if (given !== null) return publishConfiguredKey(store, given, seal);
       // The newest is a public half only (a configured key no longer given, or one sealed under another
       // encryption key than this process has): a new key signs from now on.
       const [newest] = await storedKeys(db, seal, log);
       if (newest?.privateKey) return;
-      await createSigningKey(db, seal);
+      await createSigningKey(store, seal);
     })();
     byKey.set(memo, done);
     done.catch(() => byKey.delete(memo));
