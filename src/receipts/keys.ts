@@ -148,11 +148,66 @@ async function storedKeys(db: StoreDb, seal: Buffer | null, log?: Pick<Logger, '
       const reason = err instanceof Error ? err.message : String(err);
       if (log && !refusalsLogged.has(`${doc._id}:${reason}`)) {
         refusalsLogged.add(`${doc._id}:${reason}`);
-        log.warn('signing key refused: it neither signs nor is published in the JWKS', { kid: doc._id, reason });
+        log.warn('signing key refused: it neither signs nor is published in the JWKS', { kid: doc._id, reason, ...(adoptable(doc) ? { ifOwn: ADOPT_HINT } : {}) });
       }
     }
   }
   return keys;
+}
+
+const ADOPT_HINT = "if it is the deployment's own (stored before this encryption key), npm run admin -- adopt-signing-keys publishes it again: docs/operate/auditors.md#keys-stored-before-the-encryption-key";
+
+/** Whether a refused key could be adopted: its id is the thumbprint of the public half it stores. */
+const adoptable = (doc: SigningKeyDoc) => typeof doc.publicJwk?.x === 'string' && thumbprint(doc.publicJwk.x) === doc._id;
+
+/** A stored key the deployment's encryption key did not seal, and why it is refused. */
+export interface AdoptableKey {
+  kid: string;
+  createdAt: unknown;
+  reason: string;
+}
+
+/**
+ * The stored keys `seal` refuses for how they are stored (unsealed, or sealed under another encryption
+ * key), newest first: those adopt-signing-keys can publish again.
+ */
+export async function adoptableKeys(db: StoreDb, seal: Buffer, session?: StoreSession): Promise<AdoptableKey[]> {
+  const refused: AdoptableKey[] = [];
+  for (const doc of await keyDocsNewestFirst(db, session)) {
+    if (!adoptable(doc)) continue;
+    try {
+      openKey(doc, seal);
+    } catch (err) {
+      refused.push({ kid: doc._id, createdAt: doc.createdAt, reason: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return refused;
+}
+
+/** Whether a process with `seal` has a stored key to sign with: one sealed with it (the service started with it). */
+export async function hasSealedSigningKey(db: StoreDb, seal: Buffer): Promise<boolean> {
+  return (await storedKeys(db, seal)).some((k) => k.privateKey !== null);
+}
+
+/**
+ * The operator vouches for keys stored before `seal` sealed the deployment's (on MongoDB without
+ * WEBHOOK_ENCRYPTION_KEY, or under an earlier one): each named key's public half is sealed with it, so
+ * that the JWKS publishes it again and its receipts verify, and its private half is erased, so that it
+ * never signs again (unsealed, it lay readable in the store; sealed under another key, none here opens it). Not automatic: a key planted in the store looks the same
+ * (docs/reference/decisions.md). Returns the kids named that are not such keys, adopting none then.
+ */
+export async function adoptSigningKeys(store: Store, seal: Buffer, kids: string[]): Promise<string[]> {
+  return runCommand(store, async (session) => {
+    const candidates = new Map((await adoptableKeys(store.db, seal, session)).map((k) => [k.kid, k]));
+    const unknown = kids.filter((kid) => !candidates.has(kid));
+    if (unknown.length > 0) return unknown;
+    const docs = await keyDocsNewestFirst(store.db, session);
+    for (const doc of docs.filter((d) => kids.includes(d._id))) {
+      await receiptCollections(store.db).keys.updateOne({ _id: doc._id }, { $set: { privateKey: sealedPublicHalf(seal, { kid: doc._id, x: doc.publicJwk.x }) } }, { session });
+    }
+    await bumpConfigStamp(store.db, session);
+    return [];
+  });
 }
 
 /**
