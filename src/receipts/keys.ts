@@ -2,7 +2,8 @@
 // the newest cannot be opened any more), the private half sealed in the store with the key that seals
 // webhook secrets (WEBHOOK_ENCRYPTION_KEY, generated on the embedded store: src/bootstrap.ts). The
 // newest key signs; every key's public half stays in the JWKS, so that old receipts keep verifying,
-// but a key the encryption key did not seal (written straight into the store) neither signs nor is published.
+// but a key the encryption key did not seal (written straight into the store) neither signs nor is published,
+// unless the operator adopts it (`npm run admin -- adopt-signing-keys`: keys stored before the encryption key).
 // `npm run admin -- rotate-signing-key` adds a newer one and bumps the configuration stamp, so that
 // every process signs with it from its next decision (src/cache/config-cache.ts).
 // Or the operator gives the key (DECISION_SIGNING_KEY): it then signs, and only its public half is
@@ -163,6 +164,7 @@ const adoptable = (doc: SigningKeyDoc) => typeof doc.publicJwk?.x === 'string' &
 /** A stored key the deployment's encryption key did not seal, and why it is refused. */
 export interface AdoptableKey {
   kid: string;
+  x: string;
   createdAt: unknown;
   reason: string;
 }
@@ -178,7 +180,7 @@ export async function adoptableKeys(db: StoreDb, seal: Buffer, session?: StoreSe
     try {
       openKey(doc, seal);
     } catch (err) {
-      refused.push({ kid: doc._id, createdAt: doc.createdAt, reason: err instanceof Error ? err.message : String(err) });
+      refused.push({ kid: doc._id, x: doc.publicJwk.x, createdAt: doc.createdAt, reason: err instanceof Error ? err.message : String(err) });
     }
   }
   return refused;
@@ -193,17 +195,17 @@ export async function hasSealedSigningKey(db: StoreDb, seal: Buffer): Promise<bo
  * The operator vouches for keys stored before `seal` sealed the deployment's (on MongoDB without
  * WEBHOOK_ENCRYPTION_KEY, or under an earlier one): each named key's public half is sealed with it, so
  * that the JWKS publishes it again and its receipts verify, and its private half is erased, so that it
- * never signs again (unsealed, it lay readable in the store; sealed under another key, none here opens it). Not automatic: a key planted in the store looks the same
- * (docs/reference/decisions.md). Returns the kids named that are not such keys, adopting none then.
+ * never signs again (unsealed, it lay readable in the store; sealed under another key, none here opens
+ * it). Not automatic: a key planted in the store looks the same (docs/reference/decisions.md). Returns
+ * the kids named that are not such keys, adopting none then.
  */
 export async function adoptSigningKeys(store: Store, seal: Buffer, kids: string[]): Promise<string[]> {
   return runCommand(store, async (session) => {
     const candidates = new Map((await adoptableKeys(store.db, seal, session)).map((k) => [k.kid, k]));
     const unknown = kids.filter((kid) => !candidates.has(kid));
     if (unknown.length > 0) return unknown;
-    const docs = await keyDocsNewestFirst(store.db, session);
-    for (const doc of docs.filter((d) => kids.includes(d._id))) {
-      await receiptCollections(store.db).keys.updateOne({ _id: doc._id }, { $set: { privateKey: sealedPublicHalf(seal, { kid: doc._id, x: doc.publicJwk.x }) } }, { session });
+    for (const kid of new Set(kids)) {
+      await receiptCollections(store.db).keys.updateOne({ _id: kid }, { $set: { privateKey: sealedPublicHalf(seal, candidates.get(kid)!) } }, { session });
     }
     await bumpConfigStamp(store.db, session);
     return [];

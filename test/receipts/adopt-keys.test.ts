@@ -75,7 +75,9 @@ test('adopt-signing-keys lists the keys the encryption key refuses, adopts only 
 
   // Another encryption key than the one the embedded store generated: the earlier key is refused.
   const env = { DATA_DIR: dataDir, WEBHOOK_ENCRYPTION_KEY };
-  t.regex((await admin(env, 'adopt-signing-keys', kidOf(early))).stderr, /start every process/, 'refused before the service made a key sealed with it');
+  const tooEarly = await admin(env, 'adopt-signing-keys', kidOf(early));
+  t.is(tooEarly.code, 2);
+  t.regex(tooEarly.stderr, /start every process/, 'refused before the service made a key sealed with it');
   const second = await startService(t, dataDir, { WEBHOOK_ENCRYPTION_KEY });
   t.false(verifies(await jwksOf(second), early));
 
