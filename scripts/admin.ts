@@ -12,7 +12,7 @@ import { backupDatabase } from '../src/store/embedded/backup.ts';
 import { EmbeddedStore } from '../src/store/embedded/embedded-store.ts';
 import { openStore } from '../src/store/open-store.ts';
 import type { Store } from '../src/store/store.ts';
-import { createSigningKey, sealingKey, sealOpensNewestKey } from '../src/receipts/keys.ts';
+import { adoptableKeys, adoptSigningKeys, createSigningKey, hasSealedSigningKey, sealingKey, sealOpensNewestKey } from '../src/receipts/keys.ts';
 import { exportLog, verifyLog } from '../src/receipts/audit.ts';
 import { parseSeqOption, SEQ_OPTION_MISTAKE } from '../src/receipts/verify.ts';
 
@@ -41,14 +41,17 @@ const USAGE = `Usage: npm run admin -- <command> [arguments]
                                                (run on the service's machine; reads DATA_DIR, default ./data)
   rotate-signing-key                           a new key signs decision receipts from now on; the old
                                                public keys stay in /.well-known/jwks.json
+  adopt-signing-keys [<kid>...]                without a kid, list the stored signing keys the encryption key
+                                               did not seal (made before it was set); with kids, publish
+                                               those again in /.well-known/jwks.json, verify-only
   export-log <organizationId> [--from <seq>]   the organisation's receipts as JSON Lines {"seq","receipt"}
   verify-log <organizationId>                  check the stored receipt chain against the stored decisions;
                                                exits 1 naming the first bad seq
 
 Environment: SERVICE_URL (default http://localhost:3000), ADMIN_TOKEN (required);
 mongo-url and backup run on the service's machine and read DATA_DIR (mongo-url also EMBEDDED_MONGO_PORT and
-EMBEDDED_MONGO_HOST) instead; rotate-signing-key, export-log and verify-log open the service's store
-(MONGODB_URI, else DATA_DIR; rotate-signing-key and verify-log also WEBHOOK_ENCRYPTION_KEY, which seals the keys).`;
+EMBEDDED_MONGO_HOST) instead; rotate-signing-key, adopt-signing-keys, export-log and verify-log open the service's store
+(MONGODB_URI, else DATA_DIR; all but export-log also WEBHOOK_ENCRYPTION_KEY, which seals the keys).`;
 
 type Call = { method: string; path: string; body?: string | Buffer; contentType?: string };
 
@@ -148,7 +151,8 @@ function backup(file: string | undefined): never {
   }
 }
 
-const RECEIPT_COMMANDS = new Set(['rotate-signing-key', 'export-log', 'verify-log']);
+const KEY_COMMANDS = new Set(['rotate-signing-key', 'adopt-signing-keys']);
+const RECEIPT_COMMANDS = new Set([...KEY_COMMANDS, 'export-log', 'verify-log']);
 
 async function withStore<T>(work: (store: Store, config: ReturnType<typeof loadConfig>) => Promise<T>): Promise<T> {
   const config = loadConfig();
@@ -166,7 +170,7 @@ async function serviceEncryptionKey(store: Store, config: ReturnType<typeof load
   return (await store.secret('webhook-encryption-key', () => randomBytes(32).toString('hex'))).value;
 }
 
-/** rotate-signing-key, export-log, verify-log (docs/operate/auditors.md). Exits: 0 done, 1 a bad chain, 2 a usage mistake. */
+/** rotate-signing-key, adopt-signing-keys, export-log, verify-log (docs/operate/auditors.md). Exits: 0 done, 1 a bad chain, 2 a usage mistake. */
 async function receiptCommand(command: string, rest: string[]): Promise<never> {
   let values: { from?: string };
   let positionals: string[];
@@ -176,14 +180,19 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
     usageMistake(err);
   }
   const from = values.from === undefined ? 1 : parseSeqOption(values.from);
-  const usable = command === 'rotate-signing-key' ? positionals.length === 0 && values.from === undefined : positionals.length === 1 && (command === 'export-log' || values.from === undefined);
+  const usable =
+    command === 'adopt-signing-keys'
+      ? values.from === undefined
+      : command === 'rotate-signing-key'
+        ? positionals.length === 0 && values.from === undefined
+        : positionals.length === 1 && (command === 'export-log' || values.from === undefined);
   if (!usable) usageMistake(new UsageError(`${command}: missing or wrong arguments`));
   if (from === null) usageMistake(new UsageError(SEQ_OPTION_MISTAKE(values.from!)));
   const code = await withStore(async (store, config) => {
     // An id the store does not hold (an organisation's handle, a typo) would export nothing and verify
     // as an empty, sound chain: refused instead. Ids are lower-case UUIDs; one in capitals is the same.
     let organizationId = positionals[0];
-    if (command !== 'rotate-signing-key') {
+    if (!KEY_COMMANDS.has(command)) {
       const organizations = store.db.collection<{ _id: string }>('organizations');
       const found = (await organizations.findOne({ _id: organizationId }, { projection: { _id: 1 } })) ?? (await organizations.findOne({ _id: organizationId.toLowerCase() }, { projection: { _id: 1 } }));
       if (!found) {
@@ -203,10 +212,12 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
           process.stderr.write("rotate-signing-key: the newest signing key is sealed with another encryption key than this command has: run it with the service's WEBHOOK_ENCRYPTION_KEY, or the service would go on signing with the old key.\n");
           return 2;
         }
-        const kid = await createSigningKey(store.db, seal);
+        const kid = await createSigningKey(store, seal);
         process.stdout.write(`New signing key ${kid}: it signs every decision from now on; earlier keys stay in /.well-known/jwks.json.\n`);
         return 0;
       }
+      case 'adopt-signing-keys':
+        return adopt(store, config, positionals);
       case 'export-log':
         for await (const line of exportLog(store.db, organizationId, from)) process.stdout.write(line + '\n');
         return 0;
@@ -223,6 +234,36 @@ async function receiptCommand(command: string, rest: string[]): Promise<never> {
     }
   });
   process.exit(code);
+}
+
+/**
+ * adopt-signing-keys (docs/operate/auditors.md#keys-stored-before-the-encryption-key): lists, or publishes again
+ * verify-only, the stored keys the service's encryption key did not seal. Exits 0 done, 2 refused.
+ */
+async function adopt(store: Store, config: ReturnType<typeof loadConfig>, kids: string[]): Promise<number> {
+  const seal = sealingKey(await serviceEncryptionKey(store, config));
+  if (seal === null) {
+    process.stderr.write('adopt-signing-keys: no WEBHOOK_ENCRYPTION_KEY: without one every stored key is published already; run it with the one the service has.\n');
+    return 2;
+  }
+  if (kids.length === 0) {
+    const keys = await adoptableKeys(store.db, seal);
+    for (const k of keys) process.stdout.write(`${k.kid}  created ${k.createdAt instanceof Date ? k.createdAt.toISOString() : '?'}  ${k.reason}\n`);
+    process.stdout.write(keys.length === 0 ? 'adopt-signing-keys: every stored key is sealed with this encryption key.\n' : 'adopt-signing-keys: name those that are the deployment\'s own (the kid of its receipts: export-log) to publish them again.\n');
+    return 0;
+  }
+  // A process still running without the encryption key signs with an unsealed key: adopted, it could sign no more.
+  if (config.decisionSigningKey === null && !(await hasSealedSigningKey(store.db, seal))) {
+    process.stderr.write('adopt-signing-keys: no signing key is sealed with this encryption key yet: start every process of the service with this WEBHOOK_ENCRYPTION_KEY first (it makes one), then adopt; a process still running without it would be left with no key to sign with.\n');
+    return 2;
+  }
+  const unknown = await adoptSigningKeys(store, seal, kids);
+  if (unknown.length > 0) {
+    process.stderr.write(`adopt-signing-keys: not a stored key this encryption key refuses: ${unknown.join(', ')}; nothing adopted (list them: adopt-signing-keys without a kid).\n`);
+    return 2;
+  }
+  process.stdout.write(`Adopted ${kids.join(', ')}: published in /.well-known/jwks.json again, verify-only; their receipts verify.\n`);
+  return 0;
 }
 
 async function main() {

@@ -85,15 +85,20 @@ async function openStoreOrExit(config: Config): Promise<Store> {
   }
 }
 
+const NO_SEAL_WARNING =
+  'no WEBHOOK_ENCRYPTION_KEY: the receipt signing key is stored unsealed. Setting one later does not seal it: a new key signs, and the unsealed ones leave /.well-known/jwks.json (their receipts no longer verify there) until `npm run admin -- adopt-signing-keys` publishes them again (docs/operate/auditors.md#keys-stored-before-the-encryption-key)';
+
 /** `operatorApi`: this process serves the operator API (the web process, not the worker). */
 export async function bootstrap(initial: Config, { operatorApi }: { operatorApi: boolean }): Promise<{ deps: AppDeps; agenda: Agenda }> {
   const log = createLogger(initial.logLevel);
   const store = await openStoreOrExit(initial);
   const config = await withGeneratedSecrets(initial, store, operatorApi);
   await createIndexes(store.db);
-  // Decision receipts are signed with it (docs/integrate/receipts.md): made on the first start.
-  await ensureSigningKey(store.db, config, log);
-  if (config.webhookEncryptionKey === null && config.decisionSigningKey === null) log.warn('no WEBHOOK_ENCRYPTION_KEY: the receipt signing key is stored unsealed (set one to seal it)');
+  // Decision receipts are signed with it (docs/integrate/receipts.md): made on the first start. Only by the
+  // web process, which signs: a worker never does, and one started without the web process's
+  // DECISION_SIGNING_KEY would add a key at each start that signs nothing yet is listed first in the JWKS.
+  if (operatorApi) await ensureSigningKey(store, config, log);
+  if (config.webhookEncryptionKey === null && config.decisionSigningKey === null) log.warn(NO_SEAL_WARNING);
   log.info('store ready', store instanceof EmbeddedStore ? { engine: store.engine, file: store.location, synchronous: config.sqliteSynchronous } : { engine: store.engine });
   const agenda = await createAgenda(store, { processEvery: config.jobsProcessEveryMs });
   const deps = composeDeps({ config, store, log, scheduler: agendaScheduler(agenda) });

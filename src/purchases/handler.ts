@@ -26,7 +26,7 @@ export type LoadState = (session: StoreSession, now: Date) => Promise<PurchaseSt
 export async function handlePurchaseCommand(deps: AppDeps, organizationId: string, load: LoadState, command: PurchaseCommand): Promise<PurchaseOutcome> {
   const port = transactionalRecords(deps.store.db);
   // Once per process: the key a decision's receipt is signed with exists (made outside any transaction).
-  if (command.kind === 'SUBMIT' || command.kind === 'ANSWER') await ensureSigningKey(deps.store.db, deps.config, deps.log);
+  if (command.kind === 'SUBMIT' || command.kind === 'ANSWER') await ensureSigningKey(deps.store, deps.config, deps.log);
   let shadowed = false;
   const actors = deps.actors;
   let attempts = 0;

@@ -2,7 +2,8 @@
 // the newest cannot be opened any more), the private half sealed in the store with the key that seals
 // webhook secrets (WEBHOOK_ENCRYPTION_KEY, generated on the embedded store: src/bootstrap.ts). The
 // newest key signs; every key's public half stays in the JWKS, so that old receipts keep verifying,
-// but a key the encryption key did not seal (written straight into the store) neither signs nor is published.
+// but a key the encryption key did not seal (written straight into the store) neither signs nor is published,
+// unless the operator adopts it (`npm run admin -- adopt-signing-keys`: keys stored before the encryption key).
 // `npm run admin -- rotate-signing-key` adds a newer one and bumps the configuration stamp, so that
 // every process signs with it from its next decision (src/cache/config-cache.ts).
 // Or the operator gives the key (DECISION_SIGNING_KEY): it then signs, and only its public half is
@@ -10,7 +11,8 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { isDuplicateKeyError } from '../store/store.ts';
 import { bumpConfigStamp, configView, viewIn } from '../cache/config-cache.ts';
-import type { StoreDb, StoreSession } from '../store/store.ts';
+import { runCommand } from '../commands/run-command.ts';
+import type { Store, StoreDb, StoreSession } from '../store/store.ts';
 import type { Logger } from '../log.ts';
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '../webhooks/secrets.ts';
 import type { ReceiptKey } from './chain.ts';
@@ -147,27 +149,90 @@ async function storedKeys(db: StoreDb, seal: Buffer | null, log?: Pick<Logger, '
       const reason = err instanceof Error ? err.message : String(err);
       if (log && !refusalsLogged.has(`${doc._id}:${reason}`)) {
         refusalsLogged.add(`${doc._id}:${reason}`);
-        log.warn('signing key refused: it neither signs nor is published in the JWKS', { kid: doc._id, reason });
+        log.warn('signing key refused: it neither signs nor is published in the JWKS', { kid: doc._id, reason, ...(adoptable(doc) ? { ifOwn: ADOPT_HINT } : {}) });
       }
     }
   }
   return keys;
 }
 
-/** Makes a new signing key and stores it: from now on the newest, so the one that signs. */
-export async function createSigningKey(db: StoreDb, seal: Buffer | null, now = new Date()): Promise<string> {
+const ADOPT_HINT = "if it is the deployment's own (stored before this encryption key), npm run admin -- adopt-signing-keys publishes it again: docs/operate/auditors.md#keys-stored-before-the-encryption-key";
+
+/** Whether a refused key could be adopted: its id is the thumbprint of the public half it stores. */
+const adoptable = (doc: SigningKeyDoc) => typeof doc.publicJwk?.x === 'string' && thumbprint(doc.publicJwk.x) === doc._id;
+
+/** A stored key the deployment's encryption key did not seal, and why it is refused. */
+export interface AdoptableKey {
+  kid: string;
+  x: string;
+  createdAt: unknown;
+  reason: string;
+}
+
+/**
+ * The stored keys `seal` refuses for how they are stored (unsealed, or sealed under another encryption
+ * key), newest first: those adopt-signing-keys can publish again.
+ */
+export async function adoptableKeys(db: StoreDb, seal: Buffer, session?: StoreSession): Promise<AdoptableKey[]> {
+  const refused: AdoptableKey[] = [];
+  for (const doc of await keyDocsNewestFirst(db, session)) {
+    if (!adoptable(doc)) continue;
+    try {
+      openKey(doc, seal);
+    } catch (err) {
+      refused.push({ kid: doc._id, x: doc.publicJwk.x, createdAt: doc.createdAt, reason: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return refused;
+}
+
+/** Whether a process with `seal` has a stored key to sign with: one sealed with it (the service started with it). */
+export async function hasSealedSigningKey(db: StoreDb, seal: Buffer): Promise<boolean> {
+  return (await storedKeys(db, seal)).some((k) => k.privateKey !== null);
+}
+
+/**
+ * The operator vouches for keys stored before `seal` sealed the deployment's (on MongoDB without
+ * WEBHOOK_ENCRYPTION_KEY, or under an earlier one): each named key's public half is sealed with it, so
+ * that the JWKS publishes it again and its receipts verify, and its private half is erased, so that it
+ * never signs again (unsealed, it lay readable in the store; sealed under another key, none here opens
+ * it). Not automatic: a key planted in the store looks the same (docs/reference/decisions.md). Returns
+ * the kids named that are not such keys, adopting none then.
+ */
+export async function adoptSigningKeys(store: Store, seal: Buffer, kids: string[]): Promise<string[]> {
+  return runCommand(store, async (session) => {
+    const candidates = new Map((await adoptableKeys(store.db, seal, session)).map((k) => [k.kid, k]));
+    const unknown = kids.filter((kid) => !candidates.has(kid));
+    if (unknown.length > 0) return unknown;
+    for (const kid of new Set(kids)) {
+      await receiptCollections(store.db).keys.updateOne({ _id: kid }, { $set: { privateKey: sealedPublicHalf(seal, candidates.get(kid)!) } }, { session });
+    }
+    await bumpConfigStamp(store.db, session);
+    return [];
+  });
+}
+
+/**
+ * Makes a new signing key and stores it: from now on the newest, so the one that signs. The key and the
+ * configuration stamp's bump are one transaction: a process dying between the two would leave the
+ * other processes publishing a JWKS without the key that signs.
+ */
+export async function createSigningKey(store: Store, seal: Buffer | null, now = new Date()): Promise<string> {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const { x } = publicKey.export({ format: 'jwk' }) as { x: string };
   const kid = thumbprint(x);
   const der = (privateKey.export({ format: 'der', type: 'pkcs8' }) as Buffer).toString('base64url');
-  await receiptCollections(db).keys.insertOne({
+  const doc: SigningKeyDoc = {
     _id: kid,
     publicJwk: { kty: 'OKP', crv: 'Ed25519', x },
     privateKey: seal === null ? PLAIN + der : encryptSecret(seal, der, kid),
     createdAt: now,
     since: now,
+  };
+  await runCommand(store, async (session) => {
+    await receiptCollections(store.db).keys.insertOne(doc, { session });
+    await bumpConfigStamp(store.db, session);
   });
-  await bumpConfigStamp(db);
   return kid;
 }
 
@@ -187,22 +252,23 @@ export async function sealOpensNewestKey(db: StoreDb, seal: Buffer | null): Prom
  * sealed with the encryption key when there is one, so that a public half planted in the store is not
  * published. A key the operator returns to is first again.
  */
-async function publishConfiguredKey(db: StoreDb, key: ConfiguredKey, seal: Buffer | null): Promise<void> {
-  const [current] = await storedKeys(db, seal);
-  if (current?.kid === key.kid) return;
+async function publishConfiguredKey(store: Store, key: ConfiguredKey, seal: Buffer | null): Promise<void> {
+  const { db } = store;
   const keys = receiptCollections(db).keys;
-  const now = new Date();
   const privateKey = seal === null ? CONFIGURED : sealedPublicHalf(seal, key);
-  // The document of this kid, if any, is this key's (its id is the thumbprint of the public half we hold).
-  const { matchedCount } = await keys.updateOne({ _id: key.kid }, { $set: { publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, since: now } });
-  if (matchedCount === 0) {
-    try {
-      await keys.insertOne({ _id: key.kid, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, createdAt: now, since: now });
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err; // another process published it first
-    }
+  try {
+    await runCommand(store, async (session) => {
+      const [current] = await storedKeys(db, seal, undefined, session);
+      if (current?.kid === key.kid) return;
+      const now = new Date();
+      // The document of this kid, if any, is this key's (its id is the thumbprint of the public half we hold).
+      const { matchedCount } = await keys.updateOne({ _id: key.kid }, { $set: { publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, since: now } }, { session });
+      if (matchedCount === 0) await keys.insertOne({ _id: key.kid, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key.x }, privateKey, createdAt: now, since: now }, { session });
+      await bumpConfigStamp(db, session);
+    });
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err; // another process published it first
   }
-  await bumpConfigStamp(db);
 }
 
 // Per store, configured key and encryption key: a test may run services with different keys on one store.
@@ -214,7 +280,8 @@ const ensured = new WeakMap<StoreDb, Map<string, Promise<void>>>();
  * start and before a command that signs. Two processes starting at once may each make one: both stay
  * in the JWKS, and the newest signs.
  */
-export function ensureSigningKey(db: StoreDb, settings: KeySettings, log?: Pick<Logger, 'warn'>): Promise<void> {
+export function ensureSigningKey(store: Store, settings: KeySettings, log?: Pick<Logger, 'warn'>): Promise<void> {
+  const { db } = store;
   let byKey = ensured.get(db);
   if (byKey === undefined) ensured.set(db, (byKey = new Map()));
   const memo = `${sealTag(settings.webhookEncryptionKey)}:${settings.decisionSigningKey ?? ''}`;
@@ -223,12 +290,12 @@ export function ensureSigningKey(db: StoreDb, settings: KeySettings, log?: Pick<
     done = (async () => {
       const seal = sealingKey(settings.webhookEncryptionKey);
       const given = configuredKey(settings);
-      if (given !== null) return publishConfiguredKey(db, given, seal);
+      if (given !== null) return publishConfiguredKey(store, given, seal);
       // The newest is a public half only (a configured key no longer given, or one sealed under another
       // encryption key than this process has): a new key signs from now on.
       const [newest] = await storedKeys(db, seal, log);
       if (newest?.privateKey) return;
-      await createSigningKey(db, seal);
+      await createSigningKey(store, seal);
     })();
     byKey.set(memo, done);
     done.catch(() => byKey.delete(memo));

@@ -8,7 +8,7 @@ import { ensureSigningKey, publicKeys } from './keys.ts';
 export function receiptRoutes(deps: AppDeps): Router {
   const router = newRouter();
   router.get('/.well-known/jwks.json', async (ctx) => {
-    await ensureSigningKey(deps.store.db, deps.config, deps.log);
+    await ensureSigningKey(deps.store, deps.config, deps.log);
     // Asked for again each time: a rotated key signs at once, and a verifier fetching the JWKS for a kid
     // it does not know must not be served a copy from before the rotation (it is cached here, at the
     // configuration stamp).

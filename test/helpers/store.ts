@@ -44,3 +44,19 @@ export async function testStore(): Promise<Store> {
     },
   });
 }
+
+/**
+ * The same store as another process sees it: what a process remembers per store starts afresh (a restart).
+ * `collection` may stand in for the db's own, to inject a failure into one collection's writes.
+ */
+export function asNewProcess(store: Store, collection?: StoreDb['collection']): Store {
+  const another = <T extends object>(target: T, own: Partial<T> = {}): T =>
+    new Proxy(target, {
+      get: (t, prop) => {
+        if (prop in own) return own[prop as keyof T];
+        const value = Reflect.get(t, prop, t);
+        return typeof value === 'function' ? value.bind(t) : value;
+      },
+    });
+  return another(store, { db: another(store.db, collection ? { collection } : {}) });
+}

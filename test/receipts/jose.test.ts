@@ -19,7 +19,7 @@ test.serial('jose verifies a submission\'s receipt and, after a rotation, an ans
   const org = await applyManifest(app, acmeManifest('receipt-jose'));
   const held = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Desks Ltd', amountMinor: '30000', reason: 'a desk' } });
   t.is(held.status, 201, held.text);
-  const rotated = await createSigningKey(app.deps.store.db, sealingKey(app.deps.config.webhookEncryptionKey));
+  const rotated = await createSigningKey(app.deps.store, sealingKey(app.deps.config.webhookEncryptionKey));
   const answered = await app.admin(`/admin/purchase-requests/${held.body.purchaseRequest.id}/answer`, { body: { answer: 'APPROVE', person: 'ana', comment: null } });
   t.is(answered.status, 200, answered.text);
 
@@ -64,7 +64,7 @@ test.serial('a receipt signed just after a rotation verifies with the JWKS fetch
   const jwksUrl = `${app.url}/.well-known/jwks.json`;
   const start = Date.now();
   await get(jwksUrl, start); // the verifier has the JWKS already
-  const rotated = await createSigningKey(app.deps.store.db, sealingKey(app.deps.config.webhookEncryptionKey));
+  const rotated = await createSigningKey(app.deps.store, sealingKey(app.deps.config.webhookEncryptionKey));
   const made = await app.request('/v1/purchase-requests', { key: org.keys['buyer-key'], body: { merchant: 'Paper Co', amountMinor: '100', reason: 'paper' } });
   const receipt = made.headers.get('decision-receipt')!;
   t.is(jose.decodeProtectedHeader(receipt).kid, rotated);

@@ -5,8 +5,7 @@
 import test from 'ava';
 import { createHash, createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { startApp, type TestApp } from '../helpers/app.ts';
-import { testStore } from '../helpers/store.ts';
-import type { Store } from '../../src/store/store.ts';
+import { asNewProcess, testStore } from '../helpers/store.ts';
 import { acmeManifest, applyManifest, type AppliedOrg } from '../helpers/fixtures.ts';
 import { bumpConfigStamp } from '../../src/cache/config-cache.ts';
 
@@ -30,19 +29,6 @@ async function verifiesAgainstJwks(app: TestApp, jws: string): Promise<boolean> 
   if (!jwk) return false;
   const [h, p, s] = jws.split('.');
   return verify(null, Buffer.from(`${h}.${p}`), createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' }), Buffer.from(s, 'base64url'));
-}
-
-/** The same store as another process sees it: what a process remembers per store starts afresh (a restart). */
-function asNewProcess(store: Store): Store {
-  const another = <T extends object>(target: T, own: Partial<T> = {}): T =>
-    new Proxy(target, {
-      get: (t, prop) => {
-        if (prop in own) return own[prop as keyof T];
-        const value = Reflect.get(t, prop, t);
-        return typeof value === 'function' ? value.bind(t) : value;
-      },
-    });
-  return another(store, { db: another(store.db) });
 }
 
 const buy = async (app: TestApp, org: AppliedOrg, reason: string) => {

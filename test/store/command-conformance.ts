@@ -145,7 +145,7 @@ export function registerCommandConformance(factory: () => Promise<Store>, option
     // One instant for the whole test: its windows are one day's and month's, whenever it runs.
     const now = new Date();
     const deps = processOver(store, () => now);
-    await ensureSigningKey(store.db, deps.config);
+    await ensureSigningKey(store, deps.config);
     return { store, db: store.db, deps, other: processOver(store, () => now), now };
   }
 
