@@ -51,6 +51,13 @@ export interface Config {
   decisionSigningKey: string | null;
   webhookUnsafeAllowLocal: boolean;
   webhookEndpointLimit: number;
+  /**
+   * WEBHOOK_ATTEMPT_LEASE: how long an attempt holds its delivery; a worker that dies mid-attempt loses it
+   * after this. Above the 10 s request timeout, so a live attempt never loses it.
+   */
+  webhookAttemptLeaseMs: number;
+  /** WEBHOOK_SWEEP_EVERY: how often due deliveries nobody is attempting (a dead worker's, say) are swept up. */
+  webhookSweepEveryMs: number;
   /** REPLAY_INLINE_LIMIT: a replay of at most this many purchases answers in the request; a larger one runs as a job. */
   replayInlineLimit: number;
   nodeEnv: string;
@@ -288,6 +295,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     decisionSigningKey,
     webhookUnsafeAllowLocal,
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
+    webhookAttemptLeaseMs: duration(env, 'WEBHOOK_ATTEMPT_LEASE', 60_000, 15_000, 3_600_000),
+    webhookSweepEveryMs: duration(env, 'WEBHOOK_SWEEP_EVERY', 60_000, 100, 3_600_000),
     replayInlineLimit: integer(env, 'REPLAY_INLINE_LIMIT', 5000, 0, 1_000_000),
     nodeEnv,
     logLevel,

@@ -17,6 +17,15 @@ test('JOBS_PROCESS_EVERY is a duration: read in its units, refused when it is no
   }
 });
 
+test('WEBHOOK_ATTEMPT_LEASE and WEBHOOK_SWEEP_EVERY default to a minute; a lease within the 10 s request timeout is refused', (t) => {
+  t.like(config({}), { webhookAttemptLeaseMs: 60_000, webhookSweepEveryMs: 60_000 });
+  t.like(config({ WEBHOOK_ATTEMPT_LEASE: '15 seconds', WEBHOOK_SWEEP_EVERY: '1 second' }), { webhookAttemptLeaseMs: 15_000, webhookSweepEveryMs: 1_000 });
+  for (const [name, bad] of [['WEBHOOK_ATTEMPT_LEASE', '10 seconds'], ['WEBHOOK_ATTEMPT_LEASE', '2 hours'], ['WEBHOOK_SWEEP_EVERY', '10 ms'], ['WEBHOOK_SWEEP_EVERY', 'soon']]) {
+    const error = t.throws(() => config({ [name]: bad }), { instanceOf: ConfigError }, bad);
+    t.regex(error!.message, new RegExp(name));
+  }
+});
+
 test('TRUST_PROXY defaults to off (clients reach `npm start` directly) and takes only 1/true or 0/false', (t) => {
   t.false(config({}).trustProxy);
   t.true(config({ TRUST_PROXY: '1' }).trustProxy);
