@@ -26,6 +26,16 @@ test('WEBHOOK_ATTEMPT_LEASE and WEBHOOK_SWEEP_EVERY default to a minute; a lease
   }
 });
 
+test("PASSWORD_SCRYPT_N is OWASP's 2^17 unless set; lower only where NODE_ENV names development or tests, and a power of two", (t) => {
+  t.is(config({}).passwordScryptN, 2 ** 17);
+  t.is(config({ PASSWORD_SCRYPT_N: '1024', NODE_ENV: 'test' }).passwordScryptN, 1024);
+  t.is(config({ PASSWORD_SCRYPT_N: '262144', NODE_ENV: 'production' }).passwordScryptN, 2 ** 18);
+  for (const env of [{ PASSWORD_SCRYPT_N: '1024', NODE_ENV: 'production' } as Record<string, string>, { PASSWORD_SCRYPT_N: '1000' }, { PASSWORD_SCRYPT_N: '512' }, { PASSWORD_SCRYPT_N: String(2 ** 21) }]) {
+    const error = t.throws(() => config(env), { instanceOf: ConfigError }, JSON.stringify(env));
+    t.regex(error!.message, /PASSWORD_SCRYPT_N/);
+  }
+});
+
 test('TRUST_PROXY defaults to off (clients reach `npm start` directly) and takes only 1/true or 0/false', (t) => {
   t.false(config({}).trustProxy);
   t.true(config({ TRUST_PROXY: '1' }).trustProxy);
