@@ -57,5 +57,6 @@ export function composeDeps(parts: { config: Config; store: Store; log: Logger; 
   return deps;
 }
 
-/** Runs every capability's jobs on this Agenda; returns the function that stops them. */
-export const startJobs = (deps: AppDeps, agenda: Agenda, options: WorkerOptions = {}): Promise<() => Promise<void>> => startWorker(deps, agenda, CAPABILITIES, options);
+/** Runs every capability's jobs on this Agenda (intervals from the configuration unless given); returns the function that stops them. */
+export const startJobs = (deps: AppDeps, agenda: Agenda, options: WorkerOptions = {}): Promise<() => Promise<void>> =>
+  startWorker(deps, agenda, CAPABILITIES, { webhookSweepEvery: deps.config.webhookSweepEveryMs, ...options });

@@ -4,6 +4,7 @@ import { Duration } from 'luxon';
 import { createPrivateKey } from 'node:crypto';
 import { sha256Hex } from './digest.ts';
 import { parseEncryptionKey } from './webhooks/secrets.ts';
+import { DEFAULT_SCRYPT_N } from './identity/people/password.ts';
 
 function isEd25519PrivateKey(pem: string): boolean {
   try {
@@ -53,6 +54,15 @@ export interface Config {
   webhookEndpointLimit: number;
   /** Webhook endpoints an organisation may create in a UTC day (WEBHOOK_CREATIONS_PER_DAY). */
   webhookCreationsPerDay: number;
+  /**
+   * WEBHOOK_ATTEMPT_LEASE: how long an attempt holds its delivery; a worker that dies mid-attempt loses it
+   * after this. Above the 10 s request timeout, so a live attempt never loses it.
+   */
+  webhookAttemptLeaseMs: number;
+  /** PASSWORD_SCRYPT_N: the scrypt cost new passwords are hashed at (a power of two; below 2^17 only in development and tests). */
+  passwordScryptN: number;
+  /** WEBHOOK_SWEEP_EVERY: how often due deliveries nobody is attempting (a dead worker's, say) are swept up. */
+  webhookSweepEveryMs: number;
   /** REPLAY_INLINE_LIMIT: a replay of at most this many purchases answers in the request; a larger one runs as a job. */
   replayInlineLimit: number;
   nodeEnv: string;
@@ -259,6 +269,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (webhookUnsafeAllowLocal && !DEVELOPMENT_ENVIRONMENTS.includes(nodeEnv)) {
     throw new ConfigError('WEBHOOK_UNSAFE_ALLOW_LOCAL', `is allowed only when NODE_ENV is unset, development or test (it is ${JSON.stringify(nodeEnv)})`);
   }
+  const passwordScryptN = integer(env, 'PASSWORD_SCRYPT_N', DEFAULT_SCRYPT_N, 2 ** 10, 2 ** 20);
+  if ((passwordScryptN & (passwordScryptN - 1)) !== 0) throw new ConfigError('PASSWORD_SCRYPT_N', `must be a power of two, got ${passwordScryptN}`);
+  // Below OWASP's floor only where development is named, as WEBHOOK_UNSAFE_ALLOW_LOCAL: the tests hash many passwords.
+  if (passwordScryptN < DEFAULT_SCRYPT_N && !DEVELOPMENT_ENVIRONMENTS.includes(nodeEnv)) {
+    throw new ConfigError('PASSWORD_SCRYPT_N', `may be below ${DEFAULT_SCRYPT_N} only when NODE_ENV is unset, development or test (it is ${JSON.stringify(nodeEnv)})`);
+  }
   const webhookEncryptionKey = env.WEBHOOK_ENCRYPTION_KEY || null;
   if (webhookEncryptionKey !== null) {
     try {
@@ -291,6 +307,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookUnsafeAllowLocal,
     webhookEndpointLimit: integer(env, 'WEBHOOK_ENDPOINT_LIMIT', 16, 1, 1000),
     webhookCreationsPerDay: integer(env, 'WEBHOOK_CREATIONS_PER_DAY', 50, 1, 100_000),
+    webhookAttemptLeaseMs: duration(env, 'WEBHOOK_ATTEMPT_LEASE', 60_000, 15_000, 3_600_000),
+    passwordScryptN,
+    webhookSweepEveryMs: duration(env, 'WEBHOOK_SWEEP_EVERY', 60_000, 100, 3_600_000),
     replayInlineLimit: integer(env, 'REPLAY_INLINE_LIMIT', 5000, 0, 1_000_000),
     nodeEnv,
     logLevel,

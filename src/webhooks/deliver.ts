@@ -6,7 +6,7 @@
 //      finishes and leaves room under all three.
 //   1. Claim: one findOneAndUpdate takes a PENDING, due delivery whose lease is free and gives it a
 //      lease token, so two workers (or a per-attempt job racing the sweep) never send the same
-//      attempt at once. A worker that dies mid-attempt loses its lease after LEASE_MS and the sweep
+//      attempt at once. A worker that dies mid-attempt loses its lease after WEBHOOK_ATTEMPT_LEASE (config.ts) and the sweep
 //      makes the attempt again (at least once, docs/reference/contract.md §6.3 rule 1).
 //   2. Re-read the endpoint: revoked, or disabled (except for `webhook.test`), means the delivery
 //      is CANCELLED and nothing is sent (docs/integrate/webhooks.md: a re-enabled endpoint gets no old deliveries).
@@ -30,9 +30,6 @@ import { decryptSecret, SecretDecryptionError } from './secrets.ts';
 import { ABANDONED, type AttemptResult } from './send.ts';
 import { deliveryHeaders } from './signing.ts';
 import { webhookAttempted } from '../metrics/metrics.ts';
-
-/** Beyond the 10 s request timeout: an attempt still holding its lease after this has died. */
-const LEASE_MARGIN_MS = 50_000;
 
 /** Not one of send.ts's classes: the worker could not sign (no usable WEBHOOK_ENCRYPTION_KEY). */
 export const SIGNING_UNAVAILABLE = 'SIGNING_UNAVAILABLE';
@@ -159,7 +156,7 @@ async function attemptHolding(deps: AppDeps, deliveryId: string): Promise<Attemp
   const token = newRandomId();
   const claimed = (await deliveries.findOneAndUpdate(
     { _id: deliveryId, status: 'PENDING', nextAttemptAt: { $lte: claimedAt }, leaseUntil: { $lte: claimedAt } },
-    { $set: { leaseUntil: new Date(claimedAt.getTime() + runtime.timeoutMs + LEASE_MARGIN_MS), leaseToken: token } },
+    { $set: { leaseUntil: new Date(claimedAt.getTime() + deps.config.webhookAttemptLeaseMs), leaseToken: token } },
     { returnDocument: 'after' },
   )) as WebhookDeliveryDoc | null;
   if (!claimed) return { kind: 'NOT_DUE' };

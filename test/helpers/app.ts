@@ -14,6 +14,7 @@ import { agendaScheduler, noScheduler, type Scheduler } from '../../src/jobs/sch
 import { createAgenda } from '../../src/jobs/agenda.ts';
 import { testStore } from './store.ts';
 import { checkAgainstDocument } from './contract.ts';
+import { TEST_SCRYPT_N } from './service-process.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -59,7 +60,7 @@ export async function startApp(
   const store = options.store ?? (await testStore());
   await createIndexes(store.db);
   const agenda = options.jobs ? await createAgenda(store, { processEvery: 100, lockLifetimeMs: 5000 }) : null;
-  const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', ...options.env });
+  const config = loadConfig({ ADMIN_TOKEN, LOG_LEVEL: 'error', BASE_URL: 'http://127.0.0.1:0', PASSWORD_SCRYPT_N: TEST_SCRYPT_N, ...options.env });
   const log = options.log ?? createLogger('error', (line) => process.stderr.write(line + '\n'));
   const deps = composeDeps({ config, store, log, now: options.now, scheduler: options.scheduler ?? (agenda ? agendaScheduler(agenda) : noScheduler) });
   const stopWorker = agenda ? await startJobs(deps, agenda, { sweepEvery: options.jobs?.sweepEvery ?? '1 second' }) : null;

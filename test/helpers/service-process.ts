@@ -8,6 +8,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { ExecutionContext } from 'ava';
 
+/**
+ * Passwords hashed at scrypt's N=2^10 in the tests' services, instead of the production 2^17 (PASSWORD_SCRYPT_N): the same hash,
+ * checks and refusals, at a thousandth of the CPU; the tests set and check hundreds of passwords.
+ */
+export const TEST_SCRYPT_N = '1024';
+
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const SERVICE_ADMIN_TOKEN = 'process-admin-token-0123456789abcdef';
 
@@ -45,7 +51,7 @@ export interface ServiceProcess {
 
 /** Runs the service to completion (for start-up failures): exit code and output. `args` follow `src/main.ts`. */
 export function runService(env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', PASSWORD_SCRYPT_N: TEST_SCRYPT_N, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -89,7 +95,7 @@ export function spawnWatched(t: ExecutionContext, command: string, args: string[
 }
 
 export async function startService(t: ExecutionContext, dataDir: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const { child, output, exited } = spawnWatched(t, process.execPath, ['src/main.ts'], { PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, ...env });
+  const { child, output, exited } = spawnWatched(t, process.execPath, ['src/main.ts'], { PORT: '0', ADMIN_TOKEN: SERVICE_ADMIN_TOKEN, LOG_LEVEL: 'info', DATA_DIR: dataDir, PASSWORD_SCRYPT_N: TEST_SCRYPT_N, ...env });
   const deadline = Date.now() + 60_000;
   let port: number | undefined;
   while (port === undefined || !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false))) {

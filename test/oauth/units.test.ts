@@ -114,6 +114,11 @@ test('passwords: scrypt, salted, verified in constant time, malformed hashes nev
   t.false(await verifyPassword('a long enough passwore', h1));
   t.false(await verifyPassword('a long enough password', 'plain'));
   t.false(await verifyPassword('a long enough password', 'scrypt$99999999$8$1$AAAA$BBBB'));
+  // Hashed at another cost (PASSWORD_SCRYPT_N), a hash records it and is checked at it.
+  const cheap = await hashPassword('a long enough password', 1024);
+  t.regex(cheap, /^scrypt\$1024\$8\$1\$/);
+  t.true(await verifyPassword('a long enough password', cheap));
+  t.false(await verifyPassword('a long enough passwore', cheap));
 });
 
 test('list cursor: opaque, round-trips, refuses tampering', (t) => {

@@ -17,6 +17,25 @@ test('JOBS_PROCESS_EVERY is a duration: read in its units, refused when it is no
   }
 });
 
+test('WEBHOOK_ATTEMPT_LEASE and WEBHOOK_SWEEP_EVERY default to a minute; a lease within the 10 s request timeout is refused', (t) => {
+  t.like(config({}), { webhookAttemptLeaseMs: 60_000, webhookSweepEveryMs: 60_000 });
+  t.like(config({ WEBHOOK_ATTEMPT_LEASE: '15 seconds', WEBHOOK_SWEEP_EVERY: '1 second' }), { webhookAttemptLeaseMs: 15_000, webhookSweepEveryMs: 1_000 });
+  for (const [name, bad] of [['WEBHOOK_ATTEMPT_LEASE', '10 seconds'], ['WEBHOOK_ATTEMPT_LEASE', '2 hours'], ['WEBHOOK_SWEEP_EVERY', '10 ms'], ['WEBHOOK_SWEEP_EVERY', 'soon']]) {
+    const error = t.throws(() => config({ [name]: bad }), { instanceOf: ConfigError }, bad);
+    t.regex(error!.message, new RegExp(name));
+  }
+});
+
+test("PASSWORD_SCRYPT_N is OWASP's 2^17 unless set; lower only where NODE_ENV names development or tests, and a power of two", (t) => {
+  t.is(config({}).passwordScryptN, 2 ** 17);
+  t.is(config({ PASSWORD_SCRYPT_N: '1024', NODE_ENV: 'test' }).passwordScryptN, 1024);
+  t.is(config({ PASSWORD_SCRYPT_N: '262144', NODE_ENV: 'production' }).passwordScryptN, 2 ** 18);
+  for (const env of [{ PASSWORD_SCRYPT_N: '1024', NODE_ENV: 'production' } as Record<string, string>, { PASSWORD_SCRYPT_N: '1000' }, { PASSWORD_SCRYPT_N: '512' }, { PASSWORD_SCRYPT_N: String(2 ** 21) }]) {
+    const error = t.throws(() => config(env), { instanceOf: ConfigError }, JSON.stringify(env));
+    t.regex(error!.message, /PASSWORD_SCRYPT_N/);
+  }
+});
+
 test('TRUST_PROXY defaults to off (clients reach `npm start` directly) and takes only 1/true or 0/false', (t) => {
   t.false(config({}).trustProxy);
   t.true(config({ TRUST_PROXY: '1' }).trustProxy);

@@ -112,8 +112,11 @@ test('a burst to one endpoint is taken up as attempts end, not one poll of the j
 });
 
 test('SIGKILL while an attempt waits for the receiver: after the restart the same event is sent again, same id and bytes, and recorded once', async (t) => {
-  t.timeout(240_000); // the dead process's lease and job lock run out after about a minute
-  const { receiver, env } = await receiverAndEnv(t, {}, [{ status: 0, hang: true }, { status: 200 }]);
+  // The dead process's lease at its shortest and the sweep that takes its attempt up again every second: the
+  // same path as in production (a minute's lease, a minute's sweep), without waiting out those minutes.
+  t.timeout(120_000);
+  const quick = { WEBHOOK_ATTEMPT_LEASE: '15 seconds', WEBHOOK_SWEEP_EVERY: '1 second' };
+  const { receiver, env } = await receiverAndEnv(t, quick, [{ status: 0, hang: true }, { status: 200 }]);
   const dataDir = tempDataDir(t);
   let svc = await startService(t, dataDir, env);
   const { admin, buyer, webhookId } = await organisationWithEndpoint(svc, 'in-flight', receiver.origin);
@@ -125,7 +128,7 @@ test('SIGKILL while an attempt waits for the receiver: after the restart the sam
   const [d] = await waitFor('the delivery recorded', async () => {
     const items = (await svc.request(`/v1/webhooks/${webhookId}/deliveries`, { key: admin })).body.items;
     return items[0]?.status === 'DELIVERED' && items;
-  }, 200_000);
+  }, 90_000);
   const [first, again] = receiver.requests;
   t.is(receiver.requests.length, 2);
   t.true(again.body.equals(first.body));

@@ -57,7 +57,7 @@ export function connectionAdminRoutes(deps: AppDeps): Router {
     if (password.trim().length < MIN_PASSWORD_LENGTH) {
       throw invalidRequest([{ path: 'password', code: 'TOO_SHORT', message: `The password needs at least ${MIN_PASSWORD_LENGTH} characters that are not spaces.` }]);
     }
-    const person = await setPassword(deps, id, await hashPassword(password));
+    const person = await setPassword(deps, id, await hashPassword(password, deps.config.passwordScryptN));
     if (!person) throw notFound('person');
     ctx.body = presentPerson(person);
   });

@@ -5,8 +5,10 @@ import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } 
 export const MIN_PASSWORD_LENGTH = 12;
 export const MAX_PASSWORD_LENGTH = 1024;
 
-// OWASP's scrypt floor (N=2^17, r=8, p=1) needs 128 MiB; maxmem is raised to allow it.
-const COST = { N: 2 ** 17, r: 8, p: 1 };
+// OWASP's scrypt floor (N=2^17, r=8, p=1) needs 128 MiB; maxmem is raised to allow it. N is PASSWORD_SCRYPT_N
+// (src/config.ts): this floor or above, lower only where NODE_ENV names development or tests.
+export const DEFAULT_SCRYPT_N = 2 ** 17;
+const COST = { r: 8, p: 1 };
 const KEY_LENGTH = 32;
 
 function scrypt(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
@@ -15,10 +17,10 @@ function scrypt(password: string, salt: Buffer, keyLength: number, options: Scry
   );
 }
 
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, N = DEFAULT_SCRYPT_N): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scrypt(password, salt, KEY_LENGTH, COST);
-  return ['scrypt', COST.N, COST.r, COST.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+  const key = await scrypt(password, salt, KEY_LENGTH, { N, ...COST });
+  return ['scrypt', N, COST.r, COST.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 /** Constant-time comparison of the derived key; a malformed stored hash never matches. */
@@ -36,8 +38,9 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 // A fixed hash verified when no person matches the email, so that an unknown email costs the same
 // time as a wrong password (no account enumeration by timing).
-let decoy: Promise<string> | null = null;
-export async function burnPasswordCheck(password: string): Promise<void> {
-  decoy ??= hashPassword('decoy password that matches nothing');
-  await verifyPassword(password, await decoy);
+// Made at the cost new passwords are hashed at (N).
+const decoys = new Map<number, Promise<string>>();
+export async function burnPasswordCheck(password: string, N = DEFAULT_SCRYPT_N): Promise<void> {
+  if (!decoys.has(N)) decoys.set(N, hashPassword('decoy password that matches nothing', N));
+  await verifyPassword(password, await decoys.get(N)!);
 }

@@ -92,7 +92,7 @@ export async function signIn(deps: AppDeps, emailInput: string, password: string
     }
   }
   // An unknown email costs the same time as a wrong password (no account enumeration by timing).
-  if (!candidates.some((p) => p.passwordHash !== null)) await burnPasswordCheck(password);
+  if (!candidates.some((p) => p.passwordHash !== null)) await burnPasswordCheck(password, deps.config.passwordScryptN);
   // A failure stays counted on both counters: it was counted before the check.
   if (!person) return { ok: false, reason: 'mismatch' };
 
