@@ -13,6 +13,7 @@ import { startApp, type TestApp } from '../helpers/app.ts';
 import { applyManifest } from '../helpers/fixtures.ts';
 import { purchase } from '../helpers/shop.ts';
 import { testStore } from '../helpers/store.ts';
+import { ensureSigningKey } from '../../src/receipts/keys.ts';
 import { InstrumentedStore, commonWrites, writeSet, type TransactionRecord } from '../helpers/instrumented-store.ts';
 import { periodOfPurchase, windowOfPurchase } from '../helpers/windows.ts';
 
@@ -23,6 +24,8 @@ let handles = 0;
 test.before(async () => {
   store = new InstrumentedStore(await testStore());
   app = await startApp({ store, env: { WEBHOOK_ENCRYPTION_KEY: randomBytes(32).toString('hex'), WEBHOOK_UNSAFE_ALLOW_LOCAL: '1' } });
+  // As a web process does at start: otherwise the first decision's transaction would be the key's own.
+  await ensureSigningKey(app.deps.store, app.deps.config);
 });
 test.after.always(async () => {
   await app?.close();
