@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
-import { openEmbeddedStore } from '../src/store/embedded/embedded-store.ts';
+import { openStore } from '../src/store/open-store.ts';
 import { storePerDatabase } from '../src/store/wire/databases.ts';
 import { mongoUrl } from '../src/store/wire/embedded-listener.ts';
 import { WireListener } from '../src/store/wire/listener.ts';
@@ -34,8 +34,7 @@ async function startServer(): Promise<Server> {
   process.env.DATA_DIR ??= ':memory:';
   const users = new MemoryUsers();
   const password = users.set(SERVICE_USER);
-  // TTL sweeps every second, as tuneTtlMonitor asks of a real MongoDB (the listener has no such parameter).
-  const databases = storePerDatabase((dbName) => openEmbeddedStore({ dbName, ttlSweepIntervalMs: 1_000 }));
+  const databases = storePerDatabase((dbName) => openStore({ dbName }));
   // The whole suite is one user's: no per-user cap below the listener's own. And its test processes
   // open their pools all at once, each connection unauthenticated until its handshake ends: no cap on
   // those below the listener's own either, and a handshake deadline for clients that share two loaded
@@ -59,9 +58,8 @@ async function tuneTtlMonitor(uri: string): Promise<void> {
     const hello = await client.db('admin').command({ hello: 1 });
     const version = await client.db('admin').command({ buildInfo: 1 });
     console.log(`test:mongo: server reports MongoDB ${version.version} (build ${version.gitVersion}), ${hello.setName ? `replica set ${hello.setName}` : hello.msg === 'isdbgrid' ? 'sharded cluster' : 'standalone'}`);
-    // The embedded listener refuses it: its stores sweep every second already (startServer).
     await client.db('admin').command({ setParameter: 1, ttlMonitorSleepSecs: 1 }).catch(() => {
-      if (process.env.MONGODB_URI) console.log('test:mongo: could not lower ttlMonitorSleepSecs; the TTL test may wait up to a minute');
+      console.log('test:mongo: could not lower ttlMonitorSleepSecs; the TTL test may wait up to a minute');
     });
   } finally {
     await client.close();
